@@ -1,0 +1,32 @@
+"""impactbench: comparative studies of numerical methods for mechanical systems with impacts.
+
+The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`simulate`, the
+:class:`Trajectory` result and the shared contact numerics. Methods live in
+:mod:`impactbench.methods` (name table ``METHODS``), problems in :mod:`impactbench.problems`
+(name table ``PROBLEMS``).
+"""
+
+from .energy import energy, kinetic_energy, potential_energy
+from .method import Method
+from .problem import CompiledProblem, Problem, ProblemKernels
+from .simulate import simulate
+from .timestepping import TimeStepping
+from .trajectory import ImpactLog, SimulationError, Status, Trajectory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompiledProblem",
+    "ImpactLog",
+    "Method",
+    "Problem",
+    "ProblemKernels",
+    "SimulationError",
+    "Status",
+    "TimeStepping",
+    "Trajectory",
+    "energy",
+    "kinetic_energy",
+    "potential_energy",
+    "simulate",
+]

@@ -1,0 +1,335 @@
+"""Shared contact numerics: small SPD solves, the LCP, the impact law and the metric projection.
+
+Every method calls these; none re-implements them. All array functions are numba kernels that
+write into caller-provided buffers (no allocation), usable from compiled loops and from Python.
+
+Notation: M (n, n) mass matrix, G (m, n) rows grad g_i,
+W = G M^-1 G^T the Delassus matrix, P (m,) impulses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ._jit import hot_kernel, kernel, maybe_compile
+
+#: Maximal number of principal pivots in :func:`solve_lcp` before it reports failure.
+LCP_MAX_PIVOTS = 1000
+
+
+@hot_kernel
+def ldl_factor(A, n, F):  # noqa: N803
+    """LDL^T factorisation of the leading (n, n) block of the SPD matrix ``A`` into ``F``.
+
+    ``F`` receives the unit lower factor below its diagonal and the reciprocals 1/D_j on the
+    diagonal, so that :func:`ldl_solve` needs no square root and no division. Returns False if
+    the block is not (numerically) positive definite.
+    """
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= F[j, k] * F[j, k] / F[k, k]
+        if not d > 0.0:
+            return False
+        r = 1.0 / d
+        F[j, j] = r
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= F[i, k] * F[j, k] / F[k, k]
+            F[i, j] = s * r
+    return True
+
+
+@hot_kernel
+def ldl_solve(F, n, b, x):  # noqa: N803
+    """Solve A x = b with the factor ``F`` of :func:`ldl_factor`; ``x`` may be ``b``."""
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= F[i, k] * x[k]
+        x[i] = s
+    for i in range(n):
+        x[i] *= F[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= F[k, i] * x[k]
+        x[i] = s
+
+
+@kernel
+def make_workspace(n, m):
+    """Buffers for :func:`solve_lcp`, :func:`impulse` and the metric projection (allocated once)."""
+    return (
+        np.empty((n, n)),  # 0 F: LDL^T factor of M (ldl_factor)
+        np.empty((m, n)),  # 1 Y: rows M^-1 grad g_i
+        np.empty((m, m)),  # 2 W: Delassus matrix
+        np.empty(m),  # 3 b: LCP right-hand side
+        np.empty(m),  # 4 P: impulses
+        np.empty(m, dtype=np.bool_),  # 5 S: LCP active set
+        np.empty(m, dtype=np.int64),  # 6 idx: indices of S / active constraints
+        np.empty((m, m)),  # 7 Wsub
+        np.empty((m, m)),  # 8 Lsub
+        np.empty(m),  # 9 xsub
+        np.empty(m, dtype=np.int64),  # 10 rows: constraint index of each LCP row
+        np.empty((n, n)),  # 11 H: Hessian of the Lagrangian (metric projection)
+        np.empty((n, n)),  # 12 its factor
+        np.empty((m, n)),  # 13 gap gradient at x + eps e_j
+        np.empty((m, n)),  # 14 gap gradient at x - eps e_j
+        np.empty(n),  # 15 shifted point / Newton step
+        np.empty(n),  # 16 right-hand side
+        np.empty(m),  # 17 multipliers of the previous iterate
+    )
+
+
+@hot_kernel
+def solve_lcp(W, b, k, P, ws):  # noqa: N803
+    """Solve 0 <= P _|_ W P + b >= 0 on the leading k rows and columns (W symmetric pos. definite).
+
+    Murty's least-index principal pivoting method: finite for P-matrices (Murty 1974), exact at
+    termination up to round-off; k = 1 uses the closed form. Returns the number of pivots, or -1
+    if the pivot limit was hit or a principal block was not positive definite.
+    """
+    if k == 1:
+        P[0] = max(0.0, -b[0] / W[0, 0])
+        return 1
+    S = ws[5]
+    idx = ws[6]
+    Wsub = ws[7]
+    Lsub = ws[8]
+    xsub = ws[9]
+    scale = 0.0
+    for i in range(k):
+        S[i] = False
+        P[i] = 0.0
+        scale = max(scale, abs(b[i]))
+    tol = 1e-13 * scale
+    for it in range(LCP_MAX_PIVOTS):
+        s = 0
+        for i in range(k):
+            if S[i]:
+                idx[s] = i
+                s += 1
+        for a in range(s):
+            for c in range(s):
+                Wsub[a, c] = W[idx[a], idx[c]]
+            xsub[a] = -b[idx[a]]
+        if s > 0:
+            if not ldl_factor(Wsub, s, Lsub):
+                return -1
+            ldl_solve(Lsub, s, xsub, xsub)
+        for i in range(k):
+            P[i] = 0.0
+        for a in range(s):
+            P[idx[a]] = xsub[a]
+        pivot = -1
+        for j in range(k):
+            if S[j]:
+                if P[j] * W[j, j] < -tol:
+                    pivot = j
+                    break
+            else:
+                w = b[j]
+                for c in range(k):
+                    w += W[j, c] * P[c]
+                if w < -tol:
+                    pivot = j
+                    break
+        if pivot < 0:
+            return it + 1
+        S[pivot] = not S[pivot]
+    return -1
+
+
+@hot_kernel
+def impulse(n, G, rows, k, vfree, v, e, ws, v_out):  # noqa: N803
+    """Newton impact law at velocity level in the kinetic metric (ws[0]: factor of M, ldl_factor).
+
+    Solves v_out = vfree + M^-1 G_A^T P with 0 <= P _|_ G_A v_out + e G_A v >= 0 over the k
+    constraints ``rows[:k]`` (the active set A). With vfree = v this is the impact map: the normal
+    velocity is reversed and scaled by e and the tangential part (in the metric of M) is kept.
+    Returns the LCP pivot count (-1 on failure). The impulses are left in ws[4][:k].
+    """
+    L = ws[0]
+    Y = ws[1]
+    W = ws[2]
+    b = ws[3]
+    P = ws[4]
+    for a in range(k):
+        i = rows[a]
+        for j in range(n):
+            Y[a, j] = G[i, j]
+        ldl_solve(L, n, Y[a], Y[a])
+    for a in range(k):
+        i = rows[a]
+        for c in range(k):
+            s = 0.0
+            for j in range(n):
+                s += G[i, j] * Y[c, j]
+            W[a, c] = s
+        s = 0.0
+        for j in range(n):
+            s += G[i, j] * (vfree[j] + e * v[j])
+        b[a] = s
+    pivots = solve_lcp(W, b, k, P, ws)
+    for j in range(n):
+        s = vfree[j]
+        for a in range(k):
+            s += Y[a, j] * P[a]
+        v_out[j] = s
+    return pivots
+
+
+def impact_velocity(
+    mass_matrix: np.ndarray,
+    gap_gradient: np.ndarray,
+    v: np.ndarray,
+    restitution: float,
+    active: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Post-impact velocity by the Newton law in the kinetic metric (Python convenience).
+
+    Parameters
+    ----------
+    mass_matrix : ndarray, shape (n, n)
+    gap_gradient : ndarray, shape (m, n)
+    v : ndarray, shape (n,)
+        Pre-impact velocity.
+    restitution : float
+    active : ndarray of int, shape (k,)
+        Indices of the constraints taking part in the impact.
+
+    Returns
+    -------
+    v_plus : ndarray, shape (n,)
+    impulses : ndarray, shape (k,)
+    """
+    n = mass_matrix.shape[0]
+    m = gap_gradient.shape[0]
+    ws = make_workspace(n, m)
+    if not ldl_factor(np.ascontiguousarray(mass_matrix, dtype=float), n, ws[0]):
+        raise ValueError(f"mass_matrix is not positive definite: {mass_matrix.tolist()}")
+    rows = np.asarray(active, dtype=np.int64)
+    v = np.ascontiguousarray(v, dtype=float)
+    v_plus = np.empty(n)
+    G = np.ascontiguousarray(gap_gradient, dtype=float)
+    if impulse(n, G, rows, rows.shape[0], v, v, float(restitution), ws, v_plus) < 0:
+        raise RuntimeError("impact LCP did not converge (rank-deficient constraint gradients?)")
+    return v_plus, ws[4][: rows.shape[0]].copy()
+
+
+def make_metric_projection(gap: Callable, gap_gradient: Callable, affine: bool, compile: bool):
+    """Build the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x.
+
+    The returned function ``project(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws)`` writes
+    argmin {|x - y|_M : g(x) >= 0} into ``x`` (``M`` the (n, n) mass matrix, ws[0] its factor
+    from :func:`ldl_factor`) and returns the number of iterations (0 if y is admissible, -1 if it
+    did not converge). Method: Newton's method on the KKT system M (x - y) = G(x)^T lambda,
+    0 <= lambda _|_ g(x) >= 0, i.e. sequential quadratic programming: each iteration solves the
+    QP with the constraints linearised at x_k and the Hessian of the Lagrangian
+    H = M - sum_i lambda_i grad^2 g_i(x_k) exactly through the LCP (all m constraints). The
+    curvature grad^2 g is not part of the problem contract: it is taken by central differences of
+    ``gap_gradient`` (step 1e-6 max(1, |x|)); this changes the convergence speed only, not the
+    converged point, which satisfies the exact KKT conditions. The first iteration uses H = M
+    (no multipliers yet), and so does any iteration where H is not positive definite. An affine
+    gap is projected exactly in one iteration.
+    """
+
+    def project(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):
+        gap(y, p, gbuf)
+        admissible = True
+        for i in range(m):
+            if gbuf[i] < 0.0:
+                admissible = False
+        for j in range(n):
+            x[j] = y[j]
+        if admissible:
+            return 0
+        Y = ws[1]
+        W = ws[2]
+        b = ws[3]
+        P = ws[4]
+        H = ws[11]
+        HF = ws[12]
+        Gp = ws[13]
+        Gm = ws[14]
+        d = ws[15]
+        r = ws[16]
+        lam = ws[17]
+        for i in range(m):
+            lam[i] = 0.0
+        for it in range(max_iter):
+            if it > 0:
+                gap(x, p, gbuf)
+            gap_gradient(x, p, Gbuf)
+            newton = False
+            if not affine and it > 0:
+                for i in range(m):
+                    if lam[i] > 0.0:
+                        newton = True
+            factor = ws[0]
+            if newton:
+                size = 1.0
+                for j in range(n):
+                    size = max(size, abs(x[j]))
+                eps = 1e-6 * size
+                for c in range(n):
+                    for j in range(n):
+                        d[j] = x[j]
+                    d[c] = x[c] + eps
+                    gap_gradient(d, p, Gp)
+                    d[c] = x[c] - eps
+                    gap_gradient(d, p, Gm)
+                    for j in range(n):
+                        s = M[j, c]
+                        for i in range(m):
+                            s -= lam[i] * (Gp[i, j] - Gm[i, j]) / (2.0 * eps)
+                        H[j, c] = s
+                for j in range(n):  # symmetrise the difference quotients
+                    for c in range(j):
+                        s = 0.5 * (H[j, c] + H[c, j])
+                        H[j, c] = s
+                        H[c, j] = s
+                if ldl_factor(H, n, HF):
+                    factor = HF
+            for j in range(n):
+                s = 0.0
+                for c in range(n):
+                    s -= M[j, c] * (x[c] - y[c])
+                r[j] = s
+            ldl_solve(factor, n, r, r)
+            for a in range(m):
+                for j in range(n):
+                    Y[a, j] = Gbuf[a, j]
+                ldl_solve(factor, n, Y[a], Y[a])
+            for a in range(m):
+                for c in range(m):
+                    s = 0.0
+                    for j in range(n):
+                        s += Gbuf[a, j] * Y[c, j]
+                    W[a, c] = s
+                s = gbuf[a]
+                for j in range(n):
+                    s += Gbuf[a, j] * r[j]
+                b[a] = s
+            if solve_lcp(W, b, m, P, ws) < 0:
+                return -1
+            step = 0.0
+            size = 1.0
+            for j in range(n):
+                s = r[j]
+                for a in range(m):
+                    s += Y[a, j] * P[a]
+                x[j] += s
+                step = max(step, abs(s))
+                size = max(size, abs(x[j]))
+            for i in range(m):
+                lam[i] = P[i]
+            if affine or step <= tol * size:
+                return it + 1
+        return -1
+
+    return maybe_compile(project, compile)

@@ -1,0 +1,60 @@
+"""The method contract: what a new integrator must provide to run behind :func:`simulate`."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from .problem import Problem
+from .trajectory import Trajectory
+
+
+class Method(ABC):
+    """Base class of every method.
+
+    A subclass sets ``family`` ("time-stepping" or "event-driven") and ``requires_step`` (True
+    when the method needs a fixed step ``h``), stores its parameters on construction (validating
+    them with a ValueError that names the parameter) and returns them from :meth:`parameters`,
+    and implements :meth:`_solve_impl`, which integrates ``problem`` from ``problem.t0`` to
+    ``t_end`` and returns a :class:`Trajectory` whose last sample is at ``t_end`` (or raises
+    :class:`impactbench.SimulationError` with the time and state where it had to stop). The public
+    :meth:`solve` does the bookkeeping around it: argument checks and wall time.
+    """
+
+    family: ClassVar[str]
+    requires_step: ClassVar[bool]
+
+    @abstractmethod
+    def parameters(self) -> dict[str, Any]:
+        """The method's parameters, as passed to its constructor."""
+
+    @property
+    def name(self) -> str:
+        """The class name with its parameters, e.g. ``MoreauJean[theta=0.5]``."""
+        params = ",".join(f"{k}={v}" for k, v in self.parameters().items())
+        return f"{type(self).__name__}[{params}]" if params else type(self).__name__
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters().items())
+        return f"{type(self).__name__}({args})"
+
+    def solve(
+        self,
+        problem: Problem,
+        t_end: float,
+        *,
+        h: float | None = None,
+        output_every: int = 1,
+    ) -> Trajectory:
+        """Integrate ``problem`` up to ``t_end`` (see :func:`impactbench.simulate`)."""
+        start = time.perf_counter()
+        trajectory = self._solve_impl(problem, float(t_end), h, int(output_every))
+        trajectory.stats["wall_time"] = time.perf_counter() - start
+        return trajectory
+
+    @abstractmethod
+    def _solve_impl(
+        self, problem: Problem, t_end: float, h: float | None, output_every: int
+    ) -> Trajectory:
+        """Integrate; ``t_end > problem.t0`` and ``output_every >= 1`` are already checked."""

@@ -1,0 +1,207 @@
+"""Fixed-step (time-stepping) methods: the shared driver around a compiled or plain-Python loop.
+
+A time-stepping method subclasses :class:`TimeStepping` and provides a *loop factory*: a function
+``make_loop(kernels, compile)`` that returns the whole time loop written against the kernel
+calling convention of :class:`impactbench.ProblemKernels`. The same source is compiled by numba
+for built-in problems (their kernels are numba functions) and runs as plain Python for a user's
+plain-Python problem (its methods wrapped by :func:`impactbench.problem.python_kernels`) or when
+the method is built with ``compiled=False``.
+
+Loop signature (all arrays preallocated by the driver; the loop allocates only its work
+buffers, once, before the first step)::
+
+    loop(t0, h, n_steps, q0, v0, p, m, e, mp, every,
+         out_t, out_q, out_v, log_t, log_i, log_u, counters, state)
+
+``p`` problem parameters, ``m`` number of constraints, ``e`` restitution, ``mp`` method
+parameters (float64), ``every`` output decimation; ``out_*`` the samples (step 0, every
+``every``-th step, the last step); ``log_*`` the impact log (capacity ``len(log_t)``;
+``log_u[k] = (normal velocity before, after)``); ``counters`` (int64, see ``COUNTER_*``) and
+``state`` (t, q, v at the end or at a failure).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from . import _checks
+from .method import Method
+from .problem import Problem, ProblemKernels, python_kernels
+from .trajectory import ImpactLog, SimulationError, Status, Trajectory
+
+COUNTER_STATUS = 0
+COUNTER_STEPS = 1
+COUNTER_FORCE_EVALUATIONS = 2
+COUNTER_IMPACTS = 3
+COUNTER_LOGGED = 4
+COUNTER_SAMPLES = 5
+COUNTER_SOLVER_ITERATIONS = 6
+N_COUNTERS = 8
+
+STATUS_OK = 0
+STATUS_NOT_FINITE = 1
+STATUS_CONTACT_SOLVE_FAILED = 2
+STATUS_PROJECTION_NOT_CONVERGED = 3
+STATUS_MASS_NOT_SPD = 4
+
+FAILURE_REASONS = {
+    STATUS_NOT_FINITE: "non-finite state or force",
+    STATUS_CONTACT_SOLVE_FAILED: "the impact LCP failed (singular Delassus matrix?)",
+    STATUS_PROJECTION_NOT_CONVERGED: "the metric projection onto K did not converge",
+    STATUS_MASS_NOT_SPD: "the mass matrix is not positive definite",
+}
+
+#: Refuse runs whose stored output would exceed this many bytes (use output_every).
+MAX_OUTPUT_BYTES = 2 * 1024**3
+
+#: Default capacity of the impact log of a time-stepping run.
+DEFAULT_LOG_CAPACITY = 100_000
+
+
+def step_count(t0: float, t_end: float, h: Any) -> tuple[int, float]:
+    """Number of steps N and the step actually used, (t_end - t0) / N.
+
+    Rule: h must satisfy 0 < h <= t_end - t0. If (t_end - t0) / h is an integer up to a relative
+    1e-9 the step is kept (exactly (t_end - t0) / N); otherwise N = ceil((t_end - t0) / h) and the
+    step is reduced to (t_end - t0) / N, the largest step below h that ends exactly at t_end.
+    """
+    if h is None:
+        raise ValueError("h is required by time-stepping methods, got h=None")
+    h = _checks.positive_scalar(h, "h")
+    span = t_end - t0
+    if h > span * (1.0 + 1e-12):
+        raise ValueError(f"h must be <= t_end - t0 = {span!r}, got h={h!r}")
+    ratio = span / h
+    nearest = round(ratio)
+    n = int(nearest) if abs(ratio - nearest) <= 1e-9 * ratio else math.ceil(ratio)
+    n = max(n, 1)
+    return n, span / n
+
+
+class TimeStepping(Method):
+    """Base class of the fixed-step schemes.
+
+    Parameters
+    ----------
+    compiled : bool
+        Run the numba-compiled loop when the problem provides kernels (default). With False, or
+        for a plain-Python problem, the same loop runs uncompiled.
+    log_capacity : int
+        Maximal number of impact-log entries kept (all are counted in ``impacts.total``).
+    """
+
+    family: ClassVar[str] = "time-stepping"
+    requires_step: ClassVar[bool] = True
+    _compiled_loops: ClassVar[dict[tuple[type, ProblemKernels], Callable]] = {}
+
+    def __init__(self, *, compiled: bool = True, log_capacity: int = DEFAULT_LOG_CAPACITY):
+        if not isinstance(compiled, bool):
+            raise ValueError(f"compiled must be True or False, got {compiled!r}")
+        self.compiled = compiled
+        self.log_capacity = _checks.positive_int(log_capacity, "log_capacity")
+
+    @staticmethod
+    @abstractmethod
+    def _make_loop(kernels: ProblemKernels, compile: bool) -> Callable:
+        """Build the time loop for ``kernels`` (see the module docstring for its signature)."""
+
+    @abstractmethod
+    def _method_vector(self) -> np.ndarray:
+        """Method parameters as the float64 vector ``mp`` read by the loop."""
+
+    def loop_for(self, problem: Problem) -> tuple[Callable, bool]:
+        """The loop used for ``problem`` and whether it is compiled (compiled once per class)."""
+        kernels = problem.kernels()
+        if not self.compiled or kernels is None:
+            return self._make_loop(python_kernels(problem), False), False
+        key = (type(self), kernels)
+        loop = self._compiled_loops.get(key)
+        if loop is None:
+            loop = self._make_loop(kernels, True)
+            self._compiled_loops[key] = loop
+        return loop, True
+
+    def _solve_impl(
+        self, problem: Problem, t_end: float, h: float | None, output_every: int
+    ) -> Trajectory:
+        n_steps, h = step_count(problem.t0, t_end, h)
+        n = problem.n_dof
+        n_out = n_steps // output_every + 1 + (1 if n_steps % output_every else 0)
+        if n_out * (2 * n + 1) * 8 > MAX_OUTPUT_BYTES:
+            raise ValueError(
+                f"output_every={output_every} would store {n_out} samples of {2 * n + 1} floats "
+                f"(more than {MAX_OUTPUT_BYTES} bytes); increase output_every"
+            )
+        loop, compiled = self.loop_for(problem)
+        out_t = np.empty(n_out)
+        out_q = np.empty((n_out, n))
+        out_v = np.empty((n_out, n))
+        capacity = self.log_capacity
+        log_t = np.empty(capacity)
+        log_i = np.empty(capacity, dtype=np.int64)
+        log_u = np.empty((capacity, 2))
+        counters = np.zeros(N_COUNTERS, dtype=np.int64)
+        state = np.empty(1 + 2 * n)
+        loop(
+            float(problem.t0),
+            float(h),
+            n_steps,
+            np.ascontiguousarray(problem.q0, dtype=float),
+            np.ascontiguousarray(problem.v0, dtype=float),
+            np.ascontiguousarray(problem.kernel_parameters(), dtype=float),
+            int(problem.n_constraints),
+            float(problem.restitution),
+            self._method_vector(),
+            output_every,
+            out_t,
+            out_q,
+            out_v,
+            log_t,
+            log_i,
+            log_u,
+            counters,
+            state,
+        )
+        samples = int(counters[COUNTER_SAMPLES])
+        logged = int(counters[COUNTER_LOGGED])
+        impacts = ImpactLog(
+            t=log_t[:logged].copy(),
+            constraint=log_i[:logged].copy(),
+            normal_velocity_before=log_u[:logged, 0].copy(),
+            normal_velocity_after=log_u[:logged, 1].copy(),
+            total=int(counters[COUNTER_IMPACTS]),
+        )
+        stats = {
+            "steps": int(counters[COUNTER_STEPS]),
+            "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
+            "impacts": int(counters[COUNTER_IMPACTS]),
+            "solver_iterations": int(counters[COUNTER_SOLVER_ITERATIONS]),
+            "compiled": compiled,
+        }
+        status = int(counters[COUNTER_STATUS])
+        trajectory = Trajectory(
+            t=out_t[:samples],
+            q=out_q[:samples],
+            v=out_v[:samples],
+            impacts=impacts,
+            status=Status.OK if status == STATUS_OK else Status.FAILED,
+            message="reached t_end" if status == STATUS_OK else FAILURE_REASONS[status],
+            stats=stats,
+            method=self.name,
+            problem=problem.name,
+            h=h,
+        )
+        if status != STATUS_OK:
+            raise SimulationError(
+                f"{self.name} on {problem.name}: {FAILURE_REASONS[status]}",
+                state[0],
+                state[1 : 1 + n],
+                state[1 + n :],
+                trajectory,
+            )
+        return trajectory

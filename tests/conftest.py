@@ -1,0 +1,53 @@
+"""Shared fixtures: a plain-Python user problem and step-size grids for order fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from impactbench import Problem
+
+
+class PythonBall(Problem):
+    """A user's plain-Python bouncing ball (no kernels): q'' = -gravity, q >= 0."""
+
+    def __init__(self, q0=1.0, v0=0.0, gravity=9.81, restitution=0.8):
+        self.name = "PythonBall"
+        self.n_dof = 1
+        self.n_constraints = 1
+        self.restitution = restitution
+        self.t0 = 0.0
+        self.q0 = np.array([q0])
+        self.v0 = np.array([v0])
+        self.gravity = gravity
+
+    def mass_matrix(self, q):
+        return np.eye(1)
+
+    def forces(self, t, q, v):
+        return np.array([-self.gravity])
+
+    def gap(self, q):
+        return np.array([q[0]])
+
+    def gap_gradient(self, q):
+        return np.ones((1, 1))
+
+    def potential_energy(self, q):
+        return self.gravity * q[0]
+
+
+@pytest.fixture
+def python_ball():
+    return PythonBall()
+
+
+def step_grid(h_min: float, h_max: float, count: int, seed: int) -> np.ndarray:
+    """``count`` step sizes from h_min to h_max, log-uniformly jittered (never powers of 2 apart).
+
+    The end points are kept, the interior points are random: an order test must pass on any such
+    grid, not on one picked to pass.
+    """
+    rng = np.random.default_rng(seed)
+    inner = rng.uniform(np.log(h_min), np.log(h_max), count - 2)
+    return np.sort(np.exp(np.concatenate([[np.log(h_min), np.log(h_max)], inner])))[::-1]
