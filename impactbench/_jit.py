@@ -1,14 +1,24 @@
 """Numba configuration shared by the core kernels and the compiled time-stepping loops.
 
 Every kernel is an ordinary Python function; :data:`kernel` compiles module-level helpers (cached
-on disk), and :func:`maybe_compile` compiles the closures built by the loop factories. With
-``compile=False`` the same source runs as plain Python (the path for problems numba cannot
+on disk). A time loop is a *template*: a module-level function whose problem-specific names
+(``mass_matrix``, ``forces``, ``gap``, ``gap_gradient`` and flags such as ``CONSTANT_MASS``) are
+free globals, bound per problem by :func:`specialize`. The bound copy is compiled by numba and
+cached on disk under a name that carries a digest of everything compiled into it, so a loop is
+compiled once per machine rather than once per process (closures over the kernels cannot be
+cached: numba keys them by a pickle of the closure cells, which differs in every process). With
+``compile=False`` the same template runs as plain Python (the path for problems numba cannot
 compile, and for debugging; ``NUMBA_DISABLE_JIT=1`` makes the helpers plain Python too).
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import sys
+import types
 from collections.abc import Callable
+from typing import Any
 
 import numba
 
@@ -22,6 +32,57 @@ kernel = numba.njit(cache=True, nogil=True)
 hot_kernel = numba.njit(inline="always", nogil=True)
 
 
-def maybe_compile(function: Callable, compile: bool) -> Callable:
-    """Return ``function`` compiled by numba when ``compile`` is true, else unchanged."""
-    return numba.njit(nogil=True)(function) if compile else function
+#: Modules whose code is inlined into every compiled loop (part of each loop's cache digest).
+_INLINED_MODULES = ("impactbench._jit", "impactbench.contact")
+
+
+def _source_digest(value: Any, hasher: Any) -> None:
+    """Feed ``value`` to ``hasher``: for a function its module's source, else its repr."""
+    function = getattr(value, "py_func", value)
+    if isinstance(function, types.FunctionType):
+        hasher.update(f"{function.__module__}.{function.__qualname__}".encode())
+        module = sys.modules.get(function.__module__)
+        try:
+            hasher.update(inspect.getsource(module).encode() if module else b"")
+        except (OSError, TypeError):
+            hasher.update(function.__code__.co_code)
+    else:
+        hasher.update(repr(value).encode())
+
+
+def specialize(
+    template: Callable, bindings: dict[str, Any], compile: bool, inline: bool = False
+) -> Callable:
+    """Copy ``template`` with its free globals bound to ``bindings``; compile it if asked.
+
+    Parameters
+    ----------
+    template : function
+        A module-level function whose problem-specific names are globals.
+    bindings : dict
+        Name -> value for those globals (numba functions, or bools/ints, which numba treats as
+        compile-time constants, so branches on them are pruned).
+    compile : bool
+        False: return the plain-Python copy. True: compile it with numba, cached on disk.
+    inline : bool
+        Compile with ``inline="always"`` (for helpers called by other loops; not cached itself,
+        it is compiled into its caller).
+    """
+    namespace = dict(template.__globals__)
+    namespace.update(bindings)
+    function = types.FunctionType(
+        template.__code__, namespace, template.__name__, template.__defaults__
+    )
+    function.__module__ = template.__module__
+    if not compile:
+        return function
+    if inline:
+        return numba.njit(inline="always", nogil=True)(function)
+    hasher = hashlib.sha256()
+    for name in _INLINED_MODULES:
+        hasher.update(inspect.getsource(sys.modules[name]).encode())
+    for name in sorted(bindings):
+        hasher.update(name.encode())
+        _source_digest(bindings[name], hasher)
+    function.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
+    return numba.njit(cache=True, nogil=True)(function)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._jit import hot_kernel, kernel, maybe_compile
+from ._jit import hot_kernel, kernel, specialize
 
 #: Maximal number of principal pivots in :func:`solve_lcp` before it reports failure.
 LCP_MAX_PIVOTS = 1000
@@ -86,6 +86,13 @@ def make_workspace(n, m):
 
 
 @hot_kernel
+def solve_lcp_single(W, b, P):  # noqa: N803
+    """Closed-form solution of the 1 x 1 LCP 0 <= P _|_ W P + b >= 0 (W > 0)."""
+    P[0] = max(0.0, -b[0] / W[0, 0])
+    return 1
+
+
+@kernel
 def solve_lcp(W, b, k, P, ws):  # noqa: N803
     """Solve 0 <= P _|_ W P + b >= 0 on the leading k rows and columns (W symmetric pos. definite).
 
@@ -94,8 +101,7 @@ def solve_lcp(W, b, k, P, ws):  # noqa: N803
     if the pivot limit was hit or a principal block was not positive definite.
     """
     if k == 1:
-        P[0] = max(0.0, -b[0] / W[0, 0])
-        return 1
+        return solve_lcp_single(W, b, P)
     S = ws[5]
     idx = ws[6]
     Wsub = ws[7]
@@ -145,6 +151,28 @@ def solve_lcp(W, b, k, P, ws):  # noqa: N803
 
 
 @hot_kernel
+def impulse_single(n, G, i, vfree, v, e, L, Y, P, v_out):  # noqa: N803
+    """:func:`impulse` for one active constraint ``i``, in closed form (inlined in the loops).
+
+    ``L`` is the factor of M, ``Y`` (>= 1, n) and ``P`` (>= 1,) receive M^-1 grad g_i and the
+    impulse. It takes these arrays rather than the workspace tuple: passing a tuple of arrays to
+    an inlined function reference-counts every array in it, which costs more than this formula.
+    """
+    for j in range(n):
+        Y[0, j] = G[i, j]
+    ldl_solve(L, n, Y[0], Y[0])
+    w = 0.0
+    b = 0.0
+    for j in range(n):
+        w += G[i, j] * Y[0, j]
+        b += G[i, j] * (vfree[j] + e * v[j])
+    P[0] = max(0.0, -b / w)
+    for j in range(n):
+        v_out[j] = vfree[j] + P[0] * Y[0, j]
+    return 1
+
+
+@kernel
 def impulse(n, G, rows, k, vfree, v, e, ws, v_out):  # noqa: N803
     """Newton impact law at velocity level in the kinetic metric (ws[0]: factor of M, ldl_factor).
 
@@ -153,6 +181,8 @@ def impulse(n, G, rows, k, vfree, v, e, ws, v_out):  # noqa: N803
     velocity is reversed and scaled by e and the tangential part (in the metric of M) is kept.
     Returns the LCP pivot count (-1 on failure). The impulses are left in ws[4][:k].
     """
+    if k == 1:
+        return impulse_single(n, G, rows[0], vfree, v, e, ws[0], ws[1], ws[4], v_out)
     L = ws[0]
     Y = ws[1]
     W = ws[2]
@@ -221,56 +251,46 @@ def impact_velocity(
     return v_plus, ws[4][: rows.shape[0]].copy()
 
 
-def make_metric_projection(gap: Callable, gap_gradient: Callable, affine: bool, compile: bool):
-    """Build the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x.
+# Names bound per problem by :func:`make_metric_projection` (see impactbench._jit.specialize).
+gap = gap_gradient = None
+AFFINE_GAP = SINGLE_CONSTRAINT = False
 
-    The returned function ``project(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws)`` writes
-    argmin {|x - y|_M : g(x) >= 0} into ``x`` (``M`` the (n, n) mass matrix, ws[0] its factor
-    from :func:`ldl_factor`) and returns the number of iterations (0 if y is admissible, -1 if it
-    did not converge). Method: Newton's method on the KKT system M (x - y) = G(x)^T lambda,
-    0 <= lambda _|_ g(x) >= 0, i.e. sequential quadratic programming: each iteration solves the
-    QP with the constraints linearised at x_k and the Hessian of the Lagrangian
-    H = M - sum_i lambda_i grad^2 g_i(x_k) exactly through the LCP (all m constraints). The
-    curvature grad^2 g is not part of the problem contract: it is taken by central differences of
-    ``gap_gradient`` (step 1e-6 max(1, |x|)); this changes the convergence speed only, not the
-    converged point, which satisfies the exact KKT conditions. The first iteration uses H = M
-    (no multipliers yet), and so does any iteration where H is not positive definite. An affine
-    gap is projected exactly in one iteration.
-    """
 
-    def project(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):
-        gap(y, p, gbuf)
-        admissible = True
-        for i in range(m):
-            if gbuf[i] < 0.0:
-                admissible = False
-        for j in range(n):
-            x[j] = y[j]
-        if admissible:
-            return 0
-        Y = ws[1]
-        W = ws[2]
-        b = ws[3]
-        P = ws[4]
-        H = ws[11]
-        HF = ws[12]
-        Gp = ws[13]
-        Gm = ws[14]
-        d = ws[15]
-        r = ws[16]
-        lam = ws[17]
-        for i in range(m):
-            lam[i] = 0.0
-        for it in range(max_iter):
-            if it > 0:
-                gap(x, p, gbuf)
-            gap_gradient(x, p, Gbuf)
+def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa: N803
+    """Template of the metric projection (see :func:`make_metric_projection`)."""
+    gap(y, p, gbuf)
+    admissible = True
+    for i in range(m):
+        if gbuf[i] < 0.0:
+            admissible = False
+    for j in range(n):
+        x[j] = y[j]
+    if admissible:
+        return 0
+    Y = ws[1]
+    W = ws[2]
+    b = ws[3]
+    P = ws[4]
+    H = ws[11]
+    HF = ws[12]
+    Gp = ws[13]
+    Gm = ws[14]
+    d = ws[15]
+    r = ws[16]
+    lam = ws[17]
+    for i in range(m):
+        lam[i] = 0.0
+    for it in range(max_iter):
+        if it > 0:
+            gap(x, p, gbuf)
+        gap_gradient(x, p, Gbuf)
+        factor = ws[0]
+        if not AFFINE_GAP:  # a compile-time constant: the branch is pruned
             newton = False
-            if not affine and it > 0:
+            if it > 0:
                 for i in range(m):
                     if lam[i] > 0.0:
                         newton = True
-            factor = ws[0]
             if newton:
                 size = 1.0
                 for j in range(n):
@@ -295,41 +315,74 @@ def make_metric_projection(gap: Callable, gap_gradient: Callable, affine: bool, 
                         H[c, j] = s
                 if ldl_factor(H, n, HF):
                     factor = HF
+        for j in range(n):
+            s = 0.0
+            for c in range(n):
+                s -= M[j, c] * (x[c] - y[c])
+            r[j] = s
+        ldl_solve(factor, n, r, r)
+        for a in range(m):
             for j in range(n):
+                Y[a, j] = Gbuf[a, j]
+            ldl_solve(factor, n, Y[a], Y[a])
+        for a in range(m):
+            for c in range(m):
                 s = 0.0
-                for c in range(n):
-                    s -= M[j, c] * (x[c] - y[c])
-                r[j] = s
-            ldl_solve(factor, n, r, r)
-            for a in range(m):
                 for j in range(n):
-                    Y[a, j] = Gbuf[a, j]
-                ldl_solve(factor, n, Y[a], Y[a])
-            for a in range(m):
-                for c in range(m):
-                    s = 0.0
-                    for j in range(n):
-                        s += Gbuf[a, j] * Y[c, j]
-                    W[a, c] = s
-                s = gbuf[a]
-                for j in range(n):
-                    s += Gbuf[a, j] * r[j]
-                b[a] = s
-            if solve_lcp(W, b, m, P, ws) < 0:
-                return -1
-            step = 0.0
-            size = 1.0
+                    s += Gbuf[a, j] * Y[c, j]
+                W[a, c] = s
+            s = gbuf[a]
             for j in range(n):
-                s = r[j]
-                for a in range(m):
-                    s += Y[a, j] * P[a]
-                x[j] += s
-                step = max(step, abs(s))
-                size = max(size, abs(x[j]))
-            for i in range(m):
-                lam[i] = P[i]
-            if affine or step <= tol * size:
-                return it + 1
-        return -1
+                s += Gbuf[a, j] * r[j]
+            b[a] = s
+        if SINGLE_CONSTRAINT:  # a compile-time constant: the LCP solver is not compiled in
+            solve_lcp_single(W, b, P)
+        elif solve_lcp(W, b, m, P, ws) < 0:
+            return -1
+        step = 0.0
+        size = 1.0
+        for j in range(n):
+            s = r[j]
+            for a in range(m):
+                s += Y[a, j] * P[a]
+            x[j] += s
+            step = max(step, abs(s))
+            size = max(size, abs(x[j]))
+        for i in range(m):
+            lam[i] = P[i]
+        if AFFINE_GAP or step <= tol * size:
+            return it + 1
+    return -1
 
-    return maybe_compile(project, compile)
+
+def make_metric_projection(
+    gap: Callable, gap_gradient: Callable, affine: bool, n_constraints: int, compile: bool
+) -> Callable:
+    """Build the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x.
+
+    The returned function ``project(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws)`` (inlined
+    into the compiled loop that calls it) writes argmin {|x - y|_M : g(x) >= 0} into ``x``
+    (``M`` the (n, n) mass matrix, ws[0] its factor from :func:`ldl_factor`) and returns the
+    number of iterations (0 if y is admissible, -1 if it did not converge).
+
+    Method: Newton's method on the KKT system M (x - y) = G(x)^T lambda,
+    0 <= lambda _|_ g(x) >= 0, i.e. sequential quadratic programming: each iteration solves the
+    QP with the constraints linearised at x_k and the Hessian of the Lagrangian
+    H = M - sum_i lambda_i grad^2 g_i(x_k) exactly through the LCP (all m constraints). The
+    curvature grad^2 g is not part of the problem contract: it is taken by central differences of
+    ``gap_gradient`` (step 1e-6 max(1, |x|)); this changes the convergence speed only, not the
+    converged point, which satisfies the exact KKT conditions. The first iteration uses H = M
+    (no multipliers yet), and so does any iteration where H is not positive definite. An affine
+    gap is projected exactly in one iteration.
+    """
+    return specialize(
+        _metric_projection,
+        {
+            "gap": gap,
+            "gap_gradient": gap_gradient,
+            "AFFINE_GAP": affine,
+            "SINGLE_CONSTRAINT": n_constraints == 1,
+        },
+        compile,
+        inline=True,
+    )

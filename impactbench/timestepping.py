@@ -10,10 +10,10 @@ the method is built with ``compiled=False``.
 Loop signature (all arrays preallocated by the driver; the loop allocates only its work
 buffers, once, before the first step)::
 
-    loop(t0, h, n_steps, q0, v0, p, m, e, mp, every,
+    loop(t0, h, n_steps, q0, v0, p, e, mp, every,
          out_t, out_q, out_v, log_t, log_i, log_u, counters, state)
 
-``p`` problem parameters, ``m`` number of constraints, ``e`` restitution, ``mp`` method
+``p`` problem parameters, ``e`` restitution, ``mp`` method
 parameters (float64), ``every`` output decimation; ``out_*`` the samples (step 0, every
 ``every``-th step, the last step); ``log_*`` the impact log (capacity ``len(log_t)``;
 ``log_u[k] = (normal velocity before, after)``); ``counters`` (int64, see ``COUNTER_*``) and
@@ -97,7 +97,7 @@ class TimeStepping(Method):
 
     family: ClassVar[str] = "time-stepping"
     requires_step: ClassVar[bool] = True
-    _compiled_loops: ClassVar[dict[tuple[type, ProblemKernels], Callable]] = {}
+    _compiled_loops: ClassVar[dict[tuple[type, ProblemKernels, int, int], Callable]] = {}
 
     def __init__(self, *, compiled: bool = True, log_capacity: int = DEFAULT_LOG_CAPACITY):
         if not isinstance(compiled, bool):
@@ -107,8 +107,15 @@ class TimeStepping(Method):
 
     @staticmethod
     @abstractmethod
-    def _make_loop(kernels: ProblemKernels, compile: bool) -> Callable:
-        """Build the time loop for ``kernels`` (see the module docstring for its signature)."""
+    def _make_loop(
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+    ) -> Callable:
+        """Build the time loop for a problem (see the module docstring for its signature).
+
+        The loops bind ``n_dof`` and ``n_constraints`` as compile-time constants: numba then
+        unrolls the small linear algebra completely (measured: a 1 x 1 solve in a loop goes from
+        16 ns to 1 ns per call), and single-constraint problems compile without the LCP solver.
+        """
 
     @abstractmethod
     def _method_vector(self) -> np.ndarray:
@@ -117,12 +124,13 @@ class TimeStepping(Method):
     def loop_for(self, problem: Problem) -> tuple[Callable, bool]:
         """The loop used for ``problem`` and whether it is compiled (compiled once per class)."""
         kernels = problem.kernels()
+        n, m = problem.n_dof, problem.n_constraints
         if not self.compiled or kernels is None:
-            return self._make_loop(python_kernels(problem), False), False
-        key = (type(self), kernels)
+            return self._make_loop(python_kernels(problem), n, m, False), False
+        key = (type(self), kernels, n, m)
         loop = self._compiled_loops.get(key)
         if loop is None:
-            loop = self._make_loop(kernels, True)
+            loop = self._make_loop(kernels, n, m, True)
             self._compiled_loops[key] = loop
         return loop, True
 
@@ -154,7 +162,6 @@ class TimeStepping(Method):
             np.ascontiguousarray(problem.q0, dtype=float),
             np.ascontiguousarray(problem.v0, dtype=float),
             np.ascontiguousarray(problem.kernel_parameters(), dtype=float),
-            int(problem.n_constraints),
             float(problem.restitution),
             self._method_vector(),
             output_every,

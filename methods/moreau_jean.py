@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from impactbench import TimeStepping, _checks
-from impactbench._jit import maybe_compile
-from impactbench.contact import impulse, ldl_factor, ldl_solve, make_workspace
+from impactbench._jit import specialize
+from impactbench.contact import impulse, impulse_single, ldl_factor, ldl_solve, make_workspace
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
     COUNTER_FORCE_EVALUATIONS,
@@ -49,144 +49,161 @@ from impactbench.timestepping import (
     STATUS_OK,
 )
 
+# Names bound per problem by impactbench._jit.specialize in make_velocity_scheme_loop.
+mass_matrix = forces = gap = gap_gradient = None
+CONSTANT_MASS = POSITION_FIRST = SINGLE_CONSTRAINT = False
+N_DOF = N_CONSTRAINTS = 0
 
-def make_velocity_scheme_loop(
-    kernels: ProblemKernels, compile: bool, position_first: bool
-) -> Callable:
-    """Time loop of the theta-scheme (``position_first=False``) or of catching-up (True)."""
-    mass_matrix = kernels.mass_matrix
-    forces = kernels.forces
-    gap = kernels.gap
-    gap_gradient = kernels.gap_gradient
-    constant_mass = kernels.constant_mass
 
-    def loop(
-        t0, h, n_steps, q0, v0, p, m, e, mp, every,
-        out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
-    ):  # fmt: skip
-        theta = mp[0]
-        n = q0.shape[0]
-        ws = make_workspace(n, m)
-        L = ws[0]
-        M = np.empty((n, n))
-        f = np.empty(n)
-        acc = np.empty(n)
-        g = np.empty(m)
-        G = np.empty((m, n))
-        rows = np.empty(m, dtype=np.int64)
-        q = q0.copy()
-        v = v0.copy()
-        qp = np.empty(n)
-        vfree = np.empty(n)
-        v1 = np.empty(n)
-        capacity = log_t.shape[0]
-        out_t[0] = t0
-        for j in range(n):
-            out_q[0, j] = q[j]
-            out_v[0, j] = v[j]
-        samples = 1
-        impacts = 0
-        logged = 0
-        pivots = 0
-        status = STATUS_OK
-        steps = 0
-        countdown = every
-        t = t0
-        for k in range(n_steps):
-            t = t0 + k * h
-            if position_first:
-                for j in range(n):
-                    qp[j] = q[j] + h * v[j]
-                tp = t + h
-            else:
-                for j in range(n):
-                    qp[j] = q[j] + theta * h * v[j]
-                tp = t + theta * h
-            if k == 0 or not constant_mass:
-                mass_matrix(qp, p, M)
-                if not ldl_factor(M, n, L):
-                    status = STATUS_MASS_NOT_SPD
-                    break
-            forces(tp, qp, v, p, f)
-            ldl_solve(L, n, f, acc)
+def _velocity_scheme_loop(
+    t0, h, n_steps, q0, v0, p, e, mp, every,
+    out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
+):  # fmt: skip
+    theta = mp[0]
+    n = N_DOF
+    m = N_CONSTRAINTS
+    ws = make_workspace(n, m)
+    L = ws[0]
+    Y = ws[1]
+    impulses = ws[4]
+    M = np.empty((n, n))
+    f = np.empty(n)
+    acc = np.empty(n)
+    g = np.empty(m)
+    G = np.empty((m, n))
+    rows = np.empty(m, dtype=np.int64)
+    q = q0.copy()
+    v = v0.copy()
+    qp = np.empty(n)
+    vfree = np.empty(n)
+    v1 = np.empty(n)
+    capacity = log_t.shape[0]
+    out_t[0] = t0
+    for j in range(n):
+        out_q[0, j] = q[j]
+        out_v[0, j] = v[j]
+    samples = 1
+    impacts = 0
+    logged = 0
+    pivots = 0
+    status = STATUS_OK
+    steps = 0
+    countdown = every
+    t = t0
+    for k in range(n_steps):
+        t = t0 + k * h
+        if POSITION_FIRST:
             for j in range(n):
-                vfree[j] = v[j] + h * acc[j]
-            gap(qp, p, g)
-            closed = False
+                qp[j] = q[j] + h * v[j]
+            tp = t + h
+        else:
+            for j in range(n):
+                qp[j] = q[j] + theta * h * v[j]
+            tp = t + theta * h
+        if k == 0 or not CONSTANT_MASS:
+            mass_matrix(qp, p, M)
+            if not ldl_factor(M, n, L):
+                status = STATUS_MASS_NOT_SPD
+                break
+        forces(tp, qp, v, p, f)
+        ldl_solve(L, n, f, acc)
+        for j in range(n):
+            vfree[j] = v[j] + h * acc[j]
+        gap(qp, p, g)
+        closed = False
+        for i in range(m):
+            if g[i] <= 0.0:
+                closed = True
+        active = 0
+        if closed:
+            gap_gradient(qp, p, G)
             for i in range(m):
                 if g[i] <= 0.0:
-                    closed = True
-            active = 0
-            if closed:
-                gap_gradient(qp, p, G)
-                for i in range(m):
-                    if g[i] <= 0.0:
-                        u = 0.0
-                        for j in range(n):
-                            u += G[i, j] * v[j]
-                        if u <= 0.0:
-                            rows[active] = i
-                            active += 1
-            if active > 0:
+                    u = 0.0
+                    for j in range(n):
+                        u += G[i, j] * v[j]
+                    if u <= 0.0:
+                        rows[active] = i
+                        active += 1
+        if active > 0:
+            if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
+                used = impulse_single(n, G, rows[0], vfree, v, e, L, Y, impulses, v1)
+            else:
                 used = impulse(n, G, rows, active, vfree, v, e, ws, v1)
-                if used < 0:
-                    status = STATUS_CONTACT_SOLVE_FAILED
-                    break
-                pivots += used
-            else:
-                for j in range(n):
-                    v1[j] = vfree[j]
-            check = 0.0
-            for j in range(n):
-                check += v1[j] + qp[j]
-            if not np.isfinite(check):
-                status = STATUS_NOT_FINITE
+            if used < 0:
+                status = STATUS_CONTACT_SOLVE_FAILED
                 break
-            for a in range(active):
-                if ws[4][a] > 0.0:
-                    impacts += 1
-                    if logged < capacity:
-                        i = rows[a]
-                        before = 0.0
-                        after = 0.0
-                        for j in range(n):
-                            before += G[i, j] * v[j]
-                            after += G[i, j] * v1[j]
-                        log_t[logged] = t + h
-                        log_i[logged] = i
-                        log_u[logged, 0] = before
-                        log_u[logged, 1] = after
-                        logged += 1
-            if position_first:
-                for j in range(n):
-                    q[j] = qp[j]
-                    v[j] = v1[j]
-            else:
-                for j in range(n):
-                    q[j] = q[j] + h * ((1.0 - theta) * v[j] + theta * v1[j])
-                    v[j] = v1[j]
-            steps = k + 1
-            countdown -= 1
-            if countdown == 0 or steps == n_steps:
-                countdown = every
-                out_t[samples] = t0 + steps * h
-                for j in range(n):
-                    out_q[samples, j] = q[j]
-                    out_v[samples, j] = v[j]
-                samples += 1
-        counters[COUNTER_STATUS] = status
-        counters[COUNTER_STEPS] = steps
-        counters[COUNTER_FORCE_EVALUATIONS] = steps
-        counters[COUNTER_IMPACTS] = impacts
-        counters[COUNTER_LOGGED] = logged
-        counters[COUNTER_SAMPLES] = samples
-        counters[COUNTER_SOLVER_ITERATIONS] = pivots
-        state[0] = t0 + steps * h
+            pivots += used
+        else:
+            for j in range(n):
+                v1[j] = vfree[j]
+        check = 0.0
         for j in range(n):
-            state[1 + j] = q[j]
-            state[1 + n + j] = v[j]
+            check += v1[j] + qp[j]
+        if not np.isfinite(check):
+            status = STATUS_NOT_FINITE
+            break
+        for a in range(active):
+            if impulses[a] > 0.0:
+                impacts += 1
+                if logged < capacity:
+                    i = rows[a]
+                    before = 0.0
+                    after = 0.0
+                    for j in range(n):
+                        before += G[i, j] * v[j]
+                        after += G[i, j] * v1[j]
+                    log_t[logged] = t + h
+                    log_i[logged] = i
+                    log_u[logged, 0] = before
+                    log_u[logged, 1] = after
+                    logged += 1
+        if POSITION_FIRST:
+            for j in range(n):
+                q[j] = qp[j]
+                v[j] = v1[j]
+        else:
+            for j in range(n):
+                q[j] = q[j] + h * ((1.0 - theta) * v[j] + theta * v1[j])
+                v[j] = v1[j]
+        steps = k + 1
+        countdown -= 1
+        if countdown == 0 or steps == n_steps:
+            countdown = every
+            out_t[samples] = t0 + steps * h
+            for j in range(n):
+                out_q[samples, j] = q[j]
+                out_v[samples, j] = v[j]
+            samples += 1
+    counters[COUNTER_STATUS] = status
+    counters[COUNTER_STEPS] = steps
+    counters[COUNTER_FORCE_EVALUATIONS] = steps
+    counters[COUNTER_IMPACTS] = impacts
+    counters[COUNTER_LOGGED] = logged
+    counters[COUNTER_SAMPLES] = samples
+    counters[COUNTER_SOLVER_ITERATIONS] = pivots
+    state[0] = t0 + steps * h
+    for j in range(n):
+        state[1 + j] = q[j]
+        state[1 + n + j] = v[j]
 
-    return maybe_compile(loop, compile)
+
+def make_velocity_scheme_loop(
+    kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, position_first: bool
+) -> Callable:
+    """Time loop of the theta-scheme (``position_first=False``) or of catching-up (True)."""
+    bindings = {
+        "mass_matrix": kernels.mass_matrix,
+        "forces": kernels.forces,
+        "gap": kernels.gap,
+        "gap_gradient": kernels.gap_gradient,
+        "CONSTANT_MASS": kernels.constant_mass,
+        "POSITION_FIRST": position_first,
+        "SINGLE_CONSTRAINT": n_constraints == 1,
+        "N_DOF": n_dof,
+        "N_CONSTRAINTS": n_constraints,
+    }
+    return specialize(_velocity_scheme_loop, bindings, compile)
 
 
 class MoreauJean(TimeStepping):
@@ -216,8 +233,10 @@ class MoreauJean(TimeStepping):
         return {"theta": self.theta}
 
     @staticmethod
-    def _make_loop(kernels: ProblemKernels, compile: bool) -> Callable:
-        return make_velocity_scheme_loop(kernels, compile, position_first=False)
+    def _make_loop(
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+    ) -> Callable:
+        return make_velocity_scheme_loop(kernels, n_dof, n_constraints, compile, False)
 
     def _method_vector(self) -> np.ndarray:
         return np.array([self.theta])
@@ -240,8 +259,10 @@ class CatchingUp(TimeStepping):
         return {}
 
     @staticmethod
-    def _make_loop(kernels: ProblemKernels, compile: bool) -> Callable:
-        return make_velocity_scheme_loop(kernels, compile, position_first=True)
+    def _make_loop(
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+    ) -> Callable:
+        return make_velocity_scheme_loop(kernels, n_dof, n_constraints, compile, True)
 
     def _method_vector(self) -> np.ndarray:
         return np.zeros(1)

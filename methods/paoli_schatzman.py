@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from impactbench import TimeStepping, _checks
-from impactbench._jit import maybe_compile
+from impactbench._jit import specialize
 from impactbench.contact import ldl_factor, ldl_solve, make_metric_projection, make_workspace
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
@@ -48,141 +48,166 @@ from impactbench.timestepping import (
     STATUS_PROJECTION_NOT_CONVERGED,
 )
 
+# Names bound per problem by impactbench._jit.specialize in make_paoli_schatzman_loop.
+mass_matrix = forces = gap = project = None
+CONSTANT_MASS = False
+N_DOF = N_CONSTRAINTS = 0
 
-def make_paoli_schatzman_loop(kernels: ProblemKernels, compile: bool) -> Callable:
-    """Time loop of the Paoli-Schatzman scheme for the given problem kernels."""
-    mass_matrix = kernels.mass_matrix
-    forces = kernels.forces
-    constant_mass = kernels.constant_mass
-    project = make_metric_projection(kernels.gap, kernels.gap_gradient, kernels.affine_gap, compile)
 
-    def loop(
-        t0, h, n_steps, q0, v0, p, m, e, mp, every,
-        out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
-    ):  # fmt: skip
-        tol = mp[0]
-        max_iter = int(mp[1])
-        n = q0.shape[0]
-        ws = make_workspace(n, m)
-        F = ws[0]
-        P = ws[4]
-        M = np.empty((n, n))
-        f = np.empty(n)
-        acc = np.empty(n)
-        vt = np.empty(n)
-        y = np.empty(n)
-        x = np.empty(n)
-        g = np.empty(m)
-        G = np.empty((m, n))
-        q_old = np.empty(n)  # q^{k-2}
-        q_prev = q0.copy()  # q^{k-1}
-        q = np.empty(n)  # q^k
-        capacity = log_t.shape[0]
-        status = STATUS_OK
-        impacts = 0
-        logged = 0
-        iterations = 0
-        steps = 0
-        countdown = every
-        # start: q^1 = Proj(q^0 + h v^0 + h^2/2 a^0), vt_1 = v^0 + h a^0
-        mass_matrix(q0, p, M)
-        ok = ldl_factor(M, n, F)
-        if ok:
-            forces(t0, q0, v0, p, f)
-            ldl_solve(F, n, f, acc)
-            for j in range(n):
-                y[j] = q0[j] + h * v0[j] + 0.5 * h * h * acc[j]
-                vt[j] = v0[j] + h * acc[j]
-            used = project(y, n, m, p, tol, max_iter, M, q, g, G, ws)
-            if used < 0:
-                status = STATUS_PROJECTION_NOT_CONVERGED
-            iterations += max(used, 0)
-        else:
-            status = STATUS_MASS_NOT_SPD
-        out_t[0] = t0
+def _paoli_schatzman_loop(
+    t0, h, n_steps, q0, v0, p, e, mp, every,
+    out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
+):  # fmt: skip
+    tol = mp[0]
+    max_iter = int(mp[1])
+    n = N_DOF
+    m = N_CONSTRAINTS
+    ws = make_workspace(n, m)
+    F = ws[0]
+    P = ws[4]
+    M = np.empty((n, n))
+    f = np.empty(n)
+    acc = np.empty(n)
+    vt = np.empty(n)
+    y = np.empty(n)
+    x = np.empty(n)
+    g = np.empty(m)
+    G = np.empty((m, n))
+    q_old = np.empty(n)  # q^{k-2}
+    q_prev = q0.copy()  # q^{k-1}
+    q = np.empty(n)  # q^k
+    capacity = log_t.shape[0]
+    status = STATUS_OK
+    impacts = 0
+    logged = 0
+    iterations = 0
+    steps = 0
+    countdown = every
+    # start: q^1 = Proj(q^0 + h v^0 + h^2/2 a^0), vt_1 = v^0 + h a^0
+    mass_matrix(q0, p, M)
+    ok = ldl_factor(M, n, F)
+    if ok:
+        forces(t0, q0, v0, p, f)
+        ldl_solve(F, n, f, acc)
         for j in range(n):
-            out_q[0, j] = q0[j]
-            out_v[0, j] = v0[j]
-        samples = 1
-        failed_at = 0
-        for k in range(1, n_steps + 1):
-            if status != STATUS_OK:
+            y[j] = q0[j] + h * v0[j] + 0.5 * h * h * acc[j]
+            vt[j] = v0[j] + h * acc[j]
+        used = project(y, n, m, p, tol, max_iter, M, q, g, G, ws)
+        if used < 0:
+            status = STATUS_PROJECTION_NOT_CONVERGED
+        iterations += max(used, 0)
+    else:
+        status = STATUS_MASS_NOT_SPD
+    out_t[0] = t0
+    for j in range(n):
+        out_q[0, j] = q0[j]
+        out_v[0, j] = v0[j]
+    samples = 1
+    failed_at = 0
+    for k in range(1, n_steps + 1):
+        if status != STATUS_OK:
+            break
+        failed_at = k
+        tk = t0 + k * h
+        if k >= 2:
+            for j in range(n):
+                vt[j] = (3.0 * q[j] - 4.0 * q_prev[j] + q_old[j]) / (2.0 * h)
+        if not CONSTANT_MASS:
+            mass_matrix(q, p, M)
+            if not ldl_factor(M, n, F):
+                status = STATUS_MASS_NOT_SPD
                 break
-            failed_at = k
-            tk = t0 + k * h
-            if k >= 2:
-                for j in range(n):
-                    vt[j] = (3.0 * q[j] - 4.0 * q_prev[j] + q_old[j]) / (2.0 * h)
-            if not constant_mass:
-                mass_matrix(q, p, M)
-                if not ldl_factor(M, n, F):
-                    status = STATUS_MASS_NOT_SPD
-                    break
-            forces(tk, q, vt, p, f)
-            ldl_solve(F, n, f, acc)
+        forces(tk, q, vt, p, f)
+        ldl_solve(F, n, f, acc)
+        for j in range(n):
+            z = 2.0 * q[j] - q_prev[j] + h * h * acc[j]
+            y[j] = (z + e * q_prev[j]) / (1.0 + e)
+        gap(y, p, g)
+        admissible = True
+        for i in range(m):
+            if g[i] < 0.0:
+                admissible = False
+        if admissible:  # the common case: no projection (and no workspace passed around)
+            used = 0
             for j in range(n):
-                z = 2.0 * q[j] - q_prev[j] + h * h * acc[j]
-                y[j] = (z + e * q_prev[j]) / (1.0 + e)
-            used = project(y, n, m, p, tol, max_iter, M, x, g, G, ws)
-            if used < 0:
-                status = STATUS_PROJECTION_NOT_CONVERGED
-                break
-            iterations += used
-            check = 0.0
-            for j in range(n):
-                x[j] = -e * q_prev[j] + (1.0 + e) * x[j]  # q^{k+1}
-                check += x[j]
-            if not np.isfinite(check):
-                status = STATUS_NOT_FINITE
-                break
-            if used > 0:
-                for i in range(m):
-                    if P[i] > 0.0:
-                        impacts += 1
-                        if logged < capacity:
-                            before = 0.0
-                            after = 0.0
-                            for j in range(n):
-                                before += G[i, j] * (q[j] - q_prev[j]) / h
-                                after += G[i, j] * (x[j] - q[j]) / h
-                            log_t[logged] = tk
-                            log_i[logged] = i
-                            log_u[logged, 0] = before
-                            log_u[logged, 1] = after
-                            logged += 1
-            steps = k
-            countdown -= 1
-            if countdown == 0 or k == n_steps:
-                countdown = every
-                out_t[samples] = tk
-                for j in range(n):
-                    out_q[samples, j] = q[j]
-                    out_v[samples, j] = (x[j] - q_prev[j]) / (2.0 * h)
-                samples += 1
-            for j in range(n):
-                q_old[j] = q_prev[j]
-                q_prev[j] = q[j]
-                q[j] = x[j]
-        counters[COUNTER_STATUS] = status
-        counters[COUNTER_STEPS] = steps
-        counters[COUNTER_FORCE_EVALUATIONS] = steps + 1
-        counters[COUNTER_IMPACTS] = impacts
-        counters[COUNTER_LOGGED] = logged
-        counters[COUNTER_SAMPLES] = samples
-        counters[COUNTER_SOLVER_ITERATIONS] = iterations
-        # state: the last completed sample, or the step where the run stopped
-        if status == STATUS_OK:
-            state[0] = t0 + steps * h
-            for j in range(n):
-                state[1 + j] = q_prev[j]
-                state[1 + n + j] = (q[j] - q_old[j]) / (2.0 * h)
+                x[j] = y[j]
         else:
-            state[0] = t0 + failed_at * h
+            used = project(y, n, m, p, tol, max_iter, M, x, g, G, ws)
+        if used < 0:
+            status = STATUS_PROJECTION_NOT_CONVERGED
+            break
+        iterations += used
+        check = 0.0
+        for j in range(n):
+            x[j] = -e * q_prev[j] + (1.0 + e) * x[j]  # q^{k+1}
+            check += x[j]
+        if not np.isfinite(check):
+            status = STATUS_NOT_FINITE
+            break
+        if used > 0:
+            for i in range(m):
+                if P[i] > 0.0:
+                    impacts += 1
+                    if logged < capacity:
+                        before = 0.0
+                        after = 0.0
+                        for j in range(n):
+                            before += G[i, j] * (q[j] - q_prev[j]) / h
+                            after += G[i, j] * (x[j] - q[j]) / h
+                        log_t[logged] = tk
+                        log_i[logged] = i
+                        log_u[logged, 0] = before
+                        log_u[logged, 1] = after
+                        logged += 1
+        steps = k
+        countdown -= 1
+        if countdown == 0 or k == n_steps:
+            countdown = every
+            out_t[samples] = tk
             for j in range(n):
-                state[1 + j] = q[j]
-                state[1 + n + j] = vt[j]
+                out_q[samples, j] = q[j]
+                out_v[samples, j] = (x[j] - q_prev[j]) / (2.0 * h)
+            samples += 1
+        for j in range(n):
+            q_old[j] = q_prev[j]
+            q_prev[j] = q[j]
+            q[j] = x[j]
+    counters[COUNTER_STATUS] = status
+    counters[COUNTER_STEPS] = steps
+    counters[COUNTER_FORCE_EVALUATIONS] = steps + 1
+    counters[COUNTER_IMPACTS] = impacts
+    counters[COUNTER_LOGGED] = logged
+    counters[COUNTER_SAMPLES] = samples
+    counters[COUNTER_SOLVER_ITERATIONS] = iterations
+    # state: the last completed sample, or the step where the run stopped
+    if status == STATUS_OK:
+        state[0] = t0 + steps * h
+        for j in range(n):
+            state[1 + j] = q_prev[j]
+            state[1 + n + j] = (q[j] - q_old[j]) / (2.0 * h)
+    else:
+        state[0] = t0 + failed_at * h
+        for j in range(n):
+            state[1 + j] = q[j]
+            state[1 + n + j] = vt[j]
 
-    return maybe_compile(loop, compile)
+
+def make_paoli_schatzman_loop(
+    kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+) -> Callable:
+    """Time loop of the Paoli-Schatzman scheme for the given problem kernels."""
+    bindings = {
+        "mass_matrix": kernels.mass_matrix,
+        "forces": kernels.forces,
+        "project": make_metric_projection(
+            kernels.gap, kernels.gap_gradient, kernels.affine_gap, n_constraints, compile
+        ),
+        "gap": kernels.gap,
+        "CONSTANT_MASS": kernels.constant_mass,
+        "N_DOF": n_dof,
+        "N_CONSTRAINTS": n_constraints,
+    }
+    return specialize(_paoli_schatzman_loop, bindings, compile)
 
 
 class PaoliSchatzman(TimeStepping):
@@ -210,8 +235,10 @@ class PaoliSchatzman(TimeStepping):
         return {}
 
     @staticmethod
-    def _make_loop(kernels: ProblemKernels, compile: bool) -> Callable:
-        return make_paoli_schatzman_loop(kernels, compile)
+    def _make_loop(
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+    ) -> Callable:
+        return make_paoli_schatzman_loop(kernels, n_dof, n_constraints, compile)
 
     def _method_vector(self) -> np.ndarray:
         return np.array([self.projection_tol, float(self.projection_max_iter)])

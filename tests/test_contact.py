@@ -109,7 +109,7 @@ def circle_kernels():
 
 def test_metric_projection_onto_a_disc_matches_constrained_minimisation():
     kernels = circle_kernels()
-    project = make_metric_projection(kernels.gap, kernels.gap_gradient, False, False)
+    project = make_metric_projection(kernels.gap, kernels.gap_gradient, False, 1, False)
     mass = np.array([[3.0, 1.0], [1.0, 1.0]])
     y = np.array([1.05, 0.4])
     ws = make_workspace(2, 1)

@@ -1,0 +1,290 @@
+"""Metrics of one run against a reference, by name, for the study runner (DESIGN.md section 7).
+
+A metric is a function ``(problem, trajectory, reference) -> float``. The reference is a
+:class:`Reference`: the problem's closed form (:meth:`Reference.exact`) or a reference
+trajectory, e.g. a high-accuracy event-driven run (:meth:`Reference.from_trajectory`).
+
+Where errors are measured
+-------------------------
+Every error is measured on the run's own samples: for a time-stepping run with
+``output_every=1`` that is every step, for an event-driven run its accepted solver steps and the
+states just before and after each impact. The reference is evaluated at those times (a
+reference trajectory by linear interpolation, so it must be sampled more finely than the errors
+it is to resolve). At an event-driven impact the run holds two samples with the same time: the
+one before the impact is compared with the reference just before its own nearest impact and the
+one after with the reference just after it, so an impact located slightly early or late is
+counted by ``impact_time_error``, not as an O(1) velocity error over the preceding step.
+
+Impact matching
+---------------
+The run's impacts are the times in its impact log (time-stepping: the end of each step with a
+positive impulse, so a persistent contact logs every step). A run impact and a reference impact
+match when they are at most ``w = max(2 h, 1e-3 (T - t0))`` apart (h the step used; 0 for
+adaptive runs). Reference impacts closer than ``2 w`` to a neighbour (an accumulation) are not
+counted as missed; run impacts are merged into clusters of entries less than ``w`` apart (so a
+persistent contact is one cluster) and a cluster is spurious when no reference impact lies within
+``w`` of any of its entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from . import metrics
+from .energy import energy
+from .problem import Problem
+from .trajectory import Trajectory
+
+#: Number of leading reference impacts whose time error ``impact_time_error`` reports.
+FIRST_IMPACTS = 5
+
+#: Relative size of the impact-matching window, as a fraction of the horizon T - t0.
+WINDOW_FRACTION = 1e-3
+
+#: Offset, relative to max(1, |t|), at which a reference is evaluated just before or after an
+#: impact.
+_SIDE_OFFSET = 1e-9
+
+State = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The solution a run is compared with.
+
+    Attributes
+    ----------
+    kind : str
+        ``"exact"`` or the name of the reference run's method.
+    state : callable
+        ``state(t) -> (q, v)``, arrays of shape (len(t), n), at times ``t`` (an array).
+    impact_times : ndarray or None
+        Times of the reference impacts in [t0, T], increasing; None when unknown.
+    """
+
+    kind: str
+    state: State
+    impact_times: np.ndarray | None
+
+    @classmethod
+    def exact(cls, problem: Problem, t_end: float) -> Reference:
+        """The closed form of ``problem`` (``problem.exact_solution``).
+
+        The impact times come from ``problem.impact_times(t_end)`` when the problem has that
+        method (all built-in problems with a closed form do), else they are unknown.
+
+        Raises
+        ------
+        ValueError
+            If the problem has no exact solution.
+        """
+        if not problem.has_exact_solution:
+            raise ValueError(f"problem {problem.name!r} has no exact solution")
+        impact_times = getattr(problem, "impact_times", None)
+        times = None if impact_times is None else np.asarray(impact_times(t_end), dtype=float)
+        return cls("exact", problem.exact_solution, times)
+
+    @classmethod
+    def from_trajectory(cls, trajectory: Trajectory) -> Reference:
+        """A reference run, interpolated linearly between its samples.
+
+        Its impact times are the distinct times of its impact log.
+        """
+        t, q, v = trajectory.t, trajectory.q, trajectory.v
+
+        def state(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            times = np.asarray(times, dtype=float)
+            qs = np.column_stack([np.interp(times, t, q[:, i]) for i in range(q.shape[1])])
+            vs = np.column_stack([np.interp(times, t, v[:, i]) for i in range(v.shape[1])])
+            return qs, vs
+
+        return cls(trajectory.method, state, np.unique(trajectory.impacts.t))
+
+
+class Metric(NamedTuple):
+    """A named metric: ``function(problem, trajectory, reference) -> float``.
+
+    ``needs_reference`` is False for metrics of the run alone (they ignore ``reference``, which
+    may then be None).
+    """
+
+    function: Callable[[Problem, Trajectory, Reference | None], float]
+    needs_reference: bool
+    description: str
+
+
+def _window(problem: Problem, trajectory: Trajectory) -> float:
+    span = float(trajectory.t[-1] - problem.t0)
+    return max(2.0 * (trajectory.h or 0.0), WINDOW_FRACTION * span)
+
+
+def _nearest(times: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """For each target, the element of the sorted array ``times`` nearest to it."""
+    index = np.searchsorted(times, targets)
+    left = times[np.clip(index - 1, 0, len(times) - 1)]
+    right = times[np.clip(index, 0, len(times) - 1)]
+    return np.where(np.abs(targets - left) <= np.abs(right - targets), left, right)
+
+
+def _reference_state(
+    problem: Problem, trajectory: Trajectory, reference: Reference
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reference (q, v) at the run's samples, impact-instant pairs matched side by side."""
+    t = np.array(trajectory.t, dtype=float)
+    pre = np.flatnonzero(t[1:] == t[:-1])
+    impacts = reference.impact_times
+    if pre.size and impacts is not None and impacts.size:
+        nearest = _nearest(np.sort(impacts), t[pre])
+        matched = np.abs(nearest - t[pre]) <= _window(problem, trajectory)
+        pre, nearest = pre[matched], nearest[matched]
+        offset = _SIDE_OFFSET * np.maximum(1.0, np.abs(nearest))
+        t[pre] = np.minimum(t[pre], nearest) - offset
+        t[pre + 1] = np.maximum(t[pre + 1], nearest) + offset
+    return reference.state(t)
+
+
+def max_position_error(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """max over the samples of max_i |q_i - q_ref,i|.
+
+    For the exact reference this equals :func:`impactbench.metrics.max_position_error`.
+    """
+    q_ref, _ = _reference_state(problem, trajectory, reference)
+    return float(np.max(np.abs(trajectory.q - q_ref)))
+
+
+def l1_velocity_error(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """Integral over [t0, T] of max_i |v_i - v_ref,i| (trapezoidal rule on the samples).
+
+    Converges for time-stepping schemes, unlike the max norm of the velocity error.
+    """
+    _, v_ref = _reference_state(problem, trajectory, reference)
+    err = np.max(np.abs(trajectory.v - v_ref), axis=1)
+    return float(np.sum(0.5 * (err[1:] + err[:-1]) * np.diff(trajectory.t)))
+
+
+def position_error_at_end(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """max_i |q_i(T) - q_ref,i(T)| at the final time T."""
+    q_ref, _ = reference.state(trajectory.t[-1:])
+    return float(np.max(np.abs(trajectory.q[-1] - q_ref[0])))
+
+
+def velocity_error_at_end(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """max_i |v_i(T) - v_ref,i(T)| at the final time T."""
+    _, v_ref = reference.state(trajectory.t[-1:])
+    return float(np.max(np.abs(trajectory.v[-1] - v_ref[0])))
+
+
+def energy_error_at_end(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """|E(T) - E_ref(T)|, E the mechanical energy (kinetic plus potential)."""
+    q_ref, v_ref = reference.state(trajectory.t[-1:])
+    run = problem.energy(trajectory.q[-1], trajectory.v[-1])
+    return abs(run - problem.energy(q_ref[0], v_ref[0]))
+
+
+def max_energy_increase(
+    problem: Problem, trajectory: Trajectory, reference: Reference | None
+) -> float:
+    """max(0, largest increase of the mechanical energy from one sample to the next)."""
+    e = energy(problem, trajectory)
+    return float(max(0.0, np.max(np.diff(e), initial=0.0)))
+
+
+def max_penetration(problem: Problem, trajectory: Trajectory, reference: Reference | None) -> float:
+    """max(0, -min g_i(q)) over the samples (:func:`impactbench.metrics.max_penetration`)."""
+    return metrics.max_penetration(problem, trajectory)
+
+
+def _isolated(times: np.ndarray, window: float) -> np.ndarray:
+    """Mask of the sorted ``times`` farther than 2 window from both neighbours."""
+    gaps = np.diff(times)
+    far = gaps > 2.0 * window
+    return np.concatenate([[True], far]) & np.concatenate([far, [True]])
+
+
+def impact_time_error(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """Largest distance from the first isolated reference impacts to the nearest run impact.
+
+    Over the first ``FIRST_IMPACTS`` isolated reference impacts; NaN when there are none or the
+    run has no impact.
+    """
+    ref = _reference_impacts(reference)
+    run = np.sort(trajectory.impacts.t)
+    if ref.size == 0 or run.size == 0:
+        return float("nan")
+    first = ref[_isolated(ref, _window(problem, trajectory))][:FIRST_IMPACTS]
+    if first.size == 0:
+        return float("nan")
+    return float(np.max(np.abs(_nearest(run, first) - first)))
+
+
+def missed_impacts(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """Number of isolated reference impacts with no run impact within the window."""
+    ref = _reference_impacts(reference)
+    window = _window(problem, trajectory)
+    ref = ref[_isolated(ref, window)]
+    run = np.sort(trajectory.impacts.t)
+    if ref.size == 0:
+        return 0.0
+    if run.size == 0:
+        return float(ref.size)
+    distance = np.abs(_nearest(run, ref) - ref)
+    return float(np.count_nonzero(distance > window))
+
+
+def spurious_impacts(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
+    """Number of clusters of run impacts with no reference impact within the window."""
+    ref = _reference_impacts(reference)
+    run = np.sort(trajectory.impacts.t)
+    if run.size == 0:
+        return 0.0
+    if ref.size == 0:
+        ref = np.array([np.inf])
+    window = _window(problem, trajectory)
+    matched = np.abs(_nearest(ref, run) - run) <= window
+    cluster = np.concatenate([[0], np.cumsum(np.diff(run) >= window)])
+    found = np.zeros(cluster[-1] + 1, dtype=bool)
+    np.logical_or.at(found, cluster, matched)
+    return float(np.count_nonzero(~found))
+
+
+def _reference_impacts(reference: Reference) -> np.ndarray:
+    if reference.impact_times is None:
+        raise ValueError(f"the {reference.kind} reference does not know its impact times")
+    return np.sort(reference.impact_times)
+
+
+#: The metrics a run can ask for, by name (the column names of the result tables).
+METRICS: dict[str, Metric] = {
+    "max_position_error": Metric(
+        max_position_error, True, "max over the samples of the position error (max norm)"
+    ),
+    "l1_velocity_error": Metric(
+        l1_velocity_error, True, "integral over [t0, T] of the velocity error (max norm)"
+    ),
+    "position_error_at_end": Metric(
+        position_error_at_end, True, "position error at the final time T"
+    ),
+    "velocity_error_at_end": Metric(
+        velocity_error_at_end, True, "velocity error at the final time T"
+    ),
+    "energy_error_at_end": Metric(
+        energy_error_at_end, True, "mechanical energy error at the final time T"
+    ),
+    "impact_time_error": Metric(
+        impact_time_error, True, f"largest error in the first {FIRST_IMPACTS} impact times"
+    ),
+    "missed_impacts": Metric(
+        missed_impacts, True, "isolated reference impacts the run did not reproduce"
+    ),
+    "spurious_impacts": Metric(
+        spurious_impacts, True, "run impacts (clusters) with no reference impact nearby"
+    ),
+    "max_penetration": Metric(max_penetration, False, "max(0, -min g(q)) over the samples"),
+    "max_energy_increase": Metric(
+        max_energy_increase, False, "largest energy increase between consecutive samples"
+    ),
+}

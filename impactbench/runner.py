@@ -1,0 +1,682 @@
+"""Study runs: their specification, cache key, parallel execution and on-disk cache.
+
+A :class:`Run` is one simulation of a study: a problem factory with its parameters, a method
+class with its parameters, the horizon, the step (time-stepping) and the metrics wanted.
+:func:`expand` turns a study's grid into runs, named benchopt-style
+(``MoreauJean[theta=0.5]``). :func:`execute` runs them with joblib and returns one
+:class:`Outcome` per run.
+
+Cache. Each finished run is stored as one JSON file ``<cache_dir>/<key>.json``, written
+atomically as soon as the run returns, so an interrupted or crashed study loses only the runs in
+flight and resumes from the others; rerunning a finished study reads the cache and computes
+nothing. The key hashes the run's parameters and its *code version*: the source of the core
+package (except the modules that only present results), of the problem's module and of the
+method's module (each with the sibling modules of its package that it imports names from), so
+editing a method's source invalidates its runs and only those. Failed runs are never cached.
+The default folder is ``$IMPACTBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/impactbench/runs``,
+else ``~/.cache/impactbench/runs``; delete it to clear the cache.
+
+Timing. Each run first simulates a short warm-up (``WARMUP_STEPS`` steps, or ``WARMUP_FRACTION``
+of the horizon for adaptive methods) that absorbs compilation and first-call costs, then the
+full run ``repeats`` times; ``wall_time`` is the minimum over the repeats, the metrics are those
+of the last repeat (the repeats are identical).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import hashlib
+import importlib.metadata
+import itertools
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import joblib
+from tqdm.auto import tqdm
+
+from . import _checks
+from ._files import write_atomic
+from .method import Method
+from .problem import Problem
+from .run_metrics import METRICS, Reference
+from .simulate import simulate
+from .trajectory import Trajectory
+
+ProblemFactory = Callable[..., Problem]
+ReferenceFactory = Callable[[Problem, float], Trajectory]
+
+#: Execution backends of :func:`execute`.
+BACKENDS = ("loky", "dask")
+
+#: Length of the warm-up of a time-stepping run, in steps.
+WARMUP_STEPS = 10
+
+#: Length of the warm-up of an adaptive run, as a fraction of its horizon.
+WARMUP_FRACTION = 1e-2
+
+#: Packages whose versions every outcome records.
+PACKAGES = ("impactbench", "numpy", "scipy", "numba")
+
+#: Core modules that only present results: not part of the code version.
+_PRESENTATION_MODULES = frozenset({"cli.py", "report.py", "results.py", "study.py"})
+
+_CACHE_FORMAT = 1
+_KEY_LENGTH = 20
+
+FAILED = "failed"
+
+
+def _reference_name(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _canonical(value: Any, name: str) -> Any:
+    """``value`` as JSON data (tuples become lists), or ValueError naming ``name``."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item, f"{name}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return {k: _canonical(v, f"{name}.{k}") for k, v in value.items()}
+    raise ValueError(
+        f"{name} must be JSON data (None, bool, int, float, str, lists, dicts), got {value!r}"
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulation of a study.
+
+    Parameters
+    ----------
+    problem : callable
+        Problem factory (usually a class) called as ``problem(**problem_kwargs)``.
+    method : type
+        :class:`impactbench.Method` subclass, called as ``method(**method_kwargs)``.
+    t_end : float
+        Final time.
+    h : float or None
+        Step; required for time-stepping methods (``method.requires_step``), None otherwise.
+    problem_kwargs, method_kwargs : mapping
+        Constructor parameters, JSON data (numbers, strings, booleans, lists, dicts).
+    output_every : int
+        Output decimation passed to :func:`impactbench.simulate`.
+    metrics : sequence of str
+        Names from :data:`impactbench.run_metrics.METRICS`.
+    repeats : int
+        Number of timed repetitions after the warm-up.
+    tolerance : str or None
+        Name of the method parameter swept as the accuracy axis of an adaptive method (e.g.
+        ``"rtol"``); it is left out of :attr:`method_name`.
+    reference : callable or None
+        ``reference(problem, t_end) -> Trajectory``, the reference run errors are measured
+        against; None: the problem's exact solution (metrics that need a reference are NaN for a
+        problem without one).
+    problem_name : str
+        Label in tables; default: the factory's name.
+
+    Raises
+    ------
+    ValueError
+        For an invalid field (the message names it).
+    """
+
+    problem: ProblemFactory
+    method: type[Method]
+    t_end: float
+    h: float | None = None
+    problem_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    method_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    output_every: int = 1
+    metrics: Sequence[str] = ()
+    repeats: int = 1
+    tolerance: str | None = None
+    reference: ReferenceFactory | None = None
+    problem_name: str = ""
+
+    def __post_init__(self) -> None:
+        if not callable(self.problem):
+            raise ValueError(f"problem must be a problem factory, got {self.problem!r}")
+        if not (isinstance(self.method, type) and issubclass(self.method, Method)):
+            raise ValueError(f"method must be a Method subclass, got {self.method!r}")
+        set_field = functools.partial(object.__setattr__, self)
+        set_field("t_end", _checks.finite_scalar(self.t_end, "t_end"))
+        if self.method.requires_step:
+            set_field("h", _checks.positive_scalar(self.h, "h"))
+        elif self.h is not None:
+            raise ValueError(f"{self.method.__name__} is adaptive: h must be None, got {self.h!r}")
+        set_field("problem_kwargs", _canonical(dict(self.problem_kwargs), "problem_kwargs"))
+        set_field("method_kwargs", _canonical(dict(self.method_kwargs), "method_kwargs"))
+        set_field("output_every", _checks.positive_int(self.output_every, "output_every"))
+        set_field("repeats", _checks.positive_int(self.repeats, "repeats"))
+        unknown = [name for name in self.metrics if name not in METRICS]
+        if isinstance(self.metrics, str) or unknown:
+            raise ValueError(
+                f"metrics must be names from {sorted(METRICS)}, got {list(self.metrics)!r}"
+            )
+        set_field("metrics", tuple(self.metrics))
+        if self.tolerance is not None and self.tolerance not in self.method_kwargs:
+            raise ValueError(
+                f"tolerance must name a method parameter, got {self.tolerance!r} "
+                f"(method_kwargs {sorted(self.method_kwargs)})"
+            )
+        if self.reference is not None and not callable(self.reference):
+            raise ValueError(f"reference must be callable or None, got {self.reference!r}")
+        set_field("problem_name", self.problem_name or self.problem.__name__)
+
+    @property
+    def method_name(self) -> str:
+        """The method and its parameters except the tolerance, e.g. ``MoreauJean[theta=0.5]``."""
+        params = ",".join(
+            f"{k}={v}" for k, v in self.method_kwargs.items() if k != self.tolerance
+        )
+        return f"{self.method.__name__}[{params}]" if params else self.method.__name__
+
+    @property
+    def tolerance_value(self) -> float | None:
+        """The value of the tolerance parameter, None without one."""
+        return None if self.tolerance is None else self.method_kwargs[self.tolerance]
+
+    def spec(self) -> dict[str, Any]:
+        """Everything that determines the outcome, as JSON data (labels excluded)."""
+        return {
+            "problem": _reference_name(self.problem),
+            "problem_kwargs": self.problem_kwargs,
+            "method": _reference_name(self.method),
+            "method_kwargs": self.method_kwargs,
+            "t_end": self.t_end,
+            "h": self.h,
+            "output_every": self.output_every,
+            "metrics": list(self.metrics),
+            "repeats": self.repeats,
+            "reference": None if self.reference is None else _reference_name(self.reference),
+        }
+
+
+@dataclass(frozen=True)
+class Case:
+    """A problem of a study grid: factory, parameters, horizon and label (see :class:`Run`)."""
+
+    problem: ProblemFactory
+    t_end: float
+    problem_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    problem_name: str = ""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A method and its parameter grid: every combination of the values becomes a run.
+
+    ``parameters`` maps a parameter name to the sequence of its values; ``tolerance`` names the
+    parameter that is the accuracy axis of an adaptive method (see :class:`Run`).
+    """
+
+    method: type[Method]
+    parameters: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    tolerance: str | None = None
+
+
+def expand(
+    cases: Sequence[Case],
+    grids: Sequence[Grid],
+    *,
+    steps: Sequence[float] = (),
+    metrics: Sequence[str] = (),
+    output_every: int = 1,
+    repeats: int = 1,
+    reference: ReferenceFactory | None = None,
+) -> list[Run]:
+    """Expand a study grid into runs: cases x grids x parameter combinations (x steps).
+
+    Time-stepping methods (``requires_step``) get one run per step in ``steps``; adaptive
+    methods one run per parameter combination. The order is that of the loops: cases, grids,
+    parameter combinations (first parameter slowest), steps.
+
+    Raises
+    ------
+    ValueError
+        If a time-stepping method is given without steps, or a run is invalid.
+    """
+    runs = []
+    for case in cases:
+        for grid in grids:
+            if grid.method.requires_step and not steps:
+                raise ValueError(f"steps must be given for {grid.method.__name__}, got none")
+            names = list(grid.parameters)
+            for values in itertools.product(*grid.parameters.values()):
+                kwargs = dict(zip(names, values, strict=True))
+                for h in steps if grid.method.requires_step else [None]:
+                    runs.append(
+                        Run(
+                            problem=case.problem,
+                            method=grid.method,
+                            t_end=case.t_end,
+                            h=h,
+                            problem_kwargs=case.problem_kwargs,
+                            method_kwargs=kwargs,
+                            output_every=output_every,
+                            metrics=metrics,
+                            repeats=repeats,
+                            tolerance=grid.tolerance,
+                            reference=reference,
+                            problem_name=case.problem_name,
+                        )
+                    )
+    return runs
+
+
+# --------------------------------------------------------------------------------------------
+# Code version and key
+
+
+@functools.lru_cache(maxsize=None)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _digest(path: Path) -> str:
+    stat = path.stat()
+    return _file_digest(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def _core_sources() -> dict[str, Path]:
+    folder = Path(__file__).resolve().parent
+    return {
+        f"{__package__}.{path.stem}": path
+        for path in sorted(folder.glob("*.py"))
+        if path.name not in _PRESENTATION_MODULES
+    }
+
+
+def _module_sources(obj: Any) -> dict[str, Path]:
+    """Source files of the module defining ``obj`` and of the sibling modules it draws on."""
+    root = sys.modules[obj.__module__]
+    package = root.__name__.rpartition(".")[0]
+    found: dict[str, Any] = {}
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        if module.__name__ in found:
+            continue
+        found[module.__name__] = module
+        for value in vars(module).values():
+            origin = value.__name__ if isinstance(value, type(sys)) else None
+            origin = origin or getattr(value, "__module__", None)
+            dependency = sys.modules.get(origin) if isinstance(origin, str) else None
+            if dependency is not None and package and origin.rpartition(".")[0] == package:
+                stack.append(dependency)
+    return {
+        name: Path(module.__file__)
+        for name, module in found.items()
+        if getattr(module, "__file__", None)
+    }
+
+
+def code_version(run: Run) -> str:
+    """Digest of the source the outcome of ``run`` depends on (see the module docstring)."""
+    sources = _core_sources()
+    for obj in (run.problem, run.method, run.reference):
+        if obj is not None:
+            sources.update(_module_sources(obj))
+    hasher = hashlib.sha256()
+    for name in sorted(sources):
+        hasher.update(f"{name}:{_digest(sources[name])}\n".encode())
+    return hasher.hexdigest()[:_KEY_LENGTH]
+
+
+def run_key(run: Run, version: str) -> str:
+    """Cache key of ``run`` under code version ``version``."""
+    payload = json.dumps({"run": run.spec(), "code_version": version}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:_KEY_LENGTH]
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of :data:`PACKAGES` in this process."""
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "unknown"
+    return versions
+
+
+def git_revision() -> str:
+    """Commit of the source tree of this package (``-dirty`` if modified), else "unknown"."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
+            return "unknown"
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return git("rev-parse", "--short=12", "HEAD") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+# --------------------------------------------------------------------------------------------
+# One run
+
+
+@dataclass
+class Outcome:
+    """The result of one run (one table row without the run's own parameters).
+
+    Attributes
+    ----------
+    status : str
+        ``"ok"``, ``"zeno-handled"`` (:class:`impactbench.Status`) or ``"failed"``.
+    error : str
+        Why the run failed ("" otherwise): the exception type and message (a
+        :class:`impactbench.SimulationError` message carries t, q and v).
+    metrics : dict
+        Metric name -> value (NaN when the run failed or no reference exists).
+    cost : dict
+        ``h_used`` (None for adaptive methods), ``steps``, ``force_evaluations``, ``impacts``.
+    timing : dict
+        ``wall_time`` (seconds, min over the repeats) and ``warmup_time``.
+    provenance : dict
+        Package versions (:func:`package_versions`, from the process that ran it) and
+        ``git_revision`` (of the process that launched it).
+    key, code_version : str
+        Cache key and code version of the run.
+    cached : bool
+        True when read from the cache by the :func:`execute` call that returned it (not stored).
+    """
+
+    status: str
+    error: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    key: str = ""
+    code_version: str = ""
+    cached: bool = False
+
+    @classmethod
+    def failure(cls, run: Run, error: str, provenance: dict[str, str]) -> Outcome:
+        """A failed run: NaN metrics and costs, and the error message."""
+        nan = float("nan")
+        return cls(
+            status=FAILED,
+            error=error,
+            metrics=dict.fromkeys(run.metrics, nan),
+            cost={"h_used": nan, "steps": nan, "force_evaluations": nan, "impacts": nan},
+            timing={"wall_time": nan, "warmup_time": nan},
+            provenance=provenance,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (``cached`` excluded)."""
+        data = asdict(self)
+        del data["cached"]
+        return data
+
+
+def _warmup_end(run: Run, problem: Problem) -> float:
+    span = run.t_end - problem.t0
+    if run.h is None:
+        return problem.t0 + WARMUP_FRACTION * span
+    return problem.t0 + min(span, WARMUP_STEPS * run.h)
+
+
+def _reference(run: Run, problem: Problem) -> Reference | None:
+    if not any(METRICS[name].needs_reference for name in run.metrics):
+        return None
+    if run.reference is not None:
+        return Reference.from_trajectory(run.reference(problem, run.t_end))
+    if problem.has_exact_solution:
+        return Reference.exact(problem, run.t_end)
+    return None
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def perform(run: Run) -> Outcome:
+    """Execute one run (warm-up, timed repeats, metrics); any exception becomes a failure.
+
+    Returns
+    -------
+    Outcome
+        Without ``key``, ``code_version`` and ``git_revision`` (set by :func:`execute`).
+    """
+    provenance = package_versions()
+    try:
+        problem = run.problem(**run.problem_kwargs)
+        method = run.method(**run.method_kwargs)
+        options = {"h": run.h, "output_every": run.output_every}
+        warmup = simulate(problem, method, _warmup_end(run, problem), **options)
+        times = []
+        for _ in range(run.repeats):
+            trajectory = simulate(problem, method, run.t_end, **options)
+            times.append(trajectory.stats["wall_time"])
+        if not trajectory.success:
+            return Outcome.failure(run, trajectory.message, provenance)
+        reference = _reference(run, problem)
+        values = {}
+        for name in run.metrics:
+            metric = METRICS[name]
+            if metric.needs_reference and reference is None:
+                values[name] = float("nan")
+                continue
+            try:
+                values[name] = float(metric.function(problem, trajectory, reference))
+            except Exception as error:
+                raise RuntimeError(f"metric {name} failed: {_describe(error)}") from error
+    except Exception as error:
+        return Outcome.failure(run, _describe(error), provenance)
+    return Outcome(
+        status=trajectory.status.value,
+        metrics=values,
+        cost={
+            "h_used": trajectory.h,
+            "steps": int(trajectory.stats["steps"]),
+            "force_evaluations": int(trajectory.stats["force_evaluations"]),
+            "impacts": int(trajectory.stats["impacts"]),
+        },
+        timing={"wall_time": min(times), "warmup_time": warmup.stats["wall_time"]},
+        provenance=provenance,
+    )
+
+
+def _task(key: str, run: Run) -> tuple[str, Outcome]:
+    return key, perform(run)
+
+
+# --------------------------------------------------------------------------------------------
+# Cache
+
+
+def default_cache_dir() -> Path:
+    """Default cache folder (see the module docstring)."""
+    if os.environ.get("IMPACTBENCH_CACHE_DIR"):
+        return Path(os.environ["IMPACTBENCH_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "impactbench" / "runs"
+
+
+class RunCache:
+    """Finished runs on disk, one JSON file per key, written atomically."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+
+    def path(self, key: str) -> Path:
+        """File of the run with this key."""
+        return self.directory / f"{key}.json"
+
+    def load(self, key: str) -> Outcome | None:
+        """The stored outcome, or None (also for an unreadable or foreign file)."""
+        try:
+            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+            if data.get("format") != _CACHE_FORMAT or data.get("key") != key:
+                return None
+            return Outcome(**data["outcome"], cached=True)
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def store(self, key: str, run: Run, outcome: Outcome) -> None:
+        """Store a finished run (a failed outcome is refused with ValueError)."""
+        if outcome.status == FAILED:
+            raise ValueError(f"failed runs are never cached, got a failed outcome for {key}")
+        data = {
+            "format": _CACHE_FORMAT,
+            "key": key,
+            "run": run.spec(),
+            "stored": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "outcome": outcome.to_json(),
+        }
+        write_atomic(self.path(key), json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Execution
+
+
+@contextmanager
+def _backend_context(backend: str, scheduler: str | None) -> Iterator[tuple[type, ...]]:
+    """Set up the joblib backend; yield the exceptions that mean a worker was lost."""
+    if backend == "loky":
+        yield (concurrent.futures.BrokenExecutor,)
+        return
+    from distributed import Client, KilledWorker
+
+    with Client(scheduler), joblib.parallel_config(backend="dask"):
+        yield (KilledWorker, concurrent.futures.BrokenExecutor)
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def _one_line(error: BaseException, limit: int = 300) -> str:
+    text = " ".join(_describe(error).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def execute(
+    runs: Sequence[Run],
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    cache_dir: Path | str | None = None,
+    use_cache: bool = True,
+    progress: bool | None = None,
+    description: str = "runs",
+) -> list[Outcome]:
+    """Execute ``runs`` in parallel, reading and filling the run cache.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Independent runs; runs with equal keys are computed once.
+    jobs : int
+        Number of parallel jobs (joblib ``n_jobs``: -1 for all cores). With ``jobs=1`` and the
+        loky backend the runs execute in this process, one after the other.
+    backend : {"loky", "dask"}
+        joblib backend: local processes (loky), or a Dask distributed cluster through joblib's
+        Dask integration (needs the ``distributed`` package and ``scheduler``).
+    scheduler : str, optional
+        Address of the Dask scheduler, e.g. ``"tcp://127.0.0.1:8786"`` (dask backend only).
+    cache_dir : path, optional
+        Run cache folder (default :func:`default_cache_dir`).
+    use_cache : bool
+        False: compute every run and neither read nor write the cache.
+    progress : bool, optional
+        Show a progress bar; default: when stderr is a terminal and ``$CI`` is not set.
+    description : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    list of Outcome
+        One per run, in the order of ``runs``. A run that raised is a failed outcome with the
+        error message; when a worker process dies, the runs not finished by then are failed
+        outcomes with the crash message (the finished ones are cached and kept).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``jobs``, ``backend`` or ``scheduler``.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise ValueError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    if backend == "dask" and not scheduler:
+        raise ValueError("the dask backend needs scheduler=ADDRESS, got none")
+    if backend == "loky" and scheduler:
+        raise ValueError(f"scheduler is only used by the dask backend, got {scheduler!r}")
+    versions = [code_version(run) for run in runs]
+    keys = [run_key(run, version) for run, version in zip(runs, versions, strict=True)]
+    cache = RunCache(cache_dir or default_cache_dir()) if use_cache else None
+    outcomes: list[Outcome | None] = [cache.load(key) if cache else None for key in keys]
+    pending: dict[str, list[int]] = {}
+    for position, (key, outcome) in enumerate(zip(keys, outcomes, strict=True)):
+        if outcome is None:
+            pending.setdefault(key, []).append(position)
+    done = len(runs) - sum(len(positions) for positions in pending.values())
+    with tqdm(
+        total=len(runs),
+        initial=done,
+        desc=description,
+        unit="run",
+        disable=not _show_progress(progress),
+    ) as bar:
+        if pending:
+            revision = git_revision()
+            tasks = [joblib.delayed(_task)(key, runs[positions[0]]) for key, positions in pending.items()]
+            with _backend_context(backend, scheduler) as crashes:
+                parallel = joblib.Parallel(
+                    n_jobs=jobs,
+                    backend="loky" if backend == "loky" else None,
+                    return_as="generator_unordered",
+                )
+                try:
+                    for key, outcome in parallel(tasks):
+                        outcome.provenance["git_revision"] = revision
+                        positions = pending.pop(key)
+                        if cache is not None and outcome.status != FAILED:
+                            cache.store(key, runs[positions[0]], outcome)
+                        for position in positions:
+                            outcomes[position] = outcome
+                        bar.update(len(positions))
+                except crashes as crash:
+                    message = f"worker crashed before this run finished: {_one_line(crash)}"
+                    for positions in pending.values():
+                        for position in positions:
+                            outcomes[position] = Outcome.failure(
+                                runs[position],
+                                message,
+                                {**package_versions(), "git_revision": revision},
+                            )
+    for outcome, key, version in zip(outcomes, keys, versions, strict=True):
+        outcome.key = key
+        outcome.code_version = version
+    return outcomes
