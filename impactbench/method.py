@@ -6,6 +6,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from . import _checks
 from .problem import Problem
 from .trajectory import Trajectory
 
@@ -47,9 +48,20 @@ class Method(ABC):
         h: float | None = None,
         output_every: int = 1,
     ) -> Trajectory:
-        """Integrate ``problem`` up to ``t_end`` (see :func:`impactbench.simulate`)."""
+        """Integrate ``problem`` up to ``t_end`` (see :func:`impactbench.simulate`).
+
+        Validates the problem (``problem.check()``), ``t_end`` and ``output_every``, then times
+        :meth:`_solve_impl`.
+        """
+        if not isinstance(problem, Problem):
+            raise ValueError(f"problem must be an impactbench.Problem, got {problem!r}")
+        problem.check()
+        t_end = _checks.finite_scalar(t_end, "t_end")
+        if t_end <= problem.t0:
+            raise ValueError(f"t_end must be > t0 = {problem.t0!r}, got {t_end!r}")
+        output_every = _checks.positive_int(output_every, "output_every")
         start = time.perf_counter()
-        trajectory = self._solve_impl(problem, float(t_end), h, int(output_every))
+        trajectory = self._solve_impl(problem, t_end, h, output_every)
         trajectory.stats["wall_time"] = time.perf_counter() - start
         return trajectory
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from . import _checks
 from .method import Method
 from .problem import Problem
 from .trajectory import Trajectory
@@ -47,13 +46,6 @@ def simulate(
         When the run cannot continue (a non-finite state, a failed contact solve); it carries the
         time t and the state q, v where it stopped.
     """
-    if not isinstance(problem, Problem):
-        raise ValueError(f"problem must be an impactbench.Problem, got {problem!r}")
     if not isinstance(method, Method):
         raise ValueError(f"method must be an impactbench.Method instance, got {method!r}")
-    problem.check()
-    t_end = _checks.finite_scalar(t_end, "t_end")
-    if t_end <= problem.t0:
-        raise ValueError(f"t_end must be > t0 = {problem.t0!r}, got {t_end!r}")
-    output_every = _checks.positive_int(output_every, "output_every")
     return method.solve(problem, t_end, h=h, output_every=output_every)

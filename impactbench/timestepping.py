@@ -32,7 +32,7 @@ import numpy as np
 from . import _checks
 from .method import Method
 from .problem import Problem, ProblemKernels, python_kernels
-from .trajectory import ImpactLog, SimulationError, Status, Trajectory
+from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status, Trajectory
 
 COUNTER_STATUS = 0
 COUNTER_STEPS = 1
@@ -58,9 +58,6 @@ FAILURE_REASONS = {
 
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
 MAX_OUTPUT_BYTES = 2 * 1024**3
-
-#: Default capacity of the impact log of a time-stepping run.
-DEFAULT_LOG_CAPACITY = 100_000
 
 
 def step_count(t0: float, t_end: float, h: Any) -> tuple[int, float]:
@@ -99,7 +96,7 @@ class TimeStepping(Method):
     requires_step: ClassVar[bool] = True
     _compiled_loops: ClassVar[dict[tuple[type, ProblemKernels, int, int], Callable]] = {}
 
-    def __init__(self, *, compiled: bool = True, log_capacity: int = DEFAULT_LOG_CAPACITY):
+    def __init__(self, *, compiled: bool = True, log_capacity: int = IMPACT_LOG_CAPACITY):
         if not isinstance(compiled, bool):
             raise ValueError(f"compiled must be True or False, got {compiled!r}")
         self.compiled = compiled

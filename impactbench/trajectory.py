@@ -8,6 +8,9 @@ from typing import Any
 
 import numpy as np
 
+#: Default number of impact-log entries a run keeps (all are counted in ``ImpactLog.total``).
+IMPACT_LOG_CAPACITY = 100_000
+
 
 class Status(str, Enum):
     """Result code of a run. The trajectory's ``message`` explains it."""

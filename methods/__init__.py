@@ -11,6 +11,7 @@ import re
 
 from impactbench.method import Method
 
+from .event_driven import EventDriven
 from .moreau_jean import CatchingUp, MoreauJean
 from .paoli_schatzman import PaoliSchatzman
 
@@ -18,6 +19,7 @@ METHODS: dict[str, type[Method]] = {
     "PaoliSchatzman": PaoliSchatzman,
     "MoreauJean": MoreauJean,
     "CatchingUp": CatchingUp,
+    "EventDriven": EventDriven,
 }
 
 _SPEC = re.compile(r"^\s*(\w+)\s*(?:\[(.*)\])?\s*$")
@@ -52,4 +54,4 @@ def get_method(spec: str) -> Method:
         raise ValueError(f"bad parameters for method {name!r}: {error}") from None
 
 
-__all__ = ["METHODS", "CatchingUp", "MoreauJean", "PaoliSchatzman", "get_method"]
+__all__ = ["METHODS", "CatchingUp", "EventDriven", "MoreauJean", "PaoliSchatzman", "get_method"]

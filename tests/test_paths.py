@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from impactbench import simulate
-from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
+from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.metrics import max_position_error
 from impactbench.problems import (
     BouncingBall,
@@ -48,6 +48,14 @@ def test_user_python_problem_runs_and_matches_the_exact_ball(method_class):
     assert not trajectory.stats["compiled"]
     assert trajectory.impacts.total >= 5
     assert max_position_error(builtin, trajectory) < 2e-2
+
+
+def test_user_python_problem_runs_event_driven():
+    user = PythonBall(q0=1.0, v0=0.0, gravity=9.81, restitution=0.8)
+    builtin = BouncingBall(q0=1.0, v0=0.0, gravity=9.81, restitution=0.8)
+    trajectory = simulate(user, EventDriven(rtol=1e-10), builtin.accumulation_time + 0.5)
+    assert trajectory.impacts.total >= 10
+    assert max_position_error(builtin, trajectory) < 1e-8
 
 
 def test_output_decimation_keeps_first_and_last_sample():

@@ -7,11 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import PythonBall
 
 from impactbench import SimulationError, simulate
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman, get_method
 from impactbench.problems import BouncingBall, SlantedWall
+
+from conftest import PythonBall
 
 TIME_STEPPERS = [PaoliSchatzman(), MoreauJean(), CatchingUp()]
 
