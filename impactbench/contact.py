@@ -15,6 +15,11 @@ import numpy as np
 
 from ._jit import hot_kernel, kernel, specialize
 
+#: Relative step of the central differences of ``gap_gradient`` that stand in for the gap's
+#: curvature (not part of the problem contract): eps^(1/3), which balances truncation O(s^2)
+#: against round-off O(eps / s). Used by the metric projection and by the event-driven method.
+CURVATURE_FD_STEP = float(np.cbrt(np.finfo(float).eps))
+
 #: Maximal number of principal pivots in :func:`solve_lcp` before it reports failure.
 LCP_MAX_PIVOTS = 1000
 
@@ -295,7 +300,7 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa
                 size = 1.0
                 for j in range(n):
                     size = max(size, abs(x[j]))
-                eps = 1e-6 * size
+                eps = CURVATURE_FD_STEP * size
                 for c in range(n):
                     for j in range(n):
                         d[j] = x[j]
@@ -370,10 +375,10 @@ def make_metric_projection(
     QP with the constraints linearised at x_k and the Hessian of the Lagrangian
     H = M - sum_i lambda_i grad^2 g_i(x_k) exactly through the LCP (all m constraints). The
     curvature grad^2 g is not part of the problem contract: it is taken by central differences of
-    ``gap_gradient`` (step 1e-6 max(1, |x|)); this changes the convergence speed only, not the
-    converged point, which satisfies the exact KKT conditions. The first iteration uses H = M
-    (no multipliers yet), and so does any iteration where H is not positive definite. An affine
-    gap is projected exactly in one iteration.
+    ``gap_gradient`` (step CURVATURE_FD_STEP max(1, |x|)); this changes the convergence speed
+    only, not the converged point, which satisfies the exact KKT conditions. The first iteration
+    uses H = M (no multipliers yet), and so does any iteration where H is not positive definite.
+    An affine gap is projected exactly in one iteration.
     """
     return specialize(
         _metric_projection,

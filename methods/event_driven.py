@@ -80,7 +80,7 @@ import numpy as np
 from scipy import integrate, optimize
 
 from impactbench import _checks
-from impactbench.contact import impact_velocity, make_workspace, solve_lcp
+from impactbench.contact import CURVATURE_FD_STEP, impact_velocity, make_workspace, solve_lcp
 from impactbench.method import Method
 from impactbench.problem import Problem
 from impactbench.trajectory import (
@@ -215,7 +215,7 @@ class _Model:
         self.n = int(problem.n_dof)
         self.m = int(problem.n_constraints)
         self.length = length
-        self.fd_step = np.cbrt(_EPS) * length
+        self.fd_step = CURVATURE_FD_STEP * length
         self.force_evaluations = 0
 
     def gap(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
