@@ -32,7 +32,13 @@ import numpy as np
 
 from impactbench import TimeStepping, _checks
 from impactbench._jit import specialize
-from impactbench.contact import ldl_factor, ldl_solve, make_metric_projection, make_workspace
+from impactbench.contact import (
+    ldl_factor,
+    ldl_solve,
+    make_metric_projection,
+    make_workspace,
+    project_affine_single,
+)
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
     COUNTER_FORCE_EVALUATIONS,
@@ -49,8 +55,8 @@ from impactbench.timestepping import (
 )
 
 # Names bound per problem by impactbench._jit.specialize in make_paoli_schatzman_loop.
-mass_matrix = forces = gap = project = None
-CONSTANT_MASS = False
+mass_matrix = forces = gap = gap_gradient = project = None
+CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = 0
 
 
@@ -59,11 +65,15 @@ def _paoli_schatzman_loop(
     out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
 ):  # fmt: skip
     tol = mp[0]
+    h2 = h * h
+    half_inv_h = 0.5 / h  # multiplications by reciprocals: no division in the step
+    inv_1pe = 1.0 / (1.0 + e)
     max_iter = int(mp[1])
     n = N_DOF
     m = N_CONSTRAINTS
     ws = make_workspace(n, m)
     F = ws[0]
+    Y = ws[1]
     P = ws[4]
     M = np.empty((n, n))
     f = np.empty(n)
@@ -111,7 +121,7 @@ def _paoli_schatzman_loop(
         tk = t0 + k * h
         if k >= 2:
             for j in range(n):
-                vt[j] = (3.0 * q[j] - 4.0 * q_prev[j] + q_old[j]) / (2.0 * h)
+                vt[j] = (3.0 * q[j] - 4.0 * q_prev[j] + q_old[j]) * half_inv_h
         if not CONSTANT_MASS:
             mass_matrix(q, p, M)
             if not ldl_factor(M, n, F):
@@ -120,8 +130,8 @@ def _paoli_schatzman_loop(
         forces(tk, q, vt, p, f)
         ldl_solve(F, n, f, acc)
         for j in range(n):
-            z = 2.0 * q[j] - q_prev[j] + h * h * acc[j]
-            y[j] = (z + e * q_prev[j]) / (1.0 + e)
+            z = 2.0 * q[j] - q_prev[j] + h2 * acc[j]
+            y[j] = (z + e * q_prev[j]) * inv_1pe
         gap(y, p, g)
         admissible = True
         for i in range(m):
@@ -131,6 +141,9 @@ def _paoli_schatzman_loop(
             used = 0
             for j in range(n):
                 x[j] = y[j]
+        elif AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
+            gap_gradient(y, p, G)
+            used = project_affine_single(y, n, g[0], G, F, Y, P, x)
         else:
             used = project(y, n, m, p, tol, max_iter, M, x, g, G, ws)
         if used < 0:
@@ -203,7 +216,10 @@ def make_paoli_schatzman_loop(
             kernels.gap, kernels.gap_gradient, kernels.affine_gap, n_constraints, compile
         ),
         "gap": kernels.gap,
+        "gap_gradient": kernels.gap_gradient,
         "CONSTANT_MASS": kernels.constant_mass,
+        "AFFINE_GAP": kernels.affine_gap,
+        "SINGLE_CONSTRAINT": n_constraints == 1,
         "N_DOF": n_dof,
         "N_CONSTRAINTS": n_constraints,
     }
