@@ -153,7 +153,7 @@ def _velocity_scheme_loop(
                     for j in range(n):
                         before += G[i, j] * v[j]
                         after += G[i, j] * v1[j]
-                    log_t[logged] = t + h
+                    log_t[logged] = t0 + (k + 1) * h
                     log_i[logged] = i
                     log_u[logged, 0] = before
                     log_u[logged, 1] = after

@@ -1,25 +1,36 @@
-"""Built-in problems with closed-form exact solutions.
+"""Built-in problems.
 
 ``PROBLEMS`` maps each class name to its class. Every problem is an
-:class:`impactbench.problem.CompiledProblem` (physics written once as numba kernels) with an
-``exact_solution(t)`` valid for all t >= t0 and the exact ``impact_times(t_end)``.
+:class:`impactbench.problem.CompiledProblem` (physics written once as numba kernels). Those with a
+closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and the
+exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators, the
+slanted wall and the undamped, unforced 1-DOF tight joint. The 2-DOF tight joint and the double
+pendulum have none (references are accurate event-driven runs).
 """
 
 from .bouncing_ball import BouncingBall
+from .double_pendulum import DoublePendulum
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .slanted_wall import SlantedWall
+from .tight_joint import TightJoint, TightJoint2D
 
 PROBLEMS = {
     "BouncingBall": BouncingBall,
     "ImpactingOscillator": ImpactingOscillator,
     "ForcedImpactOscillator": ForcedImpactOscillator,
     "SlantedWall": SlantedWall,
+    "TightJoint": TightJoint,
+    "TightJoint2D": TightJoint2D,
+    "DoublePendulum": DoublePendulum,
 }
 
 __all__ = [
     "PROBLEMS",
     "BouncingBall",
+    "DoublePendulum",
     "ForcedImpactOscillator",
     "ImpactingOscillator",
     "SlantedWall",
+    "TightJoint",
+    "TightJoint2D",
 ]

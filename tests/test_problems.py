@@ -64,20 +64,22 @@ def limits(problem, t_k, delta=DELTA):
 # --------------------------------------------------------------------------------------------
 
 
+EXACT = sorted(name for name, cls in PROBLEMS.items() if cls().has_exact_solution)
+
+
 def test_problem_table():
-    assert set(PROBLEMS) == {"BouncingBall", "ImpactingOscillator", "ForcedImpactOscillator",
-                             "SlantedWall"}  # fmt: skip
+    assert {"BouncingBall", "ImpactingOscillator", "ForcedImpactOscillator", "SlantedWall"} <= set(
+        EXACT
+    )
     for name, cls in PROBLEMS.items():
         assert cls.__name__ == name
         problem = cls()
         assert isinstance(problem, CompiledProblem)
         assert problem.name == name
-        assert problem.has_exact_solution
-        assert problem.kernels().affine_gap
         problem.check()
 
 
-@pytest.mark.parametrize("name", sorted(PROBLEMS))
+@pytest.mark.parametrize("name", EXACT)
 def test_contract_shapes_and_start(name):
     problem = PROBLEMS[name]()
     n, m = problem.n_dof, problem.n_constraints
@@ -754,7 +756,7 @@ def test_bad_parameters_raise_value_error_naming_them(cls, kwargs, argname):
         cls(**kwargs)
 
 
-@pytest.mark.parametrize("name", sorted(PROBLEMS))
+@pytest.mark.parametrize("name", EXACT)
 def test_impact_times_validates_arguments(name):
     problem = PROBLEMS[name]()
     with pytest.raises(ValueError, match="max_count"):

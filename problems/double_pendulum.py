@@ -1,0 +1,254 @@
+"""Double pendulum against a vertical wall: the model problem with a configuration-dependent M."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from impactbench import _checks
+from impactbench._jit import kernel
+from impactbench.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
+
+#: Obstacle configurations: which points touch the wall x = -d (rows: coefficients of
+#: x1 = l1 sin q1 and of l2 sin q2 in g_i = d + a_i l1 sin q1 + b_i l2 sin q2).
+CONTACTS = {
+    "tip": ((1.0, 1.0),),
+    "both": ((1.0, 0.0), (1.0, 1.0)),
+}
+
+
+@kernel
+def _pendulum_mass_matrix(q, p, out):
+    m1, m2, l1, l2 = p[0], p[1], p[2], p[3]
+    c = m2 * l1 * l2 * np.cos(q[0] - q[1])
+    out[0, 0] = (m1 + m2) * l1 * l1
+    out[0, 1] = c
+    out[1, 0] = c
+    out[1, 1] = m2 * l2 * l2
+
+
+@kernel
+def _pendulum_forces(t, q, v, p, out):
+    m1, m2, l1, l2, g = p[0], p[1], p[2], p[3], p[4]
+    s = m2 * l1 * l2 * np.sin(q[0] - q[1])
+    out[0] = -s * v[1] * v[1] - (m1 + m2) * g * l1 * np.sin(q[0])
+    out[1] = s * v[0] * v[0] - m2 * g * l2 * np.sin(q[1])
+
+
+@kernel
+def _pendulum_gap(q, p, out):
+    x1 = p[2] * np.sin(q[0])
+    x2 = p[3] * np.sin(q[1])
+    for i in range(out.shape[0]):
+        out[i] = p[5] + p[6 + 2 * i] * x1 + p[7 + 2 * i] * x2
+
+
+@kernel
+def _pendulum_gap_gradient(q, p, out):
+    d1 = p[2] * np.cos(q[0])
+    d2 = p[3] * np.cos(q[1])
+    for i in range(out.shape[0]):
+        out[i, 0] = p[6 + 2 * i] * d1
+        out[i, 1] = p[7 + 2 * i] * d2
+
+
+class DoublePendulum(CompiledProblem):
+    r"""Planar double pendulum (point masses, massless rods) against a vertical wall.
+
+    Absolute angles q = (q1, q2) from the downward vertical, pivot at the origin, horizontal
+    positions x1 = l1 sin q1 (mass 1) and x2 = l1 sin q1 + l2 sin q2 (mass 2, the tip):
+
+    .. math::
+
+        M(q) = \begin{pmatrix} (m_1 + m_2) l_1^2 & m_2 l_1 l_2 \cos(q_1 - q_2) \\
+                               m_2 l_1 l_2 \cos(q_1 - q_2) & m_2 l_2^2 \end{pmatrix},
+        \qquad
+        F(q, v) = \begin{pmatrix}
+            -m_2 l_1 l_2 \sin(q_1 - q_2) v_2^2 - (m_1 + m_2) g l_1 \sin q_1 \\
+            m_2 l_1 l_2 \sin(q_1 - q_2) v_1^2 - m_2 g l_2 \sin q_2 \end{pmatrix},
+
+    the Euler-Lagrange equations M(q) q'' = F of L = T - V with T = v^T M(q) v / 2 and
+    V = -(m1 + m2) g l1 cos q1 - m2 g l2 cos q2 (F holds the Coriolis/centrifugal terms and
+    -grad V). M is symmetric positive definite for every q:
+    det M = m2 l1^2 l2^2 (m1 + m2 sin^2(q1 - q2)) > 0. The kinetic metric is not constant, so
+    the velocity jumps at impacts are along M(q)^-1 grad g and the energy of the time-stepping
+    schemes is not exactly conserved between impacts.
+
+    Obstacle: the vertical wall x = -d (d >= 0: the wall is on the side of negative x, at the
+    horizontal distance d from the pivot).
+
+    * ``contacts="tip"`` (default, the thesis configuration): one constraint, the tip stays to
+      the right of the wall, g = d + l1 sin q1 + l2 sin q2 >= 0.
+    * ``contacts="both"``: two constraints, g = (d + l1 sin q1, d + l1 sin q1 + l2 sin q2) >= 0.
+      With d = 0 (the wall through the pivot) this is the configuration of Potra, Anitescu,
+      Gavrea and Trinkle (2006): see :meth:`two_contact`.
+
+    Defaults: m1 = m2 = l1 = l2 = 1, g = 9.81, d = 0.1, e = 0.8, released at rest from
+    q0 = (pi/3, pi/2), on the side opposite the wall: the tip hits the wall once per swing, four
+    times (near t - t0 = 0.73, 2.16, 3.47, 4.80) within the recommended horizon
+    t_end = t0 + 5.5, which ends mid-swing (the next impact is near t - t0 = 6.12).
+
+    No closed form: :attr:`has_exact_solution` is False; references are accurate event-driven
+    runs.
+
+    Parameters
+    ----------
+    m1, m2 : float, default 1.0
+        Point masses, > 0.
+    l1, l2 : float, default 1.0
+        Rod lengths, > 0.
+    gravity : float, default 9.81
+        g >= 0.
+    restitution : float, default 0.8
+        e in [0, 1].
+    q0 : array_like, shape (2,), default (pi/3, pi/2)
+        Initial angles, admissible.
+    v0 : array_like, shape (2,), default (0, 0)
+        Initial angular velocities.
+    wall_distance : float, default 0.1
+        d >= 0.
+    contacts : {"tip", "both"}, default "tip"
+        Which points meet the wall.
+    t_end : float, optional
+        The recommended final time (not used by the problem itself; for studies), > t0;
+        default t0 + 5.5 (:attr:`RECOMMENDED_HORIZON`).
+    t0 : float, default 0.0
+        Initial time.
+
+    Attributes
+    ----------
+    t_end : float
+        Recommended final time.
+
+    Raises
+    ------
+    ValueError
+        For a bad parameter (named in the message): not finite, out of range, wrong shape, an
+        unknown ``contacts``, an inadmissible q0, or a mass matrix too badly conditioned at q0.
+
+    References
+    ----------
+    F. A. Potra, M. Anitescu, B. Gavrea, J. Trinkle, "A linearly implicit trapezoidal method for
+    integrating stiff multibody dynamics with contact, joints, and friction", Int. J. Numer.
+    Meth. Engng 66 (2006) 1079-1124 (the two-contact configuration); R. Dzonou, M. D. P.
+    Monteiro Marques, L. Paoli, "A convergence result for a vibro-impact problem with a general
+    inertia operator", Nonlinear Dyn. 58 (2009) 361-384 (impacts with a configuration-dependent
+    mass matrix).
+    """
+
+    #: Recommended horizon t_end - t0 of the default (single-contact) configuration.
+    RECOMMENDED_HORIZON = 5.5
+    #: Recommended horizon of :meth:`two_contact` (Potra et al.'s T = 2.5).
+    TWO_CONTACT_HORIZON = 2.5
+
+    KERNELS = ProblemKernels(
+        _pendulum_mass_matrix,
+        _pendulum_forces,
+        _pendulum_gap,
+        _pendulum_gap_gradient,
+        affine_gap=False,
+        constant_mass=False,
+    )
+
+    def __init__(
+        self,
+        m1: float = 1.0,
+        m2: float = 1.0,
+        l1: float = 1.0,
+        l2: float = 1.0,
+        gravity: float = 9.81,
+        restitution: float = 0.8,
+        q0: np.ndarray | tuple = (math.pi / 3.0, math.pi / 2.0),
+        v0: np.ndarray | tuple = (0.0, 0.0),
+        wall_distance: float = 0.1,
+        contacts: str = "tip",
+        t_end: float | None = None,
+        t0: float = 0.0,
+    ) -> None:
+        self.m1 = _checks.positive_scalar(m1, "m1")
+        self.m2 = _checks.positive_scalar(m2, "m2")
+        self.l1 = _checks.positive_scalar(l1, "l1")
+        self.l2 = _checks.positive_scalar(l2, "l2")
+        self.gravity = _checks.finite_scalar(gravity, "gravity")
+        if self.gravity < 0.0:
+            raise ValueError(f"gravity must be >= 0, got {gravity!r}")
+        self.restitution = _checks.restitution(restitution)
+        q0 = _checks.vector(q0, "q0", 2)
+        v0 = _checks.vector(v0, "v0", 2)
+        self.wall_distance = _checks.finite_scalar(wall_distance, "wall_distance")
+        if self.wall_distance < 0.0:
+            raise ValueError(f"wall_distance must be >= 0, got {wall_distance!r}")
+        if not isinstance(contacts, str) or contacts not in CONTACTS:
+            raise ValueError(f"contacts must be one of {sorted(CONTACTS)}, got {contacts!r}")
+        self.contacts = contacts
+        self.t0 = _checks.finite_scalar(t0, "t0")
+        if t_end is None:
+            t_end = self.t0 + self.RECOMMENDED_HORIZON
+        self.t_end = _checks.finite_scalar(t_end, "t_end")
+        if self.t_end <= self.t0:
+            raise ValueError(f"t_end must be > t0 = {self.t0!r}, got {t_end!r}")
+        self.name = "DoublePendulum"
+        self.n_dof = 2
+        self.n_constraints = len(CONTACTS[contacts])
+        self.q0 = q0
+        self.v0 = v0
+        gaps = self.wall_distance + np.array(
+            [
+                a * self.l1 * math.sin(q0[0]) + b * self.l2 * math.sin(q0[1])
+                for a, b in CONTACTS[contacts]
+            ]
+        )
+        if np.any(gaps < -ADMISSIBILITY_TOLERANCE * max(1.0, float(np.abs(q0).max()))):
+            raise ValueError(
+                f"q0 must be admissible (on the side x >= -wall_distance of the wall), got "
+                f"q0={q0.tolist()} with gap {gaps.tolist()}"
+            )
+        self._finish_init()
+
+    @classmethod
+    def two_contact(cls, **overrides: Any) -> DoublePendulum:
+        """Both masses against the wall x >= 0 through the pivot (Potra et al., IJNME 66, 2006).
+
+        m1 = m2 = l1 = l2 = 1, g = 9.81, q0 = (pi/3, pi/5), v0 = 0, e = 0.1, wall_distance = 0,
+        contacts = "both", recommended final time t_end = t0 + 2.5; any of these can be
+        overridden by keyword.
+        """
+        if "t_end" not in overrides:
+            t0 = _checks.finite_scalar(overrides.get("t0", 0.0), "t0")
+            overrides = dict(overrides, t_end=t0 + cls.TWO_CONTACT_HORIZON)
+        params: dict[str, Any] = dict(
+            m1=1.0,
+            m2=1.0,
+            l1=1.0,
+            l2=1.0,
+            gravity=9.81,
+            restitution=0.1,
+            q0=(math.pi / 3.0, math.pi / 5.0),
+            v0=(0.0, 0.0),
+            wall_distance=0.0,
+            contacts="both",
+        )
+        params.update(overrides)
+        return cls(**params)
+
+    def kernel_parameters(self) -> np.ndarray:
+        """``[m1, m2, l1, l2, gravity, wall_distance, a_1, b_1, ...]`` (rows of ``CONTACTS``)."""
+        rows = np.array(CONTACTS[self.contacts], dtype=float).ravel()
+        head = [self.m1, self.m2, self.l1, self.l2, self.gravity, self.wall_distance]
+        return np.concatenate([head, rows])
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        """-(m1 + m2) g l1 cos q1 - m2 g l2 cos q2."""
+        q = np.asarray(q, dtype=float)
+        return float(
+            -(self.m1 + self.m2) * self.gravity * self.l1 * math.cos(q[0])
+            - self.m2 * self.gravity * self.l2 * math.cos(q[1])
+        )
+
+    def positions(self, q: np.ndarray) -> np.ndarray:
+        """Cartesian positions ((x1, y1), (x2, y2)) of the two masses, y upwards, shape (2, 2)."""
+        q = np.asarray(q, dtype=float)
+        p1 = self.l1 * np.array([math.sin(q[0]), -math.cos(q[0])])
+        return np.array([p1, p1 + self.l2 * np.array([math.sin(q[1]), -math.cos(q[1])])])
