@@ -6,6 +6,7 @@ The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`si
 (name table ``PROBLEMS``).
 """
 
+from .dense import DenseOutput
 from .energy import energy, kinetic_energy, potential_energy
 from .method import Method
 from .problem import CompiledProblem, Problem, ProblemKernels
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CompiledProblem",
+    "DenseOutput",
     "ImpactLog",
     "Method",
     "Problem",

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .dense import DenseOutput
+
 #: Default number of impact-log entries a run keeps (all are counted in ``ImpactLog.total``).
 IMPACT_LOG_CAPACITY = 100_000
 
@@ -86,6 +88,11 @@ class Trajectory:
     h : float or None
         Step actually used by a time-stepping method (see :func:`impactbench.simulate`), None for
         adaptive methods.
+    dense : DenseOutput or None
+        Interpolant of the whole run, evaluable at any time in [t0, t_end]: ``dense(t)`` gives
+        the right-continuous (q, v) (post-impact at an impact), ``dense.left(t)`` the left limit
+        (see :mod:`impactbench.dense`). Only from methods that offer it and were asked for it
+        (``EventDriven(dense_output=True)``); None otherwise.
     """
 
     t: np.ndarray
@@ -98,6 +105,7 @@ class Trajectory:
     method: str
     problem: str
     h: float | None = None
+    dense: DenseOutput | None = None
 
     @property
     def success(self) -> bool:

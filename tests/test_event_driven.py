@@ -728,3 +728,263 @@ def test_builtin_problems_match_their_exact_solutions():
         assert np.abs(found - times[: len(found)]).max() <= 1e-8, problem.name
         q, _ = problem.exact_solution(tr.t)
         assert np.abs(tr.q - q).max() <= 1e-8, problem.name
+
+
+# --------------------------------------------------------------------------------------------
+# Dense output
+
+
+def test_dense_output_flag_and_name():
+    assert EventDriven().dense_output is False
+    assert "dense_output" not in EventDriven().parameters()
+    method = EventDriven(dense_output=True)
+    assert method.parameters()["dense_output"] is True
+    assert method.name.endswith(",dense_output=True]")
+    from impactbench import methods
+
+    again = methods.get_method(method.name)
+    assert again.dense_output is True and again.parameters() == method.parameters()
+    with pytest.raises(ValueError, match="dense_output"):
+        EventDriven(dense_output="yes")
+    assert run(Ball(), 1.0).dense is None
+
+
+def _gap_problem(kind):
+    problems = pytest.importorskip("impactbench.problems")
+    if kind == "ball":
+        return problems.BouncingBall(restitution=0.7, q0=1.0, v0=0.5)
+    return problems.SlantedWall()
+
+
+@pytest.fixture(scope="module", params=["ball", "wall"])
+def through_accumulation(request):
+    """(problem, trajectory) of a dense run one time unit past the accumulation point."""
+    problem = _gap_problem(request.param)
+    t_end = problem.accumulation_time + 1.0
+    return problem, run(problem, t_end, dense_output=True)
+
+
+def test_dense_matches_exact_through_accumulation(through_accumulation):
+    problem, tr = through_accumulation
+    dense, t_end = tr.dense, tr.t[-1]
+    assert tr.status is ib.Status.ZENO_HANDLED
+    assert isinstance(dense, ib.DenseOutput)
+    assert dense.t0 == problem.t0 and dense.t_end == t_end
+    t = np.random.default_rng(7).uniform(problem.t0, t_end, 10_000)
+    t = np.concatenate(([problem.t0, t_end], t))
+    q, v = dense(t)
+    assert q.shape == v.shape == (t.shape[0], problem.n_dof)
+    q_exact, v_exact = problem.exact_solution(t)
+    assert np.abs(q - q_exact).max() <= 1e-8
+    # v away from the impacts and from the cut accumulation (zeno_time, t_inf), where the exact
+    # ball still bounces with speeds below the rest speed (~1e-6)
+    times = problem.impact_times(t_end)
+    smooth = away_from(t, times, 1e-6)
+    smooth &= (t < tr.stats["zeno_time"]) | (t > problem.accumulation_time)
+    assert smooth.sum() >= 9_900
+    assert np.abs(v - v_exact)[smooth].max() <= 1e-8
+    # past the accumulation: at rest on the wall / sliding along it
+    late = t > problem.accumulation_time
+    assert late.sum() >= 1_000
+    gap = np.array([problem.gap(x)[0] for x in q[late]])
+    normal = np.array(
+        [problem.gap_gradient(x)[0] @ w for x, w in zip(q[late], v[late], strict=True)]
+    )
+    assert np.abs(gap).max() <= 1e-10 and np.abs(normal).max() <= 1e-10
+    # left limits differ only at breaks
+    q_left, v_left = dense.left(t)
+    assert np.array_equal(q_left, q) and np.array_equal(v_left, v)
+
+
+def test_dense_is_right_continuous_at_impacts(through_accumulation):
+    problem, tr = through_accumulation
+    dense, e = tr.dense, problem.restitution
+    found = dense.impacts
+    assert np.array_equal(found, tr.impacts.t) and len(found) >= 20
+    exact = problem.impact_times(tr.t[-1])[: len(found)]
+    assert np.abs(found - exact).max() <= 1e-8
+    q_plus, v_plus = dense(found)
+    q_minus, v_minus = dense.left(found)
+    # the trajectory's samples just before and just after each impact, exactly
+    i, j = impact_pairs(tr)
+    assert np.array_equal(tr.t[i], found)
+    assert np.array_equal(q_minus, tr.q[i]) and np.array_equal(v_minus, tr.v[i])
+    assert np.array_equal(q_plus, tr.q[j]) and np.array_equal(v_plus, tr.v[j])
+    # positions are continuous; normal velocities u+ = -e u- (the last impact, where the
+    # accumulation is cut, closes the contact: u+ = 0)
+    assert np.abs(q_plus - q_minus).max() <= 1e-10
+    normal = problem.gap_gradient(problem.q0)[0]
+    u_minus, u_plus = v_minus @ normal, v_plus @ normal
+    assert np.all(u_minus < 0.0)
+    scale = np.abs(v_minus).max()
+    assert np.abs(u_plus[:-1] + e * u_minus[:-1]).max() <= 1e-12 * scale
+    fast = np.abs(u_minus[:-1]) > 1e-3 * scale
+    assert fast.sum() >= 10
+    assert np.abs(u_plus[:-1][fast] / u_minus[:-1][fast] + e).max() <= 1e-9
+    assert found[-1] == tr.stats["zeno_time"] and abs(u_plus[-1]) <= 1e-12 * scale
+    # against the exact solution: right limits post-impact (exact_solution's convention), left
+    # limits by continuing the previous flight (constant acceleration) to the exact impact time
+    q_exact, v_exact = problem.exact_solution(exact)
+    assert np.abs(q_plus - q_exact).max() <= 1e-8
+    assert np.abs(v_plus - v_exact)[:-1].max() <= 1e-8
+    accel = np.linalg.solve(
+        problem.mass_matrix(problem.q0), problem.forces(0.0, problem.q0, problem.v0)
+    )
+    delta = 0.25 * np.diff(np.concatenate(([problem.t0], exact)))[:, None]
+    q_before, v_before = problem.exact_solution(exact - delta[:, 0])
+    assert np.abs(q_minus - (q_before + v_before * delta + 0.5 * accel * delta**2)).max() <= 1e-8
+    assert np.abs(v_minus - (v_before + accel * delta)).max() <= 1e-8
+
+
+def test_dense_pickles_to_identical_values(through_accumulation):
+    import pickle
+
+    _, tr = through_accumulation
+    again = pickle.loads(pickle.dumps(tr))
+    assert isinstance(again.dense, ib.DenseOutput) and len(again.dense) == len(tr.dense)
+    t = np.concatenate(
+        (np.random.default_rng(3).uniform(tr.t[0], tr.t[-1], 1000), tr.dense.impacts)
+    )
+    for side in ("right", "left"):
+        assert np.array_equal(again.dense.state(t, side), tr.dense.state(t, side))
+    assert np.array_equal(again.dense.impacts, tr.dense.impacts)
+
+
+def test_dense_memory_per_step(through_accumulation):
+    import pickle
+
+    problem, tr = through_accumulation
+    dense, n = tr.dense, problem.n_dof
+    assert dense.degree == event_driven.DENSE_DEGREE["DOP853"] == 7
+    per_step = ib.DenseOutput.bytes_per_piece(n, dense.degree)
+    assert per_step == 8 + 16 * n * 8 == {1: 136, 2: 264}[n]  # as documented
+    # one piece per accepted step (events cut steps; zero-length pieces are dropped)
+    assert tr.stats["steps"] - tr.stats["segments"] <= len(dense) <= tr.stats["steps"]
+    assert dense.nbytes <= len(dense) * per_step + 8 * (len(dense.impacts) + 1)
+    assert len(pickle.dumps(dense)) <= dense.nbytes + 2_000
+
+
+def test_dense_does_not_depend_on_output_every():
+    full = run(Ball(e=0.8), 3.0, dense_output=True)
+    thin = run(Ball(e=0.8), 3.0, dense_output=True, output_every=50)
+    plain = run(Ball(e=0.8), 3.0)  # the run itself is unchanged by dense_output
+    assert np.array_equal(plain.t, full.t) and np.array_equal(plain.q, full.q)
+    assert np.array_equal(plain.v, full.v) and np.array_equal(plain.impacts.t, full.impacts.t)
+    assert len(thin.t) < len(full.t)
+    assert np.array_equal(thin.dense.breaks, full.dense.breaks)
+    assert np.array_equal(thin.dense.values, full.dense.values)
+    # every sample of the thinned output is reproduced exactly (pre-impact ones by `left`)
+    i, _ = impact_pairs(thin)
+    before = np.zeros(len(thin.t), dtype=bool)
+    before[i] = True
+    q, v = thin.dense(thin.t)
+    q_left, v_left = thin.dense.left(thin.t)
+    assert np.array_equal(np.where(before[:, None], q_left, q), thin.q)
+    assert np.array_equal(np.where(before[:, None], v_left, v), thin.v)
+
+
+def test_dense_is_far_more_accurate_than_linear_interpolation():
+    problems = pytest.importorskip("impactbench.problems")
+    problem = problems.ImpactingOscillator(restitution=0.8)
+    tr = run(problem, 20.0, dense_output=True)
+    t = np.random.default_rng(5).uniform(0.0, 20.0, 10_000)
+    q_exact, v_exact = problem.exact_solution(t)
+    q, v = tr.dense(t)
+    smooth = away_from(t, problem.impact_times(20.0), 1e-6)
+    assert np.abs(q - q_exact).max() <= 1e-8
+    assert np.abs(v - v_exact)[smooth].max() <= 1e-8
+    linear = np.interp(t, tr.t, tr.q[:, 0])
+    assert np.abs(linear - q_exact[:, 0]).max() >= 1e-4
+
+
+@pytest.mark.parametrize("integrator", sorted(event_driven.INTEGRATORS))
+def test_dense_reproduces_each_solvers_interpolant(integrator):
+    # a pendulum (no polynomial solution): the stored pieces equal scipy's dense output
+    from impactbench.dense import DenseOutputBuilder
+
+    solver = event_driven.INTEGRATORS[integrator](
+        lambda t, y: np.array([y[1], -np.sin(y[0])]), 0.0, np.array([2.0, 0.0]), 20.0, rtol=1e-8
+    )
+    builder = DenseOutputBuilder(1, event_driven.DENSE_DEGREE[integrator])
+    steps = []
+    while solver.status == "running":
+        solver.step()
+        sol = solver.dense_output()
+        builder.add(solver.t_old, solver.t, sol)
+        steps.append(sol)
+    dense = builder.build()
+    assert len(dense) == len(steps) >= 20
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    for sol in steps:
+        t = rng.uniform(sol.t_old, sol.t, 20)
+        worst = max(worst, np.abs(dense.state(t) - sol(t).T).max())
+    assert worst <= 1e-13
+
+
+@pytest.mark.parametrize("integrator", ["RK23", "RK45", "Radau", "BDF", "LSODA"])
+def test_dense_output_of_other_integrators(integrator):
+    tr = run(Ball(e=0.5), 2.0, integrator=integrator, rtol=1e-8, atol=1e-10, dense_output=True)
+    assert tr.dense.degree == event_driven.DENSE_DEGREE[integrator]
+    t = np.random.default_rng(2).uniform(0.0, 2.0, 2000)
+    q, _ = tr.dense(t)
+    assert np.abs(q[:, 0] - ball_exact(t, 1.0, 0.0, G0, 0.5)[0]).max() <= 1e-6
+
+
+def test_dense_in_persistent_contact_stays_near_the_constraint():
+    # the bowl pendulum of the test above: sliding for 10 s with drift projections
+    R, speed = Bowl.R, math.sqrt(G0 * Bowl.R)
+    pendulum = integrate.solve_ivp(
+        lambda t, y: [y[1], -G0 / R * math.sin(y[0])],
+        (0.0, 10.0),
+        [0.0, speed / R],
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-14,
+        dense_output=True,
+    )
+    tr = run(Bowl(speed), 10.0, dense_output=True)
+    assert tr.stats["projections"] >= 1
+    t = np.random.default_rng(4).uniform(0.0, 10.0, 10_000)
+    q, v = tr.dense(t)
+    angle, rate = pendulum.sol(t)
+    exact = R * np.column_stack((np.sin(angle), -np.cos(angle)))
+    assert np.abs(q - exact).max() <= 1e-8
+    assert (
+        np.abs(v - R * rate[:, None] * np.column_stack((np.cos(angle), np.sin(angle)))).max()
+        <= 1e-8
+    )
+    # the drift tolerance (atol + rtol L) |grad g| holds at the step ends; inside a step the
+    # interpolant's own error (of the order of the solver tolerance) adds to it
+    scale = (1e-12 + 1e-10) * 2 * R
+    assert np.abs(R**2 - np.sum(q**2, axis=1)).max() <= 5.0 * scale
+    # the final state is the projected one
+    q_end, v_end = tr.dense(10.0)
+    assert np.array_equal(q_end[0], tr.q[-1]) and np.array_equal(v_end[0], tr.v[-1])
+
+
+def test_dense_rejects_times_outside_its_interval():
+    tr = run(Ball(e=0.5, t0=1.0), 2.0, dense_output=True)
+    dense = tr.dense
+    q, v = dense(1.5)
+    assert q.shape == v.shape == (1, 1)
+    for bad in (0.5, 2.0 + 1e-9, np.nan, [[1.5]]):
+        with pytest.raises(ValueError, match="t must"):
+            dense(bad)
+    # a round-off beyond the ends is clamped onto them
+    q_end, _ = dense(np.nextafter(2.0, 3.0))
+    assert np.array_equal(q_end, dense(2.0)[0])
+    with pytest.raises(ValueError, match="side"):
+        dense.state(1.5, side="middle")
+
+
+def test_failed_run_keeps_the_dense_output_so_far():
+    with pytest.raises(ib.SimulationError, match="non-finite forces") as info:
+        run(NanForce(), 1.0, dense_output=True)
+    dense = info.value.trajectory.dense
+    assert dense is not None and dense.t0 == 0.0 and 0.3 >= dense.t_end > 0.0
+    q, _ = dense(np.linspace(0.0, dense.t_end, 50))
+    assert (
+        np.abs(q[:, 0] - ball_exact(np.linspace(0.0, dense.t_end, 50), 1.0, 0.0, G0, 0.5)[0]).max()
+        <= 1e-10
+    )
