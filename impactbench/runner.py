@@ -16,10 +16,11 @@ editing a method's source invalidates its runs and only those. Failed runs are n
 The default folder is ``$IMPACTBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/impactbench/runs``,
 else ``~/.cache/impactbench/runs``; delete it to clear the cache.
 
-Timing. Each run first simulates a short warm-up (``WARMUP_STEPS`` steps, or ``WARMUP_FRACTION``
-of the horizon for adaptive methods) that absorbs compilation and first-call costs, then the
-full run ``repeats`` times; ``wall_time`` is the minimum over the repeats, the metrics are those
-of the last repeat (the repeats are identical).
+Timing. Each run is first simulated once in full as a warm-up (it absorbs compilation and
+first-call costs: numba compiles a helper called from plain Python only when a branch first
+reaches it, e.g. at the first impact, so a shortened warm-up would not do), then ``repeats``
+times; ``wall_time`` is the minimum over the repeats (``warmup_time`` the time of the warm-up),
+the metrics are those of the last repeat (the repeats are identical).
 """
 
 from __future__ import annotations
@@ -59,12 +60,6 @@ ReferenceFactory = Callable[[Problem, float], Trajectory]
 #: Execution backends of :func:`execute`.
 BACKENDS = ("loky", "dask")
 
-#: Length of the warm-up of a time-stepping run, in steps.
-WARMUP_STEPS = 10
-
-#: Length of the warm-up of an adaptive run, as a fraction of its horizon.
-WARMUP_FRACTION = 1e-2
-
 #: Packages whose versions every outcome records.
 PACKAGES = ("impactbench", "numpy", "scipy", "numba")
 
@@ -88,7 +83,7 @@ def _canonical(value: Any, name: str) -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"{name} must be finite, got {value!r}")
-        return value
+        return float(value)
     if isinstance(value, (list, tuple)):
         return [_canonical(item, f"{name}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
@@ -98,6 +93,14 @@ def _canonical(value: Any, name: str) -> Any:
     )
 
 
+def _check_factory(value: Any, name: str) -> None:
+    if not callable(value) or "<" in getattr(value, "__qualname__", "<"):
+        raise ValueError(
+            f"{name} must be a module-level class or function (it is named in the cache key "
+            f"and pickled by reference), got {value!r}"
+        )
+
+
 @dataclass(frozen=True)
 class Run:
     """One simulation of a study.
@@ -105,7 +108,8 @@ class Run:
     Parameters
     ----------
     problem : callable
-        Problem factory (usually a class) called as ``problem(**problem_kwargs)``.
+        Problem factory called as ``problem(**problem_kwargs)``: a module-level class or
+        function (not a lambda, a local function or a partial).
     method : type
         :class:`impactbench.Method` subclass, called as ``method(**method_kwargs)``.
     t_end : float
@@ -119,14 +123,14 @@ class Run:
     metrics : sequence of str
         Names from :data:`impactbench.run_metrics.METRICS`.
     repeats : int
-        Number of timed repetitions after the warm-up.
+        Number of timed repetitions after the warm-up run.
     tolerance : str or None
         Name of the method parameter swept as the accuracy axis of an adaptive method (e.g.
         ``"rtol"``); it is left out of :attr:`method_name`.
     reference : callable or None
-        ``reference(problem, t_end) -> Trajectory``, the reference run errors are measured
-        against; None: the problem's exact solution (metrics that need a reference are NaN for a
-        problem without one).
+        Module-level function ``reference(problem, t_end) -> Trajectory``, the reference run
+        errors are measured against; None: the problem's exact solution (metrics that need a
+        reference are NaN for a problem without one).
     problem_name : str
         Label in tables; default: the factory's name.
 
@@ -150,8 +154,7 @@ class Run:
     problem_name: str = ""
 
     def __post_init__(self) -> None:
-        if not callable(self.problem):
-            raise ValueError(f"problem must be a problem factory, got {self.problem!r}")
+        _check_factory(self.problem, "problem")
         if not (isinstance(self.method, type) and issubclass(self.method, Method)):
             raise ValueError(f"method must be a Method subclass, got {self.method!r}")
         set_field = functools.partial(object.__setattr__, self)
@@ -175,16 +178,14 @@ class Run:
                 f"tolerance must name a method parameter, got {self.tolerance!r} "
                 f"(method_kwargs {sorted(self.method_kwargs)})"
             )
-        if self.reference is not None and not callable(self.reference):
-            raise ValueError(f"reference must be callable or None, got {self.reference!r}")
+        if self.reference is not None:
+            _check_factory(self.reference, "reference")
         set_field("problem_name", self.problem_name or self.problem.__name__)
 
     @property
     def method_name(self) -> str:
         """The method and its parameters except the tolerance, e.g. ``MoreauJean[theta=0.5]``."""
-        params = ",".join(
-            f"{k}={v}" for k, v in self.method_kwargs.items() if k != self.tolerance
-        )
+        params = ",".join(f"{k}={v}" for k, v in self.method_kwargs.items() if k != self.tolerance)
         return f"{self.method.__name__}[{params}]" if params else self.method.__name__
 
     @property
@@ -284,7 +285,7 @@ def expand(
 # Code version and key
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _file_digest(path: str, mtime_ns: int, size: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -346,13 +347,13 @@ def run_key(run: Run, version: str) -> str:
 
 
 def package_versions() -> dict[str, str]:
-    """Versions of Python and of :data:`PACKAGES` in this process."""
-    versions = {"python": platform.python_version()}
+    """Versions of Python and of :data:`PACKAGES` in this process (keys ``<name>_version``)."""
+    versions = {"python_version": platform.python_version()}
     for name in PACKAGES:
         try:
-            versions[name] = importlib.metadata.version(name)
+            versions[f"{name}_version"] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
-            versions[name] = "unknown"
+            versions[f"{name}_version"] = "unknown"
     return versions
 
 
@@ -434,13 +435,6 @@ class Outcome:
         return data
 
 
-def _warmup_end(run: Run, problem: Problem) -> float:
-    span = run.t_end - problem.t0
-    if run.h is None:
-        return problem.t0 + WARMUP_FRACTION * span
-    return problem.t0 + min(span, WARMUP_STEPS * run.h)
-
-
 def _reference(run: Run, problem: Problem) -> Reference | None:
     if not any(METRICS[name].needs_reference for name in run.metrics):
         return None
@@ -468,7 +462,7 @@ def perform(run: Run) -> Outcome:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
         options = {"h": run.h, "output_every": run.output_every}
-        warmup = simulate(problem, method, _warmup_end(run, problem), **options)
+        warmup_time = simulate(problem, method, run.t_end, **options).stats["wall_time"]
         times = []
         for _ in range(run.repeats):
             trajectory = simulate(problem, method, run.t_end, **options)
@@ -497,7 +491,7 @@ def perform(run: Run) -> Outcome:
             "force_evaluations": int(trajectory.stats["force_evaluations"]),
             "impacts": int(trajectory.stats["impacts"]),
         },
-        timing={"wall_time": min(times), "warmup_time": warmup.stats["wall_time"]},
+        timing={"wall_time": min(times), "warmup_time": warmup_time},
         provenance=provenance,
     )
 
@@ -651,7 +645,9 @@ def execute(
     ) as bar:
         if pending:
             revision = git_revision()
-            tasks = [joblib.delayed(_task)(key, runs[positions[0]]) for key, positions in pending.items()]
+            tasks = [
+                joblib.delayed(_task)(key, runs[positions[0]]) for key, positions in pending.items()
+            ]
             with _backend_context(backend, scheduler) as crashes:
                 parallel = joblib.Parallel(
                     n_jobs=jobs,
@@ -660,8 +656,9 @@ def execute(
                 )
                 try:
                     for key, outcome in parallel(tasks):
-                        outcome.provenance["git_revision"] = revision
                         positions = pending.pop(key)
+                        outcome.provenance["git_revision"] = revision
+                        outcome.key, outcome.code_version = key, versions[positions[0]]
                         if cache is not None and outcome.status != FAILED:
                             cache.store(key, runs[positions[0]], outcome)
                         for position in positions:

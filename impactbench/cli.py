@@ -1,0 +1,372 @@
+"""The ``impactbench`` command: list, run studies, rebuild reports, simulate one run.
+
+Exit codes: 0 success; 1 a run failed (the tables and reports are still written), there was
+nothing to report, or a file or the Dask scheduler could not be reached; 2 a usage error
+(unknown name, bad value); 130 interrupted (finished runs are cached: run the same command
+again to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import SimulationError, simulate
+from ._files import write_atomic
+from .energy import energy
+from .methods import METHODS
+from .problems import PROBLEMS
+from .report import (
+    PROVENANCE_FILE,
+    TABLE_FILE,
+    new_figure,
+    save_figure,
+    write_index,
+    write_study_report,
+)
+from .results import build_table, format_float, write_provenance, write_table
+from .run_metrics import METRICS, Reference
+from .runner import BACKENDS, FAILED, default_cache_dir, execute
+from .studies import STUDIES
+
+#: Default output folders of ``run`` and ``report`` (the quick grid writes elsewhere, so that it
+#: never overwrites the full reports).
+DEFAULT_OUTPUT = {"full": Path("reports"), "quick": Path("reports-quick")}
+
+_SPEC = re.compile(r"^\s*(\w+)\s*(?:\[(.*)\])?\s*$")
+_SIMULATE_METRICS = ("max_position_error", "l1_velocity_error", "position_error_at_end")
+
+
+class UsageError(ValueError):
+    """A bad command line (exit code 2)."""
+
+
+def parse_spec(text: str, table: dict[str, Any], kind: str) -> tuple[Any, dict[str, Any]]:
+    """Split ``"Name"`` or ``"Name[param=value,...]"`` and look the name up in ``table``.
+
+    Values are Python literals where they parse as such, else strings.
+
+    Raises
+    ------
+    UsageError
+        For a malformed spec or an unknown name (the message lists the known names).
+    """
+    match = _SPEC.match(text)
+    if match is None:
+        raise UsageError(f"{kind} must look like 'Name' or 'Name[param=value,...]', got {text!r}")
+    name, params = match.groups()
+    if name not in table:
+        raise UsageError(f"unknown {kind} {name!r}; known: {', '.join(table)}")
+    kwargs = {}
+    for item in filter(None, (part.strip() for part in (params or "").split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise UsageError(f"{kind} parameter must look like name=value, got {item!r}")
+        try:
+            kwargs[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            kwargs[key.strip()] = value.strip()
+    return table[name], kwargs
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if jobs == 0 or jobs < -1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {jobs}")
+    return jobs
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+# --------------------------------------------------------------------------------------------
+# list
+
+
+def _list(args: argparse.Namespace) -> int:
+    print("Problems:")
+    for name, factory in PROBLEMS.items():
+        print(f"  {name:24} {_first_line(factory.__doc__)}")
+    print("Methods:")
+    for name, method in METHODS.items():
+        print(f"  {name:24} {method.family:14} {_first_line(method.__doc__)}")
+    print("Studies:")
+    for name, study in STUDIES.items():
+        counts = f"quick {len(study.runs(True))} runs, full {len(study.runs(False))} runs"
+        print(f"  {name:24} {study.title} ({counts})")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# run and report
+
+
+def _studies(names: Sequence[str]) -> list[str]:
+    unknown = [name for name in names if name not in STUDIES]
+    if unknown:
+        raise UsageError(f"unknown study {unknown[0]!r}; known: {', '.join(STUDIES)}")
+    return list(dict.fromkeys(names)) or list(STUDIES)
+
+
+def _write_reports(output: Path) -> int:
+    """Rebuild the report of every study with a table in ``output``, and the index.
+
+    Returns the number of studies found.
+    """
+    present = [name for name in STUDIES if (output / name / TABLE_FILE).exists()]
+    reports = [
+        (STUDIES[name], write_study_report(STUDIES[name], output / name)) for name in present
+    ]
+    if reports:
+        write_index(output, reports)
+    return len(reports)
+
+
+def _run(args: argparse.Namespace) -> int:
+    names = _studies(args.studies)
+    if args.backend == "dask" and not args.scheduler:
+        raise UsageError("--backend dask needs --scheduler ADDRESS")
+    if args.backend != "dask" and args.scheduler:
+        raise UsageError("--scheduler is only used with --backend dask")
+    grid = "quick" if args.quick else "full"
+    output = args.output or DEFAULT_OUTPUT[grid]
+    any_failed = False
+    for name in names:
+        study = STUDIES[name]
+        runs = study.runs(args.quick)
+        jobs = args.jobs
+        if study.max_jobs is not None and (jobs == -1 or jobs > study.max_jobs):
+            jobs = study.max_jobs
+        start = time.perf_counter()
+        outcomes = execute(
+            runs,
+            jobs=jobs,
+            backend=args.backend,
+            scheduler=args.scheduler,
+            cache_dir=args.cache_dir,
+            use_cache=not args.no_cache,
+            description=name,
+        )
+        elapsed = time.perf_counter() - start
+        table = build_table(name, runs, outcomes)
+        folder = output / name
+        write_table(table, folder / TABLE_FILE)
+        failed = [o for o in outcomes if o.status == FAILED]
+        cached = sum(o.cached for o in outcomes)
+        write_provenance(
+            folder / PROVENANCE_FILE,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            grid=grid,
+            jobs=jobs,
+            backend=args.backend,
+            runs=len(runs),
+            computed=len(runs) - cached,
+            cached=cached,
+            failed=len(failed),
+            elapsed=f"{elapsed:.1f} s",
+        )
+        print(
+            f"{name}: {len(runs)} runs ({cached} from the cache, {len(failed)} failed) in "
+            f"{elapsed:.1f} s -> {folder / TABLE_FILE}"
+        )
+        for outcome in failed[:5]:
+            print(f"  failed: {outcome.error}", file=sys.stderr)
+        any_failed = any_failed or bool(failed)
+    _write_reports(output)
+    print(f"reports: {output / 'README.md'}")
+    return 1 if any_failed else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    if not _write_reports(args.output):
+        print(
+            f"no stored study tables in {args.output}; run `impactbench run` first",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"reports: {args.output / 'README.md'}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# simulate
+
+
+def _trajectory_frame(problem: Any, trajectory: Any) -> pd.DataFrame:
+    columns: dict[str, np.ndarray] = {"t": trajectory.t}
+    for i in range(trajectory.q.shape[1]):
+        columns[f"q{i}"] = trajectory.q[:, i]
+    for i in range(trajectory.v.shape[1]):
+        columns[f"v{i}"] = trajectory.v[:, i]
+    columns["energy"] = energy(problem, trajectory)
+    return pd.DataFrame(columns)
+
+
+def _plot(frame: pd.DataFrame, title: str, path: Path) -> None:
+    figure, axes = new_figure(3, width=4.5, height=3.5)
+    for ax, prefix, label in zip(axes[:2], ("q", "v"), ("position", "velocity"), strict=True):
+        for column in (c for c in frame.columns if c[0] == prefix and c[1:].isdigit()):
+            ax.plot(frame["t"], frame[column], label=column, linewidth=1)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    axes[2].plot(frame["t"], frame["energy"], color="black", linewidth=1)
+    axes[2].set_ylabel("energy")
+    for ax in axes:
+        ax.set_xlabel("t")
+        ax.grid(True, alpha=0.3)
+    figure.suptitle(title)
+    save_figure(figure, path)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    problem_factory, problem_kwargs = parse_spec(args.problem, PROBLEMS, "problem")
+    method_factory, method_kwargs = parse_spec(args.method, METHODS, "method")
+    try:
+        problem = problem_factory(**problem_kwargs)
+        method = method_factory(**method_kwargs)
+        trajectory = simulate(problem, method, args.t_end, h=args.h, output_every=args.output_every)
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    except SimulationError as error:
+        print(f"run failed: {error}", file=sys.stderr)
+        return 1
+    stats = trajectory.stats
+    print(f"{problem.name} with {method.name} to t = {args.t_end:g}: {trajectory.status.value}")
+    print(f"  {trajectory.message}")
+    if trajectory.h is not None:
+        print(f"  step used: {trajectory.h!r}")
+    print(
+        f"  steps {stats['steps']}, force evaluations {stats['force_evaluations']}, "
+        f"impacts {stats['impacts']}, samples {len(trajectory.t)}, "
+        f"wall time {stats['wall_time']:.4g} s"
+    )
+    print(f"  q(T) = {trajectory.q[-1].tolist()}, v(T) = {trajectory.v[-1].tolist()}")
+    if problem.has_exact_solution:
+        reference = Reference.exact(problem, args.t_end)
+        for name in _SIMULATE_METRICS:
+            value = METRICS[name].function(problem, trajectory, reference)
+            print(f"  {name.replace('_', ' ')} (exact solution): {value:.6g}")
+    frame = _trajectory_frame(problem, trajectory)
+    if args.csv:
+        write_atomic(
+            args.csv, frame.to_csv(index=False, float_format=format_float, lineterminator="\n")
+        )
+        print(f"  samples written to {args.csv}")
+    if args.plot:
+        _plot(frame, f"{problem.name}, {method.name}", args.plot)
+        print(f"  figure written to {args.plot}")
+    return 0 if trajectory.success else 1
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``impactbench`` command."""
+    parser = argparse.ArgumentParser(
+        prog="impactbench",
+        description="Comparative studies of numerical methods for mechanical systems with "
+        "unilateral constraints and impacts.",
+        epilog="Exit codes: 0 success, 1 a run failed, 2 usage error, 130 interrupted.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="list the problems, methods and studies")
+    listing.set_defaults(handler=_list)
+
+    run = commands.add_parser(
+        "run",
+        help="run studies (all when none is named) and write their tables and reports",
+        description="Run studies: expand their grids into runs, execute them in parallel "
+        "(finished runs are cached; an interrupted study resumes), write one table per study "
+        "and the reports.",
+    )
+    run.add_argument("studies", nargs="*", metavar="STUDY", help="study names (default: all)")
+    run.add_argument("--quick", action="store_true", help="the small grids (seconds)")
+    run.add_argument("--jobs", type=_jobs, default=1, help="parallel jobs, -1: all cores")
+    run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
+    run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
+    run.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help=f"run cache folder (default: {default_cache_dir()})",
+    )
+    run.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="output folder (default: reports, or reports-quick with --quick)",
+    )
+    run.set_defaults(handler=_run)
+
+    report = commands.add_parser(
+        "report",
+        help="rebuild the reports from the stored tables",
+        description="Rebuild <output>/<study>/README.md and the figures of every study with a "
+        "stored table in the output folder, and the index <output>/README.md (no run is "
+        "executed).",
+    )
+    report.add_argument(
+        "--output", type=Path, default=DEFAULT_OUTPUT["full"], help="reports folder"
+    )
+    report.set_defaults(handler=_report)
+
+    sim = commands.add_parser(
+        "simulate",
+        help="simulate one problem with one method",
+        description="Simulate one run and print its summary (with its errors when the "
+        "problem has an exact solution). PROBLEM and METHOD are names with optional "
+        "parameters, e.g. 'BouncingBall[restitution=0.5]' 'MoreauJean[theta=0.5]'.",
+    )
+    sim.add_argument("problem", metavar="PROBLEM", help=f"one of {', '.join(PROBLEMS)}")
+    sim.add_argument("method", metavar="METHOD", help=f"one of {', '.join(METHODS)}")
+    sim.add_argument("--t-end", type=float, required=True, help="final time")
+    sim.add_argument("--h", type=float, default=None, help="step (time-stepping methods)")
+    sim.add_argument("--output-every", type=_positive_int, default=1, help="keep every K-th step")
+    sim.add_argument("--plot", type=Path, help="write a PNG of q, v and the energy")
+    sim.add_argument("--csv", type=Path, help="write the samples (t, q, v, energy) as CSV")
+    sim.set_defaults(handler=_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        parser.error(str(error))
+    except OSError as error:  # unwritable output, unreachable scheduler
+        print(f"impactbench: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are cached; run again to resume", file=sys.stderr)
+        return 130

@@ -1,0 +1,205 @@
+"""Markdown reports with PNG figures, drawn only from the stored result tables.
+
+``reports/<study>/README.md`` holds a study's header (what it measures, the grid, provenance),
+the sections its report function returns (tables and figures), its failed runs, and its key
+findings; ``reports/README.md`` indexes the studies with their findings. Each method has a fixed
+colour and marker (:func:`method_style`) in every figure. Figures use matplotlib's Agg renderer
+through :class:`matplotlib.figure.Figure` (no pyplot state) and are written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ._files import write_atomic
+from .results import PROVENANCE_COLUMNS, read_provenance, read_table
+from .study import Study, StudyReport
+
+#: Colour and marker of each built-in method class (a method's name up to its "[").
+STYLES: dict[str, tuple[str, str]] = {
+    "PaoliSchatzman": ("#1f77b4", "o"),
+    "MoreauJean": ("#ff7f0e", "s"),
+    "CatchingUp": ("#2ca02c", "^"),
+    "EventDriven": ("#d62728", "D"),
+}
+_PALETTE = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+_MARKERS = ("v", "P", "X", "*", "h", "<")
+
+TABLE_FILE = "results.csv"
+PROVENANCE_FILE = "provenance.json"
+README_FILE = "README.md"
+
+
+def method_style(method: str) -> dict[str, str]:
+    """Fixed ``color`` and ``marker`` of a method (by its class name, the part before "[").
+
+    Methods not in :data:`STYLES` get a colour and marker derived from a digest of the name, so
+    they too are the same in every figure and every report.
+    """
+    base = method.partition("[")[0]
+    if base in STYLES:
+        color, marker = STYLES[base]
+    else:
+        index = int(hashlib.sha256(base.encode()).hexdigest(), 16)
+        color, marker = _PALETTE[index % len(_PALETTE)], _MARKERS[index % len(_MARKERS)]
+    return {"color": color, "marker": marker}
+
+
+def format_number(value: Any, digits: int = 3) -> str:
+    """A table cell: floats with ``digits`` significant digits, NaN and None as "-"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "-"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.{digits}g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
+    """A DataFrame as a Markdown table (numbers right-aligned); "None." when it has no rows."""
+    if frame.empty:
+        return "None.\n"
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    align = ["---:" if pd.api.types.is_numeric_dtype(frame[c]) else ":---" for c in frame.columns]
+    lines = [header, "| " + " | ".join(align) + " |"]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(format_number(v, digits) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def new_figure(
+    panels: int, *, width: float = 5.0, height: float = 4.0
+) -> tuple[Figure, list[Axes]]:
+    """A figure with ``panels`` axes side by side."""
+    figure = Figure(figsize=(width * panels, height), layout="constrained")
+    axes = figure.subplots(1, panels, squeeze=False)[0]
+    return figure, list(axes)
+
+
+def save_figure(figure: Figure, path: Path) -> None:
+    """Write ``figure`` as a PNG, atomically."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    write_atomic(path, buffer.getvalue())
+
+
+def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = "") -> None:
+    """One line per method (column ``method``) through the points (x, y), log-log.
+
+    The points of a line are joined in the order of the column ``order`` (default: ``x``);
+    points whose x or y is not finite and positive are left out.
+    """
+    for name, group in frame.groupby("method", sort=True):
+        group = group[(group[x] > 0) & (group[y] > 0)].sort_values(order or x, kind="stable")
+        if group.empty:
+            continue
+        ax.plot(group[x], group[y], label=str(name), markersize=4, **method_style(str(name)))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def reference_slopes(
+    ax: Axes, x: Sequence[float], y: Sequence[float], slopes: Iterable[int]
+) -> None:
+    """Dashed grey lines of the given slopes (log-log), drawn below the data they accompany."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    keep = (x > 0) & (y > 0) & np.isfinite(x) & np.isfinite(y)
+    if not keep.any():
+        return
+    x, y = x[keep], y[keep]
+    span = np.array([x.min(), x.max()])
+    anchor = y[x == x.max()].min() / 3.0
+    for slope, dash in zip(slopes, ("--", ":", "-."), strict=False):
+        ax.plot(
+            span,
+            anchor * (span / span[1]) ** slope,
+            linestyle=dash,
+            color="0.4",
+            linewidth=1,
+            label=f"slope {slope}",
+        )
+
+
+def _provenance_section(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
+    lines = []
+    for column in PROVENANCE_COLUMNS:
+        if column != "key" and column in table:
+            values = sorted(str(v) for v in table[column].dropna().unique())
+            lines.append(f"- {column.replace('_', ' ')}: {', '.join(values) or '-'}")
+    for name in ("created", "grid", "jobs", "backend", "computed", "cached", "failed", "elapsed"):
+        if name in provenance:
+            lines.append(f"- {name}: {provenance[name]}")
+    return "\n".join(lines) + "\n"
+
+
+def _failed_section(table: pd.DataFrame) -> str:
+    failed = table[table["status"] == "failed"]
+    if failed.empty:
+        return "None.\n"
+    columns = ["problem", "method", "h", "tolerance", "error"]
+    return markdown_table(failed[columns])
+
+
+def write_study_report(study: Study, folder: Path) -> StudyReport:
+    """Regenerate ``folder/README.md`` and the figures from ``folder/results.csv``.
+
+    Returns
+    -------
+    StudyReport
+        What the study's report function returned, with the number of failed runs as a first
+        finding when there are any (the findings feed the index).
+
+    Raises
+    ------
+    FileNotFoundError
+        When the study has no stored table in ``folder``.
+    """
+    folder = Path(folder)
+    table = read_table(folder / TABLE_FILE)
+    provenance = read_provenance(folder / PROVENANCE_FILE)
+    report = study.report(table, folder)
+    failed = int((table["status"] == "failed").sum())
+    if failed:
+        report = StudyReport(
+            report.sections,
+            [f"{failed} of {len(table)} runs failed (listed in the report).", *report.findings],
+        )
+    parts = [
+        f"# {study.title}\n",
+        f"{study.description}\n",
+        f"{len(table)} runs ({failed} failed), {provenance.get('grid', 'unknown')} grid. "
+        f"Every figure and table below is generated from [{TABLE_FILE}]({TABLE_FILE}) "
+        f"(one row per run) by `impactbench report`.\n",
+        "## Key findings\n",
+        "".join(f"- {finding}\n" for finding in report.findings) or "None.\n",
+    ]
+    for section in report.sections:
+        parts += [f"## {section.title}\n", section.body]
+    parts += ["## Failed runs\n", _failed_section(table)]
+    parts += ["## Provenance\n", _provenance_section(table, provenance)]
+    write_atomic(folder / README_FILE, "\n".join(parts))
+    return report
+
+
+def write_index(output: Path, reports: Sequence[tuple[Study, StudyReport]]) -> None:
+    """Write ``output/README.md``: each study with a link and its key findings."""
+    parts = [
+        "# impactbench reports\n",
+        "Generated by `impactbench run` / `impactbench report` from the stored result tables; "
+        "do not edit by hand.\n",
+    ]
+    for study, report in reports:
+        parts.append(f"## [{study.title}]({study.name}/{README_FILE})\n")
+        parts.append("".join(f"- {finding}\n" for finding in report.findings) or "No findings.\n")
+    write_atomic(Path(output) / README_FILE, "\n".join(parts))

@@ -1,0 +1,166 @@
+"""The tidy result table of a study: one row per run, written as a reproducible CSV.
+
+Columns, in this order:
+
+* the run: ``study``, ``problem``, ``method`` (name with its parameters except the tolerance,
+  e.g. ``MoreauJean[theta=0.5]``), ``family``, ``h`` (requested step; NaN for adaptive methods),
+  ``tolerance`` (the swept tolerance of an adaptive method; NaN otherwise), ``t_end``,
+  ``output_every``, ``repeats``, then ``problem.<name>`` and ``method.<name>`` for every
+  constructor parameter given (lists and dicts as JSON);
+* the metrics (:data:`impactbench.run_metrics.METRICS` order; NaN for a failed run);
+* the cost: ``h_used`` (the step actually used), ``steps``, ``force_evaluations``, ``impacts``;
+* ``status`` and ``error``;
+* provenance: ``key``, ``code_version``, ``git_revision`` and the versions ``python``,
+  ``impactbench``, ``numpy``, ``scipy``, ``numba``;
+* timing, last: :data:`TIMING_COLUMNS`.
+
+Rows follow the order of the study's runs (:func:`impactbench.runner.expand` order), which does
+not depend on the order in which the runs finished. Floats are written with the shortest repr
+that reads back exactly, so the same study run twice, serially or in parallel, gives a
+byte-identical table apart from the timing columns (compare with ``timing=False``). The time the
+table was written and how it was produced go in a separate provenance file
+(:func:`write_provenance`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ._files import write_atomic
+from .run_metrics import METRICS
+from .runner import PACKAGES, Outcome, Run
+
+RUN_COLUMNS = (
+    "study",
+    "problem",
+    "method",
+    "family",
+    "h",
+    "tolerance",
+    "t_end",
+    "output_every",
+    "repeats",
+)
+COST_COLUMNS = ("h_used", "steps", "force_evaluations", "impacts")
+STATUS_COLUMNS = ("status", "error")
+PROVENANCE_COLUMNS = (
+    "key",
+    "code_version",
+    "git_revision",
+    "python_version",
+    *(f"{name}_version" for name in PACKAGES),
+)
+#: Columns that change from one execution to the next; always the last ones.
+TIMING_COLUMNS = ("wall_time", "warmup_time")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else value
+
+
+def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) -> pd.DataFrame:
+    """One row per run (see the module docstring for the columns).
+
+    Parameters
+    ----------
+    study : str
+        Study name (the ``study`` column).
+    runs, outcomes : sequence
+        The runs and what :func:`impactbench.runner.execute` returned for them.
+    """
+    rows = []
+    parameters: dict[str, None] = {}
+    for run, outcome in zip(runs, outcomes, strict=True):
+        row: dict[str, Any] = {
+            "study": study,
+            "problem": run.problem_name,
+            "method": run.method_name,
+            "family": run.method.family,
+            "h": _number(run.h),
+            "tolerance": _number(run.tolerance_value),
+            "t_end": run.t_end,
+            "output_every": run.output_every,
+            "repeats": run.repeats,
+        }
+        for prefix, kwargs in (("problem", run.problem_kwargs), ("method", run.method_kwargs)):
+            for name, value in kwargs.items():
+                row[f"{prefix}.{name}"] = _cell(value)
+                parameters.setdefault(f"{prefix}.{name}")
+        row.update(outcome.metrics)
+        row.update({name: _number(value) for name, value in outcome.cost.items()})
+        row.update(status=outcome.status, error=outcome.error)
+        row.update(key=outcome.key, code_version=outcome.code_version)
+        row.update(outcome.provenance)
+        row.update(outcome.timing)
+        rows.append(row)
+    problem_params = [name for name in parameters if name.startswith("problem.")]
+    method_params = [name for name in parameters if name.startswith("method.")]
+    metrics = [name for name in METRICS if any(name in run.metrics for run in runs)]
+    columns = [
+        *RUN_COLUMNS,
+        *problem_params,
+        *method_params,
+        *metrics,
+        *COST_COLUMNS,
+        *STATUS_COLUMNS,
+        *PROVENANCE_COLUMNS,
+        *TIMING_COLUMNS,
+    ]
+    table = pd.DataFrame(rows, columns=columns)
+    for name in ("h", "tolerance", "h_used", *metrics, *TIMING_COLUMNS):
+        table[name] = table[name].astype(float)
+    for name in ("steps", "force_evaluations", "impacts"):
+        table[name] = table[name].astype("Int64")
+    return table
+
+
+def format_float(value: float) -> str:
+    """The shortest text that reads back as exactly ``value`` (Python's float repr)."""
+    return repr(float(value))
+
+
+def table_csv(table: pd.DataFrame, *, timing: bool = True) -> str:
+    """The table as CSV text (shortest exact float repr, "\\n" line ends, empty for NaN).
+
+    With ``timing=False`` the :data:`TIMING_COLUMNS` are left out: the text is then identical
+    for two executions of the same study.
+    """
+    if not timing:
+        table = table.drop(columns=[name for name in TIMING_COLUMNS if name in table])
+    return table.to_csv(index=False, float_format=format_float, lineterminator="\n", na_rep="")
+
+
+def write_table(table: pd.DataFrame, path: Path | str, *, timing: bool = True) -> None:
+    """Write :func:`table_csv` atomically to ``path``."""
+    write_atomic(Path(path), table_csv(table, timing=timing))
+
+
+def read_table(path: Path | str) -> pd.DataFrame:
+    """Read a table written by :func:`write_table`."""
+    return pd.read_csv(path)
+
+
+def write_provenance(path: Path | str, **info: Any) -> None:
+    """Write the sidecar of a table (JSON, sorted keys): when and how it was produced."""
+    text = json.dumps(info, indent=2, sort_keys=True, default=str) + "\n"
+    write_atomic(Path(path), text)
+
+
+def read_provenance(path: Path | str) -> dict[str, Any]:
+    """Read a provenance sidecar; an empty dict when there is none."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}

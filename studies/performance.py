@@ -1,0 +1,198 @@
+"""Performance: ns per step of the time-stepping loops and ms per event-driven run and impact.
+
+Each time-stepping method runs a fixed step on problems with sustained impacts (restitution 1,
+or the forced oscillator on its periodic orbit), once compiled by numba and once as plain Python
+(``compiled=False``, the path of user problems); the horizon of the plain runs is shorter. The
+wall time is the minimum over repeats after a warm-up run, and the runs execute one at a time.
+Output is decimated (``output_every``) so that the loops, not the output, are timed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from impactbench.methods import METHODS
+from impactbench.problems import (
+    BouncingBall,
+    ForcedImpactOscillator,
+    ImpactingOscillator,
+    SlantedWall,
+)
+from impactbench.report import (
+    format_number,
+    markdown_table,
+    method_style,
+    new_figure,
+    save_figure,
+)
+from impactbench.runner import Case, Grid, Run, expand
+from impactbench.study import Section, Study, StudyReport
+
+H = 1e-3
+#: Steps per run: compiled loops, plain-Python loops; horizon of the event-driven runs.
+STEPS = {"full": (1_000_000, 20_000), "quick": (100_000, 2_000)}
+EVENT_DRIVEN_HORIZON = {"full": 10.0, "quick": 3.0}
+REPEATS = {"full": 5, "quick": 2}
+OUTPUT_EVERY = 1000
+
+_PROBLEMS = (
+    (BouncingBall, {"restitution": 1.0}),
+    (ImpactingOscillator, {"restitution": 1.0}),
+    (ForcedImpactOscillator, {"omega": 2.5, "sigma": 0.05, "restitution": 0.8}),
+    (SlantedWall, {"restitution": 1.0}),
+)
+
+
+def _cases(quick: bool, duration: float) -> list[Case]:
+    selected = _PROBLEMS[:1] if quick else _PROBLEMS
+    return [Case(factory, factory(**kwargs).t0 + duration, kwargs) for factory, kwargs in selected]
+
+
+def runs(quick: bool) -> list[Run]:
+    """Compiled and plain-Python time-steppers at h = 1e-3; EventDriven at its defaults."""
+    grid = "quick" if quick else "full"
+    compiled_steps, plain_steps = STEPS[grid]
+    options = {"repeats": REPEATS[grid], "output_every": OUTPUT_EVERY}
+    result = []
+    for compiled, steps in ((True, compiled_steps), (False, plain_steps)):
+        grids = [
+            Grid(method, {"compiled": [compiled]})
+            for method in METHODS.values()
+            if method.requires_step
+        ]
+        result += expand(_cases(quick, steps * H), grids, steps=[H], **options)
+    if "EventDriven" in METHODS:
+        cases = _cases(quick, EVENT_DRIVEN_HORIZON[grid])
+        result += expand(cases, [Grid(METHODS["EventDriven"])], repeats=REPEATS[grid])
+    return result
+
+
+def _plain(table: pd.DataFrame) -> pd.Series:
+    return table["method.compiled"].astype(str) == "False"
+
+
+def step_costs(table: pd.DataFrame) -> pd.DataFrame:
+    """Time-stepping runs: ns per step and steps per second."""
+    done = table[(table["status"] != "failed") & (table["family"] == "time-stepping")]
+    frame = done[["problem", "method", "steps", "wall_time"]].copy()
+    frame["ns_per_step"] = 1e9 * frame["wall_time"] / frame["steps"]
+    frame["steps_per_s"] = frame["steps"] / frame["wall_time"]
+    frame["compiled"] = ~_plain(done)
+    frame["base"] = frame["method"].str.split("[").str[0]
+    return frame
+
+
+def _speedups(costs: pd.DataFrame) -> pd.DataFrame:
+    if costs.empty:
+        return pd.DataFrame()
+    pivot = costs.pivot_table(
+        index=["problem", "base"], columns="compiled", values="ns_per_step", sort=False
+    )
+    frame = pivot.reset_index().rename(
+        columns={"base": "method", True: "compiled ns/step", False: "plain ns/step"}
+    )
+    frame.columns.name = None
+    if {"compiled ns/step", "plain ns/step"} <= set(frame.columns):
+        frame["speedup"] = frame["plain ns/step"] / frame["compiled ns/step"]
+    return frame
+
+
+def event_costs(table: pd.DataFrame) -> pd.DataFrame:
+    """Event-driven runs: ms per run and per impact."""
+    done = table[(table["status"] != "failed") & (table["family"] == "event-driven")]
+    frame = done[["problem", "method", "t_end", "steps", "impacts", "wall_time"]].copy()
+    frame["ms_per_run"] = 1e3 * frame["wall_time"]
+    frame["ms_per_impact"] = frame["ms_per_run"] / frame["impacts"].astype(float)
+    return frame
+
+
+def _figure(costs: pd.DataFrame, folder: Path) -> str:
+    if costs.empty:
+        return "None (no time-stepping run finished).\n"
+    problems = {problem: i for i, problem in enumerate(dict.fromkeys(costs["problem"]))}
+    costs = costs.sort_values(
+        ["problem", "compiled"],
+        key=lambda c: c.map(problems) if c.name == "problem" else ~c,
+        kind="stable",
+    )
+    labels = [f"{p}: {m}" for p, m in zip(costs["problem"], costs["method"], strict=True)]
+    figure, (ax,) = new_figure(1, width=8.0, height=0.3 * len(labels) + 1.5)
+    positions = np.arange(len(labels))
+    for position, row in zip(positions, costs.itertuples(index=False), strict=True):
+        ax.barh(
+            position,
+            row.ns_per_step,
+            color=method_style(row.method)["color"],
+            hatch="" if row.compiled else "//",
+            edgecolor="black",
+            linewidth=0.5,
+        )
+    ax.set_yticks(positions, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("ns per step (hatched: plain Python)")
+    ax.grid(True, axis="x", alpha=0.3)
+    save_figure(figure, folder / "performance.png")
+    return "![ns per step](performance.png)\n"
+
+
+def _findings(costs: pd.DataFrame, speedups: pd.DataFrame, events: pd.DataFrame) -> list[str]:
+    findings = []
+    for compiled, label in ((True, "Compiled"), (False, "Plain-Python")):
+        part = costs[costs["compiled"] == compiled]
+        if part.empty:
+            continue
+        best, worst = (part.loc[part["ns_per_step"].agg(f)] for f in ("idxmin", "idxmax"))
+        text = f"{best['ns_per_step']:.3g} ns/step ({best['method']} on {best['problem']})"
+        if len(part) > 1:
+            text = (
+                f"from {text} to {worst['ns_per_step']:.3g} ns/step "
+                f"({worst['method']} on {worst['problem']})"
+            )
+        findings.append(f"{label} time-stepping loops: {text}.")
+    if "speedup" in speedups and speedups["speedup"].notna().any():
+        findings.append(
+            f"Compiled loops are {speedups['speedup'].min():.3g} to "
+            f"{speedups['speedup'].max():.3g} times faster than the same loops in plain Python."
+        )
+    for row in events.itertuples(index=False):
+        findings.append(
+            f"{row.method} on {row.problem}: {row.ms_per_run:.3g} ms per run to t = "
+            f"{row.t_end:.3g}, {format_number(row.ms_per_impact)} ms per impact "
+            f"({row.impacts} impacts)."
+        )
+    return findings
+
+
+def report(table: pd.DataFrame, folder: Path) -> StudyReport:
+    """Tables of ns/step, speedups and event-driven costs, and a bar chart."""
+    costs = step_costs(table)
+    speedups = _speedups(costs)
+    events = event_costs(table)
+    columns = ["problem", "method", "steps", "wall_time", "ns_per_step", "steps_per_s"]
+    sections = [
+        Section("Time-stepping: cost per step", markdown_table(costs[columns])),
+        Section("Compiled against plain Python", markdown_table(speedups)),
+        Section("Event-driven: cost per run and per impact", markdown_table(events)),
+        Section("Figure", _figure(costs, folder)),
+    ]
+    return StudyReport(sections, _findings(costs, speedups, events))
+
+
+STUDY = Study(
+    name="performance",
+    title="Performance: cost per step and per impact",
+    description=(
+        f"Nanoseconds per step and steps per second of every time-stepping method (h = {H:g}) "
+        "on problems with sustained impacts, compiled by numba and as plain Python "
+        "(`compiled=False`, the path of user problems); event-driven runs at their default "
+        "tolerance in milliseconds per run and per impact. Wall time is the minimum over "
+        "repeats after a warm-up run; the runs execute one at a time."
+    ),
+    runs=runs,
+    report=report,
+    max_jobs=1,
+)

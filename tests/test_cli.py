@@ -1,0 +1,212 @@
+"""The command line: every quick study end to end, reports, simulate, errors and exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from impactbench.cli import main
+from impactbench.results import TIMING_COLUMNS
+from impactbench.studies import STUDIES
+
+TIME_STEPPERS = ("PaoliSchatzman", "MoreauJean[theta=0.5]", "CatchingUp")
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """``impactbench run --quick`` (every study) into a fresh folder and cache."""
+    root = tmp_path_factory.mktemp("quick")
+    output, cache = root / "reports", root / "cache"
+    code = main(["run", "--quick", "--output", str(output), "--cache-dir", str(cache)])
+    return code, output, cache
+
+
+def test_quick_run_of_every_study_succeeds(quick):
+    code, output, _ = quick
+    assert code == 0
+    index = (output / "README.md").read_text()
+    for name, study in STUDIES.items():
+        folder = output / name
+        assert f"({name}/README.md)" in index
+        readme = (folder / "README.md").read_text()
+        assert readme.startswith(f"# {study.title}")
+        for figure in folder.glob("*.png"):
+            assert f"]({figure.name})" in readme
+            assert figure.read_bytes().startswith(b"\x89PNG")
+        assert list(folder.glob("*.png")), name
+        table = pd.read_csv(folder / "results.csv")
+        assert (table["status"] != "failed").all(), table["error"].dropna().tolist()
+        assert tuple(table.columns[-len(TIMING_COLUMNS) :]) == TIMING_COLUMNS
+        for column in (
+            "problem",
+            "method",
+            "family",
+            "h",
+            "tolerance",
+            "steps",
+            "status",
+            "error",
+            "key",
+            "code_version",
+            "git_revision",
+            "numpy_version",
+        ):
+            assert column in table.columns, (name, column)
+        assert set(table["study"]) == {name}
+
+
+def test_quick_convergence_table_and_orders(quick):
+    _, output, _ = quick
+    table = pd.read_csv(output / "convergence" / "results.csv")
+    for column in (
+        "max_position_error",
+        "l1_velocity_error",
+        "position_error_at_end",
+        "impact_time_error",
+        "max_penetration",
+    ):
+        assert column in table.columns
+    orders = pd.read_csv(output / "convergence" / "orders.csv")
+    for method in TIME_STEPPERS:
+        steps = table.loc[table["method"] == method, "h"].to_numpy()
+        assert len(steps) >= 10
+        assert np.log10(steps.max() / steps.min()) >= 1.5
+        ratios = steps.max() / steps
+        assert not np.allclose(np.log2(ratios), np.round(np.log2(ratios)))
+        fit = orders[(orders["method"] == method) & (orders["metric"] == "max_position_error")]
+        assert len(fit) == 1 and fit["points"].iloc[0] >= 10
+        assert fit["order"].iloc[0] >= 0.85, fit
+    readme = (output / "convergence" / "README.md").read_text()
+    assert "## Observed orders" in readme and "slope" in readme
+
+
+def test_rerun_reads_the_cache_and_gives_identical_tables(quick, tmp_path):
+    _, output, cache = quick
+    code = main(
+        ["run", "convergence", "--quick", "--output", str(tmp_path), "--cache-dir", str(cache)]
+    )
+    assert code == 0
+    first = (output / "convergence" / "results.csv").read_bytes()
+    assert (tmp_path / "convergence" / "results.csv").read_bytes() == first
+    provenance = (tmp_path / "convergence" / "provenance.json").read_text()
+    assert '"computed": 0' in provenance
+
+
+def test_report_rebuilds_from_the_stored_tables(quick, tmp_path):
+    _, output, _ = quick
+    folder = tmp_path / "convergence"
+    folder.mkdir()
+    (folder / "results.csv").write_bytes((output / "convergence" / "results.csv").read_bytes())
+    assert main(["report", "--output", str(tmp_path)]) == 0
+    assert (folder / "README.md").exists()
+    assert (folder / "convergence_BouncingBall.png").exists()
+    assert "convergence/README.md" in (tmp_path / "README.md").read_text()
+
+
+@pytest.mark.parametrize("every", [1, 2])
+def test_reports_of_failed_runs(quick, tmp_path, every):
+    _, output, _ = quick
+    for name in STUDIES:
+        table = pd.read_csv(output / name / "results.csv")
+        table["error"] = table["error"].astype(object)
+        table.loc[::every, ["status", "error"]] = ["failed", "RuntimeError: lost"]
+        (tmp_path / name).mkdir()
+        table.to_csv(tmp_path / name / "results.csv", index=False)
+    assert main(["report", "--output", str(tmp_path)]) == 0
+    index = (tmp_path / "README.md").read_text()
+    for name in STUDIES:
+        total = len(pd.read_csv(output / name / "results.csv"))
+        failed = len(range(0, total, every))
+        assert f"{failed} of {total} runs failed" in index
+        assert "RuntimeError: lost" in (tmp_path / name / "README.md").read_text()
+
+
+def test_report_without_tables_fails(tmp_path, capsys):
+    assert main(["report", "--output", str(tmp_path)]) == 1
+    assert "no stored study tables" in capsys.readouterr().err
+
+
+def test_simulate_prints_errors_and_writes_csv_and_plot(tmp_path, capsys):
+    csv, plot = tmp_path / "run.csv", tmp_path / "run.png"
+    code = main(
+        [
+            "simulate",
+            "BouncingBall[restitution=0.5]",
+            "MoreauJean[theta=0.5]",
+            "--t-end",
+            "1.5",
+            "--h",
+            "1e-3",
+            "--csv",
+            str(csv),
+            "--plot",
+            str(plot),
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "max position error (exact solution)" in out
+    frame = pd.read_csv(csv)
+    assert list(frame.columns) == ["t", "q0", "v0", "energy"]
+    assert len(frame) == 1501 and frame["t"].iloc[-1] == 1.5
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_list_names_problems_methods_and_studies(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("BouncingBall", "SlantedWall", "MoreauJean", "PaoliSchatzman", *STUDIES):
+        assert name in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["frobnicate"],
+        ["run", "no_such_study"],
+        ["run", "--jobs", "0"],
+        ["run", "--jobs", "two"],
+        ["run", "--backend", "ray"],
+        ["run", "--backend", "dask"],
+        ["run", "--scheduler", "tcp://127.0.0.1:8786"],
+        ["simulate", "NoSuchProblem", "MoreauJean", "--t-end", "1", "--h", "0.1"],
+        ["simulate", "BouncingBall", "NoSuchMethod", "--t-end", "1", "--h", "0.1"],
+        ["simulate", "BouncingBall", "MoreauJean", "--t-end", "1", "--h", "-0.1"],
+        ["simulate", "BouncingBall", "MoreauJean", "--t-end", "1"],
+        ["simulate", "BouncingBall", "MoreauJean[theta=7]", "--t-end", "1", "--h", "0.1"],
+        ["simulate", "BouncingBall[restitution=2]", "MoreauJean", "--t-end", "1", "--h", "0.1"],
+        ["simulate", "BouncingBall[colour=1]", "MoreauJean", "--t-end", "1", "--h", "0.1"],
+        ["simulate", "BouncingBall", "MoreauJean", "--h", "0.1"],
+        ["simulate", "BouncingBall", "MoreauJean", "--t-end", "x"],
+        ["simulate", "BouncingBall", "MoreauJean", "--t-end", "1", "--output-every", "0"],
+    ],
+)
+def test_usage_errors_exit_with_code_2(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [[], ["list"], ["run"], ["report"], ["simulate"]])
+def test_help_everywhere(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: impactbench" in capsys.readouterr().out
+
+
+def test_module_entry_point_and_exit_code():
+    listing = subprocess.run(
+        [sys.executable, "-m", "impactbench", "list"], capture_output=True, text=True
+    )
+    assert listing.returncode == 0 and "convergence" in listing.stdout
+    unknown = subprocess.run(
+        [sys.executable, "-m", "impactbench", "run", "nothing"], capture_output=True, text=True
+    )
+    assert unknown.returncode == 2 and "unknown study 'nothing'" in unknown.stderr

@@ -1,0 +1,360 @@
+"""The study runner: run specs and keys, the cache, failures, crashes, resumption, backends.
+
+The runs use a cheap plain-Python problem with test hooks (a log of the runs it executed, a
+failure, a worker crash, an interruption); the log file counts the work done, also in worker
+processes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from impactbench import ImpactLog, Problem, Status, Trajectory, runner, simulate
+from impactbench import metrics as core
+from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.problems import BouncingBall, SlantedWall
+from impactbench.results import TIMING_COLUMNS, build_table, table_csv, write_table
+from impactbench.run_metrics import METRICS, Reference
+from impactbench.runner import Case, Grid, Run, execute, expand
+
+#: Initial heights at which ProbeBall raises KeyboardInterrupt (the interruption test sets it).
+INTERRUPT_AT: set[float] = set()
+
+ALL_METRICS = tuple(METRICS)
+
+
+class ProbeBall(Problem):
+    """Plain-Python bouncing ball (q'' = -9.81, q >= 0) with hooks for the runner tests.
+
+    Parameters
+    ----------
+    q0, restitution : float
+        Initial height and restitution (exact solution: :class:`BouncingBall`).
+    log : str, optional
+        File to which each construction appends a line (counts the runs executed).
+    nan_after : float, optional
+        Time after which the forces are NaN (the run stops with a SimulationError).
+    crash : bool
+        Kill the process on construction (a worker crash).
+    """
+
+    def __init__(self, q0=1.0, restitution=0.8, log=None, nan_after=None, crash=False):
+        if log is not None:
+            with open(log, "a") as stream:
+                stream.write(f"{q0}\n")
+        if crash:
+            os._exit(1)
+        if q0 in INTERRUPT_AT:
+            raise KeyboardInterrupt
+        self.name = "ProbeBall"
+        self.n_dof = 1
+        self.n_constraints = 1
+        self.restitution = restitution
+        self.q0 = np.array([q0])
+        self.v0 = np.array([0.0])
+        self.nan_after = nan_after
+        self._exact = BouncingBall(q0=q0, restitution=restitution)
+
+    def mass_matrix(self, q):
+        return np.eye(1)
+
+    def forces(self, t, q, v):
+        return np.array([np.nan if self.nan_after is not None and t > self.nan_after else -9.81])
+
+    def gap(self, q):
+        return np.array([q[0]])
+
+    def gap_gradient(self, q):
+        return np.ones((1, 1))
+
+    def potential_energy(self, q):
+        return 9.81 * q[0]
+
+    def exact_solution(self, t):
+        return self._exact.exact_solution(t)
+
+    def impact_times(self, t_end):
+        return self._exact.impact_times(t_end)
+
+
+def probe_runs(log: Path, heights=(1.0, 0.9, 0.8, 0.7), **kwargs) -> list[Run]:
+    cases = [Case(ProbeBall, 1.2, {"q0": q0, "log": str(log), **kwargs}) for q0 in heights]
+    return expand(cases, [Grid(MoreauJean, {"theta": [0.5]})], steps=[0.01], metrics=ALL_METRICS)
+
+
+def executed(log: Path) -> list[float]:
+    return [float(line) for line in log.read_text().split()] if log.exists() else []
+
+
+# --------------------------------------------------------------------------------------------
+# Run specification and expansion
+
+
+def test_expand_names_runs_benchopt_style():
+    cases = [Case(BouncingBall, 2.0, {"restitution": 0.8}), Case(SlantedWall, 2.0)]
+    grids = [
+        Grid(MoreauJean, {"theta": [0.5, 1.0]}),
+        Grid(EventDriven, {"integrator": ["DOP853"], "rtol": [1e-6, 1e-8]}, tolerance="rtol"),
+    ]
+    runs = expand(cases, grids, steps=[1e-2, 3e-3], metrics=["max_position_error"])
+    assert len(runs) == 2 * (2 * 2 + 2)
+    assert [r.method_name for r in runs[:6]] == ["MoreauJean[theta=0.5]"] * 2 + [
+        "MoreauJean[theta=1.0]"
+    ] * 2 + ["EventDriven[integrator=DOP853]"] * 2
+    assert [r.h for r in runs[:4]] == [1e-2, 3e-3, 1e-2, 3e-3]
+    assert runs[4].h is None and runs[4].tolerance_value == 1e-6
+    assert {r.problem_name for r in runs} == {"BouncingBall", "SlantedWall"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "name"),
+    [
+        ({"method": MoreauJean}, "h"),
+        ({"method": EventDriven, "h": 0.1}, "h"),
+        ({"method": MoreauJean, "h": 0.1, "metrics": ["nonsense"]}, "metrics"),
+        ({"method": MoreauJean, "h": 0.1, "method_kwargs": {"theta": object()}}, "method_kwargs"),
+        ({"method": MoreauJean, "h": 0.1, "repeats": 0}, "repeats"),
+        ({"method": MoreauJean, "h": 0.1, "tolerance": "rtol"}, "tolerance"),
+        ({"method": int, "h": 0.1}, "method"),
+    ],
+)
+def test_run_rejects_bad_fields(fields, name):
+    with pytest.raises(ValueError, match=name):
+        Run(problem=BouncingBall, t_end=1.0, **fields)
+
+
+def test_code_version_follows_the_sources_a_run_depends_on():
+    ball_mj = Run(BouncingBall, MoreauJean, 1.0, h=0.1)
+    ball_cu = Run(BouncingBall, CatchingUp, 1.0, h=0.1)  # same module as MoreauJean
+    ball_ps = Run(BouncingBall, PaoliSchatzman, 1.0, h=0.1)
+    assert runner.code_version(ball_mj) == runner.code_version(ball_cu)
+    assert runner.code_version(ball_mj) != runner.code_version(ball_ps)
+    # the slanted wall's exact solution imports the bouncing ball's closed form
+    wall_sources = runner._module_sources(SlantedWall)
+    assert {"impactbench.problems.slanted_wall", "impactbench.problems.bouncing_ball"} <= set(
+        wall_sources
+    )
+    assert "impactbench.problems.tight_joint" not in wall_sources
+    key = runner.run_key(ball_mj, runner.code_version(ball_mj))
+    assert key != runner.run_key(ball_mj, "another version")
+    assert key != runner.run_key(Run(BouncingBall, MoreauJean, 1.0, h=0.2), "x")
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics
+
+
+def test_metrics_match_the_core_metrics_on_an_exact_reference():
+    ball = BouncingBall(restitution=0.8)
+    trajectory = simulate(ball, MoreauJean(compiled=False), 2.0, h=0.01)
+    reference = Reference.exact(ball, 2.0)
+    for name in ("max_position_error", "l1_velocity_error", "max_penetration"):
+        expected = getattr(core, name)(ball, trajectory)
+        assert METRICS[name].function(ball, trajectory, reference) == pytest.approx(expected)
+
+
+def dense_reference(problem: Problem, t_end: float) -> Trajectory:
+    """Reference run with dense output (a module-level function: named in the cache key)."""
+    return simulate(problem, EventDriven(rtol=1e-12, dense_output=True), t_end)
+
+
+def test_a_reference_run_stands_in_for_the_exact_solution(tmp_path):
+    exact = probe_runs(tmp_path / "log", heights=(1.0,))
+    referenced = [replace(run, reference=dense_reference) for run in exact]
+    against_exact, against_run = execute(exact + referenced, use_cache=False)
+    assert against_run.status == "ok"
+    for name in ("max_position_error", "l1_velocity_error", "position_error_at_end"):
+        assert against_run.metrics[name] == pytest.approx(against_exact.metrics[name], rel=1e-6)
+    assert against_run.metrics["missed_impacts"] == against_exact.metrics["missed_impacts"]
+
+
+def _synthetic_event_driven(ball: BouncingBall, t_end: float, delay: float, drop: int | None):
+    """Exact samples plus, at each impact located ``delay`` late, a before/after pair of
+    samples; impact number ``drop`` (if any) is left out of the log and a spurious one added."""
+    impacts = ball.impact_times(t_end)
+    late = impacts + delay
+    t = np.sort(np.concatenate([np.linspace(0.0, t_end, 41), late, late]))
+    q, v = ball.exact_solution(t)
+    _, incoming = ball.exact_solution(impacts - delay)
+    v[np.searchsorted(t, late)] = incoming  # the first sample of each pair is before the impact
+    logged = late if drop is None else np.sort(np.append(np.delete(late, drop), 0.8))
+    log = ImpactLog(
+        t=logged,
+        constraint=np.zeros(len(logged), dtype=np.int64),
+        normal_velocity_before=-np.ones(len(logged)),
+        normal_velocity_after=np.ones(len(logged)),
+        total=len(logged),
+    )
+    return Trajectory(t, q, v, log, Status.OK, "ok", {}, "EventDriven", ball.name)
+
+
+def test_impact_samples_are_compared_side_by_side_and_impacts_matched():
+    ball = BouncingBall(restitution=0.8)
+    t_end = 2.4  # four well separated impacts
+    reference = Reference.exact(ball, t_end)
+    assert len(reference.impact_times) == 4
+    trajectory = _synthetic_event_driven(ball, t_end, delay=1e-7, drop=None)
+    # an impact located 1e-7 late is not an O(1) velocity error over the preceding sample step
+    assert METRICS["l1_velocity_error"].function(ball, trajectory, reference) < 1e-5
+    assert METRICS["impact_time_error"].function(ball, trajectory, reference) < 2e-7
+    assert METRICS["missed_impacts"].function(ball, trajectory, reference) == 0
+    assert METRICS["spurious_impacts"].function(ball, trajectory, reference) == 0
+    trajectory = _synthetic_event_driven(ball, t_end, delay=1e-7, drop=2)
+    assert METRICS["missed_impacts"].function(ball, trajectory, reference) == 1
+    assert METRICS["spurious_impacts"].function(ball, trajectory, reference) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Execution, cache, failures
+
+
+def test_failed_runs_are_rows_with_their_error_and_never_cached(tmp_path):
+    log = tmp_path / "log"
+    runs = probe_runs(log, heights=(1.0,))
+    runs += probe_runs(log, heights=(0.9,), nan_after=0.5)
+    runs.append(
+        Run(
+            ProbeBall,
+            MoreauJean,
+            1.0,
+            h=0.01,
+            method_kwargs={"theta": 2.0},
+            problem_kwargs={"log": str(log)},
+            metrics=["max_position_error"],
+        )
+    )
+    outcomes = execute(runs, cache_dir=tmp_path / "cache")
+    assert [o.status for o in outcomes] == ["ok", "failed", "failed"]
+    assert "SimulationError" in outcomes[1].error
+    assert all(part in outcomes[1].error for part in ("t=", "q=", "v="))
+    assert "theta" in outcomes[2].error
+    assert np.isnan(outcomes[1].metrics["max_position_error"])
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+    table = build_table("test", runs, outcomes)
+    assert list(table["status"]) == ["ok", "failed", "failed"]
+    assert table.loc[0, "error"] == ""
+    # a second execution reads the finished run and retries the failed ones
+    before = len(executed(log))
+    again = execute(runs, cache_dir=tmp_path / "cache")
+    assert [o.cached for o in again] == [True, False, False]
+    assert len(executed(log)) == before + 2
+
+
+def test_cache_hit_does_no_work_and_gives_the_same_table(tmp_path):
+    log = tmp_path / "log"
+    runs = probe_runs(log)
+    first = execute(runs, cache_dir=tmp_path / "cache")
+    assert not any(o.cached for o in first)
+    assert len(executed(log)) == len(runs)
+    second = execute(runs, cache_dir=tmp_path / "cache")
+    assert all(o.cached for o in second)
+    assert len(executed(log)) == len(runs)  # nothing was run
+    # the cache keeps everything, timings included
+    assert table_csv(build_table("s", runs, second)) == table_csv(build_table("s", runs, first))
+
+
+def test_no_cache_computes_everything_and_writes_nothing(tmp_path):
+    log = tmp_path / "log"
+    runs = probe_runs(log, heights=(1.0,))
+    execute(runs, cache_dir=tmp_path / "cache")
+    execute(runs, cache_dir=tmp_path / "cache", use_cache=False)
+    assert len(executed(log)) == 2
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+
+
+def test_a_code_version_change_misses_the_cache(tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    runs = probe_runs(log, heights=(1.0, 0.9))
+    execute(runs, cache_dir=tmp_path / "cache")
+    monkeypatch.setattr(runner, "code_version", lambda run: "edited-source")
+    outcomes = execute(runs, cache_dir=tmp_path / "cache")
+    assert not any(o.cached for o in outcomes)
+    assert {o.code_version for o in outcomes} == {"edited-source"}
+    assert len(executed(log)) == 4
+
+
+def test_an_interrupted_study_resumes(tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    runs = probe_runs(log)
+    monkeypatch.setattr(f"{__name__}.INTERRUPT_AT", {0.8})
+    with pytest.raises(KeyboardInterrupt):
+        execute(runs, cache_dir=tmp_path / "cache")
+    assert executed(log) == [1.0, 0.9, 0.8]
+    monkeypatch.setattr(f"{__name__}.INTERRUPT_AT", set())
+    outcomes = execute(runs, cache_dir=tmp_path / "cache")
+    assert [o.cached for o in outcomes] == [True, True, False, False]
+    assert executed(log) == [1.0, 0.9, 0.8, 0.8, 0.7]
+
+
+def test_a_worker_crash_loses_no_finished_run(tmp_path):
+    log = tmp_path / "log"
+    runs = probe_runs(log, heights=(1.0, 0.9, 0.8, 0.7, 0.6, 0.5))
+    crash = probe_runs(log, heights=(0.4,), crash=True)
+    outcomes = execute(runs + crash, jobs=2, cache_dir=tmp_path / "cache")
+    assert outcomes[-1].status == "failed"
+    assert "worker crashed" in outcomes[-1].error
+    cache = runner.RunCache(tmp_path / "cache")
+    finished = [o for o in outcomes if o.status == "ok"]
+    assert finished  # the crashing run is dispatched after the first runs have returned
+    assert all(cache.load(o.key) is not None for o in finished)
+    assert all("worker crashed" in o.error for o in outcomes if o.status == "failed")
+    # rerun without the crashing run: the finished runs come from the cache
+    rerun = execute(runs, jobs=2, cache_dir=tmp_path / "cache")
+    assert all(o.status == "ok" for o in rerun)
+    assert sum(o.cached for o in rerun) == len(finished)
+
+
+def test_serial_and_parallel_tables_are_identical_apart_from_timing(tmp_path):
+    runs = probe_runs(tmp_path / "log", heights=(1.0, 0.9, 0.8, 0.7, 0.6))
+    serial = build_table("s", runs, execute(runs, jobs=1, use_cache=False))
+    parallel = build_table("s", runs, execute(runs, jobs=2, use_cache=False))
+    assert table_csv(serial, timing=False) == table_csv(parallel, timing=False)
+    assert tuple(serial.columns[-len(TIMING_COLUMNS) :]) == TIMING_COLUMNS
+    write_table(serial, tmp_path / "a.csv", timing=False)
+    write_table(parallel, tmp_path / "b.csv", timing=False)
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_dask_backend_on_a_local_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    runs = probe_runs(tmp_path / "log", heights=(1.0, 0.9, 0.8))
+    serial = build_table("s", runs, execute(runs, use_cache=False))
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        outcomes = execute(
+            runs,
+            jobs=2,
+            backend="dask",
+            scheduler=cluster.scheduler_address,
+            cache_dir=tmp_path / "cache",
+        )
+    assert [o.status for o in outcomes] == ["ok"] * 3
+    assert table_csv(build_table("s", runs, outcomes), timing=False) == table_csv(
+        serial, timing=False
+    )
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "name"),
+    [
+        ({"backend": "ray"}, "backend"),
+        ({"backend": "dask"}, "scheduler"),
+        ({"scheduler": "tcp://127.0.0.1:1"}, "scheduler"),
+        ({"jobs": 0}, "jobs"),
+    ],
+)
+def test_execute_rejects_bad_options(options, name):
+    with pytest.raises(ValueError, match=name):
+        execute([], **options)
