@@ -10,6 +10,7 @@ from .dense import DenseOutput
 from .energy import energy, kinetic_energy, potential_energy
 from .method import Method
 from .problem import CompiledProblem, Problem, ProblemKernels
+from .reference import Reference, reference
 from .simulate import simulate
 from .timestepping import TimeStepping
 from .trajectory import ImpactLog, SimulationError, Status, Trajectory
@@ -23,6 +24,7 @@ __all__ = [
     "Method",
     "Problem",
     "ProblemKernels",
+    "Reference",
     "SimulationError",
     "Status",
     "TimeStepping",
@@ -30,5 +32,6 @@ __all__ = [
     "energy",
     "kinetic_energy",
     "potential_energy",
+    "reference",
     "simulate",
 ]

@@ -30,7 +30,6 @@ any of its entries.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -38,6 +37,7 @@ import numpy as np
 from . import metrics
 from .energy import energy
 from .problem import Problem
+from .reference import Reference
 from .trajectory import Trajectory
 
 #: Number of leading reference impacts whose time error ``impact_time_error`` reports.
@@ -51,66 +51,6 @@ WINDOW_FRACTION = 2e-2
 #: Offset, relative to max(1, |t|), at which a reference is evaluated just before or after an
 #: impact.
 _SIDE_OFFSET = 1e-9
-
-State = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class Reference:
-    """The solution a run is compared with.
-
-    Attributes
-    ----------
-    kind : str
-        ``"exact"`` or the name of the reference run's method.
-    state : callable
-        ``state(t) -> (q, v)``, arrays of shape (len(t), n), at times ``t`` (an array).
-    impact_times : ndarray or None
-        Times of the reference impacts in [t0, T], increasing; None when unknown.
-    """
-
-    kind: str
-    state: State
-    impact_times: np.ndarray | None
-
-    @classmethod
-    def exact(cls, problem: Problem, t_end: float) -> Reference:
-        """The closed form of ``problem`` (``problem.exact_solution``).
-
-        The impact times come from ``problem.impact_times(t_end)`` when the problem has that
-        method (all built-in problems with a closed form do), else they are unknown.
-
-        Raises
-        ------
-        ValueError
-            If the problem has no exact solution.
-        """
-        if not problem.has_exact_solution:
-            raise ValueError(f"problem {problem.name!r} has no exact solution")
-        impact_times = getattr(problem, "impact_times", None)
-        times = None if impact_times is None else np.asarray(impact_times(t_end), dtype=float)
-        return cls("exact", problem.exact_solution, times)
-
-    @classmethod
-    def from_trajectory(cls, trajectory: Trajectory) -> Reference:
-        """A reference run: its dense output when it has one, else linear interpolation.
-
-        With ``trajectory.dense`` (e.g. from ``EventDriven(dense_output=True)``) the reference
-        is as accurate as the run at any time, and its impact times are those of the dense
-        output. Without it the samples are interpolated linearly (the run must then be
-        sampled finely enough) and the impact times are the distinct times of the impact log.
-        """
-        if trajectory.dense is not None:
-            return cls(trajectory.method, trajectory.dense, np.asarray(trajectory.dense.impacts))
-        t, q, v = trajectory.t, trajectory.q, trajectory.v
-
-        def state(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            times = np.asarray(times, dtype=float)
-            qs = np.column_stack([np.interp(times, t, q[:, i]) for i in range(q.shape[1])])
-            vs = np.column_stack([np.interp(times, t, v[:, i]) for i in range(v.shape[1])])
-            return qs, vs
-
-        return cls(trajectory.method, state, np.unique(trajectory.impacts.t))
 
 
 class Metric(NamedTuple):

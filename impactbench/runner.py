@@ -50,12 +50,14 @@ from . import _checks
 from ._files import write_atomic
 from .method import Method
 from .problem import Problem
-from .run_metrics import METRICS, Reference
+from .reference import Reference
+from .run_metrics import METRICS
 from .simulate import simulate
 from .trajectory import Trajectory
+from .versioning import source_digest
 
 ProblemFactory = Callable[..., Problem]
-ReferenceFactory = Callable[[Problem, float], Trajectory]
+ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
 
 #: Execution backends of :func:`execute`.
 BACKENDS = ("loky", "dask")
@@ -64,7 +66,6 @@ BACKENDS = ("loky", "dask")
 PACKAGES = ("impactbench", "numpy", "scipy", "numba")
 
 #: Core modules that only present results: not part of the code version.
-_PRESENTATION_MODULES = frozenset({"cli.py", "report.py", "results.py", "study.py"})
 
 _CACHE_FORMAT = 1
 _KEY_LENGTH = 20
@@ -285,59 +286,9 @@ def expand(
 # Code version and key
 
 
-@functools.cache
-def _file_digest(path: str, mtime_ns: int, size: int) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _digest(path: Path) -> str:
-    stat = path.stat()
-    return _file_digest(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-def _core_sources() -> dict[str, Path]:
-    folder = Path(__file__).resolve().parent
-    return {
-        f"{__package__}.{path.stem}": path
-        for path in sorted(folder.glob("*.py"))
-        if path.name not in _PRESENTATION_MODULES
-    }
-
-
-def _module_sources(obj: Any) -> dict[str, Path]:
-    """Source files of the module defining ``obj`` and of the sibling modules it draws on."""
-    root = sys.modules[obj.__module__]
-    package = root.__name__.rpartition(".")[0]
-    found: dict[str, Any] = {}
-    stack = [root]
-    while stack:
-        module = stack.pop()
-        if module.__name__ in found:
-            continue
-        found[module.__name__] = module
-        for value in vars(module).values():
-            origin = value.__name__ if isinstance(value, type(sys)) else None
-            origin = origin or getattr(value, "__module__", None)
-            dependency = sys.modules.get(origin) if isinstance(origin, str) else None
-            if dependency is not None and package and origin.rpartition(".")[0] == package:
-                stack.append(dependency)
-    return {
-        name: Path(module.__file__)
-        for name, module in found.items()
-        if getattr(module, "__file__", None)
-    }
-
-
 def code_version(run: Run) -> str:
     """Digest of the source the outcome of ``run`` depends on (see the module docstring)."""
-    sources = _core_sources()
-    for obj in (run.problem, run.method, run.reference):
-        if obj is not None:
-            sources.update(_module_sources(obj))
-    hasher = hashlib.sha256()
-    for name in sorted(sources):
-        hasher.update(f"{name}:{_digest(sources[name])}\n".encode())
-    return hasher.hexdigest()[:_KEY_LENGTH]
+    return source_digest(run.problem, run.method, run.reference)[:_KEY_LENGTH]
 
 
 def run_key(run: Run, version: str) -> str:
@@ -439,7 +390,10 @@ def _reference(run: Run, problem: Problem) -> Reference | None:
     if not any(METRICS[name].needs_reference for name in run.metrics):
         return None
     if run.reference is not None:
-        return Reference.from_trajectory(run.reference(problem, run.t_end))
+        computed = run.reference(problem, run.t_end)
+        if isinstance(computed, Reference):
+            return computed
+        return Reference.from_trajectory(computed)
     if problem.has_exact_solution:
         return Reference.exact(problem, run.t_end)
     return None

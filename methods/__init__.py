@@ -22,6 +22,15 @@ METHODS: dict[str, type[Method]] = {
     "EventDriven": EventDriven,
 }
 
+
+def reference_method(rtol: float = 1e-12, atol: float = 1e-14) -> EventDriven:
+    """The method of reference solutions: DOP853 event-driven with dense output.
+
+    Use with :func:`impactbench.reference` for problems without a closed form.
+    """
+    return EventDriven(integrator="DOP853", rtol=rtol, atol=atol, dense_output=True)
+
+
 _SPEC = re.compile(r"^\s*(\w+)\s*(?:\[(.*)\])?\s*$")
 
 
@@ -54,4 +63,12 @@ def get_method(spec: str) -> Method:
         raise ValueError(f"bad parameters for method {name!r}: {error}") from None
 
 
-__all__ = ["METHODS", "CatchingUp", "EventDriven", "MoreauJean", "PaoliSchatzman", "get_method"]
+__all__ = [
+    "METHODS",
+    "CatchingUp",
+    "EventDriven",
+    "MoreauJean",
+    "PaoliSchatzman",
+    "get_method",
+    "reference_method",
+]

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from impactbench import ImpactLog, Problem, Status, Trajectory, runner, simulate
+from impactbench import ImpactLog, Problem, Status, Trajectory, runner, simulate, versioning
 from impactbench import metrics as core
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, SlantedWall
@@ -135,7 +135,7 @@ def test_code_version_follows_the_sources_a_run_depends_on():
     assert runner.code_version(ball_mj) == runner.code_version(ball_cu)
     assert runner.code_version(ball_mj) != runner.code_version(ball_ps)
     # the slanted wall's exact solution imports the bouncing ball's closed form
-    wall_sources = runner._module_sources(SlantedWall)
+    wall_sources = versioning._module_sources(SlantedWall)
     assert {"impactbench.problems.slanted_wall", "impactbench.problems.bouncing_ball"} <= set(
         wall_sources
     )

@@ -1,0 +1,76 @@
+"""Code versions: digests of the source a computed result depends on.
+
+A cached result (a study run, a reference solution) is keyed by the digest of the core's
+computational modules and of the modules that define the problem, the method and any other
+callable it was produced with (with the sibling modules they import from). Editing any of them
+invalidates the result; editing presentation code (command line, reports, tables) does not.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Core modules that only present results: they do not change a computed number.
+PRESENTATION_MODULES = frozenset({"cli.py", "report.py", "results.py", "study.py"})
+
+
+@functools.cache
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _digest(path: Path) -> str:
+    stat = path.stat()
+    return _file_digest(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def _core_sources() -> dict[str, Path]:
+    folder = Path(__file__).resolve().parent
+    return {
+        f"{__package__}.{path.stem}": path
+        for path in sorted(folder.glob("*.py"))
+        if path.name not in PRESENTATION_MODULES
+    }
+
+
+def _module_sources(obj: Any) -> dict[str, Path]:
+    """Source files of the module defining ``obj`` and of the sibling modules it draws on."""
+    root = sys.modules[obj.__module__]
+    package = root.__name__.rpartition(".")[0]
+    found: dict[str, Any] = {}
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        if module.__name__ in found:
+            continue
+        found[module.__name__] = module
+        for value in vars(module).values():
+            origin = value.__name__ if isinstance(value, type(sys)) else None
+            origin = origin or getattr(value, "__module__", None)
+            dependency = sys.modules.get(origin) if isinstance(origin, str) else None
+            if dependency is not None and package and origin.rpartition(".")[0] == package:
+                stack.append(dependency)
+    return {
+        name: Path(module.__file__)
+        for name, module in found.items()
+        if getattr(module, "__file__", None)
+    }
+
+
+def source_digest(*objects: Any) -> str:
+    """Hex digest of the core's computational sources and of the modules defining ``objects``.
+
+    ``objects`` are classes or functions (None entries are skipped).
+    """
+    sources = _core_sources()
+    for obj in objects:
+        if obj is not None:
+            sources.update(_module_sources(obj))
+    hasher = hashlib.sha256()
+    for name in sorted(sources):
+        hasher.update(f"{name}:{_digest(sources[name])}\n".encode())
+    return hasher.hexdigest()
