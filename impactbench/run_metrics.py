@@ -49,8 +49,9 @@ WINDOW_STEPS = 10.0
 WINDOW_FRACTION = 2e-2
 
 #: Offset, relative to max(1, |t|), at which a reference is evaluated just before or after an
-#: impact.
-_SIDE_OFFSET = 1e-9
+#: impact: a few ulps, so that the offset itself adds no error above round-off (an offset of
+#: 1e-9 put a floor of |v| 1e-9 on every position error and |a| 1e-9 on velocity errors).
+_SIDE_OFFSET = 16 * np.finfo(float).eps
 
 
 class Metric(NamedTuple):

@@ -1,0 +1,504 @@
+"""Thesis comparison: the double pendulum against a wall, time-stepping against event detection.
+
+The model problem of the Dzonou / Monteiro Marques / Paoli thesis (a double pendulum whose tip
+hits a vertical wall; their velocity scheme against an impact-detection algorithm), in two
+configurations: the tip against the wall (:class:`DoublePendulum` defaults, horizon
+``DoublePendulum().t_end``) and both masses against the wall through the pivot (Potra et al.,
+:meth:`DoublePendulum.two_contact`, T = 2.5). The time-steppers -- CatchingUp (the thesis'
+scheme), MoreauJean at theta = 1/2 and PaoliSchatzman -- are swept by their step h, EventDriven
+(DOP853) by its relative tolerance. Every run is measured against the cached DOP853 event-driven
+reference at rtol 1e-12 (:func:`._reference.event_driven_reference`): max position error and
+error at T, impact-time error, isolated reference impacts found / missed and spurious impacts
+(the matching rules of :mod:`impactbench.run_metrics`), penetration, force evaluations and wall
+time (minimum of the repeats after a warm-up; the runs execute one at a time).
+
+The report writes the reference curves it plots as tables next to the run table
+(``reference_curves.csv``, ``references.csv``, from the cached reference) and draws every figure
+from the stored tables; its findings are computed from the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.metrics import observed_order
+from impactbench.problems import DoublePendulum
+from impactbench.report import (
+    format_number,
+    markdown_table,
+    method_style,
+    plot_methods,
+    save_figure,
+)
+from impactbench.results import read_table, write_table
+from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS
+from impactbench.runner import Case, Grid, Run, expand
+from impactbench.study import Section, Study, StudyReport
+
+from ._reference import event_driven_reference
+
+#: Problem configurations by their label in the table: factory of the problem (its recommended
+#: horizon ``t_end`` is the horizon of the runs).
+CONFIGURATIONS: dict[str, Callable[[], DoublePendulum]] = {
+    "DoublePendulum[tip]": DoublePendulum,
+    "DoublePendulum[two-contact]": DoublePendulum.two_contact,
+}
+
+METRICS = (
+    "max_position_error",
+    "l1_velocity_error",
+    "position_error_at_end",
+    "impact_time_error",
+    "missed_impacts",
+    "spurious_impacts",
+    "max_penetration",
+)
+
+#: Time-steppers (the thesis' catching-up scheme first) and their explicit parameters.
+STEPPERS = (Grid(CatchingUp), Grid(MoreauJean, {"theta": [0.5]}), Grid(PaoliSchatzman))
+
+_FULL_STEPS = np.geomspace(1e-2, 1e-5, 10)
+STEPS = {"full": _FULL_STEPS, "quick": _FULL_STEPS[[0, 2, 4]]}
+TOLERANCES = {"full": [10.0**-k for k in range(3, 11)], "quick": [1e-5, 1e-8]}
+REPEATS = {"full": 3, "quick": 1}
+
+#: Max position error levels of the time-to-accuracy findings.
+TARGETS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6)
+
+#: Stored tables of the reference solutions, written by :func:`report`.
+CURVES_FILE = "reference_curves.csv"
+REFERENCES_FILE = "references.csv"
+FIGURE_FILE = "thesis_comparison.png"
+#: Samples of each reference curve (uniform in time; the impact instants are added).
+CURVE_SAMPLES = 1101
+
+#: A sweep whose two finest errors are within this factor has levelled off.
+PLATEAU_RATIO = 2.0
+
+
+def cases() -> list[Case]:
+    """One case per configuration, at its recommended horizon."""
+    return [
+        Case(factory, factory().t_end, problem_name=name)
+        for name, factory in CONFIGURATIONS.items()
+    ]
+
+
+def runs(quick: bool) -> list[Run]:
+    """Time-steppers by h and EventDriven by rtol on both configurations, against the reference."""
+    grid = "quick" if quick else "full"
+    options = {
+        "metrics": METRICS,
+        "repeats": REPEATS[grid],
+        "reference": event_driven_reference,
+    }
+    result = expand(cases(), list(STEPPERS), steps=STEPS[grid].tolist(), **options)
+    adaptive = Grid(EventDriven, {"rtol": TOLERANCES[grid]}, tolerance="rtol")
+    return result + expand(cases(), [adaptive], **options)
+
+
+# --------------------------------------------------------------------------------------------
+# Reference tables
+
+
+def write_references(table: pd.DataFrame, folder: Path) -> None:
+    """Write the reference of every configuration of ``table`` as two tables in ``folder``.
+
+    ``reference_curves.csv``: problem, t, angles q1, q2 and horizontal positions x1 (mass 1),
+    x2 (tip), sampled uniformly plus at the impacts. ``references.csv``: one row per
+    configuration with t0, t_end, the wall line x_wall = -d, the contact points, the impact
+    times (JSON list) and how the reference was computed. The reference comes from the cache of
+    :func:`impactbench.reference` (computed there when absent).
+    """
+    curves, rows = [], []
+    for name in pd.unique(table["problem"]):
+        if name not in CONFIGURATIONS:
+            continue
+        t_end = float(table.loc[table["problem"] == name, "t_end"].iloc[0])
+        problem = CONFIGURATIONS[name]()
+        reference = event_driven_reference(problem, t_end)
+        impacts = np.asarray(reference.impact_times, dtype=float)
+        t = np.union1d(np.linspace(problem.t0, t_end, CURVE_SAMPLES), impacts)
+        q, _ = reference.state(t)
+        x1 = problem.l1 * np.sin(q[:, 0])
+        curves.append(
+            pd.DataFrame(
+                {
+                    "problem": name,
+                    "t": t,
+                    "q1": q[:, 0],
+                    "q2": q[:, 1],
+                    "x1": x1,
+                    "x2": x1 + problem.l2 * np.sin(q[:, 1]),
+                }
+            )
+        )
+        parameters = reference.parameters
+        rows.append(
+            {
+                "problem": name,
+                "t0": problem.t0,
+                "t_end": t_end,
+                "x_wall": -problem.wall_distance,
+                "contacts": problem.contacts,
+                "restitution": problem.restitution,
+                "impacts": len(impacts),
+                "impact_times": json.dumps([float(x) for x in impacts]),
+                "method": parameters.get("method", reference.kind),
+                "steps": parameters.get("steps"),
+                "status": parameters.get("status"),
+                "code_version": parameters.get("code_version"),
+                "key": parameters.get("key"),
+            }
+        )
+    write_table(pd.concat(curves, ignore_index=True), folder / CURVES_FILE)
+    write_table(pd.DataFrame(rows), folder / REFERENCES_FILE)
+
+
+def _impact_times(references: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {
+        row.problem: np.array(json.loads(row.impact_times), dtype=float)
+        for row in references.itertuples(index=False)
+    }
+
+
+def isolated_impacts(times: np.ndarray, window: float) -> int:
+    """Number of reference impacts farther than 2 ``window`` from both neighbours.
+
+    The impacts :func:`impactbench.run_metrics.missed_impacts` checks one by one.
+    """
+    times = np.sort(times)
+    far = np.diff(times) > 2.0 * window
+    return int(np.count_nonzero(np.concatenate([[True], far]) & np.concatenate([far, [True]])))
+
+
+def _window(row: pd.Series, t0: float) -> float:
+    h = row["h_used"] if row["family"] == "time-stepping" else 0.0
+    return max(WINDOW_STEPS * (0.0 if pd.isna(h) else h), WINDOW_FRACTION * (row["t_end"] - t0))
+
+
+# --------------------------------------------------------------------------------------------
+# Tables and findings
+
+
+def _done(table: pd.DataFrame) -> pd.DataFrame:
+    done = table[table["status"] != "failed"]
+    return done.assign(resolution=done["h"].fillna(done["tolerance"]))
+
+
+def _axis(row: pd.Series | dict) -> str:
+    return "h" if row["family"] == "time-stepping" else "rtol"
+
+
+def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: configuration, method, h or rtol, accuracy, impacts and cost."""
+    impacts = _impact_times(references)
+    t0 = dict(zip(references["problem"], references["t0"], strict=True))
+    rows = []
+    for _, row in table.iterrows():
+        found = "-"
+        if row["problem"] in impacts and pd.notna(row["missed_impacts"]):
+            checked = isolated_impacts(impacts[row["problem"]], _window(row, t0[row["problem"]]))
+            found = f"{checked - int(row['missed_impacts'])}/{checked}"
+        wall = row["wall_time"]
+        rows.append(
+            {
+                "configuration": row["problem"],
+                "method": row["method"],
+                "h or rtol": row["h"] if _axis(row) == "h" else row["tolerance"],
+                "max error q": row["max_position_error"],
+                "error q(T)": row["position_error_at_end"],
+                "L1 error v": row["l1_velocity_error"],
+                "impact time error": row["impact_time_error"],
+                "found": found,
+                "missed": row["missed_impacts"],
+                "spurious": row["spurious_impacts"],
+                "impacts logged": row["impacts"],
+                "penetration": row["max_penetration"],
+                "force evaluations": row["force_evaluations"],
+                "wall time (ms)": wall * 1e3 if pd.notna(wall) else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1e3)} ms"
+
+
+def _run_label(row: pd.Series | dict) -> str:
+    """``"Method (h=..."`` or ``"Method (rtol=..."``, the parenthesis left open."""
+    axis = _axis(row)
+    value = row["h"] if axis == "h" else row["tolerance"]
+    return f"{row['method']} ({axis}={format_number(value, 2)}"
+
+
+def _fastest(group: pd.DataFrame, target: float) -> pd.Series | None:
+    reached = group[group["max_position_error"] <= target]
+    return None if reached.empty else reached.loc[reached["wall_time"].idxmin()]
+
+
+def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
+    """Which run reaches each max position error target fastest, time-stepping vs event-driven."""
+    steppers = group[group["family"] == "time-stepping"]
+    adaptive = group[group["family"] != "time-stepping"]
+    clauses = []
+    for target in TARGETS:
+        best = _fastest(group, target)
+        if best is None:
+            continue
+        clause = (
+            f"<= {target:g}: {_run_label(best)}, {_ms(best['wall_time'])}, "
+            f"{int(best['force_evaluations'])} force evaluations)"
+        )
+        for family, runs_of in (("time-stepper", steppers), ("event-driven run", adaptive)):
+            if runs_of.empty or best["family"] == runs_of["family"].iloc[0]:
+                continue
+            other = _fastest(runs_of, target)
+            if other is None:
+                closest = runs_of.loc[runs_of["max_position_error"].idxmin()]
+                clause += (
+                    f", no {family} gets there (best: "
+                    f"{format_number(closest['max_position_error'])}, {_run_label(closest)}))"
+                )
+            else:
+                ratio = other["wall_time"] / best["wall_time"]
+                clause += (
+                    f", fastest {family} {_run_label(other)}, {_ms(other['wall_time'])}: "
+                    f"{ratio:.1f}x slower)"
+                )
+        clauses.append(clause)
+    if not clauses:
+        return None
+    return f"{problem}: fastest run to a max position error " + "; ".join(clauses) + "."
+
+
+def _impacts_finding(problem: str, group: pd.DataFrame, reference_impacts: int) -> str:
+    """Impacts found, missed and spurious, and the impact-log entries per method."""
+    wrong = group[(group["missed_impacts"] > 0) | (group["spurious_impacts"] > 0)]
+    if wrong.empty:
+        text = (
+            f"{problem}: all {len(group)} runs reproduce every isolated reference impact "
+            "(none missed, none spurious)"
+        )
+    else:
+        listed = ", ".join(
+            f"{_run_label(row)}: {row['missed_impacts']:.0f} missed, "
+            f"{row['spurious_impacts']:.0f} spurious)"
+            for _, row in wrong.iterrows()
+        )
+        text = f"{problem}: {len(wrong)} of {len(group)} runs miss or add impacts: {listed}"
+    counts = []
+    for method, runs_of in group.groupby("method", sort=False):
+        low, high = int(runs_of["impacts"].min()), int(runs_of["impacts"].max())
+        counts.append(f"{method} {low}" if low == high else f"{method} {low}-{high}")
+    return (
+        f"{text}; impact-log entries per run: {', '.join(counts)}, against "
+        f"{reference_impacts} reference impacts."
+    )
+
+
+def _finest_finding(problem: str, group: pd.DataFrame) -> str:
+    """Errors, impact-time error and penetration of each method at its finest resolution."""
+    parts = []
+    for _, runs_of in group.groupby("method", sort=False):
+        row = runs_of.loc[runs_of["resolution"].idxmin()]
+        parts.append(
+            f"{_run_label(row)}) max error {format_number(row['max_position_error'])}, "
+            f"at T {format_number(row['position_error_at_end'])}, impact times "
+            f"{format_number(row['impact_time_error'])}, penetration "
+            f"{format_number(row['max_penetration'])}"
+        )
+    return f"{problem} at the finest resolution: " + "; ".join(parts) + "."
+
+
+def _order_finding(problem: str, group: pd.DataFrame) -> str | None:
+    """Observed order of the time-steppers' max position error in h, and plateaus."""
+    parts, flat, span = [], [], ""
+    for method, runs_of in group.groupby("method", sort=False):
+        axis = _axis(runs_of.iloc[0])
+        data = runs_of[(runs_of["resolution"] > 0) & (runs_of["max_position_error"] > 0)]
+        data = data.sort_values("resolution")
+        if axis == "h" and len(data) >= 3:
+            order, residual = observed_order(
+                data["resolution"].to_numpy(), data["max_position_error"].to_numpy()
+            )
+            decades = np.log10(data["resolution"].max() / data["resolution"].min())
+            parts.append(f"{method} {order:.2f} (residual {residual:.2f})")
+            span = span or f"over {len(data)} steps spanning {decades:.1f} decades"
+        if axis != "h" and len(data) >= 2:
+            finest, next_finest = data["max_position_error"].iloc[:2]
+            if max(finest, next_finest) < PLATEAU_RATIO * min(finest, next_finest):
+                flat.append(
+                    f"the max position error of {method} levels off at "
+                    f"{format_number(finest)} ({axis}={format_number(data['resolution'].iloc[1])}"
+                    f" and {format_number(data['resolution'].iloc[0])}) while its error at T "
+                    f"goes from {format_number(data['position_error_at_end'].iloc[1])} to "
+                    f"{format_number(data['position_error_at_end'].iloc[0])}"
+                )
+    if not parts and not flat:
+        return None
+    text = f"{problem}: "
+    if parts:
+        text += f"observed order of the max position error in h {span}: {', '.join(parts)}"
+    if flat:
+        text += ("; " if parts else "") + "; ".join(flat)
+    return text + "."
+
+
+def findings(table: pd.DataFrame, references: pd.DataFrame) -> list[str]:
+    """Key findings computed from the run table and the reference table."""
+    done = _done(table)
+    counts = dict(zip(references["problem"], references["impacts"], strict=True))
+    result = []
+    for problem, group in done.groupby("problem", sort=False):
+        for finding in (
+            _accuracy_finding(problem, group),
+            _impacts_finding(problem, group, counts.get(problem, 0)),
+            _finest_finding(problem, group),
+            _order_finding(problem, group),
+        ):
+            if finding:
+                result.append(finding)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Figure
+
+
+def _figure(
+    table: pd.DataFrame, curves: pd.DataFrame, references: pd.DataFrame, path: Path
+) -> None:
+    done = _done(table)
+    problems = list(pd.unique(done["problem"]))
+    figure = Figure(figsize=(15.0, 4.0 * max(1, len(problems))), layout="constrained")
+    axes = figure.subplots(max(1, len(problems)), 3, squeeze=False)
+    info = references.set_index("problem")
+    for row, problem in zip(axes, problems, strict=False):
+        group = done[done["problem"] == problem]
+        for ax, cost, label in (
+            (row[0], "wall_time", "wall time (s)"),
+            (row[1], "force_evaluations", "force evaluations"),
+        ):
+            plot_methods(
+                ax, group.astype({cost: float}), cost, "max_position_error", order="resolution"
+            )
+            ax.set_xlabel(label)
+            ax.set_ylabel("max position error")
+            ax.set_title(f"{problem}: error against {label.split(' (')[0]}", fontsize=9)
+            ax.legend(fontsize=7)
+        ax = row[2]
+        curve = curves[curves["problem"] == problem]
+        if problem in info.index and not curve.empty:
+            ref = info.loc[problem]
+            ax.plot(curve["t"], curve["x2"], color="black", linewidth=1.2, label="tip x2")
+            if ref["contacts"] == "both":
+                ax.plot(curve["t"], curve["x1"], color="0.5", linewidth=1.0, label="mass 1 x1")
+            ax.axhline(ref["x_wall"], color="#8c564b", linewidth=2, label="wall")
+            times = json.loads(ref["impact_times"])
+            ax.plot(
+                times,
+                np.full(len(times), ref["x_wall"]),
+                linestyle="none",
+                marker="x",
+                color=method_style("EventDriven")["color"],
+                label=f"reference impacts ({len(times)})",
+            )
+            ax.set_title(f"{problem}: reference ({ref['impacts']} impacts)", fontsize=9)
+        ax.set_xlabel("t")
+        ax.set_ylabel("horizontal position")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    figure.suptitle(
+        "Double pendulum against a wall: time-stepping (by h) vs event-driven (by rtol)"
+    )
+    save_figure(figure, path)
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def _references_text(references: pd.DataFrame) -> str:
+    lines = []
+    for row in references.itertuples(index=False):
+        times = ", ".join(f"{t:.4f}" for t in json.loads(row.impact_times))
+        lines.append(
+            f"- {row.problem}: {row.contacts} against the wall x = {row.x_wall:g}, "
+            f"e = {row.restitution:g}, t in [{row.t0:g}, {row.t_end:g}]: {row.impacts} impacts "
+            f"(t = {times}); {row.method}, {row.steps} steps, status {row.status}."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def report(table: pd.DataFrame, folder: Path) -> StudyReport:
+    """Reference tables, the summary table, the figure and the findings."""
+    folder = Path(folder)
+    write_references(table, folder)
+    curves = read_table(folder / CURVES_FILE)
+    references = read_table(folder / REFERENCES_FILE)
+    _figure(table, curves, references, folder / FIGURE_FILE)
+    sections = [
+        Section(
+            "Reference solutions",
+            "DOP853 event-driven runs at rtol 1e-12 with dense output, cached on disk; their "
+            f"curves and impacts are stored in [{CURVES_FILE}]({CURVES_FILE}) and "
+            f"[{REFERENCES_FILE}]({REFERENCES_FILE}).\n\n" + _references_text(references),
+        ),
+        Section(
+            "Summary",
+            "One row per run. *max error q*: max over the run's samples of the position error "
+            "(max norm over q1, q2, in radians); *error q(T)*: at the final time; *L1 error v*: "
+            "velocity error integrated over time; *impact time error*: largest error in the "
+            "first isolated reference impact times; *found*: isolated reference impacts "
+            "(farther than twice the matching window from their neighbours) with a run impact "
+            "within the window, over their number; *spurious*: clusters of run impacts with no "
+            "reference impact nearby; *impacts logged*: entries of the run's impact log; "
+            "*penetration*: max(0, -min g); *wall time*: minimum of the repeats after a "
+            "warm-up.\n\n" + markdown_table(summary(table, references)),
+        ),
+        Section(
+            "Figure",
+            "Max position error against wall time and against force evaluations (time-steppers "
+            "joined by h, EventDriven by rtol), and the reference's horizontal positions with "
+            f"the wall line and its impacts, one row per configuration.\n\n"
+            f"![Double pendulum: accuracy against cost]({FIGURE_FILE})\n",
+        ),
+    ]
+    return StudyReport(sections, findings(table, references))
+
+
+def _description() -> str:
+    tip, two = DoublePendulum(), DoublePendulum.two_contact()
+    return (
+        "The model problem of the Dzonou / Monteiro Marques / Paoli thesis: a double pendulum "
+        "(configuration-dependent mass matrix) hitting a vertical wall. Configurations: "
+        f"*DoublePendulum[tip]*, the tip against the wall x = {-tip.wall_distance:g} "
+        f"(e = {tip.restitution:g}, q0 = ({tip.q0[0]:.4g}, {tip.q0[1]:.4g}), "
+        f"T = {tip.t_end:g}), and *DoublePendulum[two-contact]*, both masses against the wall "
+        f"x = {-two.wall_distance:g} through the pivot (Potra, Anitescu, Gavrea, Trinkle 2006: "
+        f"e = {two.restitution:g}, q0 = ({two.q0[0]:.4g}, {two.q0[1]:.4g}), T = {two.t_end:g}). "
+        "Time-stepping -- CatchingUp (the thesis' velocity scheme), MoreauJean at theta = 1/2, "
+        "PaoliSchatzman -- by step h against event detection (EventDriven, DOP853) by relative "
+        "tolerance, all measured against a cached DOP853 event-driven reference at rtol 1e-12: "
+        "accuracy, impacts found, missed and spurious, force evaluations and wall time (minimum "
+        "of the repeats after a warm-up; the runs execute one at a time)."
+    )
+
+
+STUDY = Study(
+    name="thesis_comparison",
+    title="Thesis comparison: double pendulum against a wall",
+    description=_description(),
+    runs=runs,
+    report=report,
+    max_jobs=1,
+)
