@@ -38,9 +38,16 @@ def _core_sources() -> dict[str, Path]:
 
 
 def _module_sources(obj: Any) -> dict[str, Path]:
-    """Source files of the module defining ``obj`` and of the sibling modules it draws on."""
+    """Source files of the module defining ``obj`` and of the modules it draws on, transitively.
+
+    Followed: the modules that define the functions and classes a module imports, within the
+    same top-level package (so a study's reference function that imports
+    ``impactbench.methods.reference_method`` depends on the methods). Not followed: imported
+    module objects and the presentation modules, which change no computed number.
+    """
     root = sys.modules[obj.__module__]
-    package = root.__name__.rpartition(".")[0]
+    package = root.__name__.partition(".")[0]
+    presentation = {f"{__package__}.{Path(name).stem}" for name in PRESENTATION_MODULES}
     found: dict[str, Any] = {}
     stack = [root]
     while stack:
@@ -49,10 +56,13 @@ def _module_sources(obj: Any) -> dict[str, Path]:
             continue
         found[module.__name__] = module
         for value in vars(module).values():
-            origin = value.__name__ if isinstance(value, type(sys)) else None
-            origin = origin or getattr(value, "__module__", None)
-            dependency = sys.modules.get(origin) if isinstance(origin, str) else None
-            if dependency is not None and package and origin.rpartition(".")[0] == package:
+            if isinstance(value, type(sys)):
+                continue
+            origin = getattr(value, "__module__", None)
+            if not isinstance(origin, str) or origin.partition(".")[0] != package:
+                continue
+            dependency = sys.modules.get(origin)
+            if dependency is not None and origin not in presentation:
                 stack.append(dependency)
     return {
         name: Path(module.__file__)

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 from impactbench import Problem
+
+
+def pytest_configure(config):
+    """Keep the suite's run and reference caches out of the user's cache folder."""
+    folder = tempfile.mkdtemp(prefix="impactbench-tests-")
+    os.environ["IMPACTBENCH_CACHE_DIR"] = os.path.join(folder, "runs")
+    os.environ["IMPACTBENCH_REFERENCE_DIR"] = os.path.join(folder, "references")
 
 
 class PythonBall(Problem):
