@@ -308,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("studies", nargs="*", metavar="STUDY", help="study names (default: all)")
     run.add_argument("--quick", action="store_true", help="the small grids (seconds)")
-    run.add_argument("--jobs", type=_jobs, default=1, help="parallel jobs, -1: all cores")
+    run.add_argument("--jobs", type=_jobs, default=-1, help="parallel jobs (default -1: all cores)")
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
     run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
