@@ -9,8 +9,6 @@ again to resume).
 from __future__ import annotations
 
 import argparse
-import ast
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -21,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import SimulationError, simulate
+from . import SimulationError, names, simulate
 from ._files import write_atomic
 from .energy import energy
 from .methods import METHODS
@@ -43,7 +41,6 @@ from .studies import STUDIES
 #: never overwrites the full reports).
 DEFAULT_OUTPUT = {"full": Path("reports"), "quick": Path("reports-quick")}
 
-_SPEC = re.compile(r"^\s*(\w+)\s*(?:\[(.*)\])?\s*$")
 _SIMULATE_METRICS = ("max_position_error", "l1_velocity_error", "position_error_at_end")
 
 
@@ -52,31 +49,11 @@ class UsageError(ValueError):
 
 
 def parse_spec(text: str, table: dict[str, Any], kind: str) -> tuple[Any, dict[str, Any]]:
-    """Split ``"Name"`` or ``"Name[param=value,...]"`` and look the name up in ``table``.
-
-    Values are Python literals where they parse as such, else strings.
-
-    Raises
-    ------
-    UsageError
-        For a malformed spec or an unknown name (the message lists the known names).
-    """
-    match = _SPEC.match(text)
-    if match is None:
-        raise UsageError(f"{kind} must look like 'Name' or 'Name[param=value,...]', got {text!r}")
-    name, params = match.groups()
-    if name not in table:
-        raise UsageError(f"unknown {kind} {name!r}; known: {', '.join(table)}")
-    kwargs = {}
-    for item in filter(None, (part.strip() for part in (params or "").split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise UsageError(f"{kind} parameter must look like name=value, got {item!r}")
-        try:
-            kwargs[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            kwargs[key.strip()] = value.strip()
-    return table[name], kwargs
+    """:func:`impactbench.names.parse_spec`, raising :class:`UsageError` (exit code 2)."""
+    try:
+        return names.parse_spec(text, table, kind)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _jobs(text: str) -> int:
