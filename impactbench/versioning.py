@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: Core modules that only present results: they do not change a computed number.
-PRESENTATION_MODULES = frozenset({"cli.py", "report.py", "results.py", "study.py"})
+#: Core modules that only analyse or present results: they do not change a computed number.
+PRESENTATION_MODULES = frozenset({"cli.py", "long_time.py", "report.py", "results.py", "study.py"})
 
 
 @functools.cache

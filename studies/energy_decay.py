@@ -1,0 +1,786 @@
+"""Energy decay: long-time energy curves of every method against the exact law or a reference.
+
+Four cases, every method, several step sizes (event-driven: relative tolerances):
+
+* ``TightJoint[k=1]``: the 1-DOF tight joint with a spring (k = m = 1, delta = 0.1, v0 = 1,
+  e = 0.995), to the middle of the flight after impact 1000 (quick: e = 0.95, 20 impacts). The
+  excess energy E - k delta^2 / 2 is multiplied by exactly e^2 at each impact: the fitted
+  log-contraction per impact is compared with 2 log e.
+* ``TightJoint[k=0]``: the same joint without spring (t up to 6e3 for 1000 impacts). Just before
+  each impact E = 2 m delta^2 / ((1 - e)^2 (t - t_*)^2) exactly: the coefficient of the t^-2
+  law fitted at the run's pre-impact instants (impact log: m u^2 / 2 at the logged time) is
+  compared with 2 m delta^2 / (1 - e)^2.
+* ``TightJoint2D[unforced]``: the pin in a circular hole with a spring and a constant load,
+  without forcing (e = 0.95, t = 300): the energy above its minimum E_min = -|L|^2 / (2k) decays
+  towards a grazing orbit; no closed form.
+* ``DoublePendulum``: the default thesis configuration (tip against the wall, e = 0.8) to
+  t = 300 (quick: 5.5): the energy above the hanging rest state decays impact by impact (120
+  to 140 impacts, depending on the run) from 19.6 to about 0.033, a motion whose swings barely
+  reach the wall; no closed form.
+
+For the last two the reference is the cached DOP853 event-driven run at rtol 1e-12 (shared with
+the other studies, :mod:`studies._reference`), and the fitted rate is the least-squares slope
+-lambda of log(E - E_min) against t over the run's output samples away from the impacts of the
+run and of the reference, fitted identically on the reference energy at the same times (a
+summary of the whole curve, not a model: both energies level off). The double pendulum is
+chaotic: two event-driven runs at rtol 1e-10 and 1e-12 differ in q by 1e-10 at t = 10, 2e-6 at
+t = 40 and 0.08 at t = 80 (measured), so beyond t ~ 60 no run, the reference included, is
+accurate state by state; what is comparable there is the shape of the curve and the level it
+settles to. Its decay rate is therefore fitted over t - t0 <= 30 only (:data:`FIT_WINDOW`; the
+horizon of the quick grid is shorter anyway), its level at T over the whole run.
+
+How the curves are stored. The runner keeps one row of scalar metrics per run; the energy
+curves and the fitted laws need the trajectory, so the report re-simulates each finished run
+once (same parameters; the outcome is deterministic; in :data:`REPORT_JOBS` processes when there
+are at least :data:`PARALLEL_RUNS`) and stores, per run, the energy at (at
+most) :data:`CURVE_POINTS` of its output samples in ``energy_curves.csv`` together with the
+exact, law and reference curves, and one row of fitted laws in ``decay_rates.csv``. Both files
+are keyed by the run's cache key (which includes the code version): a later
+``impactbench report`` reuses them and simulates nothing; a changed run is recomputed. Every
+figure is drawn from ``energy_curves.csv`` as read back from disk.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pandas as pd
+
+from impactbench import simulate
+from impactbench.energy import kinetic_energy, potential_energy
+from impactbench.long_time import (
+    fit_log_linear,
+    flight_medians,
+    impact_clusters,
+    impact_sample_pairs,
+    joint_excess_energy,
+    power_law_coefficient,
+    thinning_indices,
+)
+from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.metrics import observed_order
+from impactbench.problem import Problem
+from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
+from impactbench.report import (
+    format_number,
+    markdown_table,
+    method_style,
+    new_figure,
+    save_figure,
+)
+from impactbench.results import read_table, write_table
+from impactbench.runner import Case, Run
+from impactbench.study import Section, Study, StudyReport
+from impactbench.trajectory import Trajectory
+
+from ._reference import event_driven_reference
+
+METRICS = ("energy_error_at_end", "max_energy_increase", "max_penetration")
+
+CURVES_FILE = "energy_curves.csv"
+RATES_FILE = "decay_rates.csv"
+#: Largest number of samples of one run kept in the curves file (values to 7 digits).
+CURVE_POINTS = 160
+#: Points of the exact, law and reference curves (half uniform, half geometric in time).
+REFERENCE_POINTS = 400
+#: Samples closer than this fraction of the horizon (or CLUSTER_STEPS steps) to an impact of the
+#: run or of the reference are left out of the decay-rate fit of the cases without closed form.
+IMPACT_MARGIN = 1e-6
+
+SPRING = "TightJoint[k=1]"
+FREE = "TightJoint[k=0]"
+JOINT_2D = "TightJoint2D[unforced]"
+PENDULUM = "DoublePendulum"
+
+LAW_SPRING = "excess energy log-contraction per impact"
+LAW_FREE = "t^-2 law coefficient"
+LAW_RATE = "energy decay rate lambda (E - E_min ~ exp(-lambda t))"
+
+#: The decay rate of the double pendulum is fitted over t - t0 <= 30 only: beyond, no run (the
+#: reference included) is accurate state by state (see the module docstring).
+FIT_WINDOW = {PENDULUM: 30.0}
+
+#: Number of impacts (to the middle of the next flight) and restitution of the 1-DOF cases.
+JOINT_IMPACTS = {"full": 1000, "quick": 20}
+JOINT_RESTITUTION = {"full": 0.995, "quick": 0.95}
+HORIZON = {"full": {JOINT_2D: 300.0, PENDULUM: 300.0}, "quick": {JOINT_2D: 10.0, PENDULUM: 5.5}}
+RESTITUTION_2D = 0.95
+
+
+def _steps(h_max: float, h_min: float, count: int) -> list[float]:
+    """``count`` geometric steps from h_max to h_min, to 3 significant digits."""
+    return [float(f"{h:.3g}") for h in np.geomspace(h_max, h_min, count)]
+
+
+#: Step sizes per case: 7 geometric values over 1.5 decades (ratio 1.78, never a power of 2);
+#: the free joint's flights are straight lines, so it takes larger steps. Quick: three.
+STEPS = {
+    "full": {
+        SPRING: _steps(10**-2.5, 1e-4, 7),
+        FREE: _steps(1e-2, 10**-3.5, 7),
+        JOINT_2D: _steps(10**-2.5, 1e-4, 7),
+        PENDULUM: _steps(10**-2.5, 1e-4, 7),
+    },
+    "quick": {name: [3e-3, 1e-3, 3e-4] for name in (SPRING, FREE, JOINT_2D, PENDULUM)},
+}
+TOLERANCES = {"full": [1e-6, 1e-8], "quick": [1e-8]}
+#: Without a spring the flights are straight lines, integrated exactly at any tolerance.
+FREE_TOLERANCES = {"full": [1e-8], "quick": [1e-8]}
+
+#: Output spacing (time units) of the time-stepping runs: with a spring at least 4 samples in the
+#: shortest flight of the 1-DOF joint (2 delta / U_1 = 0.2), so each flight has samples away
+#: from its impacts; ``SAMPLES`` samples for the others (the free joint's law is fitted on the
+#: impact log).
+SAMPLE_SPACING = {SPRING: 0.04}
+SAMPLES = {"full": 10_000, "quick": 1_000}
+
+#: The report re-simulates at least this many runs in ``REPORT_JOBS`` processes (fewer: in this
+#: process, which avoids the start-up of the workers).
+PARALLEL_RUNS = 50
+REPORT_JOBS = 2
+
+#: Impact-log entries closer than this many steps are one impact (Paoli-Schatzman logs two).
+CLUSTER_STEPS = 10.0
+#: Samples closer than this many steps to an impact are left out of the per-flight energy.
+MARGIN_STEPS = 3.0
+
+TIME_STEPPERS: list[tuple[type, dict[str, Any]]] = [
+    (PaoliSchatzman, {}),
+    (MoreauJean, {"theta": 0.5}),
+    (CatchingUp, {}),
+]
+METHOD_ORDER = ("PaoliSchatzman", "MoreauJean", "CatchingUp", "EventDriven")
+
+CURVE_COLUMNS = ["problem", "method", "h", "tolerance", "key", "curve", "t", "energy", "excess"]
+RATE_COLUMNS = [
+    "problem",
+    "method",
+    "family",
+    "h",
+    "tolerance",
+    "key",
+    "restitution",
+    "law",
+    "fitted",
+    "exact",
+    "error",
+    "residual",
+    "impacts",
+    "impacts_exact",
+    "max_deviation",
+    "final_excess",
+    "final_excess_exact",
+    "final_error",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Grid
+
+
+def _joint_kwargs(stiffness: float, restitution: float) -> dict[str, Any]:
+    return {"stiffness": stiffness, "restitution": restitution, "clearance": 0.1, "v0": 1.0}
+
+
+def _mid_flight(problem: TightJoint, impacts: int) -> float:
+    times = problem.impact_times(1e12, max_count=impacts + 1)
+    return float(0.5 * (times[impacts - 1] + times[impacts]))
+
+
+def cases(quick: bool) -> list[Case]:
+    """The four cases of the quick or the full grid."""
+    grid = "quick" if quick else "full"
+    e, count = JOINT_RESTITUTION[grid], JOINT_IMPACTS[grid]
+    result = []
+    for label, stiffness in ((SPRING, 1.0), (FREE, 0.0)):
+        kwargs = _joint_kwargs(stiffness, e)
+        result.append(Case(TightJoint, _mid_flight(TightJoint(**kwargs), count), kwargs, label))
+    joint2d = {"forcing_amplitude": [0.0, 0.0], "restitution": RESTITUTION_2D}
+    result.append(Case(TightJoint2D, HORIZON[grid][JOINT_2D], joint2d, JOINT_2D))
+    result.append(Case(DoublePendulum, HORIZON[grid][PENDULUM], {}, PENDULUM))
+    return result
+
+
+def _output_every(case: Case, h: float, grid: str) -> int:
+    spacing = SAMPLE_SPACING.get(case.problem_name, case.t_end / SAMPLES[grid])
+    return max(1, round(spacing / h))
+
+
+def runs(quick: bool) -> list[Run]:
+    """Every time-stepper at every step of its case, EventDriven at every tolerance."""
+    grid = "quick" if quick else "full"
+    result = []
+    for case in cases(quick):
+        reference = None if case.problem is TightJoint else event_driven_reference
+        common = {
+            "problem": case.problem,
+            "t_end": case.t_end,
+            "problem_kwargs": case.problem_kwargs,
+            "metrics": METRICS,
+            "reference": reference,
+            "problem_name": case.problem_name,
+        }
+        # the event-driven runs first: they take longest, and the workers balance better
+        tolerances = FREE_TOLERANCES if case.problem_name == FREE else TOLERANCES
+        for rtol in tolerances[grid]:
+            result.append(
+                Run(
+                    method=EventDriven,
+                    method_kwargs={"rtol": rtol},
+                    tolerance="rtol",
+                    **common,
+                )
+            )
+        for method, kwargs in TIME_STEPPERS:
+            for h in STEPS[grid][case.problem_name]:
+                result.append(
+                    Run(
+                        method=method,
+                        h=h,
+                        method_kwargs=kwargs,
+                        output_every=_output_every(case, h, grid),
+                        **common,
+                    )
+                )
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Analysis of one run (re-simulated by the report)
+
+
+def baseline_energy(problem: Problem) -> float:
+    """The energy level the decaying part is measured from (the ``excess`` of the curves).
+
+    1-DOF joint: k delta^2 / 2 (the grazing level of the spring case; 0 without spring);
+    2-DOF joint: its minimum -|L|^2 / (2k) (spring) or -|L| delta (no spring); double pendulum:
+    the hanging rest state -(m1 + m2) g l1 - m2 g l2.
+    """
+    if isinstance(problem, TightJoint):
+        return 0.5 * problem.stiffness * problem.clearance**2
+    if isinstance(problem, TightJoint2D):
+        load = float(np.hypot(*problem.load))
+        if problem.stiffness > 0:
+            return -(load**2) / (2.0 * problem.stiffness)
+        return -load * problem.clearance
+    if isinstance(problem, DoublePendulum):
+        return -(problem.m1 + problem.m2) * problem.gravity * problem.l1 - (
+            problem.m2 * problem.gravity * problem.l2
+        )
+    raise ValueError(f"no baseline energy for problem {problem.name!r}")
+
+
+def _energies(problem: Problem, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(E, E - baseline) at samples; the 1-DOF joint's excess without cancellation."""
+    if isinstance(problem, TightJoint):
+        x, u = q[:, 0], v[:, 0]
+        total = 0.5 * problem.mass * u * u + 0.5 * problem.stiffness * x * x
+        return total, joint_excess_energy(problem, q, v)
+    total = kinetic_energy(problem, q, v) + potential_energy(problem, q)
+    return total, total - baseline_energy(problem)
+
+
+def _reference_times(t0: float, t_end: float) -> np.ndarray:
+    span = t_end - t0
+    half = REFERENCE_POINTS // 2
+    times = np.concatenate(
+        [np.linspace(t0, t_end, half), t0 + np.geomspace(span * 1e-4, span, half)]
+    )
+    return np.unique(times)
+
+
+def _law_kind(problem: Problem, label: str) -> str:
+    if isinstance(problem, TightJoint):
+        return LAW_SPRING if problem.stiffness > 0 else LAW_FREE
+    window = FIT_WINDOW.get(label)
+    return LAW_RATE if window is None else f"{LAW_RATE}, fitted over t - t0 <= {window:g}"
+
+
+def _decay_rate(t: np.ndarray, excess: np.ndarray) -> tuple[float, float]:
+    fit = fit_log_linear(t, excess)
+    return -fit.slope, fit.residual
+
+
+def _reference_state(run: Run, problem: Problem) -> Callable:
+    if isinstance(problem, TightJoint):
+        return problem.exact_solution
+    return event_driven_reference(problem, run.t_end).state
+
+
+def analyse(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Simulate ``run`` and return its thinned energy curve and its row of fitted laws.
+
+    See the module docstring for what is fitted per case; ``error`` is fitted / exact - 1,
+    ``max_deviation`` the largest relative deviation from the exact law over the impacts (1-DOF)
+    or from the reference energy over the samples (others), ``final_error`` the relative error
+    of the excess energy at T.
+    """
+    problem = run.problem(**run.problem_kwargs)
+    method = run.method(**run.method_kwargs)
+    trajectory = simulate(problem, method, run.t_end, h=run.h, output_every=run.output_every)
+    total, excess = _energies(problem, trajectory.q, trajectory.v)
+    keep = thinning_indices(trajectory.t, CURVE_POINTS)
+    labels = {
+        "problem": run.problem_name,
+        "method": run.method_name,
+        "h": math.nan if run.h is None else run.h,
+        "tolerance": math.nan if run.tolerance_value is None else run.tolerance_value,
+    }
+    curve = pd.DataFrame(
+        {
+            **labels,
+            "key": "",
+            "curve": "run",
+            "t": trajectory.t[keep],
+            "energy": total[keep],
+            "excess": excess[keep],
+        }
+    )
+    law = _law_kind(problem, run.problem_name)
+    row: dict[str, Any] = {
+        **labels,
+        "family": run.method.family,
+        "restitution": problem.restitution,
+        "law": law,
+    }
+    row.update(_fit_law(run, problem, trajectory, excess, law))
+    state = _reference_state(run, problem)
+    q_end, v_end = state(np.array([run.t_end]))
+    _, excess_end = _energies(problem, q_end, v_end)
+    row["final_excess"] = float(excess[-1])
+    row["final_excess_exact"] = float(excess_end[0])
+    row["final_error"] = float(excess[-1] / excess_end[0] - 1.0)
+    return curve, row
+
+
+def _fit_law(
+    run: Run, problem: Problem, trajectory: Trajectory, excess: np.ndarray, law: str
+) -> dict[str, float]:
+    h = trajectory.h
+    impacts = impact_clusters(trajectory.impacts.t, CLUSTER_STEPS * h if h else 0.0)
+    e = problem.restitution
+    if law == LAW_SPRING:
+        if h is None:
+            _, after = impact_sample_pairs(trajectory.t)
+            values = excess[after]
+        else:
+            values = flight_medians(trajectory.t, excess, impacts, MARGIN_STEPS * h)
+        fit = fit_log_linear(np.arange(1, len(values) + 1), values)
+        exact = 2.0 * math.log(e)
+        # the exact excess after impact n: at the exact post-impact states
+        q_after, v_after = problem.exact_solution(problem.impact_times(run.t_end))
+        exact_values = joint_excess_energy(problem, q_after, v_after)
+        count = min(len(values), len(exact_values))
+        deviation = values[:count] / exact_values[:count] - 1.0
+        return {
+            "fitted": fit.slope,
+            "exact": exact,
+            "error": fit.slope / exact - 1.0,
+            "residual": fit.residual,
+            "impacts": len(impacts),
+            "impacts_exact": len(problem.impact_times(run.t_end)),
+            "max_deviation": float(np.nanmax(np.abs(deviation))),
+        }
+    if law == LAW_FREE:
+        log = trajectory.impacts
+        first = np.concatenate([[True], np.diff(log.t) > (CLUSTER_STEPS * h if h else 0.0)])
+        times = log.t[first]
+        pre_impact = 0.5 * problem.mass * log.normal_velocity_before[first] ** 2
+        origin = problem.decay_time_origin
+        coefficient, spread = power_law_coefficient(times, pre_impact, origin)
+        exact = 2.0 * problem.mass * problem.clearance**2 / (1.0 - e) ** 2
+        deviation = pre_impact * (times - origin) ** 2 / exact - 1.0
+        return {
+            "fitted": coefficient,
+            "exact": exact,
+            "error": coefficient / exact - 1.0,
+            "residual": spread,
+            "impacts": len(times),
+            "impacts_exact": len(problem.impact_times(run.t_end)),
+            "max_deviation": float(np.max(np.abs(deviation))) if deviation.size else math.nan,
+        }
+    reference = event_driven_reference(problem, run.t_end)
+    # the run's samples away from its impacts and the reference's (at an impact step a scheme's
+    # velocity is mid-reflection, and a pre-impact sample of one is post-impact in the other)
+    margin = max(CLUSTER_STEPS * (h or 0.0), IMPACT_MARGIN * (run.t_end - problem.t0))
+    reference_impacts = np.asarray(reference.impact_times)
+    away = ~(_near(trajectory.t, reference_impacts, margin) | _near(trajectory.t, impacts, margin))
+    window = FIT_WINDOW.get(run.problem_name)
+    if window is not None:
+        away &= trajectory.t <= problem.t0 + window
+    times = trajectory.t[away]
+    q_ref, v_ref = reference.state(times)
+    _, excess_ref = _energies(problem, q_ref, v_ref)
+    fitted, residual = _decay_rate(times, excess[away])
+    exact, _ = _decay_rate(times, excess_ref)
+    deviation = np.abs(excess[away] / excess_ref - 1.0)
+    return {
+        "fitted": fitted,
+        "exact": exact,
+        "error": fitted / exact - 1.0,
+        "residual": residual,
+        "impacts": len(impacts),
+        "impacts_exact": len(reference_impacts),
+        "max_deviation": float(deviation.max()) if deviation.size else math.nan,
+    }
+
+
+def _near(times: np.ndarray, events: np.ndarray, margin: float) -> np.ndarray:
+    """Mask of the ``times`` within ``margin`` of one of the sorted ``events``."""
+    if events.size == 0:
+        return np.zeros(times.shape, dtype=bool)
+    index = np.clip(np.searchsorted(events, times), 1, events.size)
+    below = np.abs(times - events[index - 1])
+    above = np.abs(events[np.minimum(index, events.size - 1)] - times)
+    return np.minimum(below, above) <= margin
+
+
+def reference_curves(case: Case) -> pd.DataFrame:
+    """The exact (1-DOF) or reference (others) energy curve of a case, and the t^-2 law."""
+    problem = case.problem(**case.problem_kwargs)
+    times = _reference_times(problem.t0, case.t_end)
+    labels = {"problem": case.problem_name, "method": "", "h": math.nan, "tolerance": math.nan}
+    frames = []
+    if isinstance(problem, TightJoint):
+        q, v = problem.exact_solution(times)
+        kind = "exact"
+    else:
+        q, v = event_driven_reference(problem, case.t_end).state(times)
+        kind = "reference"
+    total, excess = _energies(problem, q, v)
+    frames.append(
+        pd.DataFrame(
+            {**labels, "key": "", "curve": kind, "t": times, "energy": total, "excess": excess}
+        )
+    )
+    if isinstance(problem, TightJoint) and problem.stiffness == 0.0:
+        law_times = times[times > problem.t0]
+        shifted = law_times + problem.t0 - problem.decay_time_origin
+        law = problem.energy_decay_law(shifted)
+        frames.append(
+            pd.DataFrame(
+                {
+                    **labels,
+                    "key": "",
+                    "curve": "law",
+                    "t": law_times,
+                    "energy": law,
+                    "excess": law,
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Stored curves and rates (computed once per run key)
+
+
+def _analyse_all(todo: list[Run]) -> list[tuple[pd.DataFrame, dict[str, Any]]]:
+    """:func:`analyse` of every run, in order; in ``REPORT_JOBS`` processes for many runs."""
+    jobs = min(REPORT_JOBS, joblib.cpu_count())
+    if len(todo) < PARALLEL_RUNS or jobs < 2:
+        return [analyse(run) for run in todo]
+    return joblib.Parallel(n_jobs=jobs, backend="loky")(joblib.delayed(analyse)(r) for r in todo)
+
+
+def _label(problem: str, method: str, h: Any, tolerance: Any, t_end: float) -> tuple:
+    """What identifies a run of this study in its table (NaN and None alike)."""
+
+    def number(value: Any) -> float | None:
+        return None if value is None or value != value else float(value)
+
+    return (problem, method, number(h), number(tolerance), float(t_end))
+
+
+def _known_runs() -> dict[tuple, Run]:
+    """The runs of the quick and the full grid, by :func:`_label`."""
+    found = {}
+    for quick in (True, False):
+        for run in runs(quick):
+            label = _label(run.problem_name, run.method_name, run.h, run.tolerance_value, run.t_end)
+            found[label] = run
+    return found
+
+
+def _curve_key(problem: str, t_end: float) -> str:
+    """Key of the exact/law/reference curves of a case in the curves file."""
+    return f"{problem}@{float(t_end)!r}"
+
+
+def _load(path: Path, columns: list[str]) -> pd.DataFrame:
+    if not path.exists():
+        return pd.DataFrame(columns=columns)
+    frame = read_table(path)
+    return frame if list(frame.columns) == columns else pd.DataFrame(columns=columns)
+
+
+def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """The curves and fitted laws of every finished run of ``table`` (from ``folder`` or new).
+
+    The files are keyed by the runs' cache keys (the ``key`` column of the table, which holds
+    the code version): rows of runs no longer in the table are dropped, and runs missing from
+    the files are re-simulated (found among the current quick and full grids by problem,
+    method, step, tolerance and horizon) and the files rewritten.
+
+    Returns
+    -------
+    curves, rates : DataFrame
+        As stored in :data:`CURVES_FILE` and :data:`RATES_FILE`.
+    unknown : int
+        Finished runs missing from the files that are no run of the current grids (their
+        curves are missing: rerun the study).
+    """
+    stored_curves = _load(folder / CURVES_FILE, CURVE_COLUMNS)
+    stored_rates = _load(folder / RATES_FILE, RATE_COLUMNS)
+    stored_curves["key"] = stored_curves["key"].fillna("").astype(str)
+    done = table[table["status"] != "failed"]
+    labels = {
+        row.key: _label(row.problem, row.method, row.h, row.tolerance, row.t_end)
+        for row in done.itertuples(index=False)
+    }
+    case_keys = {_curve_key(p, t) for p, t in zip(done["problem"], done["t_end"], strict=True)}
+    curves = stored_curves[stored_curves["key"].isin(set(labels) | case_keys)]
+    rates = stored_rates[stored_rates["key"].isin(set(labels))]
+    have = set(rates["key"]) & set(curves.loc[curves["curve"] == "run", "key"])
+    missing = [key for key in labels if key not in have]
+    missing_cases = case_keys - set(curves.loc[curves["curve"] != "run", "key"])
+    new_curves: list[pd.DataFrame] = []
+    new_rates: list[dict[str, Any]] = []
+    unknown = 0
+    if missing or missing_cases:
+        known = _known_runs()
+        todo = [(key, known[labels[key]]) for key in missing if labels[key] in known]
+        unknown = len(missing) - len(todo)
+        for run in {r.problem_name: r for _, r in todo if r.reference is not None}.values():
+            run.reference(run.problem(**run.problem_kwargs), run.t_end)  # compute/cache once
+        for (key, _), (curve, row) in zip(todo, _analyse_all([r for _, r in todo]), strict=True):
+            new_curves.append(curve.assign(key=key))
+            new_rates.append({**row, "key": key})
+        cases = {
+            _curve_key(run.problem_name, run.t_end): Case(
+                run.problem, run.t_end, run.problem_kwargs, run.problem_name
+            )
+            for run in known.values()
+        }
+        for key in sorted(missing_cases & set(cases)):
+            new_curves.append(reference_curves(cases[key]).assign(key=key))
+    files = (folder / CURVES_FILE, folder / RATES_FILE)
+    unchanged = len(curves) == len(stored_curves) and len(rates) == len(stored_rates)
+    if new_curves or new_rates or not unchanged or not all(path.exists() for path in files):
+        curves = pd.concat([curves, *new_curves], ignore_index=True)[CURVE_COLUMNS]
+        rates = pd.concat([rates, pd.DataFrame(new_rates, columns=RATE_COLUMNS)])
+        order = {key: i for i, key in enumerate(table["key"])}
+        rates = rates.sort_values("key", key=lambda k: k.map(order), kind="stable")
+        write_table(_sorted_curves(curves, table), folder / CURVES_FILE)
+        write_table(rates[RATE_COLUMNS].reset_index(drop=True), folder / RATES_FILE)
+    return read_table(folder / CURVES_FILE), read_table(folder / RATES_FILE), unknown
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    """``values`` to 7 significant digits (plenty for a figure; a third of the file size)."""
+    return np.array([float(f"{x:.7g}") for x in np.asarray(values, dtype=float)])
+
+
+def _sorted_curves(curves: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    curves = curves.assign(**{c: _rounded(curves[c]) for c in ("t", "energy", "excess")})
+    order = {key: i for i, key in enumerate(table["key"])}
+    rank = curves["key"].map(order).fillna(-1)
+    frame = curves.assign(_rank=rank, _curve=curves["curve"] != "run")
+    frame = frame.sort_values(["problem", "_rank", "curve", "t"], kind="stable")
+    return frame.drop(columns=["_rank", "_curve"]).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+
+
+def _base(method: str) -> str:
+    return method.partition("[")[0]
+
+
+def _figure(problem: str, curves: pd.DataFrame, folder: Path) -> str:
+    data = curves[curves["problem"] == problem]
+    runs = data[data["curve"] == "run"]
+    exact = data[data["curve"].isin(["exact", "reference"])]
+    law = data[data["curve"] == "law"]
+    methods = sorted(runs["method"].unique(), key=lambda m: METHOD_ORDER.index(_base(m)))
+    figure, axes = new_figure(max(len(methods), 1), width=4.2, height=3.6)
+    free = problem == FREE
+    ylabel = "E" if free else ("E - k delta^2 / 2" if problem == SPRING else "E - E_min")
+    for ax, method in zip(axes, methods, strict=False):
+        group = runs[runs["method"] == method]
+        axis = "h" if group["tolerance"].isna().all() else "tolerance"
+        values = sorted(group[axis].unique(), reverse=True)
+        style = method_style(method)
+        for i, value in enumerate(values):
+            line = group[group[axis] == value]
+            line = line[line["excess"] > 0]
+            shade = 0.35 + 0.65 * (i + 1) / len(values)
+            ax.plot(
+                line["t"],
+                line["excess"],
+                color=style["color"],
+                alpha=shade,
+                linewidth=0.9,
+                label=f"{axis} = {value:.2g}",
+            )
+        for frame, kind, dash in ((exact, "", "--"), (law, "t^-2 law", ":")):
+            frame = frame[frame["excess"] > 0]
+            if len(frame):
+                name = kind or str(frame["curve"].iloc[0])
+                ax.plot(frame["t"], frame["excess"], "k" + dash, linewidth=1.0, label=name)
+        ax.set_yscale("log")
+        if free:
+            ax.set_xscale("log")
+        ax.minorticks_off()  # (minor log ticks double the drawing time)
+        ax.set_title(method, fontsize=9)
+        ax.set_xlabel("t")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=6)
+    figure.suptitle(f"Energy decay: {problem}")
+    name = f"energy_{_slug(problem)}.png"
+    save_figure(figure, folder / name)
+    return f"![Energy decay of {problem}]({name})\n"
+
+
+def _rates_section(rates: pd.DataFrame, table: pd.DataFrame) -> str:
+    final = table.set_index("key")["energy_error_at_end"]
+    parts = []
+    for problem, group in rates.groupby("problem", sort=False):
+        group = _by_method(group)
+        exact = "exact" if problem in (SPRING, FREE) else "reference"
+        impacts = [
+            f"{a} ({b})" for a, b in zip(group["impacts"], group["impacts_exact"], strict=True)
+        ]
+        frame = pd.DataFrame(
+            {
+                "method": group["method"],
+                "h or rtol": group["h"].fillna(group["tolerance"]),
+                "fitted": group["fitted"],
+                exact: group["exact"],
+                "relative error": group["error"],
+                "fit residual": group["residual"],
+                f"impacts ({exact})": impacts,
+                "max deviation": group["max_deviation"],
+                "final energy error": group["key"].map(final),
+                "final excess rel. error": group["final_error"],
+            }
+        )
+        parts.append(f"### {problem}: {group['law'].iloc[0]}\n\n" + markdown_table(frame))
+    return "\n".join(parts) if parts else "None (no run finished).\n"
+
+
+def _by_method(group: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the order of :data:`METHOD_ORDER`, then by decreasing h or tolerance."""
+    rank = group["method"].map(lambda m: METHOD_ORDER.index(_base(m)))
+    size = -group["h"].fillna(group["tolerance"])
+    return group.assign(_rank=rank, _size=size).sort_values(["_rank", "_size"], kind="stable")
+
+
+def _findings(rates: pd.DataFrame, unknown: int) -> list[str]:
+    findings = []
+    for problem, group in rates.groupby("problem", sort=False):
+        group = _by_method(group)
+        exact_name = "exact" if problem in (SPRING, FREE) else "reference"
+        finest, orders = [], []
+        for method, rows in group.groupby("method", sort=False):
+            stepper = rows["family"].iloc[0] == "time-stepping"
+            axis = "h" if stepper else "tolerance"
+            best = rows.loc[rows[axis].idxmin()]
+            finest.append(
+                f"{method} {format_number(abs(best['error']), 2)} ({axis} = "
+                f"{format_number(best[axis], 2)})"
+            )
+            errors = rows["error"].abs().to_numpy()
+            if stepper and len(rows) >= 3 and np.all(errors > 0):
+                order, residual = observed_order(rows["h"].to_numpy(), errors)
+                orders.append(
+                    f"{method} {format_number(order, 2)} (residual {format_number(residual, 2)})"
+                )
+        value = format_number(group["exact"].iloc[0], 4)
+        text = (
+            f"{problem}, {group['law'].iloc[0]} ({exact_name} {value}): relative error at the "
+            f"finest resolution: {'; '.join(finest)}."
+        )
+        if orders:
+            text += f" Fitted order of that error in h: {'; '.join(orders)}."
+        if problem not in (SPRING, FREE):
+            steppers = group[group["family"] == "time-stepping"]
+            level = format_number(group["final_excess_exact"].iloc[0], 3)
+            low = format_number(steppers["final_excess"].min(), 3)
+            high = format_number(steppers["final_excess"].max(), 3)
+            text += f" Level at T (E - E_min): reference {level}, time-steppers {low} to {high}."
+        findings.append(text)
+    if unknown:
+        findings.append(
+            f"{unknown} finished runs have no stored energy curve and are not in the current grids "
+            "(rerun the study to draw them)."
+        )
+    return findings
+
+
+def report(table: pd.DataFrame, folder: Path) -> StudyReport:
+    """Decay-rate tables (``decay_rates.csv``) and E(t) figures (from ``energy_curves.csv``)."""
+    folder = Path(folder)
+    curves, rates, unknown = stored_analysis(table, folder)
+    figures = [_figure(problem, curves, folder) for problem in curves["problem"].unique()]
+    sections = [
+        Section(
+            "Fitted decay laws",
+            "Per case: the fitted value of its decay law for every run next to the exact value "
+            "(1-DOF joint) or the value fitted identically on the reference (others); relative "
+            "error = fitted / exact - 1; max deviation: largest relative deviation, over the "
+            "impacts, of the excess energy after each impact from the exact one (spring) or of "
+            "the energy before each impact from the t^-2 law (no spring), or over the samples "
+            "away from impacts, of E - E_min from the reference (others); "
+            "final energy error: |E(T) - E_ref(T)| (results.csv); final excess rel. error: of "
+            "the decaying part at T. Also in "
+            f"[{RATES_FILE}]({RATES_FILE}).\n\n" + _rates_section(rates, table),
+        ),
+        Section(
+            "Energy curves",
+            "The decaying part of the energy (1-DOF with spring: E - k delta^2 / 2; without "
+            "spring: E, log-log, with the t^-2 law; others: E - E_min) on a log scale, one panel "
+            "per method (lighter: larger h or rtol), drawn from "
+            f"[{CURVES_FILE}]({CURVES_FILE}) (at most {CURVE_POINTS} output samples per run). "
+            "The isolated dips of Paoli-Schatzman are samples that fall on a reflection, where "
+            "its velocity (q^{k+1} - q^{k-1}) / (2h) straddles the impact.\n\n"
+            + "\n".join(figures or ["None (no run finished).\n"]),
+        ),
+    ]
+    return StudyReport(sections, _findings(rates, unknown))
+
+
+STUDY = Study(
+    name="energy_decay",
+    title="Energy decay over long horizons",
+    description=(
+        "Energy curves E(t) over up to a thousand impacts, every method: the 1-DOF tight joint "
+        "with a spring (the excess energy E - k delta^2/2 contracts by e^2 per impact: fitted "
+        "log-contraction per impact against 2 log e, 1000 impacts, e = 0.995) and without "
+        "(the energy before each impact follows 2 m delta^2 / ((1 - e)^2 (t - t_*)^2) exactly: "
+        "fitted coefficient against 2 m delta^2 / (1 - e)^2, 1000 impacts up to t = 6e3), the "
+        "unforced 2-DOF joint (pin in a circular hole, t = 300) and the double pendulum against "
+        "the wall (t = 300) against the DOP853 event-driven reference at rtol 1e-12 (fitted decay "
+        "rate of E - E_min; the pendulum settles at its lowest motion that grazes the wall, and "
+        "being chaotic, only that level and the curve's shape are comparable late on). "
+        "Time-steppers over 7 step sizes spanning 1.5 decades, the event-driven method at two "
+        "tolerances (one without spring: straight flights are exact at any tolerance). Curves "
+        "and fits come from re-simulating each finished run once and are stored next to the "
+        "results table."
+    ),
+    runs=runs,
+    report=report,
+)
