@@ -156,6 +156,28 @@ def solve_lcp(W, b, k, P, ws):  # noqa: N803
 
 
 @hot_kernel
+def delassus(G, rows, k, F, n, Y, W):  # noqa: N803
+    """Rows Y_a = A^-1 grad g_{rows[a]} and W = G_A A^-1 G_A^T for the k constraints ``rows[:k]``.
+
+    ``F`` is the factor (:func:`ldl_factor`) of the metric A: the mass matrix M for the impact
+    law, the Hessian of the Lagrangian in the metric projection. Shared by :func:`impulse` and
+    :func:`make_metric_projection`.
+    """
+    for a in range(k):
+        i = rows[a]
+        for j in range(n):
+            Y[a, j] = G[i, j]
+        ldl_solve(F, n, Y[a], Y[a])
+    for a in range(k):
+        i = rows[a]
+        for c in range(k):
+            s = 0.0
+            for j in range(n):
+                s += G[i, j] * Y[c, j]
+            W[a, c] = s
+
+
+@hot_kernel
 def impulse_single(n, G, i, vfree, v, e, L, Y, P, v_out):  # noqa: N803
     """:func:`impulse` for one active constraint ``i``, in closed form (inlined in the loops).
 
@@ -210,23 +232,13 @@ def impulse(n, G, rows, k, vfree, v, e, ws, v_out):  # noqa: N803
     """
     if k == 1:
         return impulse_single(n, G, rows[0], vfree, v, e, ws[0], ws[1], ws[4], v_out)
-    L = ws[0]
     Y = ws[1]
     W = ws[2]
     b = ws[3]
     P = ws[4]
+    delassus(G, rows, k, ws[0], n, Y, W)
     for a in range(k):
         i = rows[a]
-        for j in range(n):
-            Y[a, j] = G[i, j]
-        ldl_solve(L, n, Y[a], Y[a])
-    for a in range(k):
-        i = rows[a]
-        for c in range(k):
-            s = 0.0
-            for j in range(n):
-                s += G[i, j] * Y[c, j]
-            W[a, c] = s
         s = 0.0
         for j in range(n):
             s += G[i, j] * (vfree[j] + e * v[j])
@@ -297,6 +309,9 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa
     if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants
         gap_gradient(y, p, Gbuf)
         return project_affine_single(y, n, gbuf[0], Gbuf, ws[0], ws[1], ws[4], x)
+    rows = ws[10]
+    for i in range(m):
+        rows[i] = i
     Y = ws[1]
     W = ws[2]
     b = ws[3]
@@ -351,16 +366,8 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa
                 s -= M[j, c] * (x[c] - y[c])
             r[j] = s
         ldl_solve(factor, n, r, r)
+        delassus(Gbuf, rows, m, factor, n, Y, W)
         for a in range(m):
-            for j in range(n):
-                Y[a, j] = Gbuf[a, j]
-            ldl_solve(factor, n, Y[a], Y[a])
-        for a in range(m):
-            for c in range(m):
-                s = 0.0
-                for j in range(n):
-                    s += Gbuf[a, j] * Y[c, j]
-                W[a, c] = s
             s = gbuf[a]
             for j in range(n):
                 s += Gbuf[a, j] * r[j]
