@@ -52,6 +52,20 @@ def python_ball():
     return PythonBall()
 
 
+#: Central-difference step in time for checking closed forms against their ODE.
+H_FD = 1e-5
+
+
+def smooth_grid(t_start, t_end, impacts, n=4001, margin=3 * H_FD):
+    """Grid on [t_start, t_end] without the points closer than ``margin`` to an impact."""
+    t = np.linspace(t_start, t_end, n)
+    impacts = np.asarray(impacts, dtype=float)
+    if impacts.size:
+        dist = np.min(np.abs(t[:, None] - impacts[None, :]), axis=1)
+        t = t[dist > margin]
+    return t
+
+
 def step_grid(h_min: float, h_max: float, count: int, seed: int) -> np.ndarray:
     """``count`` step sizes from h_min to h_max, log-uniformly jittered (never powers of 2 apart).
 

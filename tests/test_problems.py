@@ -24,18 +24,9 @@ from impactbench.problems import (
     SlantedWall,
 )
 
-H_FD = 1e-5  # central-difference step
+from conftest import H_FD, smooth_grid
+
 DELTA = 1e-9  # offset for left / right limits at an impact
-
-
-def smooth_grid(t_start, t_end, impacts, n=4001, margin=3 * H_FD):
-    """Grid on [t_start, t_end] without the points closer than ``margin`` to an impact."""
-    t = np.linspace(t_start, t_end, n)
-    impacts = np.asarray(impacts, dtype=float)
-    if impacts.size:
-        dist = np.min(np.abs(t[:, None] - impacts[None, :]), axis=1)
-        t = t[dist > margin]
-    return t
 
 
 def check_ode(problem, t, acceleration, tol_v=1e-7, tol_a=1e-5):

@@ -23,9 +23,8 @@ from impactbench.metrics import max_position_error, observed_order
 from impactbench.problem import CompiledProblem
 from impactbench.problems import PROBLEMS, DoublePendulum, TightJoint, TightJoint2D
 
-from conftest import step_grid
+from conftest import H_FD, smooth_grid, step_grid
 
-H_FD = 1e-5  # central-difference step in time
 DELTA_T = 1e-9  # offset for left / right limits at an impact
 NAN, INF = math.nan, math.inf
 
@@ -44,15 +43,6 @@ JOINT_CASES = [
     dict(stiffness=4.0, restitution=1.0, x0=0.1, v0=-1.0),
     dict(stiffness=3.0, restitution=0.0, x0=0.0, v0=2.0),
 ]
-
-
-def smooth_grid(t_start, t_end, impacts, n=4001, margin=3 * H_FD):
-    t = np.linspace(t_start, t_end, n)
-    impacts = np.asarray(impacts, dtype=float)
-    if impacts.size:
-        dist = np.min(np.abs(t[:, None] - impacts[None, :]), axis=1)
-        t = t[dist > margin]
-    return t
 
 
 def joint_reference(joint, count):
