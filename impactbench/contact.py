@@ -178,44 +178,50 @@ def delassus(G, rows, k, F, n, Y, W):  # noqa: N803
 
 
 @hot_kernel
-def impulse_single(n, G, i, vfree, v, e, L, Y, P, v_out):  # noqa: N803
-    """:func:`impulse` for one active constraint ``i``, in closed form (inlined in the loops).
+def metric_row(n, G, i, L, Y):  # noqa: N803
+    """Y[0] = M^-1 grad g_i for the factor ``L`` of M; returns 1 / (grad g_i^T M^-1 grad g_i).
 
-    ``L`` is the factor of M, ``Y`` (>= 1, n) and ``P`` (>= 1,) receive M^-1 grad g_i and the
-    impulse. It takes these arrays rather than the workspace tuple: passing a tuple of arrays to
-    an inlined function reference-counts every array in it, which costs more than this formula.
+    The loops keep both while M and grad g_i stay constant (constant mass, affine gap), so that
+    :func:`impulse_single` and :func:`project_affine_single` need neither a solve nor a division.
     """
     for j in range(n):
         Y[0, j] = G[i, j]
     ldl_solve(L, n, Y[0], Y[0])
     w = 0.0
-    b = 0.0
     for j in range(n):
         w += G[i, j] * Y[0, j]
+    return 1.0 / w
+
+
+@hot_kernel
+def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out):  # noqa: N803
+    """:func:`impulse` for one active constraint ``i``, in closed form (inlined in the loops).
+
+    ``Y`` (>= 1, n) holds M^-1 grad g_i and ``inv_w`` the inverse of its Delassus number
+    (:func:`metric_row`); ``P`` (>= 1,) receives the impulse. It takes these arrays rather than
+    the workspace tuple: passing a tuple of arrays to an inlined function reference-counts every
+    array in it, which costs more than this formula.
+    """
+    b = 0.0
+    for j in range(n):
         b += G[i, j] * (vfree[j] + e * v[j])
-    P[0] = max(0.0, -b / w)
+    P[0] = max(0.0, -b * inv_w)
     for j in range(n):
         v_out[j] = vfree[j] + P[0] * Y[0, j]
     return 1
 
 
 @hot_kernel
-def project_affine_single(y, n, g_y, G, L, Y, P, x):  # noqa: N803
+def project_affine_single(y, n, g_y, Y, inv_w, P, x):  # noqa: N803
     """Projection of ``y`` onto {g >= 0} in the metric of M for one affine constraint.
 
     Closed form x = y + P M^-1 grad g with P = max(0, -g(y) / (grad g^T M^-1 grad g)); ``g_y`` is
-    g(y), ``G`` (>= 1, n) holds grad g in its first row, ``L`` the factor of M, ``Y`` and ``P``
-    receive M^-1 grad g and the multiplier. This is what :func:`make_metric_projection` computes
-    in that case; the loops call it directly because inlining the general projection (a Newton
-    loop over a tuple of buffers) measured ~150 ns per call against ~5 ns for this formula.
+    g(y), ``Y`` and ``inv_w`` come from :func:`metric_row`, ``P`` receives the multiplier. This is
+    what :func:`make_metric_projection` computes in that case; the loops call it directly because
+    inlining the general projection (a Newton loop over a tuple of buffers) measured ~150 ns per
+    call against ~5 ns for this formula.
     """
-    for j in range(n):
-        Y[0, j] = G[0, j]
-    ldl_solve(L, n, Y[0], Y[0])
-    w = 0.0
-    for j in range(n):
-        w += G[0, j] * Y[0, j]
-    P[0] = max(0.0, -g_y / w)
+    P[0] = max(0.0, -g_y * inv_w)
     for j in range(n):
         x[j] = y[j] + P[0] * Y[0, j]
     return 1
@@ -231,7 +237,8 @@ def impulse(n, G, rows, k, vfree, v, e, ws, v_out):  # noqa: N803
     Returns the LCP pivot count (-1 on failure). The impulses are left in ws[4][:k].
     """
     if k == 1:
-        return impulse_single(n, G, rows[0], vfree, v, e, ws[0], ws[1], ws[4], v_out)
+        inv_w = metric_row(n, G, rows[0], ws[0], ws[1])
+        return impulse_single(n, G, rows[0], vfree, v, e, ws[1], inv_w, ws[4], v_out)
     Y = ws[1]
     W = ws[2]
     b = ws[3]
@@ -308,7 +315,8 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa
         return 0
     if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants
         gap_gradient(y, p, Gbuf)
-        return project_affine_single(y, n, gbuf[0], Gbuf, ws[0], ws[1], ws[4], x)
+        inv_w = metric_row(n, Gbuf, 0, ws[0], ws[1])
+        return project_affine_single(y, n, gbuf[0], ws[1], inv_w, ws[4], x)
     rows = ws[10]
     for i in range(m):
         rows[i] = i

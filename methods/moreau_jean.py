@@ -33,7 +33,14 @@ import numpy as np
 
 from impactbench import TimeStepping, _checks
 from impactbench._jit import specialize
-from impactbench.contact import impulse, impulse_single, ldl_factor, ldl_solve, make_workspace
+from impactbench.contact import (
+    impulse,
+    impulse_single,
+    ldl_factor,
+    ldl_solve,
+    make_workspace,
+    metric_row,
+)
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
     COUNTER_FORCE_EVALUATIONS,
@@ -51,7 +58,7 @@ from impactbench.timestepping import (
 
 # Names bound per problem by impactbench._jit.specialize in make_velocity_scheme_loop.
 mass_matrix = forces = gap = gap_gradient = None
-CONSTANT_MASS = POSITION_FIRST = SINGLE_CONSTRAINT = False
+CONSTANT_MASS = AFFINE_GAP = POSITION_FIRST = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = 0
 
 
@@ -77,6 +84,8 @@ def _velocity_scheme_loop(
     qp = np.empty(n)
     vfree = np.empty(n)
     v1 = np.empty(n)
+    inv_w = 0.0
+    metric_ready = False
     capacity = log_t.shape[0]
     out_t[0] = t0
     for j in range(n):
@@ -107,8 +116,6 @@ def _velocity_scheme_loop(
                 break
         forces(tp, qp, v, p, f)
         ldl_solve(L, n, f, acc)
-        for j in range(n):
-            vfree[j] = v[j] + h * acc[j]
         gap(qp, p, g)
         closed = False
         for i in range(m):
@@ -126,20 +133,23 @@ def _velocity_scheme_loop(
                         rows[active] = i
                         active += 1
         if active > 0:
+            for j in range(n):
+                vfree[j] = v[j] + h * acc[j]
             if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
-                used = impulse_single(n, G, rows[0], vfree, v, e, L, Y, impulses, v1)
+                if not (CONSTANT_MASS and AFFINE_GAP and metric_ready):
+                    inv_w = metric_row(n, G, rows[0], L, Y)
+                    metric_ready = True
+                used = impulse_single(n, G, rows[0], vfree, v, e, Y, inv_w, impulses, v1)
             else:
                 used = impulse(n, G, rows, active, vfree, v, e, ws, v1)
             if used < 0:
                 status = STATUS_CONTACT_SOLVE_FAILED
                 break
             pivots += used
-        else:
-            for j in range(n):
-                v1[j] = vfree[j]
+        # Checked before the state changes, so that a failure reports the last finite state.
         check = 0.0
         for j in range(n):
-            check += v1[j] + qp[j]
+            check += qp[j] + (v1[j] if active > 0 else acc[j])
         if not np.isfinite(check):
             status = STATUS_NOT_FINITE
             break
@@ -158,14 +168,16 @@ def _velocity_scheme_loop(
                     log_u[logged, 0] = before
                     log_u[logged, 1] = after
                     logged += 1
-        if POSITION_FIRST:
-            for j in range(n):
+        # Without contact the new velocity stays in a register: the loop-carried chain
+        # v_k -> v_{k+1} then passes through memory once per step, not three times.
+        for j in range(n):
+            vj = v[j]
+            vn = v1[j] if active > 0 else vj + h * acc[j]
+            if POSITION_FIRST:
                 q[j] = qp[j]
-                v[j] = v1[j]
-        else:
-            for j in range(n):
-                q[j] = q[j] + h * ((1.0 - theta) * v[j] + theta * v1[j])
-                v[j] = v1[j]
+            else:
+                q[j] = q[j] + h * ((1.0 - theta) * vj + theta * vn)
+            v[j] = vn
         steps = k + 1
         countdown -= 1
         if countdown == 0 or steps == n_steps:
@@ -198,6 +210,7 @@ def make_velocity_scheme_loop(
         "gap": kernels.gap,
         "gap_gradient": kernels.gap_gradient,
         "CONSTANT_MASS": kernels.constant_mass,
+        "AFFINE_GAP": kernels.affine_gap,
         "POSITION_FIRST": position_first,
         "SINGLE_CONSTRAINT": n_constraints == 1,
         "N_DOF": n_dof,

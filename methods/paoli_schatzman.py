@@ -37,6 +37,7 @@ from impactbench.contact import (
     ldl_solve,
     make_metric_projection,
     make_workspace,
+    metric_row,
     project_affine_single,
 )
 from impactbench.problem import ProblemKernels
@@ -66,7 +67,8 @@ def _paoli_schatzman_loop(
 ):  # fmt: skip
     tol = mp[0]
     h2 = h * h
-    half_inv_h = 0.5 / h  # multiplications by reciprocals: no division in the step
+    inv_h = 1.0 / h  # multiplications by reciprocals: no division in the step
+    half_inv_h = 0.5 * inv_h
     inv_1pe = 1.0 / (1.0 + e)
     max_iter = int(mp[1])
     n = N_DOF
@@ -86,6 +88,8 @@ def _paoli_schatzman_loop(
     q_old = np.empty(n)  # q^{k-2}
     q_prev = q0.copy()  # q^{k-1}
     q = np.empty(n)  # q^k
+    inv_w = 0.0
+    metric_ready = False
     capacity = log_t.shape[0]
     status = STATUS_OK
     impacts = 0
@@ -130,30 +134,30 @@ def _paoli_schatzman_loop(
         forces(tk, q, vt, p, f)
         ldl_solve(F, n, f, acc)
         for j in range(n):
-            z = 2.0 * q[j] - q_prev[j] + h2 * acc[j]
-            y[j] = (z + e * q_prev[j]) * inv_1pe
+            y[j] = (2.0 * q[j] - (1.0 - e) * q_prev[j] + h2 * acc[j]) * inv_1pe
         gap(y, p, g)
         admissible = True
         for i in range(m):
             if g[i] < 0.0:
                 admissible = False
-        if admissible:  # the common case: no projection (and no workspace passed around)
-            used = 0
-            for j in range(n):
-                x[j] = y[j]
-        elif AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
-            gap_gradient(y, p, G)
-            used = project_affine_single(y, n, g[0], G, F, Y, P, x)
-        else:
-            used = project(y, n, m, p, tol, max_iter, M, x, g, G, ws)
-        if used < 0:
-            status = STATUS_PROJECTION_NOT_CONVERGED
-            break
-        iterations += used
+        used = 0
+        if not admissible:
+            if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
+                if not (CONSTANT_MASS and metric_ready):
+                    gap_gradient(y, p, G)
+                    inv_w = metric_row(n, G, 0, F, Y)
+                    metric_ready = True
+                used = project_affine_single(y, n, g[0], Y, inv_w, P, x)
+            else:
+                used = project(y, n, m, p, tol, max_iter, M, x, g, G, ws)
+            if used < 0:
+                status = STATUS_PROJECTION_NOT_CONVERGED
+                break
+            iterations += used
+        # Checked before the state changes, so that a failure reports the last finite state.
         check = 0.0
         for j in range(n):
-            x[j] = -e * q_prev[j] + (1.0 + e) * x[j]  # q^{k+1}
-            check += x[j]
+            check += x[j] if used > 0 else acc[j] + y[j]
         if not np.isfinite(check):
             status = STATUS_NOT_FINITE
             break
@@ -165,26 +169,36 @@ def _paoli_schatzman_loop(
                         before = 0.0
                         after = 0.0
                         for j in range(n):
-                            before += G[i, j] * (q[j] - q_prev[j]) / h
-                            after += G[i, j] * (x[j] - q[j]) / h
+                            q_next = -e * q_prev[j] + (1.0 + e) * x[j]
+                            before += G[i, j] * (q[j] - q_prev[j]) * inv_h
+                            after += G[i, j] * (q_next - q[j]) * inv_h
                         log_t[logged] = tk
                         log_i[logged] = i
                         log_u[logged, 0] = before
                         log_u[logged, 1] = after
                         logged += 1
+        # q^{k+1} = -e q^{k-1} + (1 + e) x, which is z when y is admissible (x = y); it goes
+        # straight into the rotation (q^{k-2}, q^{k-1}, q^k) <- (q^{k-1}, q^k, q^{k+1}), so the
+        # loop-carried chain passes through memory once per step.
+        for j in range(n):
+            qj = q[j]
+            q_last = q_prev[j]
+            if used > 0:
+                q_next = -e * q_last + (1.0 + e) * x[j]
+            else:
+                q_next = 2.0 * qj - q_last + h2 * acc[j]
+            q_old[j] = q_last
+            q_prev[j] = qj
+            q[j] = q_next
         steps = k
         countdown -= 1
         if countdown == 0 or k == n_steps:
             countdown = every
             out_t[samples] = tk
             for j in range(n):
-                out_q[samples, j] = q[j]
-                out_v[samples, j] = (x[j] - q_prev[j]) / (2.0 * h)
+                out_q[samples, j] = q_prev[j]
+                out_v[samples, j] = (q[j] - q_old[j]) * half_inv_h
             samples += 1
-        for j in range(n):
-            q_old[j] = q_prev[j]
-            q_prev[j] = q[j]
-            q[j] = x[j]
     counters[COUNTER_STATUS] = status
     counters[COUNTER_STEPS] = steps
     counters[COUNTER_FORCE_EVALUATIONS] = steps + 1
