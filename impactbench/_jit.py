@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core.dispatcher import Dispatcher
 
 #: Decorator for module-level numerical helpers and problem kernels.
 kernel = numba.njit(cache=True, nogil=True)
@@ -50,6 +51,13 @@ def _source_digest(value: Any, hasher: Any) -> None:
         hasher.update(repr(value).encode())
 
 
+def _inlined(value: Any) -> Any:
+    """A numba function recompiled with ``inline="always"``; any other value unchanged."""
+    if not isinstance(value, Dispatcher) or value.targetoptions.get("inline") == "always":
+        return value
+    return numba.njit(inline="always", nogil=True)(value.py_func)
+
+
 def specialize(
     template: Callable, bindings: dict[str, Any], compile: bool, inline: bool = False
 ) -> Callable:
@@ -61,7 +69,10 @@ def specialize(
         A module-level function whose problem-specific names are globals.
     bindings : dict
         Name -> value for those globals (numba functions, or bools/ints, which numba treats as
-        compile-time constants, so branches on them are pruned).
+        compile-time constants, so branches on them are pruned). Compiled, the numba functions
+        are inlined into the template by numba itself: LLVM's own heuristics left some problem
+        kernels (the double pendulum's gap) as opaque calls, which pass every array as a struct
+        and hide what the kernels share (the same sin q evaluated by the forces and the gap).
     compile : bool
         False: return the plain-Python copy. True: compile it with numba, cached on disk.
     inline : bool
@@ -69,7 +80,9 @@ def specialize(
         it is compiled into its caller).
     """
     namespace = dict(template.__globals__)
-    namespace.update(bindings)
+    namespace.update(
+        {name: _inlined(value) for name, value in bindings.items()} if compile else bindings
+    )
     function = types.FunctionType(
         template.__code__, namespace, template.__name__, template.__defaults__
     )

@@ -28,14 +28,15 @@ LCP_MAX_PIVOTS = 1000
 def ldl_factor(A, n, F):  # noqa: N803
     """LDL^T factorisation of the leading (n, n) block of the SPD matrix ``A`` into ``F``.
 
-    ``F`` receives the unit lower factor below its diagonal and the reciprocals 1/D_j on the
-    diagonal, so that :func:`ldl_solve` needs no square root and no division. Returns False if
+    ``F`` receives the unit lower factor below its diagonal, the reciprocals 1/D_j on the
+    diagonal and the products L_ij D_j above it (F[j, i] for i > j), so that neither the
+    factorisation nor :func:`ldl_solve` divides except for the n reciprocals. Returns False if
     the block is not (numerically) positive definite.
     """
     for j in range(n):
         d = A[j, j]
         for k in range(j):
-            d -= F[j, k] * F[j, k] / F[k, k]
+            d -= F[j, k] * F[k, j]
         if not d > 0.0:
             return False
         r = 1.0 / d
@@ -43,7 +44,8 @@ def ldl_factor(A, n, F):  # noqa: N803
         for i in range(j + 1, n):
             s = A[i, j]
             for k in range(j):
-                s -= F[i, k] * F[j, k] / F[k, k]
+                s -= F[i, k] * F[k, j]
+            F[j, i] = s
             F[i, j] = s * r
     return True
 
@@ -69,7 +71,7 @@ def ldl_solve(F, n, b, x):  # noqa: N803
 def make_workspace(n, m):
     """Buffers for :func:`solve_lcp`, :func:`impulse` and the metric projection (allocated once)."""
     return (
-        np.empty((n, n)),  # 0 F: LDL^T factor of M (ldl_factor)
+        np.empty((n, n)),  # 0 F: LDL^T factor of M (for callers without their own)
         np.empty((m, n)),  # 1 Y: rows M^-1 grad g_i
         np.empty((m, m)),  # 2 W: Delassus matrix
         np.empty(m),  # 3 b: LCP right-hand side
@@ -182,7 +184,7 @@ def metric_row(n, G, i, L, Y):  # noqa: N803
     """Y[0] = M^-1 grad g_i for the factor ``L`` of M; returns 1 / (grad g_i^T M^-1 grad g_i).
 
     The loops keep both while M and grad g_i stay constant (constant mass, affine gap), so that
-    :func:`impulse_single` and :func:`project_affine_single` need neither a solve nor a division.
+    :func:`impulse_single` and :func:`affine_projection_step` need neither a solve nor a division.
     """
     for j in range(n):
         Y[0, j] = G[i, j]
@@ -212,24 +214,25 @@ def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out):  # noqa: N803
 
 
 @hot_kernel
-def project_affine_single(y, n, g_y, Y, inv_w, P, x):  # noqa: N803
-    """Projection of ``y`` onto {g >= 0} in the metric of M for one affine constraint.
+def affine_projection_step(n, g_y, Y, inv_w, P, dx):  # noqa: N803
+    """Step dx = x - y of the projection of y onto {g >= 0} in the metric of M, one affine g.
 
-    Closed form x = y + P M^-1 grad g with P = max(0, -g(y) / (grad g^T M^-1 grad g)); ``g_y`` is
+    Closed form dx = P M^-1 grad g with P = max(0, -g(y) / (grad g^T M^-1 grad g)); ``g_y`` is
     g(y), ``Y`` and ``inv_w`` come from :func:`metric_row`, ``P`` receives the multiplier. This is
     what :func:`make_metric_projection` computes in that case; the loops call it directly because
     inlining the general projection (a Newton loop over a tuple of buffers) measured ~150 ns per
-    call against ~5 ns for this formula.
+    call against ~5 ns for this formula. Returning the step rather than x keeps y off the
+    dependency chain of the Paoli-Schatzman update q^{k+1} = z + (1 + e) dx.
     """
     P[0] = max(0.0, -g_y * inv_w)
     for j in range(n):
-        x[j] = y[j] + P[0] * Y[0, j]
+        dx[j] = P[0] * Y[0, j]
     return 1
 
 
 @kernel
-def impulse(n, G, rows, k, vfree, v, e, ws, v_out):  # noqa: N803
-    """Newton impact law at velocity level in the kinetic metric (ws[0]: factor of M, ldl_factor).
+def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
+    """Newton impact law at velocity level in the kinetic metric (``L``: factor of M, ldl_factor).
 
     Solves v_out = vfree + M^-1 G_A^T P with 0 <= P _|_ G_A v_out + e G_A v >= 0 over the k
     constraints ``rows[:k]`` (the active set A). With vfree = v this is the impact map: the normal
@@ -237,13 +240,13 @@ def impulse(n, G, rows, k, vfree, v, e, ws, v_out):  # noqa: N803
     Returns the LCP pivot count (-1 on failure). The impulses are left in ws[4][:k].
     """
     if k == 1:
-        inv_w = metric_row(n, G, rows[0], ws[0], ws[1])
+        inv_w = metric_row(n, G, rows[0], L, ws[1])
         return impulse_single(n, G, rows[0], vfree, v, e, ws[1], inv_w, ws[4], v_out)
     Y = ws[1]
     W = ws[2]
     b = ws[3]
     P = ws[4]
-    delassus(G, rows, k, ws[0], n, Y, W)
+    delassus(G, rows, k, L, n, Y, W)
     for a in range(k):
         i = rows[a]
         s = 0.0
@@ -292,7 +295,7 @@ def impact_velocity(
     v = np.ascontiguousarray(v, dtype=float)
     v_plus = np.empty(n)
     G = np.ascontiguousarray(gap_gradient, dtype=float)
-    if impulse(n, G, rows, rows.shape[0], v, v, float(restitution), ws, v_plus) < 0:
+    if impulse(n, G, rows, rows.shape[0], v, v, float(restitution), ws[0], ws, v_plus) < 0:
         raise RuntimeError("impact LCP did not converge (rank-deficient constraint gradients?)")
     return v_plus, ws[4][: rows.shape[0]].copy()
 
@@ -302,7 +305,7 @@ gap = gap_gradient = None
 AFFINE_GAP = SINGLE_CONSTRAINT = False
 
 
-def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa: N803
+def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # noqa: N803
     """Template of the metric projection (see :func:`make_metric_projection`)."""
     gap(y, p, gbuf)
     admissible = True
@@ -315,8 +318,12 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa
         return 0
     if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants
         gap_gradient(y, p, Gbuf)
-        inv_w = metric_row(n, Gbuf, 0, ws[0], ws[1])
-        return project_affine_single(y, n, gbuf[0], ws[1], inv_w, ws[4], x)
+        inv_w = metric_row(n, Gbuf, 0, L, ws[1])
+        dx = ws[15]
+        affine_projection_step(n, gbuf[0], ws[1], inv_w, ws[4], dx)
+        for j in range(n):
+            x[j] = y[j] + dx[j]
+        return 1
     rows = ws[10]
     for i in range(m):
         rows[i] = i
@@ -337,7 +344,7 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws):  # noqa
         if it > 0:
             gap(x, p, gbuf)
         gap_gradient(x, p, Gbuf)
-        factor = ws[0]
+        factor = L
         if not AFFINE_GAP:  # a compile-time constant: the branch is pruned
             newton = False
             if it > 0:
@@ -405,9 +412,9 @@ def make_metric_projection(
 ) -> Callable:
     """Build the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x.
 
-    The returned function ``project(y, n, m, p, tol, max_iter, M, x, gbuf, Gbuf, ws)`` (inlined
+    The returned function ``project(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws)`` (inlined
     into the compiled loop that calls it) writes argmin {|x - y|_M : g(x) >= 0} into ``x``
-    (``M`` the (n, n) mass matrix, ws[0] its factor from :func:`ldl_factor`) and returns the
+    (``M`` the (n, n) mass matrix, ``L`` its factor from :func:`ldl_factor`) and returns the
     number of iterations (0 if y is admissible, -1 if it did not converge).
 
     Method: Newton's method on the KKT system M (x - y) = G(x)^T lambda,

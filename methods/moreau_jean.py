@@ -69,21 +69,30 @@ def _velocity_scheme_loop(
     theta = mp[0]
     n = N_DOF
     m = N_CONSTRAINTS
-    ws = make_workspace(n, m)
-    L = ws[0]
-    Y = ws[1]
-    impulses = ws[4]
-    M = np.empty((n, n))
-    f = np.empty(n)
-    acc = np.empty(n)
-    g = np.empty(m)
-    G = np.empty((m, n))
+    ws = make_workspace(n, m)  # for the LCP of several constraints
+    # Every per-step array is a slice of one buffer. Numba allocates each np.empty through an
+    # opaque call, so LLVM must assume that separately allocated arrays alias and reloads every
+    # value after each store; slices of one buffer at constant offsets are provably disjoint:
+    # values stay in registers, and what two kernels compute from the same q_p (sin q_p in the
+    # forces and in the gap of the double pendulum) is computed once.
+    buf = np.empty((9 + 2 * n + 2 * m, max(n, m)))
+    q = buf[0, :n]
+    v = buf[1, :n]
+    qp = buf[2, :n]
+    f = buf[3, :n]
+    acc = buf[4, :n]
+    vfree = buf[5, :n]
+    v1 = buf[6, :n]
+    g = buf[7, :m]
+    impulses = buf[8, :m]
+    M = buf[9 : 9 + n, :n]
+    L = buf[9 + n : 9 + 2 * n, :n]
+    G = buf[9 + 2 * n : 9 + 2 * n + m, :n]
+    Y = buf[9 + 2 * n + m : 9 + 2 * n + 2 * m, :n]
     rows = np.empty(m, dtype=np.int64)
-    q = q0.copy()
-    v = v0.copy()
-    qp = np.empty(n)
-    vfree = np.empty(n)
-    v1 = np.empty(n)
+    for j in range(n):
+        q[j] = q0[j]
+        v[j] = v0[j]
     inv_w = 0.0
     metric_ready = False
     capacity = log_t.shape[0]
@@ -141,7 +150,9 @@ def _velocity_scheme_loop(
                     metric_ready = True
                 used = impulse_single(n, G, rows[0], vfree, v, e, Y, inv_w, impulses, v1)
             else:
-                used = impulse(n, G, rows, active, vfree, v, e, ws, v1)
+                used = impulse(n, G, rows, active, vfree, v, e, L, ws, v1)
+                for a in range(active):
+                    impulses[a] = ws[4][a]
             if used < 0:
                 status = STATUS_CONTACT_SOLVE_FAILED
                 break

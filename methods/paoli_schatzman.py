@@ -33,12 +33,12 @@ import numpy as np
 from impactbench import TimeStepping, _checks
 from impactbench._jit import specialize
 from impactbench.contact import (
+    affine_projection_step,
     ldl_factor,
     ldl_solve,
     make_metric_projection,
     make_workspace,
     metric_row,
-    project_affine_single,
 )
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
@@ -69,25 +69,33 @@ def _paoli_schatzman_loop(
     h2 = h * h
     inv_h = 1.0 / h  # multiplications by reciprocals: no division in the step
     half_inv_h = 0.5 * inv_h
-    inv_1pe = 1.0 / (1.0 + e)
+    one_pe = 1.0 + e
+    inv_1pe = 1.0 / one_pe
+    two_inv_1pe = 2.0 * inv_1pe
     max_iter = int(mp[1])
     n = N_DOF
     m = N_CONSTRAINTS
-    ws = make_workspace(n, m)
-    F = ws[0]
-    Y = ws[1]
-    P = ws[4]
-    M = np.empty((n, n))
-    f = np.empty(n)
-    acc = np.empty(n)
-    vt = np.empty(n)
-    y = np.empty(n)
-    x = np.empty(n)
-    g = np.empty(m)
-    G = np.empty((m, n))
-    q_old = np.empty(n)  # q^{k-2}
-    q_prev = q0.copy()  # q^{k-1}
-    q = np.empty(n)  # q^k
+    ws = make_workspace(n, m)  # for the projection onto a nonlinear or multiple-constraint K
+    # Every per-step array is a slice of one buffer, so that LLVM can prove them disjoint (see
+    # impactbench.methods.moreau_jean._velocity_scheme_loop).
+    buf = np.empty((11 + 2 * n + 2 * m, max(n, m)))
+    q_old = buf[0, :n]  # q^{k-2}
+    q_prev = buf[1, :n]  # q^{k-1}
+    q = buf[2, :n]  # q^k
+    vt = buf[3, :n]
+    f = buf[4, :n]
+    acc = buf[5, :n]
+    y = buf[6, :n]
+    x = buf[7, :n]
+    dx = buf[8, :n]
+    g = buf[9, :m]
+    P = buf[10, :m]
+    M = buf[11 : 11 + n, :n]
+    F = buf[11 + n : 11 + 2 * n, :n]
+    G = buf[11 + 2 * n : 11 + 2 * n + m, :n]
+    Y = buf[11 + 2 * n + m : 11 + 2 * n + 2 * m, :n]
+    for j in range(n):
+        q_prev[j] = q0[j]
     inv_w = 0.0
     metric_ready = False
     capacity = log_t.shape[0]
@@ -106,7 +114,7 @@ def _paoli_schatzman_loop(
         for j in range(n):
             y[j] = q0[j] + h * v0[j] + 0.5 * h * h * acc[j]
             vt[j] = v0[j] + h * acc[j]
-        used = project(y, n, m, p, tol, max_iter, M, q, g, G, ws)
+        used = project(y, n, m, p, tol, max_iter, M, F, q, g, G, ws)
         if used < 0:
             status = STATUS_PROJECTION_NOT_CONVERGED
         iterations += max(used, 0)
@@ -134,7 +142,9 @@ def _paoli_schatzman_loop(
         forces(tk, q, vt, p, f)
         ldl_solve(F, n, f, acc)
         for j in range(n):
-            y[j] = (2.0 * q[j] - (1.0 - e) * q_prev[j] + h2 * acc[j]) * inv_1pe
+            # y = (z + e q^{k-1}) / (1 + e) with z = 2 q^k - q^{k-1} + h^2 M^-1 F, written so
+            # that q^k (the loop-carried value) enters through one multiply-add
+            y[j] = two_inv_1pe * q[j] + (h2 * acc[j] - (1.0 - e) * q_prev[j]) * inv_1pe
         gap(y, p, g)
         admissible = True
         for i in range(m):
@@ -147,9 +157,13 @@ def _paoli_schatzman_loop(
                     gap_gradient(y, p, G)
                     inv_w = metric_row(n, G, 0, F, Y)
                     metric_ready = True
-                used = project_affine_single(y, n, g[0], Y, inv_w, P, x)
+                used = affine_projection_step(n, g[0], Y, inv_w, P, dx)
             else:
-                used = project(y, n, m, p, tol, max_iter, M, x, g, G, ws)
+                used = project(y, n, m, p, tol, max_iter, M, F, x, g, G, ws)
+                for j in range(n):
+                    dx[j] = x[j] - y[j]
+                for i in range(m):
+                    P[i] = ws[4][i]
             if used < 0:
                 status = STATUS_PROJECTION_NOT_CONVERGED
                 break
@@ -157,7 +171,7 @@ def _paoli_schatzman_loop(
         # Checked before the state changes, so that a failure reports the last finite state.
         check = 0.0
         for j in range(n):
-            check += x[j] if used > 0 else acc[j] + y[j]
+            check += acc[j] + y[j] + (dx[j] if used > 0 else 0.0)
         if not np.isfinite(check):
             status = STATUS_NOT_FINITE
             break
@@ -169,7 +183,7 @@ def _paoli_schatzman_loop(
                         before = 0.0
                         after = 0.0
                         for j in range(n):
-                            q_next = -e * q_prev[j] + (1.0 + e) * x[j]
+                            q_next = 2.0 * q[j] - q_prev[j] + h2 * acc[j] + one_pe * dx[j]
                             before += G[i, j] * (q[j] - q_prev[j]) * inv_h
                             after += G[i, j] * (q_next - q[j]) * inv_h
                         log_t[logged] = tk
@@ -177,16 +191,15 @@ def _paoli_schatzman_loop(
                         log_u[logged, 0] = before
                         log_u[logged, 1] = after
                         logged += 1
-        # q^{k+1} = -e q^{k-1} + (1 + e) x, which is z when y is admissible (x = y); it goes
-        # straight into the rotation (q^{k-2}, q^{k-1}, q^k) <- (q^{k-1}, q^k, q^{k+1}), so the
-        # loop-carried chain passes through memory once per step.
+        # q^{k+1} = -e q^{k-1} + (1 + e) x = z + (1 + e) dx (dx = x - y = 0 when y is admissible);
+        # it goes straight into the rotation (q^{k-2}, q^{k-1}, q^k) <- (q^{k-1}, q^k, q^{k+1}),
+        # so the loop-carried chain passes through memory once per step.
         for j in range(n):
             qj = q[j]
             q_last = q_prev[j]
+            q_next = 2.0 * qj + (h2 * acc[j] - q_last)
             if used > 0:
-                q_next = -e * q_last + (1.0 + e) * x[j]
-            else:
-                q_next = 2.0 * qj - q_last + h2 * acc[j]
+                q_next += one_pe * dx[j]
             q_old[j] = q_last
             q_prev[j] = qj
             q[j] = q_next

@@ -116,7 +116,7 @@ def test_metric_projection_onto_a_disc_matches_constrained_minimisation():
     assert ldl_factor(mass, 2, ws[0])
     x = np.empty(2)
     iterations = project(
-        y, 2, 1, np.zeros(0), 1e-14, 50, mass, x, np.empty(1), np.empty((1, 2)), ws
+        y, 2, 1, np.zeros(0), 1e-14, 50, mass, ws[0], x, np.empty(1), np.empty((1, 2)), ws
     )
     assert 0 < iterations <= 8  # Newton: quadratic convergence
     reference = minimize(
