@@ -67,6 +67,8 @@ def _velocity_scheme_loop(
     out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
 ):  # fmt: skip
     theta = mp[0]
+    h_theta = h * theta
+    h_rest = h - h_theta
     n = N_DOF
     m = N_CONSTRAINTS
     ws = make_workspace(n, m)  # for the LCP of several constraints
@@ -116,8 +118,8 @@ def _velocity_scheme_loop(
             tp = t + h
         else:
             for j in range(n):
-                qp[j] = q[j] + theta * h * v[j]
-            tp = t + theta * h
+                qp[j] = q[j] + h_theta * v[j]
+            tp = t + h_theta
         if k == 0 or not CONSTANT_MASS:
             mass_matrix(qp, p, M)
             if not ldl_factor(M, n, L):
@@ -187,7 +189,8 @@ def _velocity_scheme_loop(
             if POSITION_FIRST:
                 q[j] = qp[j]
             else:
-                q[j] = q[j] + h * ((1.0 - theta) * vj + theta * vn)
+                # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
+                q[j] = (q[j] + h_rest * vj) + h_theta * vn
             v[j] = vn
         steps = k + 1
         countdown -= 1
