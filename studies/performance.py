@@ -116,6 +116,18 @@ def _speedups(costs: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _ratios(costs: pd.DataFrame) -> pd.DataFrame:
+    """Compiled PaoliSchatzman / MoreauJean ns per step on each problem (the issue's 2x target)."""
+    compiled = costs[costs["compiled"]]
+    pivot = compiled.pivot_table(index="problem", columns="base", values="ns_per_step", sort=False)
+    if not {"PaoliSchatzman", "MoreauJean"} <= set(pivot.columns):
+        return pd.DataFrame()
+    frame = pivot[["PaoliSchatzman", "MoreauJean"]].reset_index()
+    frame.columns.name = None
+    frame["PaoliSchatzman / MoreauJean"] = frame["PaoliSchatzman"] / frame["MoreauJean"]
+    return frame
+
+
 def event_costs(table: pd.DataFrame) -> pd.DataFrame:
     """Event-driven runs: ms per run and per impact."""
     done = table[(table["status"] != "failed") & (table["family"] == "event-driven")]
@@ -155,7 +167,9 @@ def _figure(costs: pd.DataFrame, folder: Path) -> str:
     return "![ns per step](performance.png)\n"
 
 
-def _findings(costs: pd.DataFrame, speedups: pd.DataFrame, events: pd.DataFrame) -> list[str]:
+def _findings(
+    costs: pd.DataFrame, speedups: pd.DataFrame, ratios: pd.DataFrame, events: pd.DataFrame
+) -> list[str]:
     findings = []
     for compiled, label in ((True, "Compiled"), (False, "Plain-Python")):
         part = costs[costs["compiled"] == compiled]
@@ -174,6 +188,13 @@ def _findings(costs: pd.DataFrame, speedups: pd.DataFrame, events: pd.DataFrame)
             f"Compiled loops are {speedups['speedup'].min():.3g} to "
             f"{speedups['speedup'].max():.3g} times faster than the same loops in plain Python."
         )
+    if not ratios.empty:
+        column = ratios["PaoliSchatzman / MoreauJean"]
+        low, high = ratios.loc[column.idxmin()], ratios.loc[column.idxmax()]
+        findings.append(
+            f"Compiled PaoliSchatzman costs {column.min():.2f} ({low['problem']}) to "
+            f"{column.max():.2f} ({high['problem']}) times MoreauJean's ns per step."
+        )
     for row in events.itertuples(index=False):
         findings.append(
             f"{row.method} on {row.problem}: {row.ms_per_run:.3g} ms per run to t = "
@@ -187,15 +208,17 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """Tables of ns/step, speedups and event-driven costs, and a bar chart."""
     costs = step_costs(table)
     speedups = _speedups(costs)
+    ratios = _ratios(costs)
     events = event_costs(table)
     columns = ["problem", "method", "steps", "wall_time", "ns_per_step", "steps_per_s"]
     sections = [
         Section("Time-stepping: cost per step", markdown_table(costs[columns])),
         Section("Compiled against plain Python", markdown_table(speedups)),
+        Section("Compiled PaoliSchatzman against MoreauJean", markdown_table(ratios)),
         Section("Event-driven: cost per run and per impact", markdown_table(events)),
         Section("Figure", _figure(costs, folder)),
     ]
-    return StudyReport(sections, _findings(costs, speedups, events))
+    return StudyReport(sections, _findings(costs, speedups, ratios, events))
 
 
 STUDY = Study(
