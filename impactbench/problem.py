@@ -33,6 +33,10 @@ class ProblemKernels(NamedTuple):
     ``gap_gradient(q, p, out)`` out (m, n). ``affine_gap`` declares g(q) = G q + c with constant G
     (the metric projection then needs no Newton iteration); ``constant_mass`` declares M(q) = M
     (the loops then factorise it once per run instead of once per step).
+
+    The compiled loops pass row slices of one work buffer (so that the compiler can prove them
+    disjoint): a kernel must accept non-contiguous 2-D ``out`` arrays (index them; do not
+    ``reshape`` them) and must not keep references to its arguments.
     """
 
     mass_matrix: Callable
