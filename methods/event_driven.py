@@ -83,6 +83,7 @@ from impactbench import _checks
 from impactbench.contact import CURVATURE_FD_STEP, impact_velocity, make_workspace, solve_lcp
 from impactbench.dense import DenseOutputBuilder
 from impactbench.method import Method
+from impactbench.methods.free_flight import free_flight_rhs
 from impactbench.problem import Problem
 from impactbench.trajectory import (
     IMPACT_LOG_CAPACITY,
@@ -261,6 +262,10 @@ class _Model:
         self.length = length
         self.fd_step = CURVATURE_FD_STEP * length
         self.force_evaluations = 0
+        kernels = problem.kernels()
+        self.free_flight = None if kernels is None else free_flight_rhs(kernels, self.n)
+        if self.free_flight is not None:
+            self.parameters = np.ascontiguousarray(problem.kernel_parameters(), dtype=float)
 
     def gap(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         g = np.asarray(self.problem.gap(q), dtype=float)
@@ -335,12 +340,27 @@ class _Model:
         return x[:n], x[n:]
 
     def rhs(self, closed: np.ndarray) -> Callable[[float, np.ndarray], np.ndarray]:
+        """y' for y = (q, v) with the contacts ``closed`` kept closed: compiled for free flight
+        of a problem with kernels (:mod:`impactbench.methods.free_flight`), else the Python
+        path, which also reports a failure of the compiled one (its SimulationError says why)."""
         n = self.n
 
         def fun(t: float, y: np.ndarray) -> np.ndarray:
             return np.concatenate((y[n:], self.acceleration(t, y[:n], y[n:], closed)[0]))
 
-        return fun
+        if closed.size or self.free_flight is None:
+            return fun
+        compiled, p = self.free_flight, self.parameters
+        M, L, a = np.empty((n, n)), np.empty((n, n)), np.empty(n)
+
+        def compiled_fun(t: float, y: np.ndarray) -> np.ndarray:
+            out = np.empty(2 * n)
+            if compiled(float(t), y, p, M, L, a, out):
+                self.force_evaluations += 1
+                return out
+            return fun(t, y)
+
+        return compiled_fun
 
     def project_position(
         self, t: float, q: np.ndarray, v: np.ndarray, rows: np.ndarray
