@@ -159,6 +159,10 @@ class EventDriven(Method):
     ``zeno_time`` (first switch to persistent contact after an accumulation) and
     ``contact_time`` (first time a persistent contact closed), None when it did not happen.
 
+    For a problem with compiled kernels the free-flight right-hand side is compiled
+    (:mod:`impactbench.methods.free_flight`, LDL^T of M); contact phases and the problems without
+    kernels use the Python methods of the problem.
+
     Dense output
         With ``dense_output=True`` every accepted solver step becomes a piece of an
         :class:`impactbench.DenseOutput` (``Trajectory.dense``), cut at the events: ``dense(t)``
