@@ -1,4 +1,5 @@
-"""Shared fixtures: a plain-Python user problem and step-size grids for order fits."""
+"""Shared fixtures: a plain-Python user problem, step-size grids for order fits, and the
+schema check of a study's results table."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ import numpy as np
 import pytest
 
 from impactbench import Problem
+from impactbench.results import (
+    COST_COLUMNS,
+    PROVENANCE_COLUMNS,
+    RUN_COLUMNS,
+    STATUS_COLUMNS,
+    TIMING_COLUMNS,
+)
 
 
 def pytest_configure(config):
@@ -75,3 +83,12 @@ def step_grid(h_min: float, h_max: float, count: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     inner = rng.uniform(np.log(h_min), np.log(h_max), count - 2)
     return np.sort(np.exp(np.concatenate([[np.log(h_min), np.log(h_max)], inner])))[::-1]
+
+
+def assert_study_table(table, *columns: str) -> None:
+    """A study's results table carries every column of the run-table schema
+    (:mod:`impactbench.results`) and ``columns``, with the timing columns last."""
+    required = (*RUN_COLUMNS, *COST_COLUMNS, *STATUS_COLUMNS, *PROVENANCE_COLUMNS, *columns)
+    missing = [name for name in required if name not in table.columns]
+    assert not missing, missing
+    assert tuple(table.columns[-len(TIMING_COLUMNS) :]) == TIMING_COLUMNS

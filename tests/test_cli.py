@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from impactbench.cli import main
-from impactbench.results import TIMING_COLUMNS
 from impactbench.studies import STUDIES
+
+from conftest import assert_study_table
 
 TIME_STEPPERS = ("PaoliSchatzman", "MoreauJean[theta=0.5]", "CatchingUp")
 
@@ -40,36 +41,21 @@ def test_quick_run_of_every_study_succeeds(quick):
         assert list(folder.glob("*.png")), name
         table = pd.read_csv(folder / "results.csv")
         assert (table["status"] != "failed").all(), table["error"].dropna().tolist()
-        assert tuple(table.columns[-len(TIMING_COLUMNS) :]) == TIMING_COLUMNS
-        for column in (
-            "problem",
-            "method",
-            "family",
-            "h",
-            "tolerance",
-            "steps",
-            "status",
-            "error",
-            "key",
-            "code_version",
-            "git_revision",
-            "numpy_version",
-        ):
-            assert column in table.columns, (name, column)
+        assert_study_table(table)
         assert set(table["study"]) == {name}
 
 
 def test_quick_convergence_table_and_orders(quick):
     _, output, _ = quick
     table = pd.read_csv(output / "convergence" / "results.csv")
-    for column in (
+    assert_study_table(
+        table,
         "max_position_error",
         "l1_velocity_error",
         "position_error_at_end",
         "impact_time_error",
         "max_penetration",
-    ):
-        assert column in table.columns
+    )
     orders = pd.read_csv(output / "convergence" / "orders.csv")
     for method in TIME_STEPPERS:
         steps = table.loc[table["method"] == method, "h"].to_numpy()

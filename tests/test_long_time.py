@@ -55,7 +55,7 @@ from impactbench.metrics import observed_order
 from impactbench.problems import TightJoint
 from impactbench.studies import energy_decay
 
-from conftest import step_grid
+from conftest import assert_study_table, step_grid
 
 CURVES, RATES = energy_decay.CURVES_FILE, energy_decay.RATES_FILE
 
@@ -440,8 +440,7 @@ def test_energy_decay_quick_study_through_the_cli(tmp_path):
         "CatchingUp",
         "EventDriven",
     }
-    for column in ("problem", "method", "h", "tolerance", "energy_error_at_end", "impacts"):
-        assert column in table.columns
+    assert_study_table(table, "energy_error_at_end")
     assert table["problem"].nunique() == 4
 
     rates = pd.read_csv(folder / RATES)

@@ -19,6 +19,8 @@ from impactbench.studies.thesis_comparison import (
     isolated_impacts,
 )
 
+from conftest import assert_study_table
+
 STUDY = "thesis_comparison"
 TIME_STEPPERS = ("CatchingUp", "MoreauJean[theta=0.5]", "PaoliSchatzman")
 
@@ -46,24 +48,7 @@ def test_quick_run_succeeds_with_every_run_ok(quick):
     assert (table["status"] == "ok").all(), table["error"].dropna().tolist()
     assert set(table["problem"]) == set(CONFIGURATIONS)
     assert set(table["method"]) == {*TIME_STEPPERS, "EventDriven"}
-    for column in (
-        *METRICS,
-        "problem",
-        "method",
-        "family",
-        "h",
-        "tolerance",
-        "t_end",
-        "h_used",
-        "steps",
-        "force_evaluations",
-        "impacts",
-        "status",
-        "wall_time",
-        "warmup_time",
-        "code_version",
-    ):
-        assert column in table.columns, column
+    assert_study_table(table, *METRICS)
     horizons = table.groupby("problem")["t_end"].unique()
     for name, factory in CONFIGURATIONS.items():
         assert list(horizons[name]) == [factory().t_end]
