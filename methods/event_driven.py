@@ -36,8 +36,8 @@ Accumulation (Zeno).
     speed ``rest_velocity * sqrt(2 |a_i| |grad g_i| L)``, where a_i is its free normal
     acceleration (g_i'' without contact force): with the default ``rest_velocity = 1e-6`` the next
     flight would rise at most 1e-12 L, 1e4 times above the round-off of g, and the position error
-    of cutting the accumulation there is below 1e-12 L. Impacts closer in time than
-    ``min_impact_interval * (t_end - t0)`` also count as an accumulation (default 1e-12, which
+    of cutting the accumulation there is below 1e-12 L. Impacts of one constraint closer in time
+    than ``min_impact_interval * (t_end - t0)`` also count as an accumulation (default 1e-12, which
     keeps the spacing 1e4 above the round-off of t). The contacts at rest enter persistent
     contact if the acceleration-level LCP gives them a positive force (below); the run then has
     status ``ZENO_HANDLED`` (for e = 0 the contact is reached at once and the status stays OK).
@@ -346,7 +346,8 @@ class _Model:
     def rhs(self, closed: np.ndarray) -> Callable[[float, np.ndarray], np.ndarray]:
         """y' for y = (q, v) with the contacts ``closed`` kept closed: compiled for free flight
         of a problem with kernels (:mod:`impactbench.methods.free_flight`), else the Python
-        path, which also reports a failure of the compiled one (its SimulationError says why)."""
+        path. A failure of the compiled one raises a SimulationError: the Python path's for a
+        non-finite force, else "mass matrix not positive definite" (as the time-steppers)."""
         n = self.n
 
         def fun(t: float, y: np.ndarray) -> np.ndarray:
@@ -362,7 +363,8 @@ class _Model:
             if compiled(float(t), y, p, M, L, a, out):
                 self.force_evaluations += 1
                 return out
-            return fun(t, y)
+            fun(t, y)  # raises the SimulationError of a non-finite force or solution
+            raise SimulationError("mass matrix not positive definite", t, y[:n], y[n:])
 
         return compiled_fun
 
@@ -577,7 +579,7 @@ class _Run:
         self.record = _Recorder(every, method.name, problem.name, dense)
         self.segments = 0
         self.projections = 0
-        self.last_impact = -math.inf
+        self.last_impact = np.full(self.model.m, -math.inf)  # per constraint
         self.zeno: str | None = None
         self.zeno_time: float | None = None
         self.rest_speed: float | None = None
@@ -821,7 +823,7 @@ class _Run:
         is_closed[closed] = True
         impacting = np.flatnonzero(active & ~is_closed & (u < 0.0))
         impacts: list[tuple[int, float, float]] = []
-        spacing = False
+        spaced = np.zeros(0, dtype=np.int64)  # impacting rows too close to their previous impact
         if impacting.size:
             rows = np.flatnonzero(active)
             try:
@@ -832,16 +834,15 @@ class _Run:
                 raise SimulationError(f"impact law failed: {err}", t, q, v) from None
             u_after = G @ v
             impacts = [(int(i), float(u[i]), float(u_after[i])) for i in impacting]
-            spacing = t - self.last_impact < self.impact_interval
-            self.last_impact = t
+            spaced = impacting[t - self.last_impact[impacting] < self.impact_interval]
+            self.last_impact[impacting] = t
             u = u_after
         G, Y, b = model.contact_terms(t, q, v)
         rest = self.method.rest_velocity * np.sqrt(
             2.0 * np.abs(b) * np.linalg.norm(G, axis=1) * model.length
         )
         slow = near & (np.abs(u) <= rest)
-        if spacing:
-            slow[impacting] = True
+        slow[spaced] = True
         slow[released] = False
         rows = np.flatnonzero(slow)
         new_closed = np.zeros(0, dtype=np.int64)
@@ -855,7 +856,7 @@ class _Run:
         zeno, rest_speed = None, None
         switched = np.intersect1d(new_closed, impacting)
         if switched.size and problem.restitution > 0.0:
-            zeno, rest_speed = self.describe_zeno(t, switched, u, rest, spacing, impacts)
+            zeno, rest_speed = self.describe_zeno(t, switched, u, rest, spaced, impacts)
         projected = np.union1d(new_closed, np.flatnonzero(g < 0.0))
         if projected.size:
             q = model.project_position(t, q, v, projected)
@@ -869,12 +870,12 @@ class _Run:
         rows: np.ndarray,
         u: np.ndarray,
         rest: np.ndarray,
-        spacing: bool,
+        spaced: np.ndarray,
         impacts: list[tuple[int, float, float]],
     ) -> tuple[str, float]:
         """Message and rest speed of a switch to persistent contact after an accumulation."""
         i = int(rows[0])
-        if spacing and abs(u[i]) > rest[i]:
+        if i in spaced and abs(u[i]) > rest[i]:
             why = (
                 f"impacts closer than {self.impact_interval:.3g} "
                 f"(min_impact_interval={self.method.min_impact_interval:g} x (t_end - t0))"

@@ -988,3 +988,24 @@ def test_failed_run_keeps_the_dense_output_so_far():
         np.abs(q[:, 0] - ball_exact(np.linspace(0.0, dense.t_end, 50), 1.0, 0.0, G0, 0.5)[0]).max()
         <= 1e-10
     )
+
+
+class UncoupledCorner(Corner):
+    """The corner with a diagonal M: each wall's impacts leave the other's normal velocity."""
+
+    M = np.diag([1.0, 2.0])
+
+
+def test_impact_spacing_is_measured_per_constraint():
+    """Two walls reached ~2e-7 apart are impacts of different constraints, not an accumulation:
+    with min_impact_interval above their spacing each must still rebound with u+ = -e u- (a
+    single clock for all constraints glued the second one to its wall)."""
+    problem = UncoupledCorner(e=0.5, offset=1e-6)
+    times, _ = ball_impacts(1.0, 0.0, G0, 0.5)
+    tr = ib.simulate(problem, EventDriven(min_impact_interval=1e-6), times[3] + 1e-3)
+    assert tr.status is ib.Status.OK, tr.message
+    log = tr.impacts
+    assert len(log) == 8 and np.array_equal(log.constraint, [0, 1] * 4)
+    assert np.abs(log.t[0::2] - times[:4]).max() <= 1e-8
+    assert 0.0 < (log.t[1::2] - log.t[0::2]).min() < 1e-6
+    assert np.abs(log.normal_velocity_after + 0.5 * log.normal_velocity_before).max() <= 1e-12

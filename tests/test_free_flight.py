@@ -9,7 +9,7 @@ import pytest
 
 from impactbench import SimulationError, simulate
 from impactbench._jit import kernel
-from impactbench.methods import EventDriven
+from impactbench.methods import EventDriven, event_driven
 from impactbench.methods.free_flight import free_flight_rhs
 from impactbench.problem import ProblemKernels
 from impactbench.problems import (
@@ -61,11 +61,46 @@ class _NaNForceCompiledBall(BouncingBall):
     KERNELS = BouncingBall.KERNELS._replace(forces=_nan_after_quarter_forces)
 
 
-def test_non_finite_compiled_forces_report_time_and_state():
+def test_non_finite_compiled_forces_report_time_and_state(monkeypatch):
     problem = _NaNForceCompiledBall()
     assert isinstance(problem.kernels(), ProblemKernels)
+    calls = []
+
+    def counted(kernels, n_dof):  # the event-driven method must use the compiled rhs
+        compiled = free_flight_rhs(kernels, n_dof)
+
+        def rhs(*args):
+            calls.append(args[0])
+            return compiled(*args)
+
+        return rhs
+
+    monkeypatch.setattr(event_driven, "free_flight_rhs", counted)
     with pytest.raises(SimulationError, match="non-finite forces") as info:
         simulate(problem, EventDriven(), 1.0)
+    assert calls and max(calls) > 0.25
     error = info.value
     assert 0.25 <= error.t <= 0.5
     assert np.all(np.isfinite(error.q)) and np.all(np.isfinite(error.v))
+
+
+@kernel
+def _mass_negative_below_half(q, p, out):
+    out[0, 0] = p[1] if q[0] > 0.5 else -p[1]
+
+
+class _IndefiniteMassBall(BouncingBall):
+    """A compiled ball whose mass turns negative below q = 0.5 (during the first fall)."""
+
+    KERNELS = BouncingBall.KERNELS._replace(
+        mass_matrix=_mass_negative_below_half, constant_mass=False
+    )
+
+    def __init__(self) -> None:
+        super().__init__(q0=1.0)
+
+
+def test_non_positive_compiled_mass_reports_time_and_state():
+    with pytest.raises(SimulationError, match="mass matrix not positive definite") as info:
+        simulate(_IndefiniteMassBall(), EventDriven(), 1.0)
+    assert info.value.q[0] <= 0.5 and info.value.t > 0.0
