@@ -121,7 +121,13 @@ def _plain(value: Any) -> Any:
         return repr(value)
     if isinstance(value, (bool, int, str)) or value is None:
         return value
-    return repr(value)
+    if hasattr(value, "__dict__") and not callable(value):  # e.g. a problem's precomputed data
+        cls = type(value)
+        return {"class": f"{cls.__module__}.{cls.__qualname__}", "attributes": _plain(vars(value))}
+    text = repr(value)
+    if " at 0x" in text:  # differs between identical objects: the cache would never hit
+        raise ValueError(f"cannot fingerprint {text}: its repr holds a memory address")
+    return text
 
 
 def problem_fingerprint(problem: Problem) -> dict[str, Any]:

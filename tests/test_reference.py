@@ -19,7 +19,8 @@ from impactbench.methods import (
     reference_method,
 )
 from impactbench.metrics import observed_order
-from impactbench.problems import BouncingBall, DoublePendulum
+from impactbench.problems import BouncingBall, DoublePendulum, TightJoint, TightJoint2D
+from impactbench.reference import problem_fingerprint
 from impactbench.run_metrics import METRICS
 
 from conftest import step_grid
@@ -103,3 +104,22 @@ def test_time_steppers_converge_to_the_reference(pendulum, method, tmp_path):
               for h in steps]  # fmt: skip
     order, residual = observed_order(steps, np.array(errors))
     assert order >= 0.85, (order, residual)
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [lambda **k: TightJoint(damping=0.1, **k), lambda **k: TightJoint2D(**k), DoublePendulum],
+    ids=["damped-joint", "joint-2d", "pendulum"],
+)
+def test_identical_problems_share_one_cache_key(factory):
+    """Keys are built from the attributes, including precomputed data (a damped joint's flight
+    schedule object once entered through its repr, with a memory address: no hit, ever)."""
+    assert problem_fingerprint(factory()) == problem_fingerprint(factory())
+    assert problem_fingerprint(factory()) != problem_fingerprint(factory(restitution=0.3))
+
+
+def test_a_value_without_a_stable_description_is_refused():
+    pendulum = DoublePendulum()
+    pendulum.extra = lambda: None
+    with pytest.raises(ValueError, match="memory address"):
+        problem_fingerprint(pendulum)
