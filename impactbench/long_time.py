@@ -60,6 +60,28 @@ def impact_clusters(times: np.ndarray, separation: float) -> np.ndarray:
     return times[first]
 
 
+def pre_impact_kinetic_energies(
+    log: Any, mass: float, separation: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Times of the impacts in an impact log and the normal kinetic energy m u^2 / 2 before them.
+
+    ``log`` is an :class:`impactbench.ImpactLog` (sorted in time); entries less than or equal to
+    ``separation`` after the previous one belong to the same impact, as in
+    :func:`impact_clusters`, and the first entry of each group gives its normal velocity u. For
+    a 1-DOF system with |grad g| = 1 and mass ``mass`` this is the kinetic energy before impact.
+
+    Returns
+    -------
+    times, energies : ndarray, shape (k,)
+    """
+    if separation < 0:
+        raise ValueError(f"separation must be >= 0, got {separation!r}")
+    t = np.asarray(log.t, dtype=float)
+    first = np.concatenate([[True], np.diff(t) > separation])[: t.size]
+    u = np.asarray(log.normal_velocity_before, dtype=float)[first]
+    return t[first], 0.5 * mass * u**2
+
+
 def impact_count(impacts: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Number of impacts at or before each time ``t`` (``impacts`` sorted)."""
     return np.searchsorted(np.asarray(impacts, dtype=float), np.asarray(t, dtype=float), "right")

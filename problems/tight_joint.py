@@ -421,30 +421,32 @@ class TightJoint(CompiledProblem):
         times = sched.times[:max_count]
         return times[times <= t_end].copy()
 
-    def energy_decay_law(self, t: np.ndarray | float) -> np.ndarray:
-        r"""The algebraic energy decay E(t) ~ 2 m delta^2 / ((1 - e)^2 (t - t0)^2) for k = 0.
+    def energy_decay_law(self, t: np.ndarray | float, origin: float | None = None) -> np.ndarray:
+        r"""The algebraic energy decay L(t) = 2 m delta^2 / ((1 - e)^2 (t - origin)^2) for k = 0.
 
-        Valid for the free joint (k = 0, c = 0, A = 0) with 0 < e < 1 and v0 != 0, as
-        t -> infinity. Exactly (see the class docstring), just before impact n + 1 the energy is
-        2 m delta^2 / ((1 - e)^2 (t_{n+1} - t_*)^2), and between impacts
-        e^2 L(t) <= E(t) <= L(t) with L(t) = 2 m delta^2 / ((1 - e)^2 (t - t_*)^2): the law is
-        the upper envelope of the staircase E(t), which lies within a factor e^2 below it;
-        t_* (:attr:`decay_time_origin`) is a fixed shift, negligible as t -> infinity.
+        Valid for the free joint (k = 0, c = 0, A = 0) with 0 < e < 1 and v0 != 0. With the
+        default origin t0 it is the asymptotic law as t -> infinity. With origin = t_*
+        (:attr:`decay_time_origin`) it is exact (see the class docstring): just before impact
+        n + 1 the energy equals L(t_{n+1}), and between impacts e^2 L(t) <= E(t) <= L(t) -- the
+        law is the upper envelope of the staircase E(t), which lies within a factor e^2 below it.
 
         Parameters
         ----------
         t : array_like
-            Times > t0.
+            Times > origin.
+        origin : float, optional
+            Time origin of the law: t0 (default) or t_*.
 
         Returns
         -------
         ndarray
-            2 m delta^2 / ((1 - e)^2 (t - t0)^2).
+            2 m delta^2 / ((1 - e)^2 (t - origin)^2).
         """
         self._require_decay_law()
-        t = _validated_times(t, self.t0)
+        origin = self.t0 if origin is None else _checks.finite_scalar(origin, "origin")
+        t = _validated_times(t, origin)
         e = self.restitution
-        return 2.0 * self.mass * self.clearance**2 / ((1.0 - e) ** 2 * (t - self.t0) ** 2)
+        return 2.0 * self.mass * self.clearance**2 / ((1.0 - e) ** 2 * (t - origin) ** 2)
 
     @property
     def decay_time_origin(self) -> float:

@@ -61,6 +61,7 @@ from impactbench.long_time import (
     impact_sample_pairs,
     joint_excess_energy,
     power_law_coefficient,
+    pre_impact_kinetic_energies,
     thinning_indices,
 )
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
@@ -302,6 +303,28 @@ def _law_kind(problem: Problem, label: str) -> str:
     return LAW_RATE if window is None else f"{LAW_RATE}, fitted over t - t0 <= {window:g}"
 
 
+def _law_row(
+    fitted: float,
+    exact: float,
+    residual: float,
+    impacts: int,
+    impacts_exact: int,
+    deviation: np.ndarray,
+) -> dict[str, Any]:
+    """One row of the decay-law table; ``deviation`` the pointwise relative deviations from the
+    exact law (NaN where undefined; max_deviation is NaN when none is defined)."""
+    finite = np.abs(deviation[np.isfinite(deviation)])
+    return {
+        "fitted": fitted,
+        "exact": exact,
+        "error": fitted / exact - 1.0,
+        "residual": residual,
+        "impacts": impacts,
+        "impacts_exact": impacts_exact,
+        "max_deviation": float(finite.max()) if finite.size else math.nan,
+    }
+
+
 def _decay_rate(t: np.ndarray, excess: np.ndarray) -> tuple[float, float]:
     fit = fit_log_linear(t, excess)
     return -fit.slope, fit.residual
@@ -378,33 +401,30 @@ def _fit_law(
         exact_values = joint_excess_energy(problem, q_after, v_after)
         count = min(len(values), len(exact_values))
         deviation = values[:count] / exact_values[:count] - 1.0
-        return {
-            "fitted": fit.slope,
-            "exact": exact,
-            "error": fit.slope / exact - 1.0,
-            "residual": fit.residual,
-            "impacts": len(impacts),
-            "impacts_exact": len(problem.impact_times(run.t_end)),
-            "max_deviation": float(np.nanmax(np.abs(deviation))),
-        }
+        return _law_row(
+            fit.slope,
+            exact,
+            fit.residual,
+            len(impacts),
+            len(problem.impact_times(run.t_end)),
+            deviation,
+        )
     if law == LAW_FREE:
-        log = trajectory.impacts
-        first = np.concatenate([[True], np.diff(log.t) > (CLUSTER_STEPS * h if h else 0.0)])
-        times = log.t[first]
-        pre_impact = 0.5 * problem.mass * log.normal_velocity_before[first] ** 2
+        times, pre_impact = pre_impact_kinetic_energies(
+            trajectory.impacts, problem.mass, CLUSTER_STEPS * h if h else 0.0
+        )
         origin = problem.decay_time_origin
         coefficient, spread = power_law_coefficient(times, pre_impact, origin)
         exact = 2.0 * problem.mass * problem.clearance**2 / (1.0 - e) ** 2
         deviation = pre_impact * (times - origin) ** 2 / exact - 1.0
-        return {
-            "fitted": coefficient,
-            "exact": exact,
-            "error": coefficient / exact - 1.0,
-            "residual": spread,
-            "impacts": len(times),
-            "impacts_exact": len(problem.impact_times(run.t_end)),
-            "max_deviation": float(np.max(np.abs(deviation))) if deviation.size else math.nan,
-        }
+        return _law_row(
+            coefficient,
+            exact,
+            spread,
+            len(times),
+            len(problem.impact_times(run.t_end)),
+            deviation,
+        )
     reference = event_driven_reference(problem, run.t_end)
     # the run's samples away from its impacts and the reference's (at an impact step a scheme's
     # velocity is mid-reflection, and a pre-impact sample of one is post-impact in the other)
@@ -419,16 +439,8 @@ def _fit_law(
     _, excess_ref = _energies(problem, q_ref, v_ref)
     fitted, residual = _decay_rate(times, excess[away])
     exact, _ = _decay_rate(times, excess_ref)
-    deviation = np.abs(excess[away] / excess_ref - 1.0)
-    return {
-        "fitted": fitted,
-        "exact": exact,
-        "error": fitted / exact - 1.0,
-        "residual": residual,
-        "impacts": len(impacts),
-        "impacts_exact": len(reference_impacts),
-        "max_deviation": float(deviation.max()) if deviation.size else math.nan,
-    }
+    deviation = excess[away] / excess_ref - 1.0
+    return _law_row(fitted, exact, residual, len(impacts), len(reference_impacts), deviation)
 
 
 def _near(times: np.ndarray, events: np.ndarray, margin: float) -> np.ndarray:
@@ -460,9 +472,9 @@ def reference_curves(case: Case) -> pd.DataFrame:
         )
     )
     if isinstance(problem, TightJoint) and problem.stiffness == 0.0:
-        law_times = times[times > problem.t0]
-        shifted = law_times + problem.t0 - problem.decay_time_origin
-        law = problem.energy_decay_law(shifted)
+        origin = problem.decay_time_origin
+        law_times = times[times > max(problem.t0, origin)]
+        law = problem.energy_decay_law(law_times, origin=origin)
         frames.append(
             pd.DataFrame(
                 {

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,7 @@ from impactbench.long_time import (
     impact_sample_pairs,
     joint_excess_energy,
     power_law_coefficient,
+    pre_impact_kinetic_energies,
     thinning_indices,
 )
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
@@ -358,7 +360,7 @@ def test_event_driven_follows_the_t_minus_2_law():
     assert np.max(np.abs(deviation)) < 1e-8
     # the law's envelope: E(t) <= L(t) everywhere, and E(t) >= e^2 L(t)
     t = run.t[run.t > problem.decay_time_origin]
-    law = problem.energy_decay_law(t + problem.t0 - problem.decay_time_origin)
+    law = problem.energy_decay_law(t, origin=problem.decay_time_origin)
     energy = 0.5 * problem.mass * run.v[run.t > problem.decay_time_origin, 0] ** 2
     assert np.all(energy <= law * (1 + 1e-8))
     assert np.all(energy >= E_LONG**2 * law * (1 - 1e-8))
@@ -380,10 +382,7 @@ def free_sweep():
     for method in TIME_STEPPERS:
         for h in steps:
             run = simulate(problem, method, t_end, h=h, output_every=10_000)
-            log = run.impacts
-            first = np.concatenate([[True], np.diff(log.t) > 10 * h])
-            times = log.t[first]
-            energy = 0.5 * problem.mass * log.normal_velocity_before[first] ** 2
+            times, energy = pre_impact_kinetic_energies(run.impacts, problem.mass, 10 * h)
             deviation = law_deviation(problem, times, energy)
             coefficient, _ = power_law_coefficient(times, energy, problem.decay_time_origin)
             rows.append(
@@ -472,3 +471,15 @@ def test_energy_decay_quick_study_through_the_cli(tmp_path):
     assert unknown == 0
     assert {name: (folder / name).stat().st_mtime_ns for name in (CURVES, RATES)} == before
     pd.testing.assert_frame_equal(curves_again, curves)
+
+
+def test_pre_impact_kinetic_energies_take_the_first_entry_of_each_impact():
+    log = SimpleNamespace(
+        t=np.array([1.0, 1.001, 2.0, 3.0, 3.0005]),
+        normal_velocity_before=np.array([-2.0, 0.5, -1.0, -3.0, 0.1]),
+    )
+    times, energies = pre_impact_kinetic_energies(log, 2.0, 0.01)
+    np.testing.assert_array_equal(times, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(energies, [4.0, 1.0, 9.0])
+    with pytest.raises(ValueError, match="separation"):
+        pre_impact_kinetic_energies(log, 2.0, -1.0)
