@@ -34,7 +34,7 @@ hot_kernel = numba.njit(inline="always", nogil=True)
 
 
 #: Modules whose code is inlined into every compiled loop (part of each loop's cache digest).
-_INLINED_MODULES = ("impactbench._jit", "impactbench.contact")
+_INLINED_MODULES = ("impactbench._jit", "impactbench.contact", "impactbench.timestepping")
 
 
 def _source_digest(value: Any, hasher: Any) -> None:

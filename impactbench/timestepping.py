@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _checks
+from ._jit import hot_kernel
 from .method import Method
 from .problem import Problem, ProblemKernels, python_kernels
 from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status, Trajectory
@@ -58,6 +59,29 @@ FAILURE_REASONS = {
 
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
 MAX_OUTPUT_BYTES = 2 * 1024**3
+
+
+@hot_kernel
+def log_impact(log_t, log_i, log_u, logged, t, i, before, after):
+    """Write impact ``logged`` (time, constraint, normal velocity before and after) into the
+    loop's impact log; returns the new count. The caller checks the log's capacity."""
+    log_t[logged] = t
+    log_i[logged] = i
+    log_u[logged, 0] = before
+    log_u[logged, 1] = after
+    return logged + 1
+
+
+@hot_kernel
+def store_counters(counters, status, steps, force_evaluations, impacts, logged, samples, solves):
+    """The loop's closing counts, read by :meth:`TimeStepping._solve_impl`."""
+    counters[COUNTER_STATUS] = status
+    counters[COUNTER_STEPS] = steps
+    counters[COUNTER_FORCE_EVALUATIONS] = force_evaluations
+    counters[COUNTER_IMPACTS] = impacts
+    counters[COUNTER_LOGGED] = logged
+    counters[COUNTER_SAMPLES] = samples
+    counters[COUNTER_SOLVER_ITERATIONS] = solves
 
 
 def step_count(t0: float, t_end: float, h: Any) -> tuple[int, float]:

@@ -43,17 +43,12 @@ from impactbench.contact import (
 )
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
-    COUNTER_FORCE_EVALUATIONS,
-    COUNTER_IMPACTS,
-    COUNTER_LOGGED,
-    COUNTER_SAMPLES,
-    COUNTER_SOLVER_ITERATIONS,
-    COUNTER_STATUS,
-    COUNTER_STEPS,
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
     STATUS_OK,
+    log_impact,
+    store_counters,
 )
 
 # Names bound per problem by impactbench._jit.specialize in make_velocity_scheme_loop.
@@ -176,11 +171,8 @@ def _velocity_scheme_loop(
                     for j in range(n):
                         before += G[i, j] * v[j]
                         after += G[i, j] * v1[j]
-                    log_t[logged] = t0 + (k + 1) * h
-                    log_i[logged] = i
-                    log_u[logged, 0] = before
-                    log_u[logged, 1] = after
-                    logged += 1
+                    t_log = t0 + (k + 1) * h
+                    logged = log_impact(log_t, log_i, log_u, logged, t_log, i, before, after)
         # Without contact the new velocity stays in a register: the loop-carried chain
         # v_k -> v_{k+1} then passes through memory once per step, not three times.
         for j in range(n):
@@ -201,13 +193,7 @@ def _velocity_scheme_loop(
                 out_q[samples, j] = q[j]
                 out_v[samples, j] = v[j]
             samples += 1
-    counters[COUNTER_STATUS] = status
-    counters[COUNTER_STEPS] = steps
-    counters[COUNTER_FORCE_EVALUATIONS] = steps
-    counters[COUNTER_IMPACTS] = impacts
-    counters[COUNTER_LOGGED] = logged
-    counters[COUNTER_SAMPLES] = samples
-    counters[COUNTER_SOLVER_ITERATIONS] = pivots
+    store_counters(counters, status, steps, steps, impacts, logged, samples, pivots)
     state[0] = t0 + steps * h
     for j in range(n):
         state[1 + j] = q[j]

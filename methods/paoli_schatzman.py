@@ -42,17 +42,12 @@ from impactbench.contact import (
 )
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
-    COUNTER_FORCE_EVALUATIONS,
-    COUNTER_IMPACTS,
-    COUNTER_LOGGED,
-    COUNTER_SAMPLES,
-    COUNTER_SOLVER_ITERATIONS,
-    COUNTER_STATUS,
-    COUNTER_STEPS,
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
+    log_impact,
+    store_counters,
 )
 
 # Names bound per problem by impactbench._jit.specialize in make_paoli_schatzman_loop.
@@ -186,11 +181,7 @@ def _paoli_schatzman_loop(
                             q_next = 2.0 * q[j] - q_prev[j] + h2 * acc[j] + one_pe * dx[j]
                             before += G[i, j] * (q[j] - q_prev[j]) * inv_h
                             after += G[i, j] * (q_next - q[j]) * inv_h
-                        log_t[logged] = tk
-                        log_i[logged] = i
-                        log_u[logged, 0] = before
-                        log_u[logged, 1] = after
-                        logged += 1
+                        logged = log_impact(log_t, log_i, log_u, logged, tk, i, before, after)
         # q^{k+1} = -e q^{k-1} + (1 + e) x = z + (1 + e) dx (dx = x - y = 0 when y is admissible);
         # it goes straight into the rotation (q^{k-2}, q^{k-1}, q^k) <- (q^{k-1}, q^k, q^{k+1}),
         # so the loop-carried chain passes through memory once per step.
@@ -212,13 +203,7 @@ def _paoli_schatzman_loop(
                 out_q[samples, j] = q_prev[j]
                 out_v[samples, j] = (q[j] - q_old[j]) * half_inv_h
             samples += 1
-    counters[COUNTER_STATUS] = status
-    counters[COUNTER_STEPS] = steps
-    counters[COUNTER_FORCE_EVALUATIONS] = steps + 1
-    counters[COUNTER_IMPACTS] = impacts
-    counters[COUNTER_LOGGED] = logged
-    counters[COUNTER_SAMPLES] = samples
-    counters[COUNTER_SOLVER_ITERATIONS] = iterations
+    store_counters(counters, status, steps, steps + 1, impacts, logged, samples, iterations)
     # state: the last completed sample, or the step where the run stopped
     if status == STATUS_OK:
         state[0] = t0 + steps * h
