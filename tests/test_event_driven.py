@@ -217,6 +217,31 @@ class Bowl(ib.Problem):
         return G0 * q[1]
 
 
+def bowl_pendulum(speed, t_end, events=None):
+    """The bowl particle sliding on its circle: theta'' = -(g/R) sin(theta) from the bottom with
+    speed ``speed``, by solve_ivp at rtol 1e-13 (dense output)."""
+    R = Bowl.R
+    return integrate.solve_ivp(
+        lambda t, y: [y[1], -G0 / R * math.sin(y[0])],
+        (0.0, t_end),
+        [0.0, speed / R],
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-14,
+        events=events,
+        dense_output=True,
+    )
+
+
+def on_circle(angle):
+    """Points R (sin, -cos) of the bowl's circle, shape (len(angle), 2)."""
+    return Bowl.R * np.column_stack((np.sin(angle), -np.cos(angle)))
+
+
+#: The event-driven drift tolerance (atol + rtol L) |grad g| on the bowl's circle (defaults).
+BOWL_DRIFT = (EventDriven().atol + EventDriven().rtol * Bowl.R) * 2 * Bowl.R
+
+
 class NanForce(Ball):
     def forces(self, t, q, v):
         return np.array([np.nan if t > 0.3 else -self.mass * self.g])
@@ -571,16 +596,7 @@ def test_sliding_on_a_curved_constraint_and_leaving_it():
     R, speed = Bowl.R, math.sqrt(3.5 * G0 * Bowl.R)
     leave = lambda t, y: y[0] - 2.0 * math.pi / 3.0  # noqa: E731
     leave.terminal = True
-    pendulum = integrate.solve_ivp(
-        lambda t, y: [y[1], -G0 / R * math.sin(y[0])],
-        (0.0, 2.0),
-        [0.0, speed / R],
-        method="DOP853",
-        rtol=1e-13,
-        atol=1e-14,
-        events=leave,
-        dense_output=True,
-    )
+    pendulum = bowl_pendulum(speed, 2.0, events=leave)
     t_off = pendulum.t_events[0][0]
     theta, omega = pendulum.y_events[0][0]
     q_off = R * np.array([math.sin(theta), -math.cos(theta)])
@@ -598,8 +614,7 @@ def test_sliding_on_a_curved_constraint_and_leaving_it():
     assert tr.stats["contact_time"] == 0.0
     assert tr.impacts.t[0] == pytest.approx(t_land, abs=1e-8)
     sliding = tr.t < t_off - 1e-9
-    angle = pendulum.sol(tr.t[sliding])[0]
-    exact = R * np.column_stack((np.sin(angle), -np.cos(angle)))
+    exact = on_circle(pendulum.sol(tr.t[sliding])[0])
     assert np.abs(tr.q[sliding] - exact).max() <= 1e-8
     assert np.abs(R**2 - np.sum(tr.q[sliding] ** 2, axis=1)).max() <= 1e-9
     flying = (tr.t > t_off + 1e-9) & (tr.t <= tr.impacts.t[0])
@@ -609,30 +624,25 @@ def test_sliding_on_a_curved_constraint_and_leaving_it():
     smooth = flying & (tr.t < t_land - 1e-6)
     assert np.abs(tr.v[smooth] - v[smooth[flying]]).max() <= 1e-8
     # in contact the drift is held below the solver's error scale (atol + rtol L) |grad g|
-    assert np.min(R**2 - np.sum(tr.q**2, axis=1)) >= -(1e-12 + 1e-10) * 2 * R
+    assert np.min(R**2 - np.sum(tr.q**2, axis=1)) >= -BOWL_DRIFT
 
 
-def test_long_sliding_on_a_curved_constraint_does_not_drift():
-    # a pendulum swinging to 60 degrees never leaves the circle: 10 s, about 5 periods
-    R, speed = Bowl.R, math.sqrt(G0 * Bowl.R)
-    pendulum = integrate.solve_ivp(
-        lambda t, y: [y[1], -G0 / R * math.sin(y[0])],
-        (0.0, 10.0),
-        [0.0, speed / R],
-        method="DOP853",
-        rtol=1e-13,
-        atol=1e-14,
-        dense_output=True,
-    )
-    tr = run(Bowl(speed), 10.0)
+@pytest.fixture(scope="module")
+def long_bowl_slide():
+    """The bowl pendulum swinging to 60 degrees for 10 s (about 5 periods, never leaving the
+    circle), with dense output, and its exact motion."""
+    speed = math.sqrt(G0 * Bowl.R)
+    return run(Bowl(speed), 10.0, dense_output=True), bowl_pendulum(speed, 10.0)
+
+
+def test_long_sliding_on_a_curved_constraint_does_not_drift(long_bowl_slide):
+    tr, pendulum = long_bowl_slide
     assert tr.status is ib.Status.OK and tr.impacts.total == 0
     assert tr.stats["projections"] >= 1
-    angle = pendulum.sol(tr.t)[0]
-    exact = R * np.column_stack((np.sin(angle), -np.cos(angle)))
-    assert np.abs(tr.q - exact).max() <= 1e-8
-    scale = (1e-12 + 1e-10) * 2 * R
-    assert np.abs(R**2 - np.sum(tr.q**2, axis=1)).max() <= scale
-    assert np.abs(np.sum(-2 * tr.q * tr.v, axis=1)).max() <= scale * (1 + np.abs(tr.v).max())
+    assert np.abs(tr.q - on_circle(pendulum.sol(tr.t)[0])).max() <= 1e-8
+    assert np.abs(Bowl.R**2 - np.sum(tr.q**2, axis=1)).max() <= BOWL_DRIFT
+    drift_rate = np.abs(np.sum(-2 * tr.q * tr.v, axis=1)).max()
+    assert drift_rate <= BOWL_DRIFT * (1 + np.abs(tr.v).max())
 
 
 @pytest.mark.parametrize("t_end", np.linspace(0.3, 3.0, 60)[[30, 52]])
@@ -931,33 +941,19 @@ def test_dense_output_of_other_integrators(integrator):
     assert np.abs(q[:, 0] - ball_exact(t, 1.0, 0.0, G0, 0.5)[0]).max() <= 1e-6
 
 
-def test_dense_in_persistent_contact_stays_near_the_constraint():
+def test_dense_in_persistent_contact_stays_near_the_constraint(long_bowl_slide):
     # the bowl pendulum of the test above: sliding for 10 s with drift projections
-    R, speed = Bowl.R, math.sqrt(G0 * Bowl.R)
-    pendulum = integrate.solve_ivp(
-        lambda t, y: [y[1], -G0 / R * math.sin(y[0])],
-        (0.0, 10.0),
-        [0.0, speed / R],
-        method="DOP853",
-        rtol=1e-13,
-        atol=1e-14,
-        dense_output=True,
-    )
-    tr = run(Bowl(speed), 10.0, dense_output=True)
-    assert tr.stats["projections"] >= 1
+    tr, pendulum = long_bowl_slide
+    R = Bowl.R
     t = np.random.default_rng(4).uniform(0.0, 10.0, 10_000)
     q, v = tr.dense(t)
     angle, rate = pendulum.sol(t)
-    exact = R * np.column_stack((np.sin(angle), -np.cos(angle)))
-    assert np.abs(q - exact).max() <= 1e-8
-    assert (
-        np.abs(v - R * rate[:, None] * np.column_stack((np.cos(angle), np.sin(angle)))).max()
-        <= 1e-8
-    )
+    assert np.abs(q - on_circle(angle)).max() <= 1e-8
+    tangent = R * rate[:, None] * np.column_stack((np.cos(angle), np.sin(angle)))
+    assert np.abs(v - tangent).max() <= 1e-8
     # the drift tolerance (atol + rtol L) |grad g| holds at the step ends; inside a step the
     # interpolant's own error (of the order of the solver tolerance) adds to it
-    scale = (1e-12 + 1e-10) * 2 * R
-    assert np.abs(R**2 - np.sum(q**2, axis=1)).max() <= 5.0 * scale
+    assert np.abs(R**2 - np.sum(q**2, axis=1)).max() <= 5.0 * BOWL_DRIFT
     # the final state is the projected one
     q_end, v_end = tr.dense(10.0)
     assert np.array_equal(q_end[0], tr.q[-1]) and np.array_equal(v_end[0], tr.v[-1])
