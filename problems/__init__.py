@@ -5,10 +5,11 @@
 closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and the
 exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators, the
 slanted wall and the undamped, unforced 1-DOF tight joint. The 2-DOF tight joint and the double
-pendulum have none (references are accurate event-driven runs).
+pendulum have none (references are accurate event-driven runs), nor has the column of beads.
 """
 
 from .bouncing_ball import BouncingBall
+from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .slanted_wall import SlantedWall
@@ -22,11 +23,13 @@ PROBLEMS = {
     "TightJoint": TightJoint,
     "TightJoint2D": TightJoint2D,
     "DoublePendulum": DoublePendulum,
+    "ColumnOfBeads": ColumnOfBeads,
 }
 
 __all__ = [
     "PROBLEMS",
     "BouncingBall",
+    "ColumnOfBeads",
     "DoublePendulum",
     "ForcedImpactOscillator",
     "ImpactingOscillator",
