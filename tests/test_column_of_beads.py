@@ -1,0 +1,309 @@
+"""Column of beads: several simultaneous contacts, against Siconos and an independent NumPy scheme.
+
+Evidence chain: Siconos' MoreauJeanOSI output (tests/data/siconos/ColumnOfBeadsTS4.ref, see
+its README) = the NumPy implementation of the design's Moreau-Jean formulas
+(tests/reference_moreau_jean.py: position activation, LCP by enumeration) = impactbench's
+``MoreauJean(theta=0.5)``, step by step. Then the problem's own invariants and the resting stack
+(an exact equilibrium whose contact forces are the weights carried), which every time-stepping
+method must keep on the constraint over long horizons.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from impactbench import Status, simulate
+from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
+from impactbench.problems import BouncingBall, ColumnOfBeads
+
+from reference_moreau_jean import moreau_jean, solve_lcp_by_enumeration
+
+SICONOS_FILE = Path(__file__).parent / "data" / "siconos" / "ColumnOfBeadsTS4.ref"
+
+# The setup of ColumnOfBeadsTS4.ref (README next to it).
+N_BEADS = 4
+MASS = 1.0
+RADIUS = 0.1
+GRAVITY = 9.81
+RESTITUTION = 0.9
+H = 1e-3
+T_END = 4.0
+Q0 = np.array([1.0, 1.25, 1.5, 1.75])
+
+NAN = float("nan")
+INF = float("inf")
+
+
+def load_siconos():
+    """(t, q, v) of the Siconos run: shapes (4001,), (4001, 4), (4001, 4)."""
+    with open(SICONOS_FILE) as f:
+        rows, cols = (int(x) for x in f.readline().split())
+    data = np.loadtxt(SICONOS_FILE, skiprows=1)
+    assert data.shape == (rows, cols) == (4001, 1 + 2 * N_BEADS)
+    return data[:, 0], data[:, 1 : 1 + N_BEADS], data[:, 1 + N_BEADS :]
+
+
+def column_by_hand(n, radius):
+    """G and c of g(q) = G q + c for the column, written out (not taken from the problem)."""
+    G = np.eye(n) - np.eye(n, k=-1)
+    c = np.full(n, -2.0 * radius)
+    c[0] = -radius
+    return G, c
+
+
+def reference_run(q0, v0, n_steps, radius=RADIUS, h=H, e=RESTITUTION, n=N_BEADS):
+    G, c = column_by_hand(n, radius)
+    return moreau_jean(
+        MASS * np.eye(n), np.full(n, -MASS * GRAVITY), G, c, e, q0, v0, h, n_steps, theta=0.5
+    )
+
+
+@pytest.fixture(scope="module")
+def falling_reference():
+    return reference_run(Q0, np.zeros(N_BEADS), round(T_END / H))
+
+
+#: Radius of the resting-stack tests: 1/8, so that the stacked heights (2 i - 1) r and their gaps
+#: are exact in binary (with r = 0.1 the gap 0.3 - 0.1 - 0.2 is +5.6e-17 and that contact stays
+#: free in the first step).
+STACK_RADIUS = 0.125
+
+
+def stacked(n=N_BEADS, radius=STACK_RADIUS):
+    """Heights of the resting stack: every gap zero."""
+    return radius * (2.0 * np.arange(1, n + 1) - 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# The peer's output, the NumPy scheme and impactbench
+# --------------------------------------------------------------------------------------------
+
+
+def test_enumeration_lcp_solves_a_hand_worked_case():
+    # W = [[2, -1], [-1, 2]], b = (-1, 1): P = (1/2, 0) gives w = (0, 1/2) >= 0 (unique solution)
+    P = solve_lcp_by_enumeration(np.array([[2.0, -1.0], [-1.0, 2.0]]), np.array([-1.0, 1.0]))
+    np.testing.assert_allclose(P, [0.5, 0.0], rtol=0, atol=1e-15)
+
+
+def test_siconos_file_is_the_documented_setup():
+    t, q, v = load_siconos()
+    np.testing.assert_allclose(t, H * np.arange(t.size), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(q[0], Q0)
+    np.testing.assert_array_equal(v[0], 0.0)
+    np.testing.assert_array_equal(ColumnOfBeads(n_beads=N_BEADS).q0, Q0)
+    # free fall in the first step: v = -g h, q = q0 - g h^2 / 2 (midpoint rule)
+    np.testing.assert_allclose(v[1], -GRAVITY * H, rtol=1e-15)
+    np.testing.assert_allclose(q[1], Q0 - 0.5 * GRAVITY * H * H, rtol=1e-15)
+
+
+def test_numpy_scheme_reproduces_siconos(falling_reference):
+    t, q, v = load_siconos()
+    run = falling_reference
+    np.testing.assert_allclose(run.t, t, rtol=0, atol=1e-12)
+    assert np.abs(run.q - q).max() < 1e-10
+    assert np.abs(run.v - v).max() < 1e-10
+    # The run exercises the LCP with simultaneous contacts: steps where 2, 3 and 4 contacts are
+    # active and where 2, 3 and 4 of them receive a positive impulse, before the column rests.
+    moving = np.abs(run.v[1:]).max(axis=1) > 1e-6
+    pushed = (run.impulses > 0.0).sum(axis=1)
+    for count in (2, 3, 4):
+        assert np.any(moving & (run.active_count == count))
+        assert np.any(moving & (pushed == count))
+    # ... and ends at rest on the floor: v = 0 and every gap slightly negative, constant.
+    G, c = column_by_hand(N_BEADS, RADIUS)
+    gaps = run.q[run.t >= 3.0] @ G.T + c
+    assert np.abs(run.v[run.t >= 3.0]).max() < 1e-15
+    assert np.all(gaps < 0.0) and np.all(gaps > -GRAVITY * H * H)
+    np.testing.assert_allclose(gaps, np.broadcast_to(gaps[0], gaps.shape), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_moreau_jean_reproduces_the_numpy_scheme_at_every_step(falling_reference, compiled):
+    problem = ColumnOfBeads(
+        n_beads=N_BEADS, mass=MASS, radius=RADIUS, gravity=GRAVITY, restitution=RESTITUTION
+    )
+    trajectory = simulate(problem, MoreauJean(theta=0.5, compiled=compiled), T_END, h=H)
+    run = falling_reference
+    assert trajectory.q.shape == run.q.shape
+    np.testing.assert_allclose(trajectory.t, run.t, rtol=0, atol=1e-12)
+    assert np.abs(trajectory.q - run.q).max() < 1e-10
+    assert np.abs(trajectory.v - run.v).max() < 1e-10
+    _, q_siconos, v_siconos = load_siconos()
+    assert np.abs(trajectory.q - q_siconos).max() < 1e-10
+    assert np.abs(trajectory.v - v_siconos).max() < 1e-10
+
+
+# --------------------------------------------------------------------------------------------
+# The problem
+# --------------------------------------------------------------------------------------------
+
+
+BAD = [
+    (dict(n_beads=0), "n_beads"),
+    (dict(n_beads=2.0), "n_beads"),
+    (dict(n_beads=True), "n_beads"),
+    (dict(mass=0.0), "mass"),
+    (dict(mass=NAN), "mass"),
+    (dict(radius=-0.1), "radius"),
+    (dict(radius=INF), "radius"),
+    (dict(gravity=0.0), "gravity"),
+    (dict(gravity=NAN), "gravity"),
+    (dict(restitution=1.2), "restitution"),
+    (dict(restitution=NAN), "restitution"),
+    (dict(n_beads=3, q0=[1.0, 2.0]), "q0"),
+    (dict(n_beads=2, q0=[1.0, NAN]), "q0"),
+    (dict(n_beads=2, q0=[0.05, 1.0]), "q0"),  # bead 1 through the floor (radius 0.1)
+    (dict(n_beads=3, q0=[1.0, 2.0, 2.15]), "q0"),  # beads 2 and 3 overlap
+    (dict(n_beads=2, v0=[0.0]), "v0"),
+    (dict(n_beads=2, v0=[0.0, INF]), "v0"),
+    (dict(t0=NAN), "t0"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "argname"), BAD)
+def test_bad_parameters_raise_value_error_naming_them(kwargs, argname):
+    with pytest.raises(ValueError, match=argname):
+        ColumnOfBeads(**kwargs)
+
+
+def test_overlap_message_names_the_gap():
+    with pytest.raises(ValueError, match="gap 2 = "):
+        ColumnOfBeads(n_beads=3, q0=[1.0, 2.0, 2.15])
+
+
+def test_default_start_is_the_siconos_tutorial():
+    problem = ColumnOfBeads()
+    assert problem.n_dof == problem.n_constraints == 10
+    np.testing.assert_allclose(problem.q0, 1.0 + 0.25 * np.arange(10), rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(problem.v0, np.zeros(10))
+    assert problem.restitution == 0.9 and not problem.has_exact_solution
+    # scaled with the radius: gaps 9 r to the floor and r / 2 between beads
+    np.testing.assert_allclose(
+        ColumnOfBeads(n_beads=3, radius=0.3).gap(ColumnOfBeads(n_beads=3, radius=0.3).q0),
+        [2.7, 0.15, 0.15],
+        rtol=1e-14,
+    )
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_methods_and_kernels_are_the_model(n):
+    problem = ColumnOfBeads(n_beads=n, mass=2.0, radius=0.25, gravity=3.0, q0=stacked(n, 0.25))
+    rng = np.random.default_rng(n)
+    q, v = rng.normal(size=n), rng.normal(size=n)
+    G, c = column_by_hand(n, 0.25)
+    expected = {
+        "mass_matrix": 2.0 * np.eye(n),
+        "forces": np.full(n, -6.0),
+        "gap": G @ q + c,
+        "gap_gradient": G,
+    }
+    np.testing.assert_array_equal(problem.mass_matrix(q), expected["mass_matrix"])
+    np.testing.assert_array_equal(problem.forces(0.3, q, v), expected["forces"])
+    np.testing.assert_allclose(problem.gap(q), expected["gap"], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(problem.gap_gradient(q), expected["gap_gradient"])
+    assert problem.potential_energy(q) == pytest.approx(6.0 * q.sum(), rel=1e-14)
+    # the plain-Python kernels write every entry of (dirty) output buffers the same way
+    kernels, p = problem.kernels(), problem.kernel_parameters()
+    for name, shape in [("mass_matrix", (n, n)), ("gap", (n,)), ("gap_gradient", (n, n))]:
+        out = np.full(shape, np.nan)
+        getattr(kernels, name).py_func(q, p, out)
+        np.testing.assert_allclose(out, expected[name], rtol=0, atol=1e-15)
+    out = np.full(n, np.nan)
+    kernels.forces.py_func(0.3, q, v, p, out)
+    np.testing.assert_array_equal(out, expected["forces"])
+    assert kernels.constant_mass and kernels.affine_gap
+
+
+def test_one_bead_is_the_bouncing_ball_lifted_by_its_radius():
+    """Same scheme, the heights offset by r: equal up to the round-off of the offset (q ~ 1.1
+    against q ~ 1 rounds differently; measured 1.7e-11 after 3000 steps, which PaoliSchatzman's
+    velocity (q^{k+1} - q^{k-1}) / (2h) divides by h)."""
+    h = 1e-3
+    bead = ColumnOfBeads(n_beads=1, radius=0.1, restitution=0.8, q0=[1.1])
+    ball = BouncingBall(q0=1.0, restitution=0.8)
+    for method in (MoreauJean(), PaoliSchatzman(), CatchingUp()):
+        a = simulate(bead, method, 3.0, h=h)
+        b = simulate(ball, method, 3.0, h=h)
+        assert a.impacts.total == b.impacts.total > 0
+        np.testing.assert_allclose(a.q - 0.1, b.q, rtol=0, atol=1e-10)
+        tol_v = 1e-10 / h if isinstance(method, PaoliSchatzman) else 1e-10
+        np.testing.assert_allclose(a.v, b.v, rtol=0, atol=tol_v)
+
+
+# --------------------------------------------------------------------------------------------
+# The resting stack: an exact equilibrium, kept over long horizons
+# --------------------------------------------------------------------------------------------
+
+
+def test_numpy_scheme_holds_the_stack_with_the_weights_carried():
+    run = reference_run(stacked(), np.zeros(N_BEADS), 200, radius=STACK_RADIUS)
+    np.testing.assert_array_equal(run.active_count, N_BEADS)
+    # contact i carries the weight of beads i..N: impulse (N - i + 1) m g h per step
+    carried = MASS * GRAVITY * np.arange(N_BEADS, 0, -1)
+    np.testing.assert_allclose(run.impulses / H, np.broadcast_to(carried, (200, 4)), rtol=1e-12)
+    np.testing.assert_allclose(run.q, np.broadcast_to(stacked(), (201, 4)), rtol=0, atol=1e-15)
+    assert np.abs(run.v).max() < 1e-15
+
+
+def _resting_column(restitution):
+    return ColumnOfBeads(
+        n_beads=N_BEADS, mass=MASS, radius=STACK_RADIUS, restitution=restitution, q0=stacked()
+    )
+
+
+def _depths(problem, trajectory):
+    """Largest depth below the constraints, -min_i g_i(q), at each sample (0 when inside K)."""
+    G, c = column_by_hand(problem.n_dof, problem.radius)
+    return np.maximum(0.0, -(trajectory.q @ G.T + c).min(axis=1))
+
+
+@pytest.mark.parametrize("restitution", [0.0, 1.0])
+@pytest.mark.parametrize("method", [MoreauJean(theta=0.5), CatchingUp(), PaoliSchatzman()],
+                         ids=lambda m: m.name)  # fmt: skip
+def test_resting_stack_stays_on_the_constraints_for_long_times(method, restitution):
+    """Every time-stepping method keeps the resting stack in K up to O(h^2 g0) (here
+    depth <= h^2 g0) and the depth does not grow: every step to t = 100, then every 1000th step
+    to t = 1000, at h = 1e-3 and 4e-3. The velocity schemes' impulses are the weights carried.
+
+    With the velocity-sign activation rule (a contact active only while approaching) the same
+    stack at h = 1e-3 sinks instead: e = 0, depth 0.020 at t = 10 and 0.196 at t = 100 for
+    MoreauJean and CatchingUp; e = 1, depth 3.0e-5 and 3.9e-5 (about 3 h^2 g0 and 4 h^2 g0).
+    """
+    problem = _resting_column(restitution)
+    for h in (1e-3, 4e-3):
+        bound = h * h * GRAVITY
+        early = simulate(problem, method, 100.0, h=h)
+        late = simulate(problem, method, 1000.0, h=h, output_every=1000)
+        assert early.status == late.status == Status.OK
+        assert _depths(problem, early).max() <= bound
+        assert _depths(problem, late).max() <= bound
+        assert np.abs(early.v).max() <= GRAVITY * h
+        # The discrete momentum balance of a velocity step, M (v_{k+1} - v_k) = h F + G^T P,
+        # gives the impulses; on the stack they are the weights carried, (N - i + 1) m g0 h.
+        if not isinstance(method, PaoliSchatzman):
+            G, _ = column_by_hand(N_BEADS, STACK_RADIUS)
+            kick = MASS * np.diff(early.v, axis=0) + h * MASS * GRAVITY
+            impulses = np.linalg.solve(G.T, kick.T).T
+            carried = MASS * GRAVITY * h * np.arange(N_BEADS, 0, -1)
+            expected = np.broadcast_to(carried, impulses.shape)
+            np.testing.assert_allclose(impulses, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", [MoreauJean(theta=0.5), CatchingUp()], ids=lambda m: m.name)
+def test_fallen_column_stays_at_rest(method):
+    """After the fall of the Siconos setup the column rests (from t = 2.77 in the Siconos run);
+    from t = 4 to t = 100 no gap moves: the depths left by the last impacts neither grow nor
+    change. MoreauJean's rest state is the one Siconos reached at t = 4."""
+    problem = ColumnOfBeads(n_beads=N_BEADS, restitution=RESTITUTION)
+    trajectory = simulate(problem, method, 100.0, h=H, output_every=500)
+    settled = trajectory.t >= T_END
+    gaps = np.array([problem.gap(q) for q in trajectory.q[settled]])
+    assert np.all(gaps < 0.0)
+    np.testing.assert_allclose(gaps, np.broadcast_to(gaps[0], gaps.shape), rtol=0, atol=1e-12)
+    assert np.abs(trajectory.v[settled]).max() < 1e-12
+    if isinstance(method, MoreauJean):
+        _, q_siconos, _ = load_siconos()
+        np.testing.assert_allclose(trajectory.q[-1], q_siconos[-1], rtol=0, atol=1e-10)
