@@ -196,7 +196,8 @@ def depth_against_time(table: pd.DataFrame) -> pd.DataFrame:
     done = _ok(table)
     done = done[(done["h"] == STEP) & done["late_penetration"].notna()]
     done = done[done["t_end"].isin(HORIZONS["full"] + HORIZONS["quick"])]
-    done = done[done["output_every"] == done.apply(lambda r: _output_every(r.t_end, r.h), axis=1)]
+    if done.empty:
+        return pd.DataFrame(columns=["problem", "method"])
     wide = done.pivot_table(
         index=["problem", "method"], columns="t_end", values="late_penetration", sort=False
     )
@@ -227,7 +228,8 @@ def depth_against_step(table: pd.DataFrame) -> pd.DataFrame:
         if len(h) >= 3 and np.all(depth > RESOLVED_DEPTH):
             row["order"], row["residual"] = observed_order(h, depth)
         rows.append(row)
-    return pd.DataFrame(rows)
+    columns = ["problem", "method", "steps", "largest depth", "largest depth / (alpha h^2)"]
+    return pd.DataFrame(rows, columns=[*columns, "order", "residual"])
 
 
 def energy_increases(table: pd.DataFrame) -> pd.DataFrame:
@@ -247,8 +249,8 @@ def energy_increases(table: pd.DataFrame) -> pd.DataFrame:
                 "bound": bound,
             }
         )
-    frame = pd.DataFrame(rows)
-    return frame.drop_duplicates(["problem", "method", "h"]) if not frame.empty else frame
+    frame = pd.DataFrame(rows, columns=["problem", "method", "h", "largest increase", "bound"])
+    return frame.drop_duplicates(["problem", "method", "h"])
 
 
 def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
@@ -294,6 +296,7 @@ def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame
         first, last = horizons[0], horizons[-1]
         for rule in ("activation=position", "activation=approaching"):
             rows = by_time[by_time["method"].str.contains(rule, regex=False)]
+            rows = rows[rows[first].notna() & rows[last].notna()]
             if rows.empty:
                 continue
             growth = (rows[last] / rows[first].where(rows[first] > 0)).replace(np.inf, np.nan)
@@ -305,7 +308,7 @@ def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame
                 f"{format_number(growth.max())}."
             )
         ps = by_time[by_time["method"] == "PaoliSchatzman"]
-        if not ps.empty:
+        if ps[horizons].notna().any().any():
             findings.append(
                 f"PaoliSchatzman: largest depth over [T/2, T] at any horizon "
                 f"{format_number(float(ps[horizons].max().max()))}."
@@ -323,7 +326,7 @@ def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame
     if not energy.empty:
         pos = energy[energy["method"].str.contains("activation=position", regex=False)]
         app = energy[energy["method"].str.contains("activation=approaching", regex=False)]
-        if not pos.empty:
+        if not pos.empty and not app.empty:
             ratio = (pos["largest increase"] / pos["bound"]).max()
             findings.append(
                 f"Largest per-step energy increase with the position rule: "

@@ -4,10 +4,10 @@ A property shown to t = 3 says nothing about t = 1000: after the impacts accumul
 sliding contact must stay on K for all time. With the position activation rule the velocity
 schemes keep the depth below the constraint O(h^2 alpha) (alpha the acceleration towards the
 constraint, in gap units), frozen once the contact persists; Paoli-Schatzman keeps its iterates
-in K up to O(alpha h^2) too. The cases are those of the persistent_contact study: a resting ball, a particle sliding on
-the slanted wall (non-diagonal M), a pin on one wall of its clearance (two constraints: the LCP
-path) and a pin resting in a circular hole (nonlinear gap). These tests fail on the
-"approaching" rule (checked: it sinks linearly in time, last test).
+within O(alpha h^2) of K too. The cases are those of the persistent_contact study: a resting
+ball, a particle sliding on the slanted wall (non-diagonal M), a pin on one wall of its clearance
+(two constraints: the LCP path) and a pin resting in a circular hole (nonlinear gap). These tests
+fail on the "approaching" rule (checked: it sinks linearly in time, last test).
 """
 
 from __future__ import annotations
