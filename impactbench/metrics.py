@@ -31,10 +31,18 @@ def l1_velocity_error(problem: Problem, trajectory: Trajectory) -> float:
     return float(np.sum(0.5 * (err[1:] + err[:-1]) * np.diff(trajectory.t)))
 
 
+def penetration_depths(problem: Problem, q: np.ndarray) -> np.ndarray:
+    """Depth below the constraints at each sample, max(0, -min_i g_i(q)); q (N, n), result (N,)."""
+    q = np.atleast_2d(q)
+    if q.shape[0] == 0:
+        return np.zeros(0)
+    gaps = np.array([problem.gap(qi) for qi in q])
+    return np.maximum(0.0, -gaps.min(axis=1))
+
+
 def max_penetration(problem: Problem, trajectory: Trajectory) -> float:
     """max(0, -min over samples and constraints of g_i(q))."""
-    gaps = np.array([problem.gap(q) for q in trajectory.q])
-    return float(max(0.0, -gaps.min()))
+    return float(penetration_depths(problem, trajectory.q).max())
 
 
 def observed_order(step: np.ndarray, error: np.ndarray) -> tuple[float, float]:

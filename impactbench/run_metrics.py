@@ -137,14 +137,43 @@ def energy_error_at_end(problem: Problem, trajectory: Trajectory, reference: Ref
 def max_energy_increase(
     problem: Problem, trajectory: Trajectory, reference: Reference | None
 ) -> float:
-    """max(0, largest increase of the mechanical energy from one sample to the next)."""
+    """max(0, largest increase of the mechanical energy from one sample to the next).
+
+    NaN (not applicable) for a run whose output velocity the scheme does not define as part of
+    its state (``trajectory.stats["velocity_output"]`` other than ``"state"``): Paoli-Schatzman's
+    central difference (q^{k+1} - q^{k-1}) / (2h) straddles an impact at one sample, where it is
+    O(1) wrong, so an "energy" computed from it is not the energy of anything.
+    """
+    if trajectory.stats.get("velocity_output", "state") != "state":
+        return float("nan")
     e = energy(problem, trajectory)
     return float(max(0.0, np.max(np.diff(e), initial=0.0)))
+
+
+def energy_at_end(problem: Problem, trajectory: Trajectory, reference: Reference | None) -> float:
+    """Mechanical energy E(T) = v^T M v / 2 + potential at the last sample (NaN where the
+    output velocity is not part of the scheme's state, as for :func:`max_energy_increase`)."""
+    if trajectory.stats.get("velocity_output", "state") != "state":
+        return float("nan")
+    return float(problem.energy(trajectory.q[-1], trajectory.v[-1]))
 
 
 def max_penetration(problem: Problem, trajectory: Trajectory, reference: Reference | None) -> float:
     """max(0, -min g_i(q)) over the samples (:func:`impactbench.metrics.max_penetration`)."""
     return metrics.max_penetration(problem, trajectory)
+
+
+def late_penetration(
+    problem: Problem, trajectory: Trajectory, reference: Reference | None
+) -> float:
+    """max(0, -min g_i(q)) over the samples of the second half of the run, t >= (t0 + T)/2.
+
+    The depth a resting or sliding contact settles to (or drifts to), without the transient
+    penetrations of the impacts before it.
+    """
+    t = trajectory.t
+    late = t >= 0.5 * (t[0] + t[-1])
+    return float(np.max(metrics.penetration_depths(problem, trajectory.q[late]), initial=0.0))
 
 
 def _isolated(times: np.ndarray, window: float) -> np.ndarray:
@@ -233,7 +262,15 @@ METRICS: dict[str, Metric] = {
         spurious_impacts, True, "run impacts (clusters) with no reference impact nearby"
     ),
     "max_penetration": Metric(max_penetration, False, "max(0, -min g(q)) over the samples"),
+    "late_penetration": Metric(
+        late_penetration, False, "max(0, -min g(q)) over the second half of the run"
+    ),
     "max_energy_increase": Metric(
-        max_energy_increase, False, "largest energy increase between consecutive samples"
+        max_energy_increase,
+        False,
+        "largest energy increase between consecutive samples (NaN: velocity not a state)",
+    ),
+    "energy_at_end": Metric(
+        energy_at_end, False, "mechanical energy at the final time T (NaN: velocity not a state)"
     ),
 }

@@ -49,12 +49,14 @@ STATUS_NOT_FINITE = 1
 STATUS_CONTACT_SOLVE_FAILED = 2
 STATUS_PROJECTION_NOT_CONVERGED = 3
 STATUS_MASS_NOT_SPD = 4
+STATUS_GAP_NOT_FINITE = 5
 
 FAILURE_REASONS = {
     STATUS_NOT_FINITE: "non-finite state or force",
     STATUS_CONTACT_SOLVE_FAILED: "the impact LCP failed (singular Delassus matrix?)",
     STATUS_PROJECTION_NOT_CONVERGED: "the metric projection onto K did not converge",
     STATUS_MASS_NOT_SPD: "the mass matrix is not positive definite",
+    STATUS_GAP_NOT_FINITE: "non-finite gap or gap gradient",
 }
 
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
@@ -118,7 +120,11 @@ class TimeStepping(Method):
 
     family: ClassVar[str] = "time-stepping"
     requires_step: ClassVar[bool] = True
-    _compiled_loops: ClassVar[dict[tuple[type, ProblemKernels, int, int], Callable]] = {}
+    #: How the output velocity is obtained: "state" when it is the scheme's own velocity
+    #: variable, else a description of its reconstruction (recorded in ``stats``; energy metrics
+    #: are not computed from a reconstructed velocity).
+    velocity_output: ClassVar[str] = "state"
+    _compiled_loops: ClassVar[dict[tuple[Any, ...], Callable]] = {}
 
     def __init__(self, *, compiled: bool = True, log_capacity: int = IMPACT_LOG_CAPACITY):
         if not isinstance(compiled, bool):
@@ -129,29 +135,40 @@ class TimeStepping(Method):
     @staticmethod
     @abstractmethod
     def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
         """Build the time loop for a problem (see the module docstring for its signature).
 
         The loops bind ``n_dof`` and ``n_constraints`` as compile-time constants: numba then
         unrolls the small linear algebra completely (measured: a 1 x 1 solve in a loop goes from
         16 ns to 1 ns per call), and single-constraint problems compile without the LCP solver.
+        ``options`` are the instance's :meth:`_loop_options`.
         """
+
+    def _loop_options(self) -> dict[str, Any]:
+        """Compile-time options of this instance's loop (hashable values; none by default).
+
+        They are passed to :meth:`_make_loop` and are part of the key under which a compiled loop
+        is kept, so two instances that differ in them never share a loop.
+        """
+        return {}
 
     @abstractmethod
     def _method_vector(self) -> np.ndarray:
         """Method parameters as the float64 vector ``mp`` read by the loop."""
 
     def loop_for(self, problem: Problem) -> tuple[Callable, bool]:
-        """The loop used for ``problem`` and whether it is compiled (compiled once per class)."""
+        """The loop used for ``problem`` and whether it is compiled (compiled once per class, sizes
+        and loop options)."""
         kernels = problem.kernels()
         n, m = problem.n_dof, problem.n_constraints
+        options = self._loop_options()
         if not self.compiled or kernels is None:
-            return self._make_loop(python_kernels(problem), n, m, False), False
-        key = (type(self), kernels, n, m)
+            return self._make_loop(python_kernels(problem), n, m, False, **options), False
+        key = (type(self), kernels, n, m, tuple(sorted(options.items())))
         loop = self._compiled_loops.get(key)
         if loop is None:
-            loop = self._make_loop(kernels, n, m, True)
+            loop = self._make_loop(kernels, n, m, True, **options)
             self._compiled_loops[key] = loop
         return loop, True
 
@@ -210,6 +227,7 @@ class TimeStepping(Method):
             "impacts": int(counters[COUNTER_IMPACTS]),
             "solver_iterations": int(counters[COUNTER_SOLVER_ITERATIONS]),
             "compiled": compiled,
+            "velocity_output": self.velocity_output,
         }
         status = int(counters[COUNTER_STATUS])
         trajectory = Trajectory(

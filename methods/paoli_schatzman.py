@@ -26,7 +26,7 @@ Choices stated here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from impactbench.contact import (
 )
 from impactbench.problem import ProblemKernels
 from impactbench.timestepping import (
+    STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
     STATUS_OK,
@@ -142,9 +143,15 @@ def _paoli_schatzman_loop(
             y[j] = two_inv_1pe * q[j] + (h2 * acc[j] - (1.0 - e) * q_prev[j]) * inv_1pe
         gap(y, p, g)
         admissible = True
+        finite = True
         for i in range(m):
             if g[i] < 0.0:
                 admissible = False
+            elif not g[i] >= 0.0:  # NaN is neither inside nor outside K: a failure
+                finite = False
+        if not finite:
+            status = STATUS_GAP_NOT_FINITE
+            break
         used = 0
         if not admissible:
             if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
@@ -252,6 +259,8 @@ class PaoliSchatzman(TimeStepping):
         See :class:`impactbench.TimeStepping`.
     """
 
+    velocity_output: ClassVar[str] = "central difference (q^{k+1} - q^{k-1}) / (2h)"
+
     def __init__(
         self, projection_tol: float = 1e-14, projection_max_iter: int = 50, **options: Any
     ) -> None:
@@ -264,7 +273,7 @@ class PaoliSchatzman(TimeStepping):
 
     @staticmethod
     def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
         return make_paoli_schatzman_loop(kernels, n_dof, n_constraints, compile)
 

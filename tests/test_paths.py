@@ -150,8 +150,9 @@ def test_affine_closed_form_with_varying_mass_matches_the_general_projection():
     assert ((y[2:] + 0.7 * y[:-2]) / 1.7).min() >= -1e-12
 
 
-def _velocity_scheme_reference(problem, theta, position_first, t_end, h):
-    """DESIGN.md's Moreau-Jean / catching-up step written directly in NumPy (one constraint)."""
+def _velocity_scheme_reference(problem, theta, position_first, t_end, h, activation):
+    """DESIGN.md's Moreau-Jean / catching-up step written directly in NumPy (one constraint):
+    active when g(q_p) <= 0 ("position"), and also G v_k <= 0 ("approaching")."""
     t, q, v = problem.t0, problem.q0.astype(float), problem.v0.astype(float)
     e = problem.restitution
     qs = [q]
@@ -161,7 +162,7 @@ def _velocity_scheme_reference(problem, theta, position_first, t_end, h):
         M = problem.mass_matrix(qp)
         v1 = v + h * np.linalg.solve(M, problem.forces(tp, qp, v))
         G = problem.gap_gradient(qp)[0]
-        if problem.gap(qp)[0] <= 0.0 and G @ v <= 0.0:
+        if problem.gap(qp)[0] <= 0.0 and (activation == "position" or G @ v <= 0.0):
             Y = np.linalg.solve(M, G)
             v1 = v1 + max(0.0, -(G @ v1 + e * (G @ v)) / (G @ Y)) * Y
         q = qp if position_first else q + h * ((1.0 - theta) * v + theta * v1)
@@ -171,16 +172,25 @@ def _velocity_scheme_reference(problem, theta, position_first, t_end, h):
 
 
 @pytest.mark.parametrize(
-    "method", [MoreauJean(theta=0.3), MoreauJean(theta=1.0), CatchingUp()], ids=lambda m: m.name
+    "method",
+    [
+        MoreauJean(theta=0.3),
+        MoreauJean(theta=1.0),
+        CatchingUp(),
+        MoreauJean(theta=0.3, activation="approaching"),
+        CatchingUp(activation="approaching"),
+    ],
+    ids=lambda m: m.name,
 )
 def test_velocity_schemes_match_the_design_formulas_step_by_step(method):
     """theta != 1/2 (where swapping theta and 1 - theta changes nothing) and catching-up, on the
-    slanted wall (non-diagonal M) through impacts, against the formulas written out in NumPy."""
+    slanted wall (non-diagonal M) through impacts into sliding (t_inf = 2.45), against the
+    formulas written out in NumPy, with each activation rule."""
     problem = SlantedWall(restitution=0.7)
     h, t_end = 1e-3, problem.t0 + 3.0
     position_first = isinstance(method, CatchingUp)
     expected = _velocity_scheme_reference(
-        problem, getattr(method, "theta", 1.0), position_first, t_end, h
+        problem, getattr(method, "theta", 1.0), position_first, t_end, h, method.activation
     )
     run = simulate(problem, method, t_end, h=h)
     assert run.impacts.total >= 5

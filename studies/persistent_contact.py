@@ -1,0 +1,398 @@
+"""Persistent contact over long horizons: resting and sliding contacts, every time-stepping scheme.
+
+After an accumulation of impacts a contact persists (a ball at rest, a particle sliding along a
+wall, a pin resting in its clearance under a load). A time-stepping scheme never locates that
+transition: its contact law alone must keep the state on K for all time. The velocity schemes
+(Moreau-Jean, catching-up) do so only with the position activation rule (constraint active when
+g_i(q_p) <= 0); with the "approaching" rule (also G_i v_k <= 0) a resting contact alternates
+active and free steps and sinks linearly in time. Paoli-Schatzman's position projection keeps
+its iterates in K by construction. This study measures, for every scheme and both rules:
+
+* the depth below the constraint, max(0, -min g) over the second half [T/2, T] of runs of
+  horizon T from 30 to 3000 (thousands of contact periods): does it grow with t?
+* the same depth at T = 100 against the step h (12 steps over 1.7 decades): O(h^2)?
+* the largest per-step energy increase (every step stored), against the bound
+  (1 - e) h^2 alpha^2 / (8 (1 + e) w) that the position rule admits (module docstring of
+  :mod:`impactbench.methods.moreau_jean`; alpha the acceleration towards the constraint,
+  w = G M^-1 G^T), and the energy at T against T.
+
+Depths are in the units of each problem's gap (the floor height, n^T q - c, delta^2 - |q|^2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
+from impactbench.metrics import observed_order
+from impactbench.problem import Problem
+from impactbench.problems import BouncingBall, SlantedWall, TightJoint, TightJoint2D
+from impactbench.report import format_number, markdown_table, new_figure, plot_methods, save_figure
+from impactbench.runner import Case, Grid, Run, expand
+from impactbench.study import Section, Study, StudyReport
+
+FAILED = "failed"
+
+
+def resting_ball() -> BouncingBall:
+    """Ball dropped from 1 on the floor, e = 0.9: rests after t_inf = 8.58."""
+    return BouncingBall(q0=1.0, v0=0.0, restitution=0.9)
+
+
+def sliding_particle() -> SlantedWall:
+    """Particle on the slanted wall (non-diagonal M), e = 0.7: slides after t_inf = 2.45."""
+    return SlantedWall(restitution=0.7)
+
+
+def pin_on_clearance_wall() -> TightJoint:
+    """1-DOF pin, no spring, constant load -1 towards the wall x = -delta (two constraints)."""
+    return TightJoint(
+        stiffness=0.0, forcing_amplitude=-1.0, forcing_frequency=0.0, x0=0.0, v0=0.5,
+        restitution=0.5,
+    )  # fmt: skip
+
+
+def pin_resting_in_hole() -> TightJoint2D:
+    """Pin in a circular hole (nonlinear gap delta^2 - |q|^2) falling under a load onto its
+    lowest point and resting there (the motion stays on the vertical axis)."""
+    return TightJoint2D(
+        stiffness=0.0, load=(0.0, -1.0), forcing_amplitude=(0.0, 0.0), restitution=0.5,
+        q0=(0.0, 0.0), v0=(0.0, -0.3),
+    )  # fmt: skip
+
+
+def pin_sliding_in_hole() -> TightJoint2D:
+    """As :func:`pin_resting_in_hole` with a tangential velocity: after the impacts accumulate
+    the pin slides to and fro along the curved wall (a frictionless bead in a bowl)."""
+    return TightJoint2D(
+        stiffness=0.0, load=(0.0, -1.0), forcing_amplitude=(0.0, 0.0), restitution=0.5,
+        q0=(0.0, 0.0), v0=(0.4, -0.3),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ContactCase:
+    """A persistent-contact problem: its factory, the time by which its contact persists, and
+    the constraint acceleration alpha (gap units / s^2) that sets the O(h^2 alpha) depth."""
+
+    factory: Callable[[], Problem]
+    settled_after: float
+    alpha: float
+    description: str
+
+
+#: The study's problems by label. ``settled_after`` is past the accumulation point of each.
+CASES: dict[str, ContactCase] = {
+    "resting ball": ContactCase(resting_ball, 10.0, 9.81, "BouncingBall e = 0.9, q0 = 1"),
+    "sliding particle": ContactCase(
+        sliding_particle, 4.0, 10.978170731707317, "SlantedWall e = 0.7, non-diagonal M"
+    ),
+    "pin on clearance wall": ContactCase(
+        pin_on_clearance_wall, 5.0, 1.0, "TightJoint (two constraints) under a load"
+    ),
+    "pin resting in hole": ContactCase(
+        pin_resting_in_hole, 5.0, 0.2, "TightJoint2D (nonlinear gap), radial fall"
+    ),
+    "pin sliding in hole": ContactCase(
+        pin_sliding_in_hole, 10.0, 0.2, "TightJoint2D (curved wall), sliding"
+    ),
+}
+
+METHOD_GRIDS = [
+    Grid(PaoliSchatzman),
+    Grid(MoreauJean, {"activation": ["position", "approaching"]}),
+    Grid(CatchingUp, {"activation": ["position", "approaching"]}),
+]
+#: The per-step energy study: Moreau-Jean, whose mechanical energy is the quantity its step
+#: balances (catching-up balances E - (h/2) F^T v, and its E rises by h^2 |F|^2 / 2 per free
+#: step by design; Paoli-Schatzman's velocity is a central difference, not a state).
+ENERGY_GRID = METHOD_GRIDS[1]
+STEP = 2e-3
+HORIZONS = {"full": [30.0, 100.0, 300.0, 1000.0, 3000.0], "quick": [30.0, 100.0]}
+STEPS = {"full": np.geomspace(1e-4, 5e-3, 12), "quick": np.geomspace(5e-4, 5e-3, 4)}
+STEP_HORIZON = 100.0
+ENERGY_STEPS = {"full": [1e-2, 5e-3, 2e-3], "quick": [5e-3]}
+ENERGY_HORIZON = 100.0
+#: At most this many stored samples per run (the metrics evaluate the gap at each sample).
+MAX_SAMPLES = 20_000
+METRICS = ["late_penetration", "energy_at_end"]
+#: Depths at or below this (gap units, each problem's gap is O(1)) are round-off: no order is
+#: fitted through them.
+RESOLVED_DEPTH = 1e-10
+
+
+def _output_every(t_end: float, h: float) -> int:
+    return max(1, int(np.ceil(t_end / h / MAX_SAMPLES)))
+
+
+def _case(label: str, t_end: float) -> Case:
+    return Case(CASES[label].factory, t_end, {}, label)
+
+
+def runs(quick: bool) -> list[Run]:
+    """Depth against t (h = 2e-3), depth against h (T = 100), per-step energy (every step)."""
+    grid = "quick" if quick else "full"
+    result = []
+    for label in CASES:
+        for t_end in HORIZONS[grid]:
+            result += expand(
+                [_case(label, t_end)], METHOD_GRIDS, steps=[STEP], metrics=METRICS,
+                output_every=_output_every(t_end, STEP),
+            )  # fmt: skip
+        for h in STEPS[grid]:
+            result += expand(
+                [_case(label, STEP_HORIZON)], METHOD_GRIDS, steps=[float(h)],
+                metrics=["late_penetration"], output_every=_output_every(STEP_HORIZON, h),
+            )  # fmt: skip
+        for h in ENERGY_STEPS[grid]:
+            result += expand(
+                [_case(label, ENERGY_HORIZON)], [ENERGY_GRID], steps=[h],
+                metrics=["max_energy_increase"], output_every=1,
+            )  # fmt: skip
+    return _unique(result)
+
+
+def _unique(runs: list[Run]) -> list[Run]:
+    """Drop repeated runs (the grids share T = 100 at h = 2e-3), keeping the first."""
+    seen = set()
+    kept = []
+    for run in runs:
+        key = repr(run.spec())
+        if key not in seen:
+            seen.add(key)
+            kept.append(run)
+    return kept
+
+
+def energy_increase_bound(problem: Problem, h: float) -> float:
+    """(1 - e) h^2 alpha^2 / (8 (1 + e) w) for one affine constraint with constant M and F
+    (alpha = -G M^-1 F, w = G M^-1 G^T at q0); NaN for any other problem."""
+    kernels = problem.kernels()
+    affine = kernels is not None and kernels.affine_gap and kernels.constant_mass
+    if problem.n_constraints != 1 or not affine:
+        return float("nan")
+    M = problem.mass_matrix(problem.q0)
+    G = problem.gap_gradient(problem.q0)[0]
+    F = problem.forces(problem.t0, problem.q0, problem.v0)
+    if not np.allclose(F, problem.forces(problem.t0 + 1.0, problem.q0 + 1.0, problem.v0 + 1.0)):
+        return float("nan")
+    w = float(G @ np.linalg.solve(M, G))
+    alpha = -float(G @ np.linalg.solve(M, F))
+    e = problem.restitution
+    return (1.0 - e) * h**2 * max(alpha, 0.0) ** 2 / (8.0 * (1.0 + e) * w)
+
+
+def _ok(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table["status"] != FAILED]
+
+
+def depth_against_time(table: pd.DataFrame) -> pd.DataFrame:
+    """Depth over [T/2, T] at h = 2e-3, one column per horizon T (problem x method rows)."""
+    done = _ok(table)
+    done = done[(done["h"] == STEP) & done["late_penetration"].notna()]
+    done = done[done["t_end"].isin(HORIZONS["full"] + HORIZONS["quick"])]
+    if done.empty:
+        return pd.DataFrame(columns=["problem", "method"])
+    wide = done.pivot_table(
+        index=["problem", "method"], columns="t_end", values="late_penetration", sort=False
+    )
+    wide.columns = [f"T = {t:g}" for t in wide.columns]
+    return wide.reset_index()
+
+
+def depth_against_step(table: pd.DataFrame) -> pd.DataFrame:
+    """Per problem and method: fitted order of the depth at T = 100 against h, and its range."""
+    done = _ok(table)
+    done = done[(done["t_end"] == STEP_HORIZON) & done["late_penetration"].notna()]
+    done = done[done["h"].isin(np.concatenate([STEPS["full"], STEPS["quick"], [STEP]]))]
+    rows = []
+    for (problem, method), group in done.groupby(["problem", "method"], sort=False):
+        group = group.drop_duplicates("h").sort_values("h")
+        depth = group["late_penetration"].to_numpy()
+        h = group["h"].to_numpy()
+        row = {
+            "problem": problem,
+            "method": method,
+            "steps": len(h),
+            "largest depth": float(depth.max()),
+            "largest depth / (alpha h^2)": float(np.max(depth / (CASES[problem].alpha * h**2))),
+            "order": float("nan"),
+            "residual": float("nan"),
+        }
+        # an order only where every depth is resolved (above round-off on the gap's scale)
+        if len(h) >= 3 and np.all(depth > RESOLVED_DEPTH):
+            row["order"], row["residual"] = observed_order(h, depth)
+        rows.append(row)
+    columns = ["problem", "method", "steps", "largest depth", "largest depth / (alpha h^2)"]
+    return pd.DataFrame(rows, columns=[*columns, "order", "residual"])
+
+
+def energy_increases(table: pd.DataFrame) -> pd.DataFrame:
+    """Largest per-step energy increase (every step stored) against the position rule's bound."""
+    done = _ok(table)
+    done = done[(done["output_every"] == 1) & (done["t_end"] == ENERGY_HORIZON)]
+    done = done[done["max_energy_increase"].notna()]
+    rows = []
+    for row in done.itertuples():
+        bound = energy_increase_bound(CASES[row.problem].factory(), row.h)
+        rows.append(
+            {
+                "problem": row.problem,
+                "method": row.method,
+                "h": row.h,
+                "largest increase": row.max_energy_increase,
+                "bound": bound,
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["problem", "method", "h", "largest increase", "bound"])
+    return frame.drop_duplicates(["problem", "method", "h"])
+
+
+def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
+    done = _ok(table)
+    labels = [label for label in CASES if label in set(done["problem"])]
+    if not labels:
+        return ["None (no run finished).\n"]
+    links = []
+    views = [
+        ("depth_against_t", "t_end", "late_penetration", "horizon T", "depth over [T/2, T]"),
+        ("depth_against_h", "h", "late_penetration", "step h", "depth over [50, 100]"),
+        ("energy_against_t", "t_end", "energy_at_end", "horizon T", "energy E(T)"),
+    ]
+    for name, x, y, xlabel, ylabel in views:
+        figure, axes = new_figure(len(labels), width=3.6, height=3.4)
+        for ax, label in zip(axes, labels, strict=True):
+            group = done[done["problem"] == label]
+            if x == "t_end":
+                group = group[group["h"] == STEP]
+            else:
+                group = group[group["t_end"] == STEP_HORIZON]
+            group = group.drop_duplicates(["method", x])
+            if y == "energy_at_end":
+                for method, rows in group.groupby("method", sort=True):
+                    rows = rows.sort_values(x)
+                    ax.plot(rows[x], rows[y], marker="o", markersize=3, label=method)
+                ax.set_xscale("log")
+            else:
+                plot_methods(ax, group, x, y)
+            ax.set_title(label, fontsize=9)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+        axes[0].legend(fontsize=6)
+        save_figure(figure, folder / f"{name}.png")
+        links.append(f"![{name}]({name}.png)\n")
+    return links
+
+
+def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame) -> list[str]:
+    findings = []
+    horizons = [c for c in by_time.columns if c.startswith("T = ")]
+    if len(horizons) >= 2:
+        first, last = horizons[0], horizons[-1]
+        for rule in ("activation=position", "activation=approaching"):
+            rows = by_time[by_time["method"].str.contains(rule, regex=False)]
+            rows = rows[rows[first].notna() & rows[last].notna()]
+            if rows.empty:
+                continue
+            growth = (rows[last] / rows[first].where(rows[first] > 0)).replace(np.inf, np.nan)
+            worst = rows.loc[rows[last].idxmax()]
+            findings.append(
+                f"Velocity schemes with `{rule}`: deepest state over [T/2, T] at {last} is "
+                f"{format_number(worst[last])} ({worst['problem']}, {worst['method']}); depth "
+                f"at {last} over depth at {first}: {format_number(growth.min())} to "
+                f"{format_number(growth.max())}."
+            )
+        ps = by_time[by_time["method"] == "PaoliSchatzman"]
+        if ps[horizons].notna().any().any():
+            findings.append(
+                f"PaoliSchatzman: largest depth over [T/2, T] at any horizon "
+                f"{format_number(float(ps[horizons].max().max()))}."
+            )
+    fitted = by_step[by_step["order"].notna()]
+    position = fitted[fitted["method"].str.contains("activation=position", regex=False)]
+    if not position.empty:
+        ratio = position["largest depth / (alpha h^2)"].max()
+        findings.append(
+            f"Depth at T = 100 against h with the position rule: fitted orders "
+            f"{format_number(position['order'].min())} to "
+            f"{format_number(position['order'].max())}; largest depth / (alpha h^2) "
+            f"{format_number(ratio)}."
+        )
+    if not energy.empty:
+        pos = energy[energy["method"].str.contains("activation=position", regex=False)]
+        app = energy[energy["method"].str.contains("activation=approaching", regex=False)]
+        if not pos.empty and not app.empty:
+            ratio = (pos["largest increase"] / pos["bound"]).max()
+            findings.append(
+                f"Largest per-step energy increase with the position rule: "
+                f"{format_number(pos['largest increase'].max())} (at most "
+                f"{format_number(ratio)} of the O(h^2) bound where it applies); with the "
+                f"approaching rule: {format_number(app['largest increase'].max())}."
+            )
+    return findings
+
+
+def report(table: pd.DataFrame, folder: Path) -> StudyReport:
+    """Depth tables against T and h, energy-increase table, figures and findings."""
+    by_time = depth_against_time(table)
+    by_step = depth_against_step(table)
+    energy = energy_increases(table)
+    cases = pd.DataFrame(
+        [
+            {
+                "problem": label,
+                "model": case.description,
+                "contact persists after": case.settled_after,
+                "alpha": case.alpha,
+            }
+            for label, case in CASES.items()
+        ]
+    )
+    sections = [
+        Section("Problems", markdown_table(cases)),
+        Section(
+            "Depth below the constraint against the horizon",
+            f"max(0, -min g) over the second half [T/2, T] of a run of horizon T, h = {STEP:g} "
+            "(gap units). A persistent contact that holds keeps the same depth for every T.\n\n"
+            + markdown_table(by_time),
+        ),
+        Section(
+            "Depth against the step",
+            f"Depth over [50, 100] of runs to T = {STEP_HORIZON:g}; order = least-squares slope "
+            "of log depth on log h with its residual (log10 units), fitted only where every "
+            f"depth is above {RESOLVED_DEPTH:g} (below it the depth is round-off).\n\n"
+            + markdown_table(by_step),
+        ),
+        Section(
+            "Largest energy increase per step",
+            f"Every step stored, T = {ENERGY_HORIZON:g}; bound = (1 - e) h^2 alpha^2 / "
+            "(8 (1 + e) w), the largest increase the position rule allows for one affine "
+            "constraint with constant M and F (- elsewhere). Moreau-Jean only: catching-up "
+            "balances E - (h/2) F^T v (its E rises by h^2 |F|^2 / 2 per free step by design) "
+            "and Paoli-Schatzman's velocity is a central difference, not a state.\n\n"
+            + markdown_table(energy),
+        ),
+        Section("Figures", "\n".join(_figures(table, folder))),
+    ]
+    return StudyReport(sections, _findings(by_time, by_step, energy))
+
+
+STUDY = Study(
+    name="persistent_contact",
+    title="Persistent contact over long horizons",
+    description=(
+        "Resting and sliding contacts (a ball at rest, a particle sliding on the slanted wall "
+        "with non-diagonal M, a pin resting on one wall of its clearance with two constraints, "
+        "a pin resting in and sliding along a circular hole) integrated to T = 3000 by every "
+        "time-stepping scheme, the velocity schemes with both activation rules: depth below "
+        "the constraint against T and against h, largest per-step energy increase against the "
+        "position rule's O(h^2) bound, energy at T."
+    ),
+    runs=runs,
+    report=report,
+)
