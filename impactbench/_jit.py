@@ -18,7 +18,7 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba
 from numba.core.dispatcher import Dispatcher
@@ -33,22 +33,59 @@ kernel = numba.njit(cache=True, nogil=True)
 hot_kernel = numba.njit(inline="always", nogil=True)
 
 
-#: Modules whose code is inlined into every compiled loop (part of each loop's cache digest).
-_INLINED_MODULES = ("impactbench._jit", "impactbench.contact", "impactbench.timestepping")
+class Template(NamedTuple):
+    """A template and the bindings of its free globals, specialised (:func:`specialize`) with the
+    same ``compile`` flag as the function it is bound into (inlined there)."""
+
+    function: Callable
+    bindings: dict[str, Any]
 
 
-def _source_digest(value: Any, hasher: Any) -> None:
-    """Feed ``value`` to ``hasher``: for a function its module's source, else its repr."""
+def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
+    """Feed ``value`` and everything it calls to ``hasher``.
+
+    A function (or numba dispatcher) contributes its module's source, and so does every function
+    and module it names as a global, recursively: the digest follows what is actually compiled
+    into a loop, so editing any helper it inlines gives the loop a new cache name. Other values
+    (compile-time constants) contribute their repr.
+    """
     function = getattr(value, "py_func", value)
-    if isinstance(function, types.FunctionType):
-        hasher.update(f"{function.__module__}.{function.__qualname__}".encode())
-        module = sys.modules.get(function.__module__)
+    if isinstance(value, types.ModuleType):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
         try:
-            hasher.update(inspect.getsource(module).encode() if module else b"")
+            hasher.update(inspect.getsource(value).encode())
         except (OSError, TypeError):
-            hasher.update(function.__code__.co_code)
-    else:
+            hasher.update(value.__name__.encode())
+        return
+    if not isinstance(function, types.FunctionType):
         hasher.update(repr(value).encode())
+        return
+    if id(function) in seen:
+        return
+    seen.add(id(function))
+    hasher.update(f"{function.__module__}.{function.__qualname__}".encode())
+    module = sys.modules.get(function.__module__)
+    if module is not None:
+        _digest(module, hasher, seen)
+    else:
+        hasher.update(function.__code__.co_code)
+    for name in sorted(_global_names(function.__code__)):
+        if name in function.__globals__:
+            target = function.__globals__[name]
+            if isinstance(target, (types.FunctionType, types.ModuleType, Dispatcher)):
+                _digest(target, hasher, seen)
+            elif isinstance(target, (bool, int, float)):
+                hasher.update(f"{name}={target!r}".encode())
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _global_names(constant)
+    return names
 
 
 def _inlined(value: Any) -> Any:
@@ -69,8 +106,9 @@ def specialize(
         A module-level function whose problem-specific names are globals.
     bindings : dict
         Name -> value for those globals (numba functions, or bools/ints, which numba treats as
-        compile-time constants, so branches on them are pruned). Compiled as a loop (not
-        ``inline``), the numba functions are inlined into it by numba itself: LLVM's own
+        compile-time constants, so branches on them are pruned; a :class:`Template` is
+        specialised first with the same ``compile``, as an inlined helper). Compiled as a loop
+        (not ``inline``), the numba functions are inlined into it by numba itself: LLVM's own
         heuristics left some problem kernels (the double pendulum's gap) as opaque calls, which
         pass every array as a struct and hide what the kernels share (the same sin q evaluated
         by the forces and the gap). An ``inline`` helper (the metric projection, a slow path
@@ -78,11 +116,18 @@ def specialize(
         there only adds compile time (measured 27 s against 23 s for the Paoli-Schatzman
         pendulum loop).
     compile : bool
-        False: return the plain-Python copy. True: compile it with numba, cached on disk.
+        False: return the plain-Python copy. True: compile it with numba, cached on disk under a
+        name carrying a digest of every source compiled into it (:func:`_digest`).
     inline : bool
         Compile with ``inline="always"`` (for helpers called by other loops; not cached itself,
         it is compiled into its caller).
     """
+    bindings = {
+        name: specialize(value.function, value.bindings, compile, inline=True)
+        if isinstance(value, Template)
+        else value
+        for name, value in bindings.items()
+    }
     namespace = dict(template.__globals__)
     if compile and not inline:
         bindings = {name: _inlined(value) for name, value in bindings.items()}
@@ -96,10 +141,6 @@ def specialize(
     if inline:
         return numba.njit(inline="always", nogil=True)(function)
     hasher = hashlib.sha256()
-    for name in _INLINED_MODULES:
-        hasher.update(inspect.getsource(sys.modules[name]).encode())
-    for name in sorted(bindings):
-        hasher.update(name.encode())
-        _source_digest(bindings[name], hasher)
+    _digest(function, hasher, set())
     function.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
     return numba.njit(cache=True, nogil=True)(function)

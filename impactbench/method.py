@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -15,25 +16,47 @@ class Method(ABC):
     """Base class of every method.
 
     A subclass sets ``family`` ("time-stepping" or "event-driven") and ``requires_step`` (True
-    when the method needs a fixed step ``h``), stores its parameters on construction (validating
-    them with a ValueError that names the parameter) and returns them from :meth:`parameters`,
-    and implements :meth:`_solve_impl`, which integrates ``problem`` from ``problem.t0`` to
-    ``t_end`` and returns a :class:`Trajectory` whose last sample is at ``t_end`` (or raises
+    when the method needs a fixed step ``h``), stores each constructor parameter as the attribute
+    of the same name (validating it with a ValueError that names the parameter; its
+    :meth:`parameters` and :attr:`name` are derived from them), and implements
+    :meth:`_solve_impl`, which integrates ``problem`` from ``problem.t0`` to ``t_end`` and returns
+    a :class:`Trajectory` whose last sample is at ``t_end`` (or raises
     :class:`impactbench.SimulationError` with the time and state where it had to stop). The public
     :meth:`solve` does the bookkeeping around it: argument checks and wall time.
     """
 
     family: ClassVar[str]
     requires_step: ClassVar[bool]
+    #: Parameters left out of :attr:`name` while they have these values (to keep names short;
+    #: :meth:`parameters` and ``repr`` still list them).
+    name_omits: ClassVar[dict[str, Any]] = {}
 
-    @abstractmethod
     def parameters(self) -> dict[str, Any]:
-        """The method's parameters, as passed to its constructor."""
+        """The method's parameters: every named parameter of its class's constructor (not the
+        ``**options`` it passes on), read back from the attribute of the same name.
+
+        Derived from the signature, so that the name, the repr and the cache keys can never
+        disagree with what the constructor takes (a constructor must store each named parameter
+        as an attribute of that name; the contract test checks it for every registered method).
+        """
+        signature = inspect.signature(type(self).__init__)
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        return {
+            name: getattr(self, name)
+            for name, parameter in signature.parameters.items()
+            if name != "self" and parameter.kind in named
+        }
 
     @property
     def name(self) -> str:
-        """The class name with its parameters, e.g. ``MoreauJean[theta=0.5]``."""
-        params = ",".join(f"{k}={v}" for k, v in self.parameters().items())
+        """The class name with its parameters, e.g. ``MoreauJean[theta=0.5,activation=position]``
+        (parameters at their :attr:`name_omits` value left out)."""
+        omitted = self.name_omits
+        params = ",".join(
+            f"{k}={v}"
+            for k, v in self.parameters().items()
+            if not (k in omitted and v == omitted[k])
+        )
         return f"{type(self).__name__}[{params}]" if params else type(self).__name__
 
     def __repr__(self) -> str:

@@ -1,14 +1,16 @@
-"""Fixed-step (time-stepping) methods: the shared driver around a compiled or plain-Python loop.
+"""Fixed-step (time-stepping) methods: the base class around the one time loop.
 
-A time-stepping method subclasses :class:`TimeStepping` and provides a *loop factory*: a function
-``make_loop(kernels, compile)`` that returns the whole time loop written against the kernel
-calling convention of :class:`impactbench.ProblemKernels`. The same source is compiled by numba
+A time-stepping method subclasses :class:`TimeStepping` and provides its *scheme*: the step (and
+start, output sample and end) of :mod:`impactbench.time_loop`, written against the kernel calling
+convention of :class:`impactbench.ProblemKernels`. The driver of that module owns the buffers,
+output decimation, impact log, counters and statuses, and the same source is compiled by numba
 for built-in problems (their kernels are numba functions) and runs as plain Python for a user's
 plain-Python problem (its methods wrapped by :func:`impactbench.problem.python_kernels`) or when
-the method is built with ``compiled=False``.
+the method is built with ``compiled=False``. Adding a scheme is one file: a subclass with
+``_scheme`` (and ``_method_vector``, ``parameters``), no edit here.
 
-Loop signature (all arrays preallocated by the driver; the loop allocates only its work
-buffers, once, before the first step)::
+Loop signature (all arrays preallocated by :meth:`TimeStepping._solve_impl`; the loop allocates
+only its work buffers, once, before the first step)::
 
     loop(t0, h, n_steps, q0, v0, p, e, mp, every,
          out_t, out_q, out_v, log_t, log_i, log_u, counters, state)
@@ -30,60 +32,25 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _checks
-from ._jit import hot_kernel
 from .method import Method
 from .problem import Problem, ProblemKernels, python_kernels
+from .status_codes import (
+    COUNTER_FORCE_EVALUATIONS,
+    COUNTER_IMPACTS,
+    COUNTER_LOGGED,
+    COUNTER_SAMPLES,
+    COUNTER_SOLVER_ITERATIONS,
+    COUNTER_STATUS,
+    COUNTER_STEPS,
+    FAILURE_REASONS,
+    N_COUNTERS,
+    STATUS_OK,
+)
+from .time_loop import Scheme, make_time_loop
 from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status, Trajectory
-
-COUNTER_STATUS = 0
-COUNTER_STEPS = 1
-COUNTER_FORCE_EVALUATIONS = 2
-COUNTER_IMPACTS = 3
-COUNTER_LOGGED = 4
-COUNTER_SAMPLES = 5
-COUNTER_SOLVER_ITERATIONS = 6
-N_COUNTERS = 8
-
-STATUS_OK = 0
-STATUS_NOT_FINITE = 1
-STATUS_CONTACT_SOLVE_FAILED = 2
-STATUS_PROJECTION_NOT_CONVERGED = 3
-STATUS_MASS_NOT_SPD = 4
-STATUS_GAP_NOT_FINITE = 5
-
-FAILURE_REASONS = {
-    STATUS_NOT_FINITE: "non-finite state or force",
-    STATUS_CONTACT_SOLVE_FAILED: "the impact LCP failed (singular Delassus matrix?)",
-    STATUS_PROJECTION_NOT_CONVERGED: "the metric projection onto K did not converge",
-    STATUS_MASS_NOT_SPD: "the mass matrix is not positive definite",
-    STATUS_GAP_NOT_FINITE: "non-finite gap or gap gradient",
-}
 
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
 MAX_OUTPUT_BYTES = 2 * 1024**3
-
-
-@hot_kernel
-def log_impact(log_t, log_i, log_u, logged, t, i, before, after):
-    """Write impact ``logged`` (time, constraint, normal velocity before and after) into the
-    loop's impact log; returns the new count. The caller checks the log's capacity."""
-    log_t[logged] = t
-    log_i[logged] = i
-    log_u[logged, 0] = before
-    log_u[logged, 1] = after
-    return logged + 1
-
-
-@hot_kernel
-def store_counters(counters, status, steps, force_evaluations, impacts, logged, samples, solves):
-    """The loop's closing counts, read by :meth:`TimeStepping._solve_impl`."""
-    counters[COUNTER_STATUS] = status
-    counters[COUNTER_STEPS] = steps
-    counters[COUNTER_FORCE_EVALUATIONS] = force_evaluations
-    counters[COUNTER_IMPACTS] = impacts
-    counters[COUNTER_LOGGED] = logged
-    counters[COUNTER_SAMPLES] = samples
-    counters[COUNTER_SOLVER_ITERATIONS] = solves
 
 
 def step_count(t0: float, t_end: float, h: Any) -> tuple[int, float]:
@@ -124,6 +91,8 @@ class TimeStepping(Method):
     #: variable, else a description of its reconstruction (recorded in ``stats``; energy metrics
     #: are not computed from a reconstructed velocity).
     velocity_output: ClassVar[str] = "state"
+    #: Message of each failure status (a scheme may add codes >= 100 with their messages).
+    failure_reasons: ClassVar[dict[int, str]] = FAILURE_REASONS
     _compiled_loops: ClassVar[dict[tuple[Any, ...], Callable]] = {}
 
     def __init__(self, *, compiled: bool = True, log_capacity: int = IMPACT_LOG_CAPACITY):
@@ -132,23 +101,23 @@ class TimeStepping(Method):
         self.compiled = compiled
         self.log_capacity = _checks.positive_int(log_capacity, "log_capacity")
 
-    @staticmethod
     @abstractmethod
-    def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
-    ) -> Callable:
-        """Build the time loop for a problem (see the module docstring for its signature).
+    def _scheme(
+        self, kernels: ProblemKernels, n_dof: int, n_constraints: int, **options: Any
+    ) -> Scheme:
+        """The scheme's step for a problem's kernels (see :mod:`impactbench.time_loop`).
 
-        The loops bind ``n_dof`` and ``n_constraints`` as compile-time constants: numba then
-        unrolls the small linear algebra completely (measured: a 1 x 1 solve in a loop goes from
-        16 ns to 1 ns per call), and single-constraint problems compile without the LCP solver.
-        ``options`` are the instance's :meth:`_loop_options`.
+        The driver binds ``n_dof`` and ``n_constraints`` as compile-time constants (pass them in
+        the scheme's bindings too): numba then unrolls the small linear algebra completely
+        (measured: a 1 x 1 solve in a loop goes from 16 ns to 1 ns per call), and
+        single-constraint problems compile without the LCP solver. ``options`` are the
+        instance's :meth:`_loop_options`.
         """
 
     def _loop_options(self) -> dict[str, Any]:
         """Compile-time options of this instance's loop (hashable values; none by default).
 
-        They are passed to :meth:`_make_loop` and are part of the key under which a compiled loop
+        They are passed to :meth:`_scheme` and are part of the key under which a compiled loop
         is kept, so two instances that differ in them never share a loop.
         """
         return {}
@@ -164,11 +133,12 @@ class TimeStepping(Method):
         n, m = problem.n_dof, problem.n_constraints
         options = self._loop_options()
         if not self.compiled or kernels is None:
-            return self._make_loop(python_kernels(problem), n, m, False, **options), False
+            scheme = self._scheme(python_kernels(problem), n, m, **options)
+            return make_time_loop(scheme, n, m, False), False
         key = (type(self), kernels, n, m, tuple(sorted(options.items())))
         loop = self._compiled_loops.get(key)
         if loop is None:
-            loop = self._make_loop(kernels, n, m, True, **options)
+            loop = make_time_loop(self._scheme(kernels, n, m, **options), n, m, True)
             self._compiled_loops[key] = loop
         return loop, True
 
@@ -236,7 +206,7 @@ class TimeStepping(Method):
             v=out_v[:samples],
             impacts=impacts,
             status=Status.OK if status == STATUS_OK else Status.FAILED,
-            message="reached t_end" if status == STATUS_OK else FAILURE_REASONS[status],
+            message="reached t_end" if status == STATUS_OK else self.failure_reasons[status],
             stats=stats,
             method=self.name,
             problem=problem.name,
@@ -244,7 +214,7 @@ class TimeStepping(Method):
         )
         if status != STATUS_OK:
             raise SimulationError(
-                f"{self.name} on {problem.name}: {FAILURE_REASONS[status]}",
+                f"{self.name} on {problem.name}: {self.failure_reasons[status]}",
                 state[0],
                 state[1 : 1 + n],
                 state[1 + n :],

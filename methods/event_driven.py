@@ -74,7 +74,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import integrate, optimize
@@ -188,6 +188,7 @@ class EventDriven(Method):
 
     family = "event-driven"
     requires_step = False
+    name_omits: ClassVar[dict[str, Any]] = {"max_step": math.inf, "dense_output": False}
 
     def __init__(
         self,
@@ -219,22 +220,6 @@ class EventDriven(Method):
         if not isinstance(dense_output, (bool, np.bool_)):
             raise ValueError(f"dense_output must be True or False, got {dense_output!r}")
         self.dense_output = bool(dense_output)
-
-    def parameters(self) -> dict[str, Any]:
-        """Constructor parameters (``max_step`` only when finite and ``dense_output`` only when
-        True, to keep the name short)."""
-        params: dict[str, Any] = {
-            "integrator": self.integrator,
-            "rtol": self.rtol,
-            "atol": self.atol,
-        }
-        if math.isfinite(self.max_step):
-            params["max_step"] = self.max_step
-        params["rest_velocity"] = self.rest_velocity
-        params["min_impact_interval"] = self.min_impact_interval
-        if self.dense_output:
-            params["dense_output"] = True
-        return params
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int

@@ -746,7 +746,8 @@ def test_builtin_problems_match_their_exact_solutions():
 
 def test_dense_output_flag_and_name():
     assert EventDriven().dense_output is False
-    assert "dense_output" not in EventDriven().parameters()
+    assert EventDriven().parameters()["dense_output"] is False
+    assert "dense_output" not in EventDriven().name
     method = EventDriven(dense_output=True)
     assert method.parameters()["dense_output"] is True
     assert method.name.endswith(",dense_output=True]")
