@@ -31,7 +31,13 @@ import pandas as pd
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
 from impactbench.metrics import observed_order
 from impactbench.problem import Problem
-from impactbench.problems import BouncingBall, SlantedWall, TightJoint, TightJoint2D
+from impactbench.problems import (
+    BouncingBall,
+    ColumnOfBeads,
+    SlantedWall,
+    TightJoint,
+    TightJoint2D,
+)
 from impactbench.report import format_number, markdown_table, new_figure, plot_methods, save_figure
 from impactbench.runner import Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
@@ -47,6 +53,14 @@ def resting_ball() -> BouncingBall:
 def sliding_particle() -> SlantedWall:
     """Particle on the slanted wall (non-diagonal M), e = 0.7: slides after t_inf = 2.45."""
     return SlantedWall(restitution=0.7)
+
+
+def falling_column() -> ColumnOfBeads:
+    """Four beads (mass 1, radius 0.1, e = 0.9) dropped as a column onto the floor (Siconos'
+    tutorial heights): simultaneous contacts close, and the stack rests (from t = 2.77 at
+    h = 1e-3, t = 7.3 at h = 5e-3) with four active constraints (the floor carries the weight of
+    four beads)."""
+    return ColumnOfBeads(n_beads=4)
 
 
 def pin_on_clearance_wall() -> TightJoint:
@@ -78,7 +92,8 @@ def pin_sliding_in_hole() -> TightJoint2D:
 @dataclass(frozen=True)
 class ContactCase:
     """A persistent-contact problem: its factory, the time by which its contact persists, and
-    the constraint acceleration alpha (gap units / s^2) that sets the O(h^2 alpha) depth."""
+    the constraint acceleration alpha (gap units / s^2) that sets the O(h^2 alpha) depth (for
+    the stack, the weight the floor carries over one bead's mass: n g)."""
 
     factory: Callable[[], Problem]
     settled_after: float
@@ -91,6 +106,9 @@ CASES: dict[str, ContactCase] = {
     "resting ball": ContactCase(resting_ball, 10.0, 9.81, "BouncingBall e = 0.9, q0 = 1"),
     "sliding particle": ContactCase(
         sliding_particle, 4.0, 10.978170731707317, "SlantedWall e = 0.7, non-diagonal M"
+    ),
+    "resting stack": ContactCase(
+        falling_column, 10.0, 4 * 9.81, "ColumnOfBeads, 4 beads (four constraints)"
     ),
     "pin on clearance wall": ContactCase(
         pin_on_clearance_wall, 5.0, 1.0, "TightJoint (two constraints) under a load"
@@ -387,11 +405,12 @@ STUDY = Study(
     title="Persistent contact over long horizons",
     description=(
         "Resting and sliding contacts (a ball at rest, a particle sliding on the slanted wall "
-        "with non-diagonal M, a pin resting on one wall of its clearance with two constraints, "
-        "a pin resting in and sliding along a circular hole) integrated to T = 3000 by every "
-        "time-stepping scheme, the velocity schemes with both activation rules: depth below "
-        "the constraint against T and against h, largest per-step energy increase against the "
-        "position rule's O(h^2) bound, energy at T."
+        "with non-diagonal M, a column of four beads come to rest on the floor, a pin resting "
+        "on one wall of its clearance with two constraints, a pin resting in and sliding "
+        "along a circular hole) integrated to T = 3000 by every time-stepping scheme, the "
+        "velocity schemes with both activation rules: depth below the constraint against T "
+        "and against h, largest per-step energy increase against the position rule's O(h^2) "
+        "bound, energy at T."
     ),
     runs=runs,
     report=report,
