@@ -32,7 +32,7 @@ import numpy as np
 from . import _checks
 from ._jit import hot_kernel
 from .method import Method
-from .problem import Problem, ProblemKernels, python_kernels
+from .problem import CheckedCalls, Problem, ProblemKernels, python_kernels
 from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status, Trajectory
 
 COUNTER_STATUS = 0
@@ -49,12 +49,19 @@ STATUS_NOT_FINITE = 1
 STATUS_CONTACT_SOLVE_FAILED = 2
 STATUS_PROJECTION_NOT_CONVERGED = 3
 STATUS_MASS_NOT_SPD = 4
+#: A constraint in contact has a vanishing gradient: its Delassus number grad g^T M^-1 grad g is
+#: not positive (the contact helpers return :data:`impactbench.contact.DEGENERATE_GRADIENT`).
+STATUS_DEGENERATE_GRADIENT = 5
 
 FAILURE_REASONS = {
     STATUS_NOT_FINITE: "non-finite state or force",
     STATUS_CONTACT_SOLVE_FAILED: "the impact LCP failed (singular Delassus matrix?)",
     STATUS_PROJECTION_NOT_CONVERGED: "the metric projection onto K did not converge",
-    STATUS_MASS_NOT_SPD: "the mass matrix is not positive definite",
+    STATUS_MASS_NOT_SPD: "mass_matrix(q) is not positive definite",
+    STATUS_DEGENERATE_GRADIENT: (
+        "the constraint gradient vanishes in contact (gap_gradient(q) has a zero row where "
+        "gap(q) <= 0): the contact direction M^-1 grad g is undefined"
+    ),
 }
 
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
@@ -142,18 +149,21 @@ class TimeStepping(Method):
     def _method_vector(self) -> np.ndarray:
         """Method parameters as the float64 vector ``mp`` read by the loop."""
 
-    def loop_for(self, problem: Problem) -> tuple[Callable, bool]:
-        """The loop used for ``problem`` and whether it is compiled (compiled once per class)."""
+    def loop_for(self, problem: Problem) -> tuple[Callable, CheckedCalls | None]:
+        """The loop used for ``problem`` (compiled once per class), and None if it is compiled or
+        else the checked calls of the problem it runs (:func:`impactbench.problem.python_kernels`).
+        """
         kernels = problem.kernels()
         n, m = problem.n_dof, problem.n_constraints
         if not self.compiled or kernels is None:
-            return self._make_loop(python_kernels(problem), n, m, False), False
+            calls = CheckedCalls(problem)
+            return self._make_loop(python_kernels(problem, calls), n, m, False), calls
         key = (type(self), kernels, n, m)
         loop = self._compiled_loops.get(key)
         if loop is None:
             loop = self._make_loop(kernels, n, m, True)
             self._compiled_loops[key] = loop
-        return loop, True
+        return loop, None
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
@@ -166,7 +176,7 @@ class TimeStepping(Method):
                 f"output_every={output_every} would store {n_out} samples of {2 * n + 1} floats "
                 f"(more than {MAX_OUTPUT_BYTES} bytes); increase output_every"
             )
-        loop, compiled = self.loop_for(problem)
+        loop, calls = self.loop_for(problem)
         out_t = np.empty(n_out)
         out_q = np.empty((n_out, n))
         out_v = np.empty((n_out, n))
@@ -176,25 +186,30 @@ class TimeStepping(Method):
         log_u = np.empty((capacity, 2))
         counters = np.zeros(N_COUNTERS, dtype=np.int64)
         state = np.empty(1 + 2 * n)
-        loop(
-            float(problem.t0),
-            float(h),
-            n_steps,
-            np.ascontiguousarray(problem.q0, dtype=float),
-            np.ascontiguousarray(problem.v0, dtype=float),
-            np.ascontiguousarray(problem.kernel_parameters(), dtype=float),
-            float(problem.restitution),
-            self._method_vector(),
-            output_every,
-            out_t,
-            out_q,
-            out_v,
-            log_t,
-            log_i,
-            log_u,
-            counters,
-            state,
-        )
+        try:
+            loop(
+                float(problem.t0),
+                float(h),
+                n_steps,
+                np.ascontiguousarray(problem.q0, dtype=float),
+                np.ascontiguousarray(problem.v0, dtype=float),
+                np.ascontiguousarray(problem.kernel_parameters(), dtype=float),
+                float(problem.restitution),
+                self._method_vector(),
+                output_every,
+                out_t,
+                out_q,
+                out_v,
+                log_t,
+                log_i,
+                log_u,
+                counters,
+                state,
+            )
+        except SimulationError as error:  # a checked call of the plain-Python path
+            raise SimulationError(
+                f"{self.name} on {problem.name}: {error.reason}", error.t, error.q, error.v
+            ) from None
         samples = int(counters[COUNTER_SAMPLES])
         logged = int(counters[COUNTER_LOGGED])
         impacts = ImpactLog(
@@ -209,16 +224,19 @@ class TimeStepping(Method):
             "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
             "impacts": int(counters[COUNTER_IMPACTS]),
             "solver_iterations": int(counters[COUNTER_SOLVER_ITERATIONS]),
-            "compiled": compiled,
+            "compiled": calls is None,
         }
         status = int(counters[COUNTER_STATUS])
+        reason = "reached t_end"
+        if status != STATUS_OK:  # the plain path's checks may say why M(q) stopped the loop
+            reason = (calls.deferred if calls is not None else "") or FAILURE_REASONS[status]
         trajectory = Trajectory(
             t=out_t[:samples],
             q=out_q[:samples],
             v=out_v[:samples],
             impacts=impacts,
             status=Status.OK if status == STATUS_OK else Status.FAILED,
-            message="reached t_end" if status == STATUS_OK else FAILURE_REASONS[status],
+            message=reason,
             stats=stats,
             method=self.name,
             problem=problem.name,
@@ -226,7 +244,7 @@ class TimeStepping(Method):
         )
         if status != STATUS_OK:
             raise SimulationError(
-                f"{self.name} on {problem.name}: {FAILURE_REASONS[status]}",
+                f"{self.name} on {problem.name}: {reason}",
                 state[0],
                 state[1 : 1 + n],
                 state[1 + n :],
