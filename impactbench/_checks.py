@@ -10,6 +10,9 @@ import numpy as np
 #: Relative tolerance of every symmetry check of a mass matrix: max |M - M^T| <= tol max |M|.
 SYMMETRY_TOLERANCE = 1e-12
 
+#: Largest condition number accepted for a mass matrix.
+MAX_CONDITION = 1e12
+
 
 def finite_scalar(value: Any, name: str) -> float:
     """Return ``value`` as a float, or raise ValueError if it is not a finite real number."""
@@ -66,7 +69,9 @@ def vector(value: Any, name: str, size: int | None = None) -> np.ndarray:
     return x
 
 
-def spd_matrix(value: Any, name: str, size: int, max_condition: float = 1e12) -> np.ndarray:
+def spd_matrix(
+    value: Any, name: str, size: int, max_condition: float = MAX_CONDITION
+) -> np.ndarray:
     """Return a float64 copy of a symmetric positive definite (size, size) matrix.
 
     Raises ValueError if the matrix has the wrong shape, is not finite, not symmetric (relative

@@ -228,7 +228,7 @@ class CompiledProblem(Problem):
 _FLOAT64 = np.dtype(np.float64)
 
 #: Codes of :func:`_matrix_defect`.
-_NOT_FINITE, _NOT_SYMMETRIC, _NOT_POSITIVE_DEFINITE = 1, 2, 3
+_NOT_FINITE, _NOT_SYMMETRIC, _NOT_POSITIVE_DEFINITE, _SINGULAR = 1, 2, 3, 4
 
 
 @kernel
@@ -243,10 +243,17 @@ def _first_non_finite(a):
 
 
 @kernel
-def _matrix_defect(a, tol, work):
-    """0 if the square matrix ``a`` is finite, symmetric (max |a - a^T| <= tol max |a|) and
-    positive definite (:func:`impactbench.contact.ldl_factor` succeeds, into ``work``), else
-    the code of the first defect found."""
+def _matrix_defect(a, tol, max_condition, work):
+    """0 if the square matrix ``a`` is finite, symmetric (max |a - a^T| <= tol max |a|),
+    positive definite (:func:`impactbench.contact.ldl_factor` succeeds, into ``work``) and not
+    numerically singular, else the code of the first defect found.
+
+    Numerically singular: a pivot d_j of the LDL^T factorisation below max |a| / max_condition.
+    For an SPD matrix every pivot lies in [lambda_min, lambda_max] and max |a| <= lambda_max, so
+    this never rejects a matrix of condition number <= max_condition (the rule of
+    :meth:`Problem.check` at q0); it rejects a positive semi-definite matrix that round-off made
+    pass the factorisation (a pivot of order eps max |a|).
+    """
     n = a.shape[0]
     diff = 0.0
     scale = 0.0
@@ -258,7 +265,12 @@ def _matrix_defect(a, tol, work):
             diff = max(diff, abs(a[i, j] - a[j, i]))
     if diff > tol * scale:
         return _NOT_SYMMETRIC
-    return 0 if ldl_factor(a, n, work) else _NOT_POSITIVE_DEFINITE
+    if not ldl_factor(a, n, work):
+        return _NOT_POSITIVE_DEFINITE
+    for j in range(n):  # work[j, j] = 1 / d_j
+        if work[j, j] * scale > max_condition:
+            return _SINGULAR
+    return 0
 
 
 @kernel
@@ -349,8 +361,10 @@ class CheckedCalls:
     problem method and the expected and actual shape or value. Checked on every call: real
     numbers, exactly the contract's shape ((n,) forces, (m,) gap, (m, n) gap gradient, (n, n)
     mass matrix), finite; the mass matrix symmetric (relative
-    :data:`impactbench._checks.SYMMETRY_TOLERANCE`) and positive definite (its LDL^T
-    factorisation, :func:`impactbench.contact.ldl_factor`, the test the loops apply); no row of
+    :data:`impactbench._checks.SYMMETRY_TOLERANCE`), positive definite (its LDL^T
+    factorisation, :func:`impactbench.contact.ldl_factor`, the test the loops apply) and not
+    numerically singular (no pivot below max |M| / :data:`impactbench._checks.MAX_CONDITION`,
+    which accepts every M that :meth:`Problem.check` accepts at q0); no row of
     the gap gradient zero where its gap is <= 0 (in contact the impulse and projection
     direction M^-1 grad g_i is then undefined). A value of the right shape is passed on
     unchecked when the arguments themselves are not finite: the method then reports its
@@ -403,15 +417,15 @@ class CheckedCalls:
         return G
 
     def mass_matrix_checked(self, q: np.ndarray) -> tuple[np.ndarray, str]:
-        """M(q) and "" or, if it is not a finite, symmetric positive definite real (n, n)
-        matrix, the reason (as :func:`returned_array`)."""
+        """M(q) and "" or, if it is not a finite, symmetric, positive definite and not
+        numerically singular real (n, n) matrix, the reason (as :func:`returned_array`)."""
         call, shape, tol = "mass_matrix(q)", (self.n, self.n), _checks.SYMMETRY_TOLERANCE
         M = self.problem.mass_matrix(q)
         if type(M) is not np.ndarray or M.dtype is not _FLOAT64 or M.shape != shape:
             M, reason = returned_array(M, call, shape)
             if reason:
                 return M, reason
-        defect = _matrix_defect(M, tol, self._factor)
+        defect = _matrix_defect(M, tol, _checks.MAX_CONDITION, self._factor)
         if defect == _NOT_FINITE:
             return M, f"{call} must return finite values, got {_brief(M)}"
         if defect == _NOT_SYMMETRIC:
@@ -421,12 +435,13 @@ class CheckedCalls:
                 f"= {scale:.3g}: {_brief(M)}"
             )
         if defect == _NOT_POSITIVE_DEFINITE:
-            eigenvalues = np.linalg.eigvalsh(M)
-            return M, (
-                f"{call} must be positive definite, got eigenvalues {_brief(eigenvalues)}: "
-                f"{_brief(M)}"
-            )
-        return M, ""
+            what = "positive definite"
+        elif defect == _SINGULAR:
+            what = f"well conditioned (no LDL^T pivot below max |M| / {_checks.MAX_CONDITION:.0e})"
+        else:
+            return M, ""
+        eigenvalues = np.linalg.eigvalsh(M)
+        return M, f"{call} must be {what}, got eigenvalues {_brief(eigenvalues)}: {_brief(M)}"
 
     def mass_matrix(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """M(q), shape (n, n); ``t`` and ``v`` only locate an error."""

@@ -120,6 +120,17 @@ class IndefiniteMass(UserWall):
         return np.array([[2.0, 0.6], [0.6, -1.0]]) if self.low(q) else self.MASS
 
 
+class SingularMass(UserWall):
+    """M - lambda_min I below the height 0.5: positive semi-definite, and round-off leaves an
+    LDL^T pivot of 1.1e-16 > 0 (found by tests/test_properties.py: the factorisation alone
+    accepts it, and Moreau-Jean then ran to t_end)."""
+
+    def mass_matrix(self, q):
+        if self.low(q):
+            return self.MASS - np.linalg.eigvalsh(self.MASS)[0] * np.eye(2)
+        return self.MASS
+
+
 class VanishingGradient(UserWall):
     """The gradient is zero where the particle is in contact (gap <= 0)."""
 
@@ -234,6 +245,16 @@ def test_mass_matrix_that_turns_indefinite(method):
         IndefiniteMass(),
         method,
         r"mass_matrix\(q\).* must be positive definite, got eigenvalues \[-1\.1",
+        T_LOW,
+    )
+
+
+@pytest.mark.parametrize("method", METHODS, ids=lambda m: type(m).__name__)
+def test_mass_matrix_that_turns_singular(method):
+    failure(
+        SingularMass(),
+        method,
+        r"mass_matrix\(q\).* must be well conditioned \(no LDL\^T pivot below max \|M\| / 1e\+12\)",
         T_LOW,
     )
 
