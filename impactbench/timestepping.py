@@ -228,7 +228,7 @@ class TimeStepping(Method):
         }
         status = int(counters[COUNTER_STATUS])
         reason = "reached t_end"
-        if status != STATUS_OK:  # the plain path's checks may say why M(q) stopped the loop
+        if status != STATUS_OK:  # the plain path says which bad M(q) or F(t, q, v) stopped it
             reason = (calls.deferred if calls is not None else "") or FAILURE_REASONS[status]
         trajectory = Trajectory(
             t=out_t[:samples],
