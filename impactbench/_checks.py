@@ -7,6 +7,12 @@ from typing import Any
 
 import numpy as np
 
+#: Relative tolerance of every symmetry check of a mass matrix: max |M - M^T| <= tol max |M|.
+SYMMETRY_TOLERANCE = 1e-12
+
+#: Largest condition number accepted for a mass matrix.
+MAX_CONDITION = 1e12
+
 
 def finite_scalar(value: Any, name: str) -> float:
     """Return ``value`` as a float, or raise ValueError if it is not a finite real number."""
@@ -63,11 +69,14 @@ def vector(value: Any, name: str, size: int | None = None) -> np.ndarray:
     return x
 
 
-def spd_matrix(value: Any, name: str, size: int, max_condition: float = 1e12) -> np.ndarray:
+def spd_matrix(
+    value: Any, name: str, size: int, max_condition: float = MAX_CONDITION
+) -> np.ndarray:
     """Return a float64 copy of a symmetric positive definite (size, size) matrix.
 
     Raises ValueError if the matrix has the wrong shape, is not finite, not symmetric (relative
-    tolerance 1e-12), not positive definite, or has a condition number above ``max_condition``.
+    tolerance :data:`SYMMETRY_TOLERANCE`), not positive definite, or has a condition number above
+    ``max_condition``.
     """
     try:
         a = np.array(value, dtype=float)
@@ -78,7 +87,7 @@ def spd_matrix(value: Any, name: str, size: int, max_condition: float = 1e12) ->
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got {a.tolist()}")
     scale = max(np.abs(a).max(), np.finfo(float).tiny)
-    if np.abs(a - a.T).max() > 1e-12 * scale:
+    if np.abs(a - a.T).max() > SYMMETRY_TOLERANCE * scale:
         raise ValueError(f"{name} must be symmetric, got {a.tolist()}")
     eig = np.linalg.eigvalsh(0.5 * (a + a.T))
     if eig[0] <= 0.0:

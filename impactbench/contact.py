@@ -9,6 +9,7 @@ W = G M^-1 G^T the Delassus matrix, P (m,) impulses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -22,6 +23,13 @@ CURVATURE_FD_STEP = float(np.cbrt(np.finfo(float).eps))
 
 #: Maximal number of principal pivots in :func:`solve_lcp` before it reports failure.
 LCP_MAX_PIVOTS = 1000
+
+#: Returned (instead of a pivot or iteration count) by :func:`impulse_single`,
+#: :func:`affine_projection_step`, :func:`solve_lcp_single`, :func:`solve_lcp`, :func:`impulse`
+#: and the metric projection when a constraint in contact has a vanishing gradient: its Delassus
+#: number w_i = grad g_i^T A^-1 grad g_i (A the metric) is not a positive number with a finite
+#: reciprocal, so the contact direction A^-1 grad g_i is undefined. The general failure is -1.
+DEGENERATE_GRADIENT = -2
 
 
 @hot_kernel
@@ -94,9 +102,16 @@ def make_workspace(n, m):
 
 @hot_kernel
 def solve_lcp_single(W, b, P):  # noqa: N803
-    """Closed-form solution of the 1 x 1 LCP 0 <= P _|_ W P + b >= 0 (W > 0)."""
-    P[0] = max(0.0, -b[0] / W[0, 0])
-    return 1
+    """Closed-form solution of the 1 x 1 LCP 0 <= P _|_ W P + b >= 0 (W > 0).
+
+    Returns 1, or :data:`DEGENERATE_GRADIENT` when W <= 0 and b < 0 (no solution: the
+    constraint is violated and its gradient vanishes); W <= 0 with b >= 0 gives P = 0.
+    """
+    if W[0, 0] > 0.0:
+        P[0] = max(0.0, -b[0] / W[0, 0])
+        return 1
+    P[0] = 0.0
+    return 1 if b[0] >= 0.0 else DEGENERATE_GRADIENT
 
 
 @kernel
@@ -104,8 +119,10 @@ def solve_lcp(W, b, k, P, ws):  # noqa: N803
     """Solve 0 <= P _|_ W P + b >= 0 on the leading k rows and columns (W symmetric pos. definite).
 
     Murty's least-index principal pivoting method: finite for P-matrices (Murty 1974), exact at
-    termination up to round-off; k = 1 uses the closed form. Returns the number of pivots, or -1
-    if the pivot limit was hit or a principal block was not positive definite.
+    termination up to round-off; k = 1 uses the closed form. Returns the number of pivots,
+    :data:`DEGENERATE_GRADIENT` if a row has W_ii <= 0 and b_i < 0 beyond the pivoting
+    tolerance (a violated constraint with a vanishing gradient: no solution), or -1 if the pivot
+    limit was hit or a principal block was not positive definite.
     """
     if k == 1:
         return solve_lcp_single(W, b, P)
@@ -120,6 +137,9 @@ def solve_lcp(W, b, k, P, ws):  # noqa: N803
         P[i] = 0.0
         scale = max(scale, abs(b[i]))
     tol = 1e-13 * scale
+    for i in range(k):
+        if not W[i, i] > 0.0 and b[i] < -tol:
+            return DEGENERATE_GRADIENT
     for it in range(LCP_MAX_PIVOTS):
         s = 0
         for i in range(k):
@@ -185,6 +205,9 @@ def metric_row(n, G, i, L, Y):  # noqa: N803
 
     The loops keep both while M and grad g_i stay constant (constant mass, affine gap), so that
     :func:`impulse_single` and :func:`affine_projection_step` need neither a solve nor a division.
+    Returns 0 when the Delassus number w = grad g_i^T M^-1 grad g_i is not positive or 1/w is
+    not finite (a vanishing gradient): those two functions then return
+    :data:`DEGENERATE_GRADIENT`.
     """
     for j in range(n):
         Y[0, j] = G[i, j]
@@ -192,7 +215,11 @@ def metric_row(n, G, i, L, Y):  # noqa: N803
     w = 0.0
     for j in range(n):
         w += G[i, j] * Y[0, j]
-    return 1.0 / w
+    if w > 0.0:
+        inv_w = 1.0 / w
+        if inv_w < math.inf:
+            return inv_w
+    return 0.0
 
 
 @hot_kernel
@@ -202,8 +229,12 @@ def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out):  # noqa: N803
     ``Y`` (>= 1, n) holds M^-1 grad g_i and ``inv_w`` the inverse of its Delassus number
     (:func:`metric_row`); ``P`` (>= 1,) receives the impulse. It takes these arrays rather than
     the workspace tuple: passing a tuple of arrays to an inlined function reference-counts every
-    array in it, which costs more than this formula.
+    array in it, which costs more than this formula. Returns 1, or :data:`DEGENERATE_GRADIENT`
+    (``v_out`` unset) when ``inv_w`` is not positive (a vanishing gradient, see
+    :func:`metric_row`).
     """
+    if not inv_w > 0.0:
+        return DEGENERATE_GRADIENT
     b = 0.0
     for j in range(n):
         b += G[i, j] * (vfree[j] + e * v[j])
@@ -222,8 +253,12 @@ def affine_projection_step(n, g_y, Y, inv_w, P, dx):  # noqa: N803
     what :func:`make_metric_projection` computes in that case; the loops call it directly because
     inlining the general projection (a Newton loop over a tuple of buffers) measured ~150 ns per
     call against ~5 ns for this formula. Returning the step rather than x keeps y off the
-    dependency chain of the Paoli-Schatzman update q^{k+1} = z + (1 + e) dx.
+    dependency chain of the Paoli-Schatzman update q^{k+1} = z + (1 + e) dx. Returns 1, or
+    :data:`DEGENERATE_GRADIENT` (``dx`` unset) when ``inv_w`` is not positive and y violates the
+    constraint (g(y) < 0): the projection then does not exist.
     """
+    if not inv_w > 0.0 and g_y < 0.0:
+        return DEGENERATE_GRADIENT
     P[0] = max(0.0, -g_y * inv_w)
     for j in range(n):
         dx[j] = P[0] * Y[0, j]
@@ -237,7 +272,8 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
     Solves v_out = vfree + M^-1 G_A^T P with 0 <= P _|_ G_A v_out + e G_A v >= 0 over the k
     constraints ``rows[:k]`` (the active set A). With vfree = v this is the impact map: the normal
     velocity is reversed and scaled by e and the tangential part (in the metric of M) is kept.
-    Returns the LCP pivot count (-1 on failure). The impulses are left in ws[4][:k].
+    Returns the LCP pivot count, -1 on failure, or :data:`DEGENERATE_GRADIENT` if the gradient
+    of an active constraint vanishes (W_ii not positive). The impulses are left in ws[4][:k].
     """
     if k == 1:
         inv_w = metric_row(n, G, rows[0], L, ws[1])
@@ -247,6 +283,9 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
     b = ws[3]
     P = ws[4]
     delassus(G, rows, k, L, n, Y, W)
+    for a in range(k):
+        if not W[a, a] > 0.0:
+            return DEGENERATE_GRADIENT
     for a in range(k):
         i = rows[a]
         s = 0.0
@@ -295,7 +334,13 @@ def impact_velocity(
     v = np.ascontiguousarray(v, dtype=float)
     v_plus = np.empty(n)
     G = np.ascontiguousarray(gap_gradient, dtype=float)
-    if impulse(n, G, rows, rows.shape[0], v, v, float(restitution), ws[0], ws, v_plus) < 0:
+    used = impulse(n, G, rows, rows.shape[0], v, v, float(restitution), ws[0], ws, v_plus)
+    if used == DEGENERATE_GRADIENT:
+        raise ValueError(
+            f"gap_gradient rows {rows.tolist()} include a vanishing gradient: the impact "
+            f"direction M^-1 grad g is undefined, got {G[rows].tolist()}"
+        )
+    if used < 0:
         raise RuntimeError("impact LCP did not converge (rank-deficient constraint gradients?)")
     return v_plus, ws[4][: rows.shape[0]].copy()
 
@@ -320,7 +365,8 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
         gap_gradient(y, p, Gbuf)
         inv_w = metric_row(n, Gbuf, 0, L, ws[1])
         dx = ws[15]
-        affine_projection_step(n, gbuf[0], ws[1], inv_w, ws[4], dx)
+        if affine_projection_step(n, gbuf[0], ws[1], inv_w, ws[4], dx) < 0:
+            return DEGENERATE_GRADIENT
         for j in range(n):
             x[j] = y[j] + dx[j]
         return 1
@@ -388,9 +434,11 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
                 s += Gbuf[a, j] * r[j]
             b[a] = s
         if SINGLE_CONSTRAINT:  # a compile-time constant: the LCP solver is not compiled in
-            solve_lcp_single(W, b, P)
-        elif solve_lcp(W, b, m, P, ws) < 0:
-            return -1
+            used = solve_lcp_single(W, b, P)
+        else:
+            used = solve_lcp(W, b, m, P, ws)
+        if used < 0:
+            return used
         step = 0.0
         size = 1.0
         for j in range(n):
@@ -431,7 +479,8 @@ def make_metric_projection(
     The returned function ``project(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws)`` (inlined
     into the compiled loop that calls it) writes argmin {|x - y|_M : g(x) >= 0} into ``x``
     (``M`` the (n, n) mass matrix, ``L`` its factor from :func:`ldl_factor`) and returns the
-    number of iterations (0 if y is admissible, -1 if it did not converge).
+    number of iterations (0 if y is admissible), -1 if it did not converge or
+    :data:`DEGENERATE_GRADIENT` if a violated constraint has a vanishing gradient.
 
     Method: Newton's method on the KKT system M (x - y) = G(x)^T lambda,
     0 <= lambda _|_ g(x) >= 0, i.e. sequential quadratic programming: each iteration solves the

@@ -20,13 +20,20 @@ STATUS_CONTACT_SOLVE_FAILED = 2
 STATUS_PROJECTION_NOT_CONVERGED = 3
 STATUS_MASS_NOT_SPD = 4
 STATUS_GAP_NOT_FINITE = 5
+#: A constraint in contact has a vanishing gradient: its Delassus number grad g^T M^-1 grad g is
+#: not positive (the contact helpers return :data:`impactbench.contact.DEGENERATE_GRADIENT`).
+STATUS_DEGENERATE_GRADIENT = 6
 
 FAILURE_REASONS = {
     STATUS_NOT_FINITE: "non-finite state or force",
     STATUS_CONTACT_SOLVE_FAILED: "the impact LCP failed (singular Delassus matrix?)",
     STATUS_PROJECTION_NOT_CONVERGED: "the metric projection onto K did not converge",
-    STATUS_MASS_NOT_SPD: "the mass matrix is not positive definite",
+    STATUS_MASS_NOT_SPD: "mass_matrix(q) is not positive definite",
     STATUS_GAP_NOT_FINITE: "non-finite gap or gap gradient",
+    STATUS_DEGENERATE_GRADIENT: (
+        "the constraint gradient vanishes in contact (gap_gradient(q) has a zero row where "
+        "gap(q) <= 0): the contact direction M^-1 grad g is undefined"
+    ),
 }
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _checks
 from .method import Method
-from .problem import Problem, ProblemKernels, python_kernels
+from .problem import CheckedCalls, Problem, ProblemKernels, python_kernels
 from .status_codes import (
     COUNTER_FORCE_EVALUATIONS,
     COUNTER_IMPACTS,
@@ -126,21 +126,24 @@ class TimeStepping(Method):
     def _method_vector(self) -> np.ndarray:
         """Method parameters as the float64 vector ``mp`` read by the loop."""
 
-    def loop_for(self, problem: Problem) -> tuple[Callable, bool]:
-        """The loop used for ``problem`` and whether it is compiled (compiled once per class, sizes
-        and loop options)."""
+    def loop_for(self, problem: Problem) -> tuple[Callable, CheckedCalls | None]:
+        """The loop used for ``problem`` (compiled once per class, sizes
+        and loop options), and None if it is compiled or
+        else the checked calls of the problem it runs (:func:`impactbench.problem.python_kernels`).
+        """
         kernels = problem.kernels()
         n, m = problem.n_dof, problem.n_constraints
         options = self._loop_options()
         if not self.compiled or kernels is None:
-            scheme = self._scheme(python_kernels(problem), n, m, **options)
-            return make_time_loop(scheme, n, m, False), False
+            calls = CheckedCalls(problem)
+            scheme = self._scheme(python_kernels(problem, calls), n, m, **options)
+            return make_time_loop(scheme, n, m, False), calls
         key = (type(self), kernels, n, m, tuple(sorted(options.items())))
         loop = self._compiled_loops.get(key)
         if loop is None:
             loop = make_time_loop(self._scheme(kernels, n, m, **options), n, m, True)
             self._compiled_loops[key] = loop
-        return loop, True
+        return loop, None
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
@@ -153,7 +156,7 @@ class TimeStepping(Method):
                 f"output_every={output_every} would store {n_out} samples of {2 * n + 1} floats "
                 f"(more than {MAX_OUTPUT_BYTES} bytes); increase output_every"
             )
-        loop, compiled = self.loop_for(problem)
+        loop, calls = self.loop_for(problem)
         out_t = np.empty(n_out)
         out_q = np.empty((n_out, n))
         out_v = np.empty((n_out, n))
@@ -163,25 +166,30 @@ class TimeStepping(Method):
         log_u = np.empty((capacity, 2))
         counters = np.zeros(N_COUNTERS, dtype=np.int64)
         state = np.empty(1 + 2 * n)
-        loop(
-            float(problem.t0),
-            float(h),
-            n_steps,
-            np.ascontiguousarray(problem.q0, dtype=float),
-            np.ascontiguousarray(problem.v0, dtype=float),
-            np.ascontiguousarray(problem.kernel_parameters(), dtype=float),
-            float(problem.restitution),
-            self._method_vector(),
-            output_every,
-            out_t,
-            out_q,
-            out_v,
-            log_t,
-            log_i,
-            log_u,
-            counters,
-            state,
-        )
+        try:
+            loop(
+                float(problem.t0),
+                float(h),
+                n_steps,
+                np.ascontiguousarray(problem.q0, dtype=float),
+                np.ascontiguousarray(problem.v0, dtype=float),
+                np.ascontiguousarray(problem.kernel_parameters(), dtype=float),
+                float(problem.restitution),
+                self._method_vector(),
+                output_every,
+                out_t,
+                out_q,
+                out_v,
+                log_t,
+                log_i,
+                log_u,
+                counters,
+                state,
+            )
+        except SimulationError as error:  # a checked call of the plain-Python path
+            raise SimulationError(
+                f"{self.name} on {problem.name}: {error.reason}", error.t, error.q, error.v
+            ) from None
         samples = int(counters[COUNTER_SAMPLES])
         logged = int(counters[COUNTER_LOGGED])
         impacts = ImpactLog(
@@ -196,17 +204,20 @@ class TimeStepping(Method):
             "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
             "impacts": int(counters[COUNTER_IMPACTS]),
             "solver_iterations": int(counters[COUNTER_SOLVER_ITERATIONS]),
-            "compiled": compiled,
+            "compiled": calls is None,
             "velocity_output": self.velocity_output,
         }
         status = int(counters[COUNTER_STATUS])
+        reason = "reached t_end"
+        if status != STATUS_OK:  # the plain path says which bad M(q) or F(t, q, v) stopped it
+            reason = (calls.deferred if calls is not None else "") or self.failure_reasons[status]
         trajectory = Trajectory(
             t=out_t[:samples],
             q=out_q[:samples],
             v=out_v[:samples],
             impacts=impacts,
             status=Status.OK if status == STATUS_OK else Status.FAILED,
-            message="reached t_end" if status == STATUS_OK else self.failure_reasons[status],
+            message=reason,
             stats=stats,
             method=self.name,
             problem=problem.name,
@@ -214,7 +225,7 @@ class TimeStepping(Method):
         )
         if status != STATUS_OK:
             raise SimulationError(
-                f"{self.name} on {problem.name}: {self.failure_reasons[status]}",
+                f"{self.name} on {problem.name}: {reason}",
                 state[0],
                 state[1 : 1 + n],
                 state[1 + n :],

@@ -84,7 +84,7 @@ from impactbench.contact import CURVATURE_FD_STEP, impact_velocity, make_workspa
 from impactbench.dense import DenseOutputBuilder
 from impactbench.method import Method
 from impactbench.methods.free_flight import free_flight_rhs
-from impactbench.problem import Problem
+from impactbench.problem import CheckedCalls, Problem
 from impactbench.trajectory import (
     IMPACT_LOG_CAPACITY,
     ImpactLog,
@@ -242,10 +242,16 @@ class EventDriven(Method):
 
 
 class _Model:
-    """The problem's mechanics in the form the integrator needs, counting force evaluations."""
+    """The problem's mechanics in the form the integrator needs, counting force evaluations.
+
+    Every value the problem returns is checked (:class:`impactbench.problem.CheckedCalls`: shape,
+    real and finite, M symmetric positive definite, no vanishing gradient in contact); a bad one
+    raises :class:`impactbench.SimulationError` with the t, q, v of the call.
+    """
 
     def __init__(self, problem: Problem, length: float) -> None:
         self.problem = problem
+        self.calls = CheckedCalls(problem)
         self.n = int(problem.n_dof)
         self.m = int(problem.n_constraints)
         self.length = length
@@ -257,21 +263,22 @@ class _Model:
             self.parameters = np.ascontiguousarray(problem.kernel_parameters(), dtype=float)
 
     def gap(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        g = np.asarray(self.problem.gap(q), dtype=float)
-        if not np.isfinite(g).all():
-            raise SimulationError(f"non-finite gap {g.tolist()}", t, q, v)
-        return g
+        return self.calls.gap(t, q, v)
 
-    def gradient(self, q: np.ndarray) -> np.ndarray:
-        return np.asarray(self.problem.gap_gradient(q), dtype=float).reshape(self.m, self.n)
+    def gradient(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return self.calls.gap_gradient(t, q, v)
 
-    def curvature(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    def mass_matrix(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return self.calls.mass_matrix(t, q, v)
+
+    def curvature(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """(dG/dt) v = grad^2 g_i (v, v), shape (m,), by a central difference along v."""
         speed = float(np.abs(v).max())
         if speed == 0.0:
             return np.zeros(self.m)
         d = self.fd_step / speed
-        return (self.gradient(q + d * v) - self.gradient(q - d * v)) @ v / (2.0 * d)
+        ahead = self.gradient(t, q + d * v, v)
+        return (ahead - self.gradient(t, q - d * v, v)) @ v / (2.0 * d)
 
     def _solve(
         self, t: float, q: np.ndarray, v: np.ndarray, matrix: np.ndarray, rhs: np.ndarray, what: str
@@ -286,26 +293,23 @@ class _Model:
 
     def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         self.force_evaluations += 1
-        F = np.asarray(self.problem.forces(t, q, v), dtype=float)
-        if not np.isfinite(F).all():
-            raise SimulationError(f"non-finite forces {F.tolist()}", t, q, v)
-        return F
+        return self.calls.forces(t, q, v)
 
     def contact_terms(
         self, t: float, q: np.ndarray, v: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """G (m, n), Y = M^-1 G^T (n, m) and the free normal accelerations b = G M^-1 F + (dG/dt) v
         (m,) of all constraints; W = G Y is the Delassus matrix."""
-        G = self.gradient(q)
+        G = self.gradient(t, q, v)
         X = self._solve(
             t,
             q,
             v,
-            self.problem.mass_matrix(q),
+            self.mass_matrix(t, q, v),
             np.column_stack((self.forces(t, q, v), G.T)),
             "mass matrix",
         )
-        return G, X[:, 1:], G @ X[:, 0] + self.curvature(q, v)
+        return G, X[:, 1:], G @ X[:, 0] + self.curvature(t, q, v)
 
     def acceleration(
         self, t: float, q: np.ndarray, v: np.ndarray, closed: np.ndarray
@@ -315,24 +319,25 @@ class _Model:
         Solves the KKT system [[M, -G_C^T], [G_C, 0]] [v'; lambda] = [F; -(dG_C/dt) v].
         """
         F = self.forces(t, q, v)
-        M = self.problem.mass_matrix(q)
+        M = self.mass_matrix(t, q, v)
         if not closed.size:
             return self._solve(t, q, v, M, F, "mass matrix"), np.zeros(0)
         n, k = self.n, closed.shape[0]
-        G = self.gradient(q)[closed]
+        G = self.gradient(t, q, v)[closed]
         kkt = np.zeros((n + k, n + k))
         kkt[:n, :n] = M
         kkt[:n, n:] = -G.T
         kkt[n:, :n] = G
-        rhs = np.concatenate((F, -self.curvature(q, v)[closed]))
+        rhs = np.concatenate((F, -self.curvature(t, q, v)[closed]))
         x = self._solve(t, q, v, kkt, rhs, "contact (KKT) matrix")
         return x[:n], x[n:]
 
     def rhs(self, closed: np.ndarray) -> Callable[[float, np.ndarray], np.ndarray]:
         """y' for y = (q, v) with the contacts ``closed`` kept closed: compiled for free flight
         of a problem with kernels (:mod:`impactbench.methods.free_flight`), else the Python
-        path. A failure of the compiled one raises a SimulationError: the Python path's for a
-        non-finite force, else "mass matrix not positive definite" (as the time-steppers)."""
+        path. A failure of the compiled one raises a SimulationError: the Python path's (its
+        checked calls name a bad force or mass matrix), else "mass matrix not positive
+        definite"."""
         n = self.n
 
         def fun(t: float, y: np.ndarray) -> np.ndarray:
@@ -348,7 +353,7 @@ class _Model:
             if compiled(float(t), y, p, M, L, a, out):
                 self.force_evaluations += 1
                 return out
-            fun(t, y)  # raises the SimulationError of a non-finite force or solution
+            fun(t, y)  # raises the SimulationError of a bad force, mass matrix or solution
             raise SimulationError("mass matrix not positive definite", t, y[:n], y[n:])
 
         return compiled_fun
@@ -359,10 +364,10 @@ class _Model:
         """Closest q in the metric of M with g_rows(q) = 0 (Gauss-Newton iterations)."""
         for _ in range(_PROJECTION_ITERATIONS):
             g = self.gap(t, q, v)[rows]
-            G = self.gradient(q)[rows]
+            G = self.gradient(t, q, v)[rows]
             if np.all(np.abs(g) <= 8.0 * _EPS * self.length * np.linalg.norm(G, axis=1)):
                 return q
-            Y = self._solve(t, q, v, self.problem.mass_matrix(q), G.T, "mass matrix")
+            Y = self._solve(t, q, v, self.mass_matrix(t, q, v), G.T, "mass matrix")
             q = q - Y @ self._solve(t, q, v, G @ Y, g, "Delassus matrix in the projection")
         raise SimulationError(
             f"projection onto the contact manifold of constraints {rows.tolist()} did not "
@@ -376,8 +381,8 @@ class _Model:
         self, t: float, q: np.ndarray, v: np.ndarray, rows: np.ndarray
     ) -> np.ndarray:
         """Closest v in the metric of M with G_rows v = 0."""
-        G = self.gradient(q)[rows]
-        Y = self._solve(t, q, v, self.problem.mass_matrix(q), G.T, "mass matrix")
+        G = self.gradient(t, q, v)[rows]
+        Y = self._solve(t, q, v, self.mass_matrix(t, q, v), G.T, "mass matrix")
         return v - Y @ self._solve(t, q, v, G @ Y, G @ v, "Delassus matrix in the projection")
 
 
@@ -663,7 +668,7 @@ class _Run:
 
     def drifted(self, t: float, q: np.ndarray, v: np.ndarray, closed: np.ndarray) -> bool:
         """Whether g_C or G_C v has drifted beyond the solver's error scale."""
-        G = self.model.gradient(q)[closed]
+        G = self.model.gradient(t, q, v)[closed]
         norms = np.linalg.norm(G, axis=1)
         atol, rtol = self.method.atol, self.method.rtol
         g = self.model.gap(t, q, v)[closed]
@@ -678,7 +683,7 @@ class _Run:
             q = model.project_position(t, q, v, closed)
             v = model.project_velocity(t, q, v, closed)
         g = model.gap(t, q, v)
-        depth = -g / self.tolerances(model.gradient(q))
+        depth = -g / self.tolerances(model.gradient(t, q, v))
         if np.any(depth > 2.0):
             i = int(np.argmax(depth))
             raise SimulationError(
@@ -716,7 +721,9 @@ class _Run:
         armed = segment.armed.copy()
         if np.any(is_open):
             g = np.array([model.gap(s, Y[:n, k], Y[n:, k]) for k, s in enumerate(tau)])
-            r = np.array([model.gradient(Y[:n, k]) @ Y[n:, k] for k in range(tau.shape[0])])
+            r = np.array(
+                [model.gradient(s, Y[:n, k], Y[n:, k]) @ Y[n:, k] for k, s in enumerate(tau)]
+            )
             for i in np.flatnonzero(is_open):
 
                 def gap(s: float, i: int = i) -> float:
@@ -725,7 +732,7 @@ class _Run:
 
                 def rate(s: float, i: int = i) -> float:
                     y = sol(s)
-                    return float(model.gradient(y[:n])[i] @ y[n:])
+                    return float(model.gradient(s, y[:n], y[n:])[i] @ y[n:])
 
                 t_hit, armed[i] = _gap_crossing(
                     gap, rate, tau, g[:, i], r[:, i], armed[i], segment.floor[i], segment.start
@@ -779,7 +786,7 @@ class _Run:
             self.contact_time = t
         model = self.model
         g = model.gap(t, res.q, res.v)
-        tol = self.tolerances(model.gradient(res.q))
+        tol = self.tolerances(model.gradient(t, res.q, res.v))
         armed = g > tol
         armed[res.closed] = False
         segment = _Segment(closed=res.closed, armed=armed, floor=-tol, start=t)
@@ -797,7 +804,7 @@ class _Run:
         """Impact law on the active set, Zeno test, closing of contacts and projections."""
         model, problem = self.model, self.problem
         g = model.gap(t, q, v)
-        G = model.gradient(q)
+        G = model.gradient(t, q, v)
         u = G @ v
         tol = self.tolerances(G)
         near = g <= tol
@@ -813,7 +820,7 @@ class _Run:
             rows = np.flatnonzero(active)
             try:
                 v, _ = impact_velocity(
-                    problem.mass_matrix(q), G, v, float(problem.restitution), rows
+                    model.mass_matrix(t, q, v), G, v, float(problem.restitution), rows
                 )
             except (RuntimeError, ValueError) as err:
                 raise SimulationError(f"impact law failed: {err}", t, q, v) from None

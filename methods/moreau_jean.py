@@ -54,6 +54,7 @@ import numpy as np
 
 from impactbench import TimeStepping, _checks
 from impactbench.contact import (
+    DEGENERATE_GRADIENT,
     impulse,
     impulse_single,
     ldl_factor,
@@ -63,6 +64,7 @@ from impactbench.contact import (
 from impactbench.problem import ProblemKernels
 from impactbench.status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
+    STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
@@ -173,6 +175,8 @@ def _velocity_step(k, t0, h, p, e, mp, buf, ws, rows, log_t, log_i, log_u, logge
             used = impulse(n, G, rows, active, vfree, v, e, L, ws, v1)
             for a in range(active):
                 impulses[a] = ws[4][a]
+        if used == DEGENERATE_GRADIENT:
+            return STATUS_DEGENERATE_GRADIENT, 0, logged, 0
         if used < 0:
             return STATUS_CONTACT_SOLVE_FAILED, 0, logged, 0
     # Checked before the state changes, so that a failure reports the last finite state.

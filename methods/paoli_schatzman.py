@@ -31,6 +31,7 @@ import numpy as np
 
 from impactbench import TimeStepping, _checks
 from impactbench.contact import (
+    DEGENERATE_GRADIENT,
     affine_projection_step,
     ldl_factor,
     ldl_solve,
@@ -39,6 +40,7 @@ from impactbench.contact import (
 )
 from impactbench.problem import ProblemKernels
 from impactbench.status_codes import (
+    STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
@@ -88,6 +90,8 @@ def _ps_start(t0, h, q0, v0, p, e, mp, buf, ws):
         y[j] = q0[j] + h * v0[j] + 0.5 * h * h * acc[j]
         buf[_VT, j] = v0[j] + h * acc[j]
     used = project(y, n, m, p, mp[0], int(mp[1]), M, F, q, g, G, ws)
+    if used == DEGENERATE_GRADIENT:
+        return STATUS_DEGENERATE_GRADIENT, 0
     if used < 0:
         return STATUS_PROJECTION_NOT_CONVERGED, 0
     return STATUS_OK, used
@@ -148,6 +152,11 @@ def _ps_step(k, t0, h, p, e, mp, buf, ws, rows, log_t, log_i, log_u, logged):
         if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
             if not (CONSTANT_MASS and scalars[1] != 0.0):
                 gap_gradient(y, p, G)
+                grad_check = 0.0
+                for j in range(n):
+                    grad_check += G[0, j]
+                if not np.isfinite(grad_check):
+                    return STATUS_GAP_NOT_FINITE, 0, logged, 0
                 scalars[0] = metric_row(n, G, 0, F, Y)
                 scalars[1] = 1.0
             used = affine_projection_step(n, g[0], Y, scalars[0], P, dx)
@@ -157,6 +166,8 @@ def _ps_step(k, t0, h, p, e, mp, buf, ws, rows, log_t, log_i, log_u, logged):
                 dx[j] = x[j] - y[j]
             for i in range(m):
                 P[i] = ws[4][i]
+        if used == DEGENERATE_GRADIENT:
+            return STATUS_DEGENERATE_GRADIENT, 0, logged, 0
         if used < 0:
             return STATUS_PROJECTION_NOT_CONVERGED, 0, logged, 0
     # Checked before the state changes, so that a failure reports the last finite state.
