@@ -191,25 +191,27 @@ PLAUSIBLE = {
     "theta": reals(0.01, 1.0),
     "projection_tol": reals(1e-15, 1e-6),
     "compiled": BOOLEANS,
-    "log_capacity": integers(),
-    "projection_max_iter": integers(),
+    "log_capacity": st.sampled_from([1, 3, 1000, MAX_LOG_CAPACITY]).map(
+        lambda k: Value("int", k, str(k))
+    ),
+    "projection_max_iter": st.sampled_from([1, 3, 1000, INT64_MAX]).map(
+        lambda k: Value("int", k, str(k))
+    ),
 }
 
 
 @st.composite
 def specs(draw, names: list[str], rules: dict[str, dict], well_formed: bool) -> Spec:
     """``Name[key=value,...]`` with known or unknown names and keys, repeated keys, values of
-    every kind (``well_formed``: known names and keys, values mostly plausible); the spec is
-    valid when the name and keys are known, no key repeats and every value meets its rule."""
+    every kind (``well_formed``: known names, distinct known keys, plausible values); the spec
+    is valid when the name and keys are known, no key repeats and every value meets its rule."""
     others = [] if well_formed else ["bouncingball", "NoSuchName", "", "Moreau Jean"]
     name = draw(st.sampled_from([*names, *others]))
     known = rules.get(name, {})
     others = [] if well_formed else ["colour", "class", "Theta"]
-    keys = draw(st.lists(st.sampled_from([*known, *others]), max_size=3)) if known or others else []
-    values = [
-        draw(PLAUSIBLE[k]) if well_formed and draw(st.integers(0, 3)) else draw(ANY_VALUE)
-        for k in keys
-    ]
+    choices = st.sampled_from([*known, *others]) if known or others else st.nothing()
+    keys = draw(st.lists(choices, max_size=3, unique=well_formed))
+    values = [draw(PLAUSIBLE[k] if well_formed else ANY_VALUE) for k in keys]
     body = ",".join(f"{k}={v.text}" for k, v in zip(keys, values, strict=True))
     form = draw(st.sampled_from(["brackets", "trailing comma", "bare"]))
     if form == "bare" and not keys:
@@ -361,13 +363,42 @@ def _run_valid(studies, jobs, backend, scheduler, retries) -> bool:
     return jobs.isdigit() and 1 <= int(jobs) <= most
 
 
+#: Values of each option of ``run``: the well-formed ones, then the others (None: absent).
+RUN_OPTIONS = {
+    "studies": ([[], ["convergence"], ["convergence", "energy_decay"]], [["nosuch"], [""]]),
+    "jobs": ([None, "1", "2", "-1"], ["0", "-2", "x", "1.5", "100000"]),
+    "retries": ([None, "0", "1", str(MAX_RETRIES)], ["-1", str(MAX_RETRIES + 1), "x"]),
+}
+_GOOD_SCHEDULERS = [address for address, good in SCHEDULERS.items() if good]
+_BAD_SCHEDULERS = [address for address, good in SCHEDULERS.items() if not good]
+
+
 @st.composite
 def run_commands(draw):
-    studies = draw(st.lists(st.sampled_from(["convergence", "energy_decay", "nosuch", ""])))
-    jobs = draw(st.sampled_from([None, "1", "2", "-1", "0", "-2", "x", "1.5", "100000"]))
-    backend = draw(st.sampled_from([None, "loky", "dask", "ray"]))
-    scheduler = draw(st.sampled_from([None, *SCHEDULERS]))
-    retries = draw(st.sampled_from([None, "0", "1", str(MAX_RETRIES), "-1", "11", "x"]))
+    """``run`` with its options: well formed, or with one or more options drawn from the
+    malformed values (unknown study, bad jobs or retries, a bad backend/scheduler pair)."""
+    corrupt = draw(st.sets(st.sampled_from(["studies", "jobs", "retries", "backend"])))
+    good = {name: draw(st.sampled_from(RUN_OPTIONS[name][0])) for name in RUN_OPTIONS}
+    bad = {name: draw(st.sampled_from(RUN_OPTIONS[name][1])) for name in RUN_OPTIONS}
+    studies, jobs, retries = (
+        bad[name] if name in corrupt else good[name] for name in ("studies", "jobs", "retries")
+    )
+    if "backend" in corrupt:
+        backend, scheduler = draw(
+            st.one_of(
+                st.tuples(st.just("dask"), st.sampled_from([None, *_BAD_SCHEDULERS])),
+                st.tuples(
+                    st.sampled_from([None, "loky", "ray"]), st.sampled_from(list(SCHEDULERS))
+                ),
+            )
+        )
+    else:
+        backend, scheduler = draw(
+            st.one_of(
+                st.tuples(st.just("dask"), st.sampled_from(_GOOD_SCHEDULERS)),
+                st.tuples(st.sampled_from([None, "loky"]), st.just(None)),
+            )
+        )
     flags = draw(st.lists(st.sampled_from(["--quick", "--no-cache"]), unique=True))
     argv = ["run", *studies, *flags]
     for option, value in (
