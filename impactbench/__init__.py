@@ -6,6 +6,7 @@ The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`si
 (name table ``PROBLEMS``).
 """
 
+from ._files import CacheWarning
 from .dense import DenseOutput
 from .energy import energy, kinetic_energy, potential_energy
 from .method import Method
@@ -18,6 +19,7 @@ from .trajectory import ImpactLog, SimulationError, Status, Trajectory
 __version__ = "0.1.0"
 
 __all__ = [
+    "CacheWarning",
     "CompiledProblem",
     "DenseOutput",
     "ImpactLog",

@@ -1,4 +1,8 @@
-"""One-line argument checks whose ValueError names the argument and its value."""
+"""One-line argument checks whose ValueError names the argument and its value.
+
+Booleans are not numbers here: ``True`` for a real parameter (or inside a real vector or
+matrix) is refused rather than read as 1.0.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +17,28 @@ SYMMETRY_TOLERANCE = 1e-12
 #: Largest condition number accepted for a mass matrix.
 MAX_CONDITION = 1e12
 
+#: Largest integer parameter: the compiled loops count in int64.
+INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _is_boolean(value: Any) -> bool:
+    """True for a bool, a NumPy boolean, a boolean array, or a list/tuple holding one."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype == np.bool_
+    if isinstance(value, (list, tuple)):
+        return any(_is_boolean(item) for item in value)
+    return False
+
 
 def finite_scalar(value: Any, name: str) -> float:
     """Return ``value`` as a float, or raise ValueError if it is not a finite real number."""
+    if _is_boolean(value):
+        raise ValueError(f"{name} must be a real number, not a boolean, got {value!r}")
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a real number, got {value!r}") from None
     if not math.isfinite(x):
         raise ValueError(f"{name} must be finite, got {value!r}")
@@ -47,19 +67,22 @@ def restitution(value: Any, name: str = "restitution") -> float:
 
 
 def positive_int(value: Any, name: str) -> int:
-    """Return ``value`` as an int >= 1, or raise ValueError."""
+    """Return ``value`` as an int in 1..2^63 - 1 (the int64 range of the compiled loops), or
+    raise ValueError."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not 1 <= value <= INT64_MAX:
+        raise ValueError(f"{name} must be an integer in 1..{INT64_MAX}, got {value!r}")
     return int(value)
 
 
 def vector(value: Any, name: str, size: int | None = None) -> np.ndarray:
     """Return a finite float64 copy of a 1-D array (of length ``size`` if given)."""
+    if _is_boolean(value):
+        raise ValueError(f"{name} must hold real numbers, not booleans, got {value!r}")
     try:
         x = np.array(value, dtype=float, ndmin=1)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a 1-D array of real numbers, got {value!r}") from None
     if x.ndim != 1 or (size is not None and x.shape[0] != size):
         want = f"shape ({size},)" if size is not None else "a 1-D array"
@@ -78,9 +101,11 @@ def spd_matrix(
     tolerance :data:`SYMMETRY_TOLERANCE`), not positive definite, or has a condition number above
     ``max_condition``.
     """
+    if _is_boolean(value):
+        raise ValueError(f"{name} must hold real numbers, not booleans, got {value!r}")
     try:
         a = np.array(value, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a real matrix, got {value!r}") from None
     if a.shape != (size, size):
         raise ValueError(f"{name} must have shape ({size}, {size}), got shape {a.shape}")

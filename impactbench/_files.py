@@ -1,10 +1,28 @@
-"""Atomic file writes: a reader never sees a half-written table, cache entry or report."""
+"""Files the package writes and reads back: atomic writes, and .npz archives read as data only.
+
+A reader never sees a half-written table, cache entry or report (:func:`write_atomic`). Cache
+folders are shared between users and machines, so what is read back is data, never code: no
+pickle is ever loaded, arrays come from uncompressed ``.npz`` archives checked member by member
+before any byte is read into an array (:func:`read_npz`), and an entry that fails these checks
+is ignored with a :class:`CacheWarning` and recomputed.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
+import zipfile
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
+
+
+class CacheWarning(UserWarning):
+    """A file read back was ignored because it failed validation (a cache entry: the result is
+    recomputed; a table's provenance sidecar), or a cache could not be written (the result is
+    used without being stored)."""
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -24,3 +42,69 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+_NPY_HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+def read_npz(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The arrays ``names`` of an archive written by ``np.savez``, read as plain data.
+
+    The archive must hold exactly the members ``<name>.npy``, stored uncompressed, each in the
+    .npy format 1.0 or 2.0 with a numeric, boolean or string dtype (no object arrays: nothing
+    is unpickled). A member's declared shape and dtype must account for exactly its stored
+    bytes, so a file cannot make the reader allocate more memory than its own size.
+
+    Returns
+    -------
+    dict
+        Name -> array (native byte order, writeable copies).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    ValueError
+        If it is not such an archive (the message says what is wrong).
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return _read_members(archive, os.path.getsize(path), names)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError) as error:
+        raise ValueError(f"not a readable .npz archive: {error}") from None
+
+
+def _read_members(
+    archive: zipfile.ZipFile, file_size: int, names: Sequence[str]
+) -> dict[str, np.ndarray]:
+    members = {info.filename: info for info in archive.infolist()}
+    expected = {f"{name}.npy" for name in names}
+    if set(members) != expected:
+        raise ValueError(f"members must be {sorted(expected)}, got {sorted(members)}")
+    arrays = {}
+    for name in names:
+        info = members[f"{name}.npy"]
+        stored = info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size
+        if not stored or info.header_offset + info.file_size > file_size:
+            raise ValueError(f"{name} must be stored uncompressed within the file")
+        with archive.open(info) as stream:
+            reader = _NPY_HEADER_READERS.get(np.lib.format.read_magic(stream))
+            if reader is None:
+                raise ValueError(f"{name} must be in the .npy format 1.0 or 2.0")
+            shape, fortran_order, dtype = reader(stream)
+            if dtype.hasobject or dtype.kind not in "biufcUS":
+                raise ValueError(f"{name} has dtype {dtype}: not plain data")
+            size = math.prod(shape) * dtype.itemsize
+            left = info.file_size - stream.tell()
+            if size != left:
+                raise ValueError(
+                    f"{name} declares shape {shape} of {dtype} ({size} bytes), stores {left}"
+                )
+            data = stream.read(size)
+        order = "F" if fortran_order else "C"
+        array = np.frombuffer(data, dtype=dtype).reshape(shape, order=order)
+        arrays[name] = array.astype(dtype.newbyteorder("="), copy=True)
+    return arrays

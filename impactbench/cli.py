@@ -2,8 +2,10 @@
 
 Exit codes: 0 success; 1 a run failed (the tables and reports are still written), there was
 nothing to report, or a file or the Dask scheduler could not be reached; 2 a usage error
-(unknown name, bad value); 130 interrupted (finished runs are cached: run the same command
-again to resume).
+(unknown name, bad value, malformed scheduler address, a size beyond its limit), reported as a
+message without a traceback; 130 interrupted (finished runs are cached: run the same command
+again to resume). Cache warnings (an ignored entry, a cache that cannot be written) are printed
+as ``impactbench: warning: ...`` and do not change the exit code.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import SimulationError, names, simulate
-from ._files import write_atomic
+from ._files import CacheWarning, write_atomic
 from .energy import energy
 from .methods import METHODS
 from .problems import PROBLEMS
@@ -34,7 +37,7 @@ from .report import (
 )
 from .results import build_table, format_float, write_provenance, write_table
 from .run_metrics import METRICS, Reference
-from .runner import BACKENDS, FAILED, default_cache_dir, execute
+from .runner import BACKENDS, FAILED, MAX_RETRIES, check_options, default_cache_dir, execute
 from .studies import STUDIES
 
 #: Default output folders of ``run`` and ``report`` (the quick grid writes elsewhere, so that it
@@ -73,6 +76,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= value <= MAX_RETRIES:
+        raise argparse.ArgumentTypeError(f"must lie in 0..{MAX_RETRIES}, got {value}")
     return value
 
 
@@ -129,6 +142,15 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--backend dask needs --scheduler ADDRESS")
     if args.backend != "dask" and args.scheduler:
         raise UsageError("--scheduler is only used with --backend dask")
+    try:  # every option before any study runs
+        check_options(
+            jobs=args.jobs,
+            backend=args.backend,
+            scheduler=args.scheduler,
+            retries=args.retry_failed,
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     grid = "quick" if args.quick else "full"
     output = args.output or DEFAULT_OUTPUT[grid]
     any_failed = False
@@ -139,15 +161,19 @@ def _run(args: argparse.Namespace) -> int:
         if study.max_jobs is not None and (jobs == -1 or jobs > study.max_jobs):
             jobs = study.max_jobs
         start = time.perf_counter()
-        outcomes = execute(
-            runs,
-            jobs=jobs,
-            backend=args.backend,
-            scheduler=args.scheduler,
-            cache_dir=args.cache_dir,
-            use_cache=not args.no_cache,
-            description=name,
-        )
+        try:
+            outcomes = execute(
+                runs,
+                jobs=jobs,
+                backend=args.backend,
+                scheduler=args.scheduler,
+                cache_dir=args.cache_dir,
+                use_cache=not args.no_cache,
+                retries=args.retry_failed,
+                description=name,
+            )
+        except ValueError as error:  # the Dask client refused the scheduler address
+            raise UsageError(str(error)) from None
         elapsed = time.perf_counter() - start
         table = build_table(name, runs, outcomes)
         folder = output / name
@@ -164,6 +190,7 @@ def _run(args: argparse.Namespace) -> int:
             computed=len(runs) - cached,
             cached=cached,
             failed=len(failed),
+            retry_failed=args.retry_failed,
             elapsed=f"{elapsed:.1f} s",
         )
         print(
@@ -290,6 +317,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
     run.add_argument(
+        "--retry-failed",
+        type=_retries,
+        default=0,
+        metavar="N",
+        help="rerun the failed runs (errors, crashed workers) up to N more times in this "
+        f"invocation (0..{MAX_RETRIES}, default 0)",
+    )
+    run.add_argument(
         "--cache-dir",
         type=Path,
         default=None,
@@ -333,12 +368,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Cache warnings as one line on stderr, other warnings in Python's format."""
+    if issubclass(category, CacheWarning):
+        print(f"impactbench: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.handler(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.handler(args)
     except UsageError as error:
         parser.error(str(error))
     except OSError as error:  # unwritable output, unreachable scheduler

@@ -13,7 +13,8 @@ _SPEC = re.compile(r"^\s*(\w+)\s*(?:\[(.*)\])?\s*$")
 def parse_spec(text: Any, table: Mapping[str, Any], kind: str) -> tuple[Any, dict[str, Any]]:
     """Split ``"Name[param=value,...]"`` and look the name up in ``table``.
 
-    Values are Python literals where they parse as such, else strings.
+    Values are Python literals where they parse as such, else strings. A parameter may appear
+    once: ``"MoreauJean[theta=0.5,theta=1]"`` is refused, not read as theta = 1.
 
     Returns
     -------
@@ -23,8 +24,8 @@ def parse_spec(text: Any, table: Mapping[str, Any], kind: str) -> tuple[Any, dic
     Raises
     ------
     ValueError
-        For a malformed spec or an unknown name (the message names ``kind`` and lists the
-        known names).
+        For a malformed spec, an unknown name (the message names ``kind`` and lists the known
+        names) or a repeated parameter.
     """
     match = _SPEC.match(text) if isinstance(text, str) else None
     if match is None:
@@ -35,10 +36,22 @@ def parse_spec(text: Any, table: Mapping[str, Any], kind: str) -> tuple[Any, dic
     kwargs = {}
     for item in filter(None, (part.strip() for part in (params or "").split(","))):
         key, sep, value = item.partition("=")
-        if not sep or not key.strip().isidentifier():
+        key = key.strip()
+        if not sep or not key.isidentifier():
             raise ValueError(f"{kind} parameter must look like name=value, got {item!r}")
-        try:
-            kwargs[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            kwargs[key.strip()] = value.strip()
+        if key in kwargs:
+            raise ValueError(f"{kind} parameter {key!r} is given more than once in {text!r}")
+        kwargs[key] = _value(value.strip())
     return table[name], kwargs
+
+
+def _value(text: str) -> Any:
+    """``text`` as a Python literal, else the text itself.
+
+    Texts the parser cannot take (too deeply nested, too long an integer) are texts too; the
+    constructor they are passed to then refuses them by name.
+    """
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text

@@ -10,16 +10,29 @@ module and the method's module (:mod:`impactbench.versioning`): editing any of t
 
 Cache location: ``$IMPACTBENCH_REFERENCE_DIR`` if set, else
 ``$XDG_CACHE_HOME/impactbench/references`` (default ``~/.cache/impactbench/references``).
-Clear it by deleting that folder (or one ``<key>.pkl`` file in it); ``use_cache=False`` bypasses
-it. Entries are pickles written atomically; a corrupt or foreign file is recomputed.
+Clear it by deleting that folder (or one ``<key>.npz`` file in it); ``use_cache=False`` bypasses
+it.
+
+Entries are data, never code (a cache folder is shared and copied between machines). An entry
+``<key>.npz`` is an uncompressed NumPy archive, written atomically, read member by member
+without unpickling (:func:`impactbench._files.read_npz`). It holds ``header``, a JSON text
+(schema version, key, the description the key was hashed from, and the reference's
+``parameters``), and the arrays of the dense output: ``breaks`` (k + 1,), ``values``
+(k, d + 1, 2 n) and ``impacts`` (m,), float64 (:class:`impactbench.DenseOutput`). On load the
+header must match the requested reference exactly and the arrays must be finite, of these
+shapes, and cover [t0, t_end] with a valid dense output; an entry that fails any check, and a
+pickle left by an older version (``<key>.pkl``, never opened), is ignored with a
+:class:`impactbench.CacheWarning` and recomputed. A cache that cannot be written is reported the
+same way; the reference is then returned without being stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import pickle
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,16 +40,21 @@ from typing import Any
 
 import numpy as np
 
-from ._files import write_atomic
+from ._files import CacheWarning, read_npz, write_atomic
+from .dense import DenseOutput
 from .method import Method
 from .problem import Problem
 from .simulate import simulate
-from .trajectory import Trajectory
+from .trajectory import Status, Trajectory
 from .versioning import source_digest
 
 State = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
-_CACHE_FORMAT = 1
+#: Version of the stored form of a reference (the ``schema`` of its header).
+SCHEMA_VERSION = 2
+
+#: Members of a stored reference: the JSON header and the arrays of its dense output.
+_MEMBERS = ("header", "breaks", "values", "impacts")
 
 
 @dataclass(frozen=True)
@@ -186,9 +204,11 @@ def reference(
         "code_version": version,
     }
     key = hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:24]
-    path = Path(cache_dir or default_reference_dir()) / f"{key}.pkl"
+    folder = Path(cache_dir or default_reference_dir())
+    path = folder / f"{key}.npz"
+    expected = {"key": key, "description": description, "method": method.name, "t_end": t_end}
     if use_cache:
-        stored = _load(path, key)
+        stored = _load(path, expected, problem)
         if stored is not None:
             return stored
     trajectory = simulate(problem, method, t_end)
@@ -206,25 +226,121 @@ def reference(
     dense = trajectory.dense
     result = Reference(method.name, dense, np.asarray(dense.impacts), parameters)
     if use_cache:
-        payload = {
-            "format": _CACHE_FORMAT,
-            "key": key,
-            "description": description,
-            "dense": dense,
-            "parameters": parameters,
-        }
-        write_atomic(path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        _store(path, key, description, parameters, dense)
     return result
 
 
-def _load(path: Path, key: str) -> Reference | None:
+def _store(path: Path, key: str, description: dict, parameters: dict, dense: DenseOutput) -> None:
+    """Write the entry (see the module docstring); a failed write is a CacheWarning."""
+    header = {
+        "schema": SCHEMA_VERSION,
+        "key": key,
+        "description": description,
+        "parameters": parameters,
+    }
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        header=np.array(json.dumps(header, sort_keys=True)),
+        breaks=dense.breaks,
+        values=dense.values,
+        impacts=dense.impacts,
+    )
     try:
-        with open(path, "rb") as stream:
-            payload = pickle.load(stream)
-        if payload.get("format") != _CACHE_FORMAT or payload.get("key") != key:
-            return None
-        dense = payload["dense"]
-        parameters = dict(payload["parameters"], cached=True)
-        return Reference(parameters["method"], dense, np.asarray(dense.impacts), parameters)
-    except (OSError, pickle.UnpicklingError, EOFError, KeyError, AttributeError, TypeError):
+        write_atomic(path, buffer.getvalue())
+    except OSError as error:
+        warnings.warn(
+            f"reference cache not written ({error}); the reference is used without being stored",
+            CacheWarning,
+            stacklevel=3,
+        )
+
+
+#: The reference parameters a stored entry must carry, with their types.
+_PARAMETER_TYPES = {
+    "method": str,
+    "t_end": float,
+    "status": str,
+    "steps": (int, type(None)),
+    "impacts": int,
+    "code_version": str,
+    "key": str,
+}
+
+
+def _load(path: Path, expected: dict[str, Any], problem: Problem) -> Reference | None:
+    """The stored reference, or None when there is none or it fails validation (warned)."""
+    legacy = path.with_suffix(".pkl")
+    if not path.exists():
+        if legacy.exists():
+            warnings.warn(
+                f"ignoring {legacy}: references are stored as .npz data and a pickle is never "
+                "opened; the reference is recomputed",
+                CacheWarning,
+                stacklevel=3,
+            )
         return None
+    try:
+        return _validated(read_npz(path, _MEMBERS), expected, problem)
+    except (OSError, ValueError) as error:
+        warnings.warn(
+            f"ignoring the reference cache entry {path} ({error}); the reference is recomputed",
+            CacheWarning,
+            stacklevel=3,
+        )
+        return None
+
+
+def _validated(
+    arrays: dict[str, np.ndarray], expected: dict[str, Any], problem: Problem
+) -> Reference:
+    """The Reference stored in ``arrays``, or ValueError saying what does not match."""
+    header_text = arrays["header"]
+    if header_text.dtype.kind != "U" or header_text.shape != ():
+        raise ValueError(f"header must be one text, got {header_text.dtype} {header_text.shape}")
+    try:
+        header = json.loads(str(header_text[()]))
+    except RecursionError:
+        raise ValueError("header is nested too deeply") from None
+    if not isinstance(header, dict) or header.get("schema") != SCHEMA_VERSION:
+        found = header.get("schema") if isinstance(header, dict) else header
+        raise ValueError(f"schema must be {SCHEMA_VERSION}, got {found!r}")
+    if header.get("key") != expected["key"]:
+        raise ValueError(f"key must be {expected['key']}, got {header.get('key')!r}")
+    if header.get("description") != json.loads(json.dumps(expected["description"])):
+        raise ValueError("its description differs from the requested reference")
+    parameters = header.get("parameters")
+    if not isinstance(parameters, dict) or set(parameters) != set(_PARAMETER_TYPES):
+        raise ValueError(f"parameters must have the keys {sorted(_PARAMETER_TYPES)}")
+    for name, kind in _PARAMETER_TYPES.items():
+        value = parameters[name]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"parameter {name} has the wrong type: {value!r}")
+    statuses = {status.value for status in Status}
+    if (
+        parameters["method"] != expected["method"]
+        or parameters["t_end"] != float(expected["t_end"])
+        or parameters["key"] != expected["key"]
+        or parameters["status"] not in statuses
+    ):
+        raise ValueError(f"parameters do not describe the requested reference: {parameters}")
+    breaks, values, impacts = arrays["breaks"], arrays["values"], arrays["impacts"]
+    n = problem.n_dof
+    for name, array, ndim in (
+        ("breaks", breaks, 1),
+        ("values", values, 3),
+        ("impacts", impacts, 1),
+    ):
+        if array.dtype != np.float64 or array.ndim != ndim:
+            raise ValueError(
+                f"{name} must be a {ndim}-D float64 array, got {array.dtype} {array.shape}"
+            )
+        if not np.isfinite(array).all():
+            raise ValueError(f"{name} must be finite")
+    if values.shape[2:] != (2 * n,):
+        raise ValueError(f"values must hold (q, v) of {n} coordinates, got shape {values.shape}")
+    if breaks.size < 2 or breaks[0] != problem.t0 or breaks[-1] != float(expected["t_end"]):
+        raise ValueError(f"breaks must run from t0 = {problem.t0!r} to {expected['t_end']!r}")
+    dense = DenseOutput(breaks, values, impacts)
+    parameters = dict(parameters, cached=True)
+    return Reference(parameters["method"], dense, np.asarray(dense.impacts), parameters)

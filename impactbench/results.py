@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ._files import write_atomic
+from ._files import CacheWarning, write_atomic
 from .run_metrics import METRICS
 from .runner import PACKAGES, Outcome, Run
 
@@ -159,8 +160,17 @@ def write_provenance(path: Path | str, **info: Any) -> None:
 
 
 def read_provenance(path: Path | str) -> dict[str, Any]:
-    """Read a provenance sidecar; an empty dict when there is none."""
+    """Read a provenance sidecar; an empty dict when there is none, or (with a
+    :class:`impactbench.CacheWarning`) when it is not a JSON object."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        info = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
+    except (ValueError, RecursionError) as error:
+        info = error
+    if not isinstance(info, dict):
+        warnings.warn(
+            f"ignoring {path}: not a JSON object ({info!r:.100})", CacheWarning, stacklevel=2
+        )
+        return {}
+    return info

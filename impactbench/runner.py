@@ -14,7 +14,21 @@ package (except the modules that only present results), of the problem's module 
 method's module (each with the sibling modules of its package that it imports names from), so
 editing a method's source invalidates its runs and only those. Failed runs are never cached.
 The default folder is ``$IMPACTBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/impactbench/runs``,
-else ``~/.cache/impactbench/runs``; delete it to clear the cache.
+else ``~/.cache/impactbench/runs``; delete it to clear the cache. An entry is data only and is
+validated against its schema when read (:meth:`RunCache.load`): one that fails (wrong shape,
+wrong types, a stored failure, another run's spec, larger than :data:`MAX_ENTRY_BYTES`) is
+ignored with a :class:`impactbench.CacheWarning` and the run recomputed. A cache that cannot be
+written (e.g. a read-only folder) is reported by one CacheWarning; the study goes on and its
+outcomes are returned uncached.
+
+Failures. Whatever a run raises -- an exception, ``SystemExit``, any ``BaseException`` from the
+problem's or the method's code -- becomes a failed outcome with the message, and so does a
+``KeyboardInterrupt`` raised in a worker (a process or thread other than the caller of
+:func:`execute`). A KeyboardInterrupt in the calling thread itself (Ctrl-C, or the run's code
+when the runs execute serially in this process, which cannot be told apart) stops
+:func:`execute`: the finished runs are in the cache and the next call resumes. A worker that
+dies takes the runs not finished by then with it; they are failed outcomes saying so, and
+``retries`` reruns the failed runs (these and the others) in further passes.
 
 Timing. Each run is first simulated once in full as a warm-up (it absorbs compilation and
 first-call costs: numba compiles a helper called from plain Python only when a branch first
@@ -36,6 +50,8 @@ import os
 import platform
 import subprocess
 import sys
+import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -47,7 +63,7 @@ import joblib
 from tqdm.auto import tqdm
 
 from . import _checks
-from ._files import write_atomic
+from ._files import CacheWarning, write_atomic
 from .method import Method
 from .problem import Problem
 from .reference import Reference
@@ -65,7 +81,14 @@ BACKENDS = ("loky", "dask")
 #: Packages whose versions every outcome records.
 PACKAGES = ("impactbench", "numpy", "scipy", "numba")
 
-#: Core modules that only present results: not part of the code version.
+#: Largest run-cache entry read (bytes); an entry is a few kilobytes.
+MAX_ENTRY_BYTES = 1024**2
+
+#: Largest ``retries`` of :func:`execute` (each retry is a pass over the failed runs).
+MAX_RETRIES = 10
+
+#: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
+MAX_JOBS_PER_CPU = 4
 
 _CACHE_FORMAT = 1
 _KEY_LENGTH = 20
@@ -403,8 +426,16 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def perform(run: Run) -> Outcome:
-    """Execute one run (warm-up, timed repeats, metrics); any exception becomes a failure.
+def perform(run: Run, *, interruptible: bool = True) -> Outcome:
+    """Execute one run (warm-up, timed repeats, metrics); whatever it raises becomes a failure.
+
+    Parameters
+    ----------
+    run : Run
+    interruptible : bool
+        Let a KeyboardInterrupt through (default: in the process and thread a user can press
+        Ctrl-C in). False in a worker, where one can only come from the run's own code: it
+        then becomes a failed outcome like ``SystemExit`` and every other exception.
 
     Returns
     -------
@@ -434,7 +465,11 @@ def perform(run: Run) -> Outcome:
                 values[name] = float(metric.function(problem, trajectory, reference))
             except Exception as error:
                 raise RuntimeError(f"metric {name} failed: {_describe(error)}") from error
-    except Exception as error:
+    except KeyboardInterrupt as error:
+        if interruptible:
+            raise
+        return Outcome.failure(run, _describe(error), provenance)
+    except BaseException as error:  # SystemExit and the like from the run's code: a failed row
         return Outcome.failure(run, _describe(error), provenance)
     return Outcome(
         status=trajectory.status.value,
@@ -450,8 +485,10 @@ def perform(run: Run) -> Outcome:
     )
 
 
-def _task(key: str, run: Run) -> tuple[str, Outcome]:
-    return key, perform(run)
+def _task(key: str, run: Run, launcher: tuple[int, int]) -> tuple[str, Outcome]:
+    """Perform ``run`` in a worker; interruptible only in the launching process and thread."""
+    here = (os.getpid(), threading.get_ident())
+    return key, perform(run, interruptible=here == launcher)
 
 
 # --------------------------------------------------------------------------------------------
@@ -476,18 +513,41 @@ class RunCache:
         """File of the run with this key."""
         return self.directory / f"{key}.json"
 
-    def load(self, key: str) -> Outcome | None:
-        """The stored outcome, or None (also for an unreadable or foreign file)."""
+    def load(self, key: str, run: Run | None = None) -> Outcome | None:
+        """The stored outcome of ``key``, or None.
+
+        None without a warning when there is no entry; None with a
+        :class:`impactbench.CacheWarning` when the entry cannot be read or fails validation:
+        a JSON object ``{"format", "key", "run", "stored", "outcome"}`` of this format and key,
+        whose outcome has exactly the fields of :class:`Outcome` with their types, a status
+        "ok" or "zeno-handled", finite non-negative timings and non-negative integer costs;
+        with ``run`` given, ``run`` must equal ``run.spec()`` and the metrics must be exactly
+        ``run.metrics``.
+        """
+        path = self.path(key)
         try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
-            if data.get("format") != _CACHE_FORMAT or data.get("key") != key:
-                return None
-            return Outcome(**data["outcome"], cached=True)
-        except (OSError, ValueError, TypeError, KeyError):
+            if path.stat().st_size > MAX_ENTRY_BYTES:
+                raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes")
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return _stored_outcome(data, key, run)
+        except (FileNotFoundError, NotADirectoryError):  # no entry (or no cache folder)
+            return None
+        except (OSError, ValueError, RecursionError) as error:
+            warnings.warn(
+                f"ignoring the run cache entry {path} ({_one_line(error)}); the run is recomputed",
+                CacheWarning,
+                stacklevel=2,
+            )
             return None
 
     def store(self, key: str, run: Run, outcome: Outcome) -> None:
-        """Store a finished run (a failed outcome is refused with ValueError)."""
+        """Store a finished run (a failed outcome is refused with ValueError).
+
+        Raises
+        ------
+        OSError
+            If the entry cannot be written.
+        """
         if outcome.status == FAILED:
             raise ValueError(f"failed runs are never cached, got a failed outcome for {key}")
         data = {
@@ -500,8 +560,113 @@ class RunCache:
         write_atomic(self.path(key), json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
+_OUTCOME_FIELDS = {
+    "status",
+    "error",
+    "metrics",
+    "cost",
+    "timing",
+    "provenance",
+    "key",
+    "code_version",
+}
+_COST_FIELDS = ("h_used", "steps", "force_evaluations", "impacts")
+_TIMING_FIELDS = ("wall_time", "warmup_time")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
+    """The outcome of a cache entry, or ValueError saying which check it fails."""
+    if not isinstance(data, dict) or set(data) != {"format", "key", "run", "stored", "outcome"}:
+        raise ValueError("not a run cache entry (an object with format, key, run, stored, outcome)")
+    if data["format"] != _CACHE_FORMAT or data["key"] != key:
+        raise ValueError(f"format {data['format']!r} and key {data['key']!r} are not this entry's")
+    if run is not None and data["run"] != json.loads(json.dumps(run.spec())):
+        raise ValueError("it stores another run's specification")
+    stored = data["outcome"]
+    if not isinstance(stored, dict) or set(stored) != _OUTCOME_FIELDS:
+        raise ValueError(f"outcome must be an object with the fields {sorted(_OUTCOME_FIELDS)}")
+    if stored["status"] not in ("ok", "zeno-handled"):
+        raise ValueError(f"status must be 'ok' or 'zeno-handled', got {stored['status']!r}")
+    for name in ("error", "key", "code_version"):
+        if not isinstance(stored[name], str):
+            raise ValueError(f"{name} must be a string, got {stored[name]!r}")
+    metrics = stored["metrics"]
+    names = set(METRICS) if run is None else set(run.metrics)
+    if not isinstance(metrics, dict) or not set(metrics) <= names:
+        raise ValueError(f"metrics must be an object with names from {sorted(names)}")
+    if run is not None and set(metrics) != names:
+        raise ValueError(f"metrics must be {sorted(names)}, got {sorted(metrics)}")
+    if not all(_is_number(value) for value in metrics.values()):
+        raise ValueError(f"metric values must be numbers, got {metrics}")
+    cost = stored["cost"]
+    if not isinstance(cost, dict) or set(cost) != set(_COST_FIELDS):
+        raise ValueError(f"cost must be an object with the fields {list(_COST_FIELDS)}")
+    h_used = cost["h_used"]
+    if h_used is not None and not (_is_number(h_used) and math.isfinite(h_used) and h_used > 0):
+        raise ValueError(f"h_used must be a positive number or null, got {h_used!r}")
+    for name in _COST_FIELDS[1:]:
+        value = cost[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    timing = stored["timing"]
+    if not isinstance(timing, dict) or set(timing) != set(_TIMING_FIELDS):
+        raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")
+    if not all(_is_number(t) and math.isfinite(t) and t >= 0 for t in timing.values()):
+        raise ValueError(f"timings must be finite non-negative numbers, got {timing}")
+    provenance = stored["provenance"]
+    if not isinstance(provenance, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in provenance.items()
+    ):
+        raise ValueError("provenance must be an object of strings")
+    outcome = Outcome(**stored, cached=True)
+    outcome.metrics = {name: float(value) for name, value in metrics.items()}
+    outcome.timing = {name: float(value) for name, value in timing.items()}
+    return outcome
+
+
 # --------------------------------------------------------------------------------------------
 # Execution
+
+
+def check_scheduler(scheduler: str) -> None:
+    """Check a Dask scheduler address without connecting to it.
+
+    The address must be ``[scheme://]location`` with a scheme Dask knows (``tcp``, ``tls``,
+    ``ws``, ``inproc``, ...); for an IP transport the location must be ``host:port`` with a
+    port in 1..65535. Whether a scheduler answers there is only known when connecting
+    (:func:`execute` raises OSError when it does not).
+
+    Raises
+    ------
+    ValueError
+        If the address is malformed or the ``distributed`` package is missing.
+    """
+    try:
+        from distributed.comm.addressing import parse_address
+        from distributed.comm.registry import get_backend
+    except ImportError:
+        raise ValueError(
+            "the dask backend needs the distributed package (pip install 'dask[distributed]')"
+        ) from None
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise ValueError(f"scheduler must be an address such as tcp://HOST:PORT, got {scheduler!r}")
+    try:
+        scheme, location = parse_address(scheduler)
+        try:
+            _, port = get_backend(scheme).get_address_host_port(location)
+        except NotImplementedError:  # not an IP transport (inproc): nothing more to check
+            return
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"scheduler must be a Dask address such as tcp://HOST:PORT, got {scheduler!r}: "
+            f"{_one_line(error)}"
+        ) from None
+    if not 1 <= port <= 65535:
+        raise ValueError(f"scheduler port must lie in 1..65535, got {scheduler!r}")
 
 
 @contextmanager
@@ -512,7 +677,11 @@ def _backend_context(backend: str, scheduler: str | None) -> Iterator[tuple[type
         return
     from distributed import Client, KilledWorker
 
-    with Client(scheduler), joblib.parallel_config(backend="dask"):
+    try:
+        client = Client(scheduler)
+    except (ValueError, TypeError) as error:  # OSError (no scheduler there) goes through
+        raise ValueError(f"scheduler {scheduler!r} cannot be used: {_one_line(error)}") from None
+    with client, joblib.parallel_config(backend="dask"):
         yield (KilledWorker, concurrent.futures.BrokenExecutor)
 
 
@@ -527,6 +696,37 @@ def _one_line(error: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def check_options(
+    *, jobs: int = 1, backend: str = "loky", scheduler: str | None = None, retries: int = 0
+) -> None:
+    """Check the execution options of :func:`execute` (which calls this first).
+
+    Raises
+    ------
+    ValueError
+        Naming the bad option: an unknown backend, jobs not -1 nor a positive integer (or more
+        than :data:`MAX_JOBS_PER_CPU` per CPU with loky), a scheduler missing for Dask, given
+        for loky or malformed (:func:`check_scheduler`), retries outside 0..MAX_RETRIES.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise ValueError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    most_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+    if backend == "loky" and jobs > most_jobs:
+        raise ValueError(
+            f"jobs must be at most {MAX_JOBS_PER_CPU} per CPU ({most_jobs} here), got {jobs!r}"
+        )
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+        raise ValueError(f"retries must be an integer in 0..{MAX_RETRIES}, got {retries!r}")
+    if backend == "dask":
+        if not scheduler:
+            raise ValueError("the dask backend needs scheduler=ADDRESS, got none")
+        check_scheduler(scheduler)
+    if backend == "loky" and scheduler:
+        raise ValueError(f"scheduler is only used by the dask backend, got {scheduler!r}")
+
+
 def execute(
     runs: Sequence[Run],
     *,
@@ -535,6 +735,7 @@ def execute(
     scheduler: str | None = None,
     cache_dir: Path | str | None = None,
     use_cache: bool = True,
+    retries: int = 0,
     progress: bool | None = None,
     description: str = "runs",
 ) -> list[Outcome]:
@@ -545,17 +746,22 @@ def execute(
     runs : sequence of Run
         Independent runs; runs with equal keys are computed once.
     jobs : int
-        Number of parallel jobs (joblib ``n_jobs``: -1 for all cores). With ``jobs=1`` and the
-        loky backend the runs execute in this process, one after the other.
+        Number of parallel jobs (joblib ``n_jobs``: -1 for all cores), at most
+        :data:`MAX_JOBS_PER_CPU` per CPU with the loky backend. With ``jobs=1`` and the loky
+        backend the runs execute in this process, one after the other.
     backend : {"loky", "dask"}
         joblib backend: local processes (loky), or a Dask distributed cluster through joblib's
         Dask integration (needs the ``distributed`` package and ``scheduler``).
     scheduler : str, optional
-        Address of the Dask scheduler, e.g. ``"tcp://127.0.0.1:8786"`` (dask backend only).
+        Address of the Dask scheduler, e.g. ``"tcp://127.0.0.1:8786"`` (dask backend only;
+        checked by :func:`check_scheduler` before anything runs).
     cache_dir : path, optional
         Run cache folder (default :func:`default_cache_dir`).
     use_cache : bool
         False: compute every run and neither read nor write the cache.
+    retries : int
+        Passes (0 to :data:`MAX_RETRIES`) that rerun the runs still failed after the previous
+        pass: those that raised and those lost with a crashed worker. Default 0.
     progress : bool, optional
         Show a progress bar; default: when stderr is a terminal and ``$CI`` is not set.
     description : str
@@ -566,25 +772,24 @@ def execute(
     list of Outcome
         One per run, in the order of ``runs``. A run that raised is a failed outcome with the
         error message; when a worker process dies, the runs not finished by then are failed
-        outcomes with the crash message (the finished ones are cached and kept).
+        outcomes with the crash message (the finished ones are cached and kept). See the
+        module notes for interruptions and cache warnings.
 
     Raises
     ------
     ValueError
-        For a bad ``jobs``, ``backend`` or ``scheduler``.
+        For a bad ``jobs``, ``backend``, ``scheduler`` or ``retries``, also when the Dask
+        client refuses the scheduler address.
+    OSError
+        When no Dask scheduler answers at ``scheduler`` (only tried when a run is to compute).
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
-        raise ValueError(f"jobs must be a positive integer or -1, got {jobs!r}")
-    if backend == "dask" and not scheduler:
-        raise ValueError("the dask backend needs scheduler=ADDRESS, got none")
-    if backend == "loky" and scheduler:
-        raise ValueError(f"scheduler is only used by the dask backend, got {scheduler!r}")
+    check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
     versions = [code_version(run) for run in runs]
     keys = [run_key(run, version) for run, version in zip(runs, versions, strict=True)]
     cache = RunCache(cache_dir or default_cache_dir()) if use_cache else None
-    outcomes: list[Outcome | None] = [cache.load(key) if cache else None for key in keys]
+    outcomes: list[Outcome | None] = [
+        cache.load(key, run) if cache else None for key, run in zip(keys, runs, strict=True)
+    ]
     pending: dict[str, list[int]] = {}
     for position, (key, outcome) in enumerate(zip(keys, outcomes, strict=True)):
         if outcome is None:
@@ -598,36 +803,85 @@ def execute(
         disable=not _show_progress(progress),
     ) as bar:
         if pending:
-            revision = git_revision()
-            tasks = [
-                joblib.delayed(_task)(key, runs[positions[0]]) for key, positions in pending.items()
-            ]
-            with _backend_context(backend, scheduler) as crashes:
-                parallel = joblib.Parallel(
-                    n_jobs=jobs,
-                    backend="loky" if backend == "loky" else None,
-                    return_as="generator_unordered",
-                )
-                try:
-                    for key, outcome in parallel(tasks):
-                        positions = pending.pop(key)
-                        outcome.provenance["git_revision"] = revision
-                        outcome.key, outcome.code_version = key, versions[positions[0]]
-                        if cache is not None and outcome.status != FAILED:
-                            cache.store(key, runs[positions[0]], outcome)
-                        for position in positions:
-                            outcomes[position] = outcome
-                        bar.update(len(positions))
-                except crashes as crash:
-                    message = f"worker crashed before this run finished: {_one_line(crash)}"
-                    for positions in pending.values():
-                        for position in positions:
-                            outcomes[position] = Outcome.failure(
-                                runs[position],
-                                message,
-                                {**package_versions(), "git_revision": revision},
-                            )
+            execution = _Execution(runs, versions, outcomes, cache, backend, scheduler, jobs, bar)
+            execution.run(pending)
+            for attempt in range(1, retries + 1):
+                failed = {
+                    key: positions
+                    for key, positions in pending.items()
+                    if outcomes[positions[0]].status == FAILED
+                }
+                if not failed:
+                    break
+                bar.total += sum(len(positions) for positions in failed.values())
+                bar.set_description(f"{description} (retry {attempt})")
+                execution.run(failed)
     for outcome, key, version in zip(outcomes, keys, versions, strict=True):
         outcome.key = key
         outcome.code_version = version
     return outcomes
+
+
+class _Execution:
+    """The passes of one :func:`execute` call: runs tasks, stores outcomes, handles crashes."""
+
+    def __init__(
+        self,
+        runs: Sequence[Run],
+        versions: list[str],
+        outcomes: list[Outcome | None],
+        cache: RunCache | None,
+        backend: str,
+        scheduler: str | None,
+        jobs: int,
+        bar: Any,
+    ) -> None:
+        self.runs, self.versions, self.outcomes, self.cache = runs, versions, outcomes, cache
+        self.backend, self.scheduler, self.jobs, self.bar = backend, scheduler, jobs, bar
+        self.revision = git_revision()
+        self.launcher = (os.getpid(), threading.get_ident())
+        self.cache_failed = False
+
+    def run(self, todo: Mapping[str, list[int]]) -> None:
+        """Execute the runs of ``todo`` (key -> positions in ``runs``), one task per key."""
+        left = dict(todo)
+        tasks = [
+            joblib.delayed(_task)(key, self.runs[positions[0]], self.launcher)
+            for key, positions in left.items()
+        ]
+        with _backend_context(self.backend, self.scheduler) as crashes:
+            parallel = joblib.Parallel(
+                n_jobs=self.jobs,
+                backend="loky" if self.backend == "loky" else None,
+                return_as="generator_unordered",
+            )
+            try:
+                for key, outcome in parallel(tasks):
+                    self._finish(left.pop(key), key, outcome)
+            except crashes as crash:
+                message = f"worker crashed before this run finished: {_one_line(crash)}"
+                provenance = {**package_versions(), "git_revision": self.revision}
+                for positions in left.values():
+                    for position in positions:
+                        self.outcomes[position] = Outcome.failure(
+                            self.runs[position], message, dict(provenance)
+                        )
+
+    def _finish(self, positions: list[int], key: str, outcome: Outcome) -> None:
+        outcome.provenance["git_revision"] = self.revision
+        outcome.key, outcome.code_version = key, self.versions[positions[0]]
+        if self.cache is not None and outcome.status != FAILED:
+            try:
+                self.cache.store(key, self.runs[positions[0]], outcome)
+            except OSError as error:
+                if not self.cache_failed:
+                    warnings.warn(
+                        f"run cache not written ({_one_line(error)}); the study goes on and "
+                        "its runs are not cached",
+                        CacheWarning,
+                        stacklevel=4,
+                    )
+                self.cache_failed = True
+        for position in positions:
+            self.outcomes[position] = outcome
+        self.bar.update(len(positions))

@@ -52,6 +52,15 @@ from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status,
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
 MAX_OUTPUT_BYTES = 2 * 1024**3
 
+#: Bytes of one impact-log entry (time, constraint index, two normal velocities).
+LOG_ENTRY_BYTES = 32
+
+#: Largest ``log_capacity``: an impact log of at most MAX_OUTPUT_BYTES (67 108 864 entries).
+MAX_LOG_CAPACITY = MAX_OUTPUT_BYTES // LOG_ENTRY_BYTES
+
+#: Smallest step, relative to max(|t0|, |t_end|), for which the grid t0 + k h advances.
+MIN_RELATIVE_STEP = 4.0 * float(np.finfo(float).eps)
+
 
 def step_count(t0: float, t_end: float, h: Any) -> tuple[int, float]:
     """Number of steps N and the step actually used, (t_end - t0) / N.
@@ -59,17 +68,42 @@ def step_count(t0: float, t_end: float, h: Any) -> tuple[int, float]:
     Rule: h must satisfy 0 < h <= t_end - t0. If (t_end - t0) / h is an integer up to a relative
     1e-9 the step is kept (exactly (t_end - t0) / N); otherwise N = ceil((t_end - t0) / h) and the
     step is reduced to (t_end - t0) / N, the largest step below h that ends exactly at t_end.
+
+    The loops compute the times as t0 + k h in floating point, with a rounding error of at most
+    1.5 eps max(|t0|, |t_end|) (eps = 2^-52). Both h and the step used must therefore be at
+    least ``MIN_RELATIVE_STEP`` = 4 eps times max(|t0|, |t_end|): then consecutive times differ
+    by more than their combined rounding error and the grid strictly increases. This also bounds
+    N by 1 / (2 eps) ~ 2.3e15, far inside the int64 counters of the loops.
+
+    Raises
+    ------
+    ValueError
+        If h is missing, not a finite positive number, larger than t_end - t0, or too small for
+        the grid t0 + k h to advance; or if t_end - t0 is not a finite positive number.
     """
     if h is None:
         raise ValueError("h is required by time-stepping methods, got h=None")
     h = _checks.positive_scalar(h, "h")
     span = t_end - t0
+    if not (math.isfinite(span) and span > 0.0):
+        raise ValueError(
+            f"t_end - t0 must be a finite positive number, got t0={t0!r}, t_end={t_end!r}"
+        )
     if h > span * (1.0 + 1e-12):
         raise ValueError(f"h must be <= t_end - t0 = {span!r}, got h={h!r}")
+    smallest = MIN_RELATIVE_STEP * max(abs(t0), abs(t_end))
+    too_small = (
+        f"h must be >= 4 eps max(|t0|, |t_end|) = {smallest!r} for the times t0 + k h to "
+        f"advance on [{t0!r}, {t_end!r}]"
+    )
+    if h < smallest:
+        raise ValueError(f"{too_small}, got h={h!r} ({span / h:.3g} steps)")
     ratio = span / h
     nearest = round(ratio)
     n = int(nearest) if abs(ratio - nearest) <= 1e-9 * ratio else math.ceil(ratio)
     n = max(n, 1)
+    if span / n < smallest:
+        raise ValueError(f"{too_small}, got h={h!r}, reduced to {span / n!r} ({n} steps)")
     return n, span / n
 
 
@@ -82,7 +116,10 @@ class TimeStepping(Method):
         Run the numba-compiled loop when the problem provides kernels (default). With False, or
         for a plain-Python problem, the same loop runs uncompiled.
     log_capacity : int
-        Maximal number of impact-log entries kept (all are counted in ``impacts.total``).
+        Maximal number of impact-log entries kept (all are counted in ``impacts.total``), at
+        most ``MAX_LOG_CAPACITY`` (2^26 entries of 32 bytes: 2 GiB). A run allocates
+        min(log_capacity, N m) entries for N steps and m constraints (a step logs at most one
+        entry per constraint).
     """
 
     family: ClassVar[str] = "time-stepping"
@@ -100,6 +137,11 @@ class TimeStepping(Method):
             raise ValueError(f"compiled must be True or False, got {compiled!r}")
         self.compiled = compiled
         self.log_capacity = _checks.positive_int(log_capacity, "log_capacity")
+        if self.log_capacity > MAX_LOG_CAPACITY:
+            raise ValueError(
+                f"log_capacity must be <= {MAX_LOG_CAPACITY} (an impact log of at most "
+                f"{MAX_OUTPUT_BYTES} bytes), got {log_capacity!r}"
+            )
 
     @abstractmethod
     def _scheme(
@@ -160,7 +202,7 @@ class TimeStepping(Method):
         out_t = np.empty(n_out)
         out_q = np.empty((n_out, n))
         out_v = np.empty((n_out, n))
-        capacity = self.log_capacity
+        capacity = min(self.log_capacity, n_steps * problem.n_constraints)
         log_t = np.empty(capacity)
         log_i = np.empty(capacity, dtype=np.int64)
         log_u = np.empty((capacity, 2))

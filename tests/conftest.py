@@ -1,9 +1,10 @@
-"""Shared fixtures: a plain-Python user problem, step-size grids for order fits, and the
-schema check of a study's results table."""
+"""Shared fixtures: a plain-Python user problem, step-size grids for order fits, the schema
+check of a study's results table, and a malicious pickle for the cache tests."""
 
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
 
 import numpy as np
@@ -92,3 +93,22 @@ def assert_study_table(table, *columns: str) -> None:
     missing = [name for name in required if name not in table.columns]
     assert not missing, missing
     assert tuple(table.columns[-len(TIMING_COLUMNS) :]) == TIMING_COLUMNS
+
+
+class Payload:
+    """Unpickling this runs ``exec``: it writes ``marker`` (what a planted pickle could do)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('payload ran')",))
+
+
+def plant_pickle(path, marker):
+    """A malicious pickle at ``path``; checks first that unpickling it does run the payload."""
+    data = pickle.dumps(Payload(marker))
+    pickle.loads(data)
+    assert marker.exists()
+    marker.unlink()
+    path.write_bytes(data)

@@ -1,7 +1,9 @@
-"""The command line: every quick study end to end, reports, simulate, errors and exit codes."""
+"""The command line: every quick study end to end, reports, simulate, errors and exit codes,
+caches that hold data only, and studies that survive what their runs do."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -11,8 +13,10 @@ import pytest
 
 from impactbench.cli import main
 from impactbench.studies import STUDIES
+from impactbench.study import Study, StudyReport
 
-from conftest import assert_study_table
+from conftest import assert_study_table, plant_pickle
+from test_runner import probe_runs
 
 TIME_STEPPERS = ("PaoliSchatzman", "MoreauJean[theta=0.5]", "CatchingUp")
 
@@ -170,6 +174,25 @@ def test_list_names_problems_methods_and_studies(capsys):
         ["simulate", "BouncingBall", "MoreauJean", "--h", "0.1"],
         ["simulate", "BouncingBall", "MoreauJean", "--t-end", "x"],
         ["simulate", "BouncingBall", "MoreauJean", "--t-end", "1", "--output-every", "0"],
+        # sizes beyond their limits, malformed addresses, booleans, repeated names
+        ["run", "--backend", "dask", "--scheduler", "foo://bar"],
+        ["run", "--backend", "dask", "--scheduler", "tcp://127.0.0.1:notaport"],
+        ["run", "--jobs", "100000"],
+        ["run", "--retry-failed", "-1"],
+        ["run", "--retry-failed", "11"],
+        ["run", "--retry-failed", "x"],
+        ["simulate", "BouncingBall", "MoreauJean", "--t-end", "1", "--h", "1e-19"],
+        [
+            *("simulate", "BouncingBall", "MoreauJean", "--t-end", "1", "--h", "1e-19"),
+            *("--output-every", "1000000000000000000"),
+        ],
+        [
+            *("simulate", "BouncingBall", "MoreauJean[log_capacity=1000000000000]"),
+            *("--t-end", "1", "--h", "0.1"),
+        ],
+        ["simulate", "BouncingBall", "MoreauJean[theta=True]", "--t-end", "1", "--h", "0.1"],
+        ["simulate", "BouncingBall", "MoreauJean[theta=1,theta=0.5]", "--t-end", "1", "--h", "0.1"],
+        ["simulate", f"BouncingBall[q0=1{'0' * 400}]", "MoreauJean", "--t-end", "1", "--h", "0.1"],
     ],
 )
 def test_usage_errors_exit_with_code_2(argv, capsys):
@@ -196,3 +219,96 @@ def test_module_entry_point_and_exit_code():
         [sys.executable, "-m", "impactbench", "run", "nothing"], capture_output=True, text=True
     )
     assert unknown.returncode == 2 and "unknown study 'nothing'" in unknown.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Caches hold data only; studies survive what their runs do
+
+
+def test_a_planted_pickle_never_runs_from_a_cached_study_or_a_report(
+    quick, tmp_path, monkeypatch, capsys
+):
+    """Malicious pickles under the names the reference cache used to read (``<key>.pkl``, keys
+    from the study's references.csv): a fully cached ``run --quick thesis_comparison`` and
+    ``impactbench report`` warn, recompute the references and never run the payload."""
+    _, output, cache = quick
+    keys = pd.read_csv(output / "thesis_comparison" / "references.csv")["key"].tolist()
+    assert len(keys) == 2
+    references, marker = tmp_path / "references", tmp_path / "marker"
+    references.mkdir()
+    monkeypatch.setenv("IMPACTBENCH_REFERENCE_DIR", str(references))
+
+    def plant():
+        for entry in references.iterdir():
+            entry.unlink()
+        for key in keys:
+            plant_pickle(references / f"{key}.pkl", marker)
+
+    plant()
+    out = tmp_path / "out"
+    argv = ["run", "thesis_comparison", "--quick", "--output", str(out), "--cache-dir", str(cache)]
+    assert main(argv) == 0
+    assert not marker.exists()
+    assert json.loads((out / "thesis_comparison" / "provenance.json").read_text())["computed"] == 0
+    assert capsys.readouterr().err.count("pickle is never opened") == 2
+    assert sorted(path.stem for path in references.glob("*.npz")) == sorted(keys)
+    plant()
+    assert main(["report", "--output", str(out)]) == 0
+    assert not marker.exists()
+    assert capsys.readouterr().err.count("pickle is never opened") == 2
+
+
+@pytest.fixture
+def probe_study(monkeypatch, tmp_path):
+    """Register a study named "probe" of cheap plain-Python runs; returns a setter of its runs."""
+
+    def register(**options):
+        runs = probe_runs(tmp_path / "log", heights=(1.0, 0.9, 0.8), **options.pop("first", {}))
+        runs += probe_runs(tmp_path / "log", heights=(0.7,), **options)
+        study = Study(
+            "probe", "Probe", "Test study.", lambda quick: runs, lambda t, f: StudyReport()
+        )
+        monkeypatch.setitem(STUDIES, "probe", study)
+        return ["run", "probe", "--output", str(tmp_path / "out")]
+
+    return register
+
+
+def test_an_unwritable_cache_warns_and_the_table_is_written(probe_study, tmp_path, capsys):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    argv = probe_study()
+    assert main([*argv, "--cache-dir", str(blocked), "--jobs", "1"]) == 0
+    assert "impactbench: warning: run cache not written" in capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
+    assert list(table["status"]) == ["ok"] * 4
+
+
+def test_a_corrupt_cache_entry_is_recomputed_on_rerun(probe_study, tmp_path, capsys):
+    argv = [*probe_study(), "--cache-dir", str(tmp_path / "cache"), "--jobs", "1"]
+    assert main(argv) == 0
+    entries = sorted((tmp_path / "cache").glob("*.json"))[:2]
+    for how, entry in zip(("null", "[1, 2]"), entries, strict=True):
+        entry.write_text(how)
+    assert main(argv) == 0
+    assert capsys.readouterr().err.count("impactbench: warning: ignoring the run cache entry") == 2
+    provenance = json.loads((tmp_path / "out" / "probe" / "provenance.json").read_text())
+    assert provenance["computed"] == 2 and provenance["cached"] == 2
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sys_exit_in_a_run_is_a_failed_row_and_the_study_goes_on(probe_study, tmp_path, jobs):
+    argv = [*probe_study(exit_code=3), "--no-cache", "--jobs", jobs]
+    assert main(argv) == 1  # a run failed
+    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
+    assert list(table["status"]) == ["ok", "ok", "ok", "failed"]
+    assert table.loc[3, "error"] == "SystemExit: 3"
+
+
+def test_retry_failed_reruns_the_runs_of_a_crashed_worker(probe_study, tmp_path, capsys):
+    argv = probe_study(crash_once=str(tmp_path / "crashed"))
+    cache = tmp_path / "cache"
+    assert main([*argv, "--cache-dir", str(cache), "--jobs", "2", "--retry-failed", "1"]) == 0
+    assert (tmp_path / "crashed").exists()
+    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
+    assert list(table["status"]) == ["ok"] * 4

@@ -2,10 +2,16 @@
 
 The double pendulum (no closed form) is the test case: the reference is self-consistent under a
 100x tightening of the tolerance, and the time-stepping schemes converge to it at order >= 0.85
-in the max position error (least squares over 12 jittered step sizes, 1.6 decades).
+in the max position error (least squares over 12 jittered step sizes, 1.6 decades). The cache
+holds data only: a planted pickle is never opened, and an entry failing validation is
+recomputed.
 """
 
 from __future__ import annotations
+
+import io
+import json
+import zipfile
 
 import numpy as np
 import pytest
@@ -23,7 +29,7 @@ from impactbench.problems import BouncingBall, DoublePendulum, TightJoint, Tight
 from impactbench.reference import problem_fingerprint
 from impactbench.run_metrics import METRICS
 
-from conftest import step_grid
+from conftest import plant_pickle, step_grid
 
 #: Claimed accuracy of the reference (rtol 1e-12) in the state at T, max norm.
 CLAIMED_ACCURACY = 1e-9
@@ -57,7 +63,7 @@ def test_reference_is_cached_and_records_its_parameters(tmp_path):
     pendulum = DoublePendulum()
     first = ib.reference(pendulum, 2.0, reference_method(), cache_dir=tmp_path)
     assert "rtol=1e-12" in first.parameters["method"] and "cached" not in first.parameters
-    assert len(list(tmp_path.glob("*.pkl"))) == 1
+    assert len(list(tmp_path.glob("*.npz"))) == 1
     second = ib.reference(pendulum, 2.0, reference_method(), cache_dir=tmp_path)
     assert second.parameters["cached"]
     t = np.linspace(0.0, 2.0, 101)
@@ -66,17 +72,111 @@ def test_reference_is_cached_and_records_its_parameters(tmp_path):
     # another horizon, another restitution: other entries
     ib.reference(pendulum, 2.5, reference_method(), cache_dir=tmp_path)
     ib.reference(DoublePendulum(restitution=0.5), 2.0, reference_method(), cache_dir=tmp_path)
-    assert len(list(tmp_path.glob("*.pkl"))) == 3
+    assert len(list(tmp_path.glob("*.npz"))) == 3
 
 
-def test_corrupt_cache_entry_is_recomputed(tmp_path):
-    pendulum = DoublePendulum()
-    ib.reference(pendulum, 1.0, reference_method(), cache_dir=tmp_path)
-    (entry,) = tmp_path.glob("*.pkl")
-    entry.write_bytes(b"not a pickle")
-    again = ib.reference(pendulum, 1.0, reference_method(), cache_dir=tmp_path)
+def test_a_planted_pickle_is_never_opened(tmp_path):
+    """The pickle sits under the exact name the cache used to read (``<key>.pkl``), and a pickle
+    poses as the entry itself (``<key>.npz``): neither runs, each is a warning, and the
+    reference is recomputed."""
+    pendulum, marker = DoublePendulum(), tmp_path / "marker"
+    cache = tmp_path / "references"
+    first = ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache)
+    key = first.parameters["key"]
+    for entry in list(cache.iterdir()):
+        entry.unlink()
+    plant_pickle(cache / f"{key}.pkl", marker)
+    with pytest.warns(ib.CacheWarning, match="pickle is never opened"):
+        again = ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache)
+    assert not marker.exists()
     assert "cached" not in again.parameters
+    plant_pickle(cache / f"{key}.npz", marker)
+    with pytest.warns(ib.CacheWarning, match="ignoring the reference cache entry"):
+        again = ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache)
+    assert not marker.exists()
+    t = np.linspace(0.0, 1.0, 101)
+    np.testing.assert_array_equal(again.state(t)[0], first.state(t)[0])
+    assert ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache).parameters["cached"]
+
+
+def _rewrite(path, **changes):
+    """Rewrite the entry at ``path`` with members replaced (header as a dict)."""
+    with np.load(path, allow_pickle=False) as stored:
+        members = {name: stored[name] for name in stored.files}
+    header = json.loads(str(members["header"]))
+    header.update(changes.pop("header", {}))
+    members["header"] = np.array(json.dumps(header))
+    members.update(changes)
+    buffer = io.BytesIO()
+    np.savez(buffer, **members)
+    path.write_bytes(buffer.getvalue())
+
+
+def _huge_declared_shape(path):
+    """``breaks`` declares 10^12 float64 (8 TB) but stores a few bytes."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (10**12,)}
+    )
+    members["breaks.npy"] = header.getvalue() + b"\0" * 16
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+#: Damage done to a stored entry, and the reason the loader must give.
+CORRUPTIONS = {
+    "not a zip": (lambda path: path.write_bytes(b"not an archive"), "not a readable .npz"),
+    "truncated": (lambda path: path.write_bytes(path.read_bytes()[:-100]), "not a readable"),
+    "object array": (
+        lambda path: _rewrite(path, impacts=np.array([None, 1.0], dtype=object)),
+        "impacts has dtype object",
+    ),
+    "old schema": (lambda path: _rewrite(path, header={"schema": 1}), "schema must be 2"),
+    "other key": (lambda path: _rewrite(path, header={"key": "0" * 24}), "key must be"),
+    "NaN values": (
+        lambda path: _rewrite(path, values=np.full((3, 8, 4), np.nan)),
+        "values must be finite",
+    ),
+    "wrong n": (
+        lambda path: _rewrite(path, values=np.zeros((3, 8, 6))),
+        r"values must hold \(q, v\) of 2 coordinates",
+    ),
+    "short horizon": (
+        lambda path: _rewrite(path, breaks=np.array([0.0, 0.5])),
+        "breaks must run from t0 = 0.0 to 1.0",
+    ),
+    "integer breaks": (
+        lambda path: _rewrite(path, breaks=np.array([0, 1])),
+        "breaks must be a 1-D float64 array",
+    ),
+    "extra member": (lambda path: _rewrite(path, extra=np.zeros(1)), "members must be"),
+    "huge declared shape": (_huge_declared_shape, r"declares shape \(1000000000000,\)"),
+}
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+def test_an_entry_failing_validation_is_recomputed(tmp_path, corruption):
+    pendulum = DoublePendulum()
+    first = ib.reference(pendulum, 1.0, reference_method(), cache_dir=tmp_path)
+    (entry,) = tmp_path.glob("*.npz")
+    damage, reason = CORRUPTIONS[corruption]
+    damage(entry)
+    with pytest.warns(ib.CacheWarning, match=f"ignoring the reference cache entry .*{reason}"):
+        again = ib.reference(pendulum, 1.0, reference_method(), cache_dir=tmp_path)
+    assert "cached" not in again.parameters
+    np.testing.assert_array_equal(again.impact_times, first.impact_times)
     assert ib.reference(pendulum, 1.0, reference_method(), cache_dir=tmp_path).parameters["cached"]
+
+
+def test_an_unwritable_reference_cache_warns_and_returns_the_reference(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    with pytest.warns(ib.CacheWarning, match="reference cache not written"):
+        result = ib.reference(DoublePendulum(), 1.0, reference_method(), cache_dir=blocked)
+    assert len(result.impact_times) == 1
 
 
 @pytest.mark.parametrize("pendulum", PENDULA, ids=["tip-wall", "two-contact"])

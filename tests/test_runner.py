@@ -1,20 +1,32 @@
 """The study runner: run specs and keys, the cache, failures, crashes, resumption, backends.
 
 The runs use a cheap plain-Python problem with test hooks (a log of the runs it executed, a
-failure, a worker crash, an interruption); the log file counts the work done, also in worker
-processes.
+failure, a worker crash, an interruption, a ``sys.exit``); the log file counts the work done,
+also in worker processes.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from impactbench import ImpactLog, Problem, Status, Trajectory, runner, simulate, versioning
+from impactbench import (
+    CacheWarning,
+    ImpactLog,
+    Problem,
+    Status,
+    Trajectory,
+    runner,
+    simulate,
+    versioning,
+)
 from impactbench import metrics as core
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, SlantedWall
@@ -41,15 +53,35 @@ class ProbeBall(Problem):
         Time after which the forces are NaN (the run stops with a SimulationError).
     crash : bool
         Kill the process on construction (a worker crash).
+    crash_once : str, optional
+        Kill the process on construction unless this file exists, which it then creates (a
+        worker lost once; the run succeeds when retried).
+    exit_code : int, optional
+        ``sys.exit(exit_code)`` from the forces, as a user's code might.
+    interrupt : bool
+        Raise KeyboardInterrupt on construction (in a worker: the run's own code, not Ctrl-C).
     """
 
-    def __init__(self, q0=1.0, restitution=0.8, log=None, nan_after=None, crash=False):
+    def __init__(
+        self,
+        q0=1.0,
+        restitution=0.8,
+        log=None,
+        nan_after=None,
+        crash=False,
+        crash_once=None,
+        exit_code=None,
+        interrupt=False,
+    ):
         if log is not None:
             with open(log, "a") as stream:
                 stream.write(f"{q0}\n")
         if crash:
             os._exit(1)
-        if q0 in INTERRUPT_AT:
+        if crash_once is not None and not os.path.exists(crash_once):
+            Path(crash_once).touch()
+            os._exit(1)
+        if q0 in INTERRUPT_AT or interrupt:
             raise KeyboardInterrupt
         self.name = "ProbeBall"
         self.n_dof = 1
@@ -58,12 +90,15 @@ class ProbeBall(Problem):
         self.q0 = np.array([q0])
         self.v0 = np.array([0.0])
         self.nan_after = nan_after
+        self.exit_code = exit_code
         self._exact = BouncingBall(q0=q0, restitution=restitution)
 
     def mass_matrix(self, q):
         return np.eye(1)
 
     def forces(self, t, q, v):
+        if self.exit_code is not None and t > 0.1:
+            sys.exit(self.exit_code)
         return np.array([np.nan if self.nan_after is not None and t > self.nan_after else -9.81])
 
     def gap(self, q):
@@ -358,3 +393,188 @@ def test_dask_backend_on_a_local_cluster(tmp_path):
 def test_execute_rejects_bad_options(options, name):
     with pytest.raises(ValueError, match=name):
         execute([], **options)
+
+
+@pytest.mark.parametrize(
+    ("options", "name"),
+    [
+        ({"backend": "dask", "scheduler": "foo://bar"}, "scheduler"),
+        ({"backend": "dask", "scheduler": "tcp://127.0.0.1:notaport"}, "scheduler"),
+        ({"backend": "dask", "scheduler": "tcp://127.0.0.1:99999"}, "port"),
+        ({"backend": "dask", "scheduler": "tcp://[::1"}, "scheduler"),
+        ({"jobs": 10**6}, "jobs"),
+        ({"retries": -1}, "retries"),
+        ({"retries": True}, "retries"),
+        ({"retries": runner.MAX_RETRIES + 1}, "retries"),
+    ],
+)
+def test_execute_rejects_bad_addresses_and_sizes_up_front(options, name, tmp_path):
+    """Checked before any run or connection: even with every run in the cache."""
+    runs = probe_runs(tmp_path / "log", heights=(1.0,))
+    execute(runs, cache_dir=tmp_path / "cache")
+    with pytest.raises(ValueError, match=name):
+        execute(runs, cache_dir=tmp_path / "cache", **options)
+
+
+def test_a_scheduler_address_the_client_refuses_is_a_value_error(tmp_path):
+    """tls:// is a known scheme, but the client refuses it without a TLS context (TypeError
+    inside Dask): a ValueError naming the scheduler, raised when connecting."""
+    pytest.importorskip("distributed")
+    runs = probe_runs(tmp_path / "log", heights=(1.0,))
+    with pytest.raises(ValueError, match="scheduler 'tls://127.0.0.1:1'"):
+        execute(runs, backend="dask", scheduler="tls://127.0.0.1:1", use_cache=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Cache entries are validated; cache writes may fail
+
+
+def _ok_entry(tmp_path: Path) -> tuple[list[Run], Path, dict]:
+    runs = probe_runs(tmp_path / "log", heights=(1.0,))
+    (outcome,) = execute(runs, cache_dir=tmp_path / "cache")
+    path = runner.RunCache(tmp_path / "cache").path(outcome.key)
+    return runs, path, json.loads(path.read_text())
+
+
+def _corrupt(entry: dict, how: str):
+    if how == "null":
+        return None
+    if how == "list":
+        return [1, 2]
+    entry = json.loads(json.dumps(entry))
+    if how == "metrics null":
+        entry["outcome"]["metrics"] = None
+    elif how == "garbage metric":
+        entry["outcome"]["metrics"]["max_position_error"] = "garbage"
+    elif how == "missing metric":
+        del entry["outcome"]["metrics"]["max_position_error"]
+    elif how == "stored failure":
+        entry["outcome"]["status"] = "failed"
+    elif how == "boolean steps":
+        entry["outcome"]["cost"]["steps"] = True
+    elif how == "negative time":
+        entry["outcome"]["timing"]["wall_time"] = -1.0
+    elif how == "another run":
+        entry["run"]["t_end"] = 99.0
+    elif how == "extra field":
+        entry["outcome"]["code"] = "print('hi')"
+    return entry
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "null",
+        "list",
+        "metrics null",
+        "garbage metric",
+        "missing metric",
+        "stored failure",
+        "boolean steps",
+        "negative time",
+        "another run",
+        "extra field",
+    ],
+)
+def test_an_invalid_cache_entry_is_recomputed_with_a_warning(tmp_path, how):
+    runs, path, entry = _ok_entry(tmp_path)
+    path.write_text(json.dumps(_corrupt(entry, how)))
+    with pytest.warns(CacheWarning, match="ignoring the run cache entry"):
+        (outcome,) = execute(runs, cache_dir=tmp_path / "cache")
+    assert outcome.status == "ok" and not outcome.cached
+    assert len(executed(tmp_path / "log")) == 2
+    table = build_table("s", runs, [outcome])  # what a corrupt entry used to crash
+    assert table.loc[0, "max_position_error"] < 0.05
+    # the recomputed run replaced the entry: read back without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (again,) = execute(runs, cache_dir=tmp_path / "cache")
+    assert again.cached
+
+
+def test_an_oversized_or_deeply_nested_cache_entry_is_not_parsed(tmp_path):
+    runs, path, _ = _ok_entry(tmp_path)
+    for text in ("[" * 100_000 + "]" * 100_000, " " * (runner.MAX_ENTRY_BYTES + 1) + "{}"):
+        path.write_text(text)
+        with pytest.warns(CacheWarning):
+            (outcome,) = execute(runs, cache_dir=tmp_path / "cache")
+        assert outcome.status == "ok" and not outcome.cached
+
+
+def test_an_unwritable_cache_warns_once_and_returns_every_outcome(tmp_path):
+    """The cache folder is a file: every write fails (as for a read-only folder)."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    runs = probe_runs(tmp_path / "log")
+    with pytest.warns(CacheWarning, match="run cache not written") as caught:
+        outcomes = execute(runs, cache_dir=blocked)
+    assert len([w for w in caught if issubclass(w.category, CacheWarning)]) == 1
+    assert [o.status for o in outcomes] == ["ok"] * len(runs)
+    assert not any(o.cached for o in outcomes)
+    assert len(build_table("s", runs, outcomes)) == len(runs)
+
+
+# --------------------------------------------------------------------------------------------
+# Whatever a run raises is a failed row; retries
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_sys_exit_in_a_users_force_is_a_failed_row(tmp_path, jobs):
+    log = tmp_path / "log"
+    runs = probe_runs(log, heights=(1.0, 0.9))
+    runs += probe_runs(log, heights=(0.8,), exit_code=3)
+    outcomes = execute(runs, jobs=jobs, cache_dir=tmp_path / "cache")
+    assert [o.status for o in outcomes] == ["ok", "ok", "failed"]
+    assert outcomes[2].error == "SystemExit: 3"
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2
+
+
+def test_keyboard_interrupt_raised_in_a_worker_is_a_failed_row(tmp_path):
+    """In a worker process a KeyboardInterrupt can only come from the run's code (a Ctrl-C
+    in the launching process still stops execute: test_an_interrupted_study_resumes)."""
+    log = tmp_path / "log"
+    runs = probe_runs(log, heights=(1.0, 0.9, 0.8))
+    runs += probe_runs(log, heights=(0.7,), interrupt=True)
+    outcomes = execute(runs, jobs=2, cache_dir=tmp_path / "cache")
+    assert [o.status for o in outcomes] == ["ok", "ok", "ok", "failed"]
+    assert outcomes[3].error.startswith("KeyboardInterrupt")
+
+
+class Escape(BaseException):
+    """Neither an Exception nor SystemExit nor KeyboardInterrupt."""
+
+
+def raise_escape(problem: Problem, t_end: float) -> Trajectory:
+    """A reference function that raises a bare BaseException (module level: named in keys)."""
+    raise Escape("from the reference")
+
+
+def test_any_base_exception_from_user_code_is_a_failed_row(tmp_path):
+    runs = [replace(run, reference=raise_escape) for run in probe_runs(tmp_path / "log")]
+    outcomes = execute(runs[:2], cache_dir=tmp_path / "cache")
+    assert [o.error for o in outcomes] == ["Escape: from the reference"] * 2
+
+
+def test_retries_rerun_the_runs_lost_with_a_crashed_worker(tmp_path):
+    log = tmp_path / "log"
+    runs = probe_runs(log, heights=(1.0, 0.9, 0.8, 0.7, 0.6, 0.5))
+    lost_once = probe_runs(log, heights=(0.4,), crash_once=str(tmp_path / "crashed"))
+    outcomes = execute(runs + lost_once, jobs=2, cache_dir=tmp_path / "cache", retries=1)
+    assert (tmp_path / "crashed").exists()  # the worker did die once
+    assert [o.status for o in outcomes] == ["ok"] * 7
+    assert executed(log).count(0.4) == 2
+    # a run that fails every time is retried as asked, and stays a failed row
+    failing = probe_runs(log, heights=(0.3,), nan_after=0.5)
+    (outcome,) = execute(failing, cache_dir=tmp_path / "cache", retries=2)
+    assert outcome.status == "failed" and "SimulationError" in outcome.error
+    assert executed(log).count(0.3) == 3
+
+
+def test_booleans_are_refused_for_real_parameters(tmp_path):
+    with pytest.raises(ValueError, match="t_end"):
+        Run(ProbeBall, MoreauJean, True, h=0.01)
+    with pytest.raises(ValueError, match=r"\bh\b"):
+        Run(ProbeBall, MoreauJean, 1.0, h=True)
+    run = Run(ProbeBall, MoreauJean, 1.0, h=0.01, method_kwargs={"theta": True})
+    (outcome,) = execute([run], use_cache=False)
+    assert outcome.status == "failed" and "theta" in outcome.error and "boolean" in outcome.error

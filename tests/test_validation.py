@@ -4,6 +4,7 @@ that produces non-finite values stops with an error giving t, q and v."""
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from impactbench import SimulationError, simulate
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman, get_method
 from impactbench.problems import BouncingBall, SlantedWall
+from impactbench.timestepping import MAX_LOG_CAPACITY, step_count
 
 from conftest import PythonBall
 
@@ -134,3 +136,108 @@ def test_nan_force_mid_run_reports_time_and_state(method):
 def test_run_too_large_for_memory_is_refused():
     with pytest.raises(ValueError, match="output_every"):
         simulate(BouncingBall(), MoreauJean(), 1e6, h=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes that could overflow or exhaust memory are refused up front
+
+
+@pytest.mark.parametrize("method", TIME_STEPPERS, ids=lambda m: m.name)
+def test_a_step_too_small_for_the_time_grid_is_refused(method):
+    """h = 1e-19 on [0, 1]: 1e19 steps, beyond int64 and below the spacing of the floats near
+    1 (t + h == t): it once reported ok with 0 steps and its last sample at t = 0."""
+    with pytest.raises(ValueError, match=r"\bh\b.*advance"):
+        simulate(BouncingBall(), method, 1.0, h=1e-19, output_every=10**18)
+
+
+def test_the_smallest_step_keeps_the_time_grid_increasing():
+    """At the limit h = 4 eps max(|t0|, |t_end|) the grid t0 + k h, computed as the loops do,
+    strictly increases; a step below it is refused (t0 = 1e6: 1 ulp = 1.16e-10)."""
+    t0, t_end = 1e6, 1e6 + 1e-4
+    limit = 4 * np.finfo(float).eps * t_end
+    n, h = step_count(t0, t_end, 1.01 * limit)
+    k = np.arange(n + 1, dtype=float)
+    assert np.all(np.diff(t0 + k * h) > 0.0)
+    with pytest.raises(ValueError, match=r"\bh\b"):
+        step_count(t0, t_end, 0.99 * limit)
+
+
+def test_output_every_up_to_the_int64_range_keeps_the_first_and_last_sample():
+    """Any output_every >= the step count keeps the first and the last sample; beyond the int64
+    counters of the loops it is refused by name (10^30 used to overflow in the loop call)."""
+    full = simulate(BouncingBall(), MoreauJean(), 1.0, h=1e-3)
+    ends = simulate(BouncingBall(), MoreauJean(), 1.0, h=1e-3, output_every=2**63 - 1)
+    np.testing.assert_array_equal(ends.t, [0.0, 1.0])
+    np.testing.assert_array_equal(ends.q, full.q[[0, -1]])
+    np.testing.assert_array_equal(ends.v, full.v[[0, -1]])
+    for every in (2**63, 10**30):
+        with pytest.raises(ValueError, match="output_every"):
+            simulate(BouncingBall(), MoreauJean(), 1.0, h=1e-3, output_every=every)
+
+
+@pytest.mark.parametrize("capacity", [10**12, MAX_LOG_CAPACITY + 1, 0, 1.5, True])
+def test_impact_log_capacity_is_bounded(capacity):
+    """10^12 entries used to try to allocate 7.28 TiB."""
+    with pytest.raises(ValueError, match="log_capacity"):
+        MoreauJean(log_capacity=capacity)
+
+
+def test_the_largest_impact_log_allocates_only_what_the_run_can_fill():
+    """log_capacity = MAX_LOG_CAPACITY (2 GiB) on a 100-step run of a ball resting on the floor
+    (an impulse at every step): at most one entry per step and constraint is allocated (peak
+    traced memory < 1 MB, where the full log would take 2 GiB) and every impact is logged."""
+    ball = BouncingBall(q0=0.0, restitution=0.0)
+    simulate(ball, MoreauJean(), 1.0, h=1e-2)  # compile or load the loop first
+    tracemalloc.start()
+    try:
+        trajectory = simulate(ball, MoreauJean(log_capacity=MAX_LOG_CAPACITY), 1.0, h=1e-2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1e6
+    assert trajectory.impacts.total == len(trajectory.impacts) == 100
+
+
+# --------------------------------------------------------------------------------------------
+# Booleans, repeated names, mutated attributes
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MoreauJean(theta=True),
+        lambda: BouncingBall(restitution=True),
+        lambda: BouncingBall(gravity=np.bool_(True)),
+        lambda: SlantedWall(q0=[True, 1.0]),
+        lambda: SlantedWall(mass_matrix=np.eye(2, dtype=bool)),
+        lambda: simulate(BouncingBall(), MoreauJean(), True, h=1e-3),
+        lambda: simulate(BouncingBall(), MoreauJean(), 1.0, h=True),
+    ],
+)
+def test_booleans_are_not_real_numbers(make):
+    with pytest.raises(ValueError, match="boolean"):
+        make()
+
+
+def test_a_repeated_parameter_in_a_spec_is_refused():
+    with pytest.raises(ValueError, match="'theta' is given more than once"):
+        get_method("MoreauJean[theta=0.5,theta=1.0]")
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    [
+        ("restitution", 1.5),
+        ("restitution", True),
+        ("q0", np.array([-1.0])),
+        ("v0", np.array([math.nan])),
+        ("t0", math.inf),
+    ],
+)
+@pytest.mark.parametrize("problem", [BouncingBall, PythonBall], ids=["built-in", "plain-Python"])
+def test_an_attribute_mutated_after_construction_is_checked_by_simulate(problem, attribute, value):
+    """The documented rule: simulate reruns Problem.check() on every call."""
+    instance = problem()
+    setattr(instance, attribute, value)
+    with pytest.raises(ValueError, match=attribute):
+        simulate(instance, MoreauJean(), 1.0, h=1e-2)
