@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import pickle
 from collections.abc import Callable
@@ -38,6 +39,19 @@ State = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 _CACHE_FORMAT = 1
 
+#: A reference run at relative tolerance rtol claims an accuracy of RUN_ACCURACY_FACTOR rtol in
+#: its states: its global error is its local tolerance accumulated over the steps and impacts
+#: of the horizon. For the DOP853 reference at rtol 1e-12 this is the 1e-9 that
+#: tests/test_reference.py checks on the double pendulum's state at T (a 100x tighter tolerance
+#: moves it by less).
+RUN_ACCURACY_FACTOR = 1e3
+
+
+def claimed_accuracy(method: Method) -> float:
+    """The accuracy a reference run of ``method`` claims: 1e3 rtol, NaN without an rtol."""
+    rtol = method.parameters().get("rtol")
+    return math.nan if rtol is None else RUN_ACCURACY_FACTOR * float(rtol)
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -54,12 +68,19 @@ class Reference:
     parameters : dict
         How it was obtained: for a reference run the method's name and parameters, the
         horizon, its cost and the code version and cache key (empty for the exact solution).
+    accuracy : float
+        The absolute error it claims in its states (max norm over q and v, any time): 0 for a
+        closed form (exact up to round-off); for a run of a method with a relative tolerance
+        rtol, :data:`RUN_ACCURACY_FACTOR` rtol (see there); NaN when it claims nothing (a
+        trajectory without tolerance, interpolated linearly). Errors of a run below ten times
+        this say nothing about the run (:func:`impactbench.fitting.error_floor`).
     """
 
     kind: str
     state: State
     impact_times: np.ndarray | None
     parameters: dict[str, Any] = field(default_factory=dict)
+    accuracy: float = 0.0
 
     @classmethod
     def exact(cls, problem: Problem, t_end: float) -> Reference:
@@ -85,11 +106,13 @@ class Reference:
 
         With ``trajectory.dense`` (e.g. from ``EventDriven(dense_output=True)``) the reference
         is as accurate as the run at any time, and its impact times are those of the dense
-        output. Without it the samples are interpolated linearly (the run must then be
-        sampled finely enough) and the impact times are the distinct times of the impact log.
+        output; it claims no accuracy (NaN: the run's tolerance is not known here). Without
+        it the samples are interpolated linearly (the run must then be sampled finely enough)
+        and the impact times are the distinct times of the impact log.
         """
         if trajectory.dense is not None:
-            return cls(trajectory.method, trajectory.dense, np.asarray(trajectory.dense.impacts))
+            impacts = np.asarray(trajectory.dense.impacts)
+            return cls(trajectory.method, trajectory.dense, impacts, accuracy=math.nan)
         t, q, v = trajectory.t, trajectory.q, trajectory.v
 
         def state(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -98,7 +121,7 @@ class Reference:
             vs = np.column_stack([np.interp(times, t, v[:, i]) for i in range(v.shape[1])])
             return qs, vs
 
-        return cls(trajectory.method, state, np.unique(trajectory.impacts.t))
+        return cls(trajectory.method, state, np.unique(trajectory.impacts.t), accuracy=math.nan)
 
 
 def default_reference_dir() -> Path:
@@ -163,7 +186,8 @@ def reference(
     -------
     Reference
         ``state(t) -> (q, v)`` at any t in [t0, t_end] (right-continuous at impacts), the
-        impact times, and ``parameters`` recording how it was computed.
+        impact times, ``parameters`` recording how it was computed and the ``accuracy`` it
+        claims (:func:`claimed_accuracy` of the method for a reference run).
 
     Raises
     ------
@@ -188,7 +212,7 @@ def reference(
     key = hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:24]
     path = Path(cache_dir or default_reference_dir()) / f"{key}.pkl"
     if use_cache:
-        stored = _load(path, key)
+        stored = _load(path, key, claimed_accuracy(method))
         if stored is not None:
             return stored
     trajectory = simulate(problem, method, t_end)
@@ -204,7 +228,9 @@ def reference(
         "key": key,
     }
     dense = trajectory.dense
-    result = Reference(method.name, dense, np.asarray(dense.impacts), parameters)
+    result = Reference(
+        method.name, dense, np.asarray(dense.impacts), parameters, claimed_accuracy(method)
+    )
     if use_cache:
         payload = {
             "format": _CACHE_FORMAT,
@@ -217,7 +243,7 @@ def reference(
     return result
 
 
-def _load(path: Path, key: str) -> Reference | None:
+def _load(path: Path, key: str, accuracy: float) -> Reference | None:
     try:
         with open(path, "rb") as stream:
             payload = pickle.load(stream)
@@ -225,6 +251,7 @@ def _load(path: Path, key: str) -> Reference | None:
             return None
         dense = payload["dense"]
         parameters = dict(payload["parameters"], cached=True)
-        return Reference(parameters["method"], dense, np.asarray(dense.impacts), parameters)
+        impacts = np.asarray(dense.impacts)
+        return Reference(parameters["method"], dense, impacts, parameters, accuracy)
     except (OSError, pickle.UnpicklingError, EOFError, KeyError, AttributeError, TypeError):
         return None

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import impactbench as ib
+from impactbench.fitting import observed_order
 from impactbench.methods import (
     CatchingUp,
     EventDriven,
@@ -18,7 +19,6 @@ from impactbench.methods import (
     PaoliSchatzman,
     reference_method,
 )
-from impactbench.metrics import observed_order
 from impactbench.problems import BouncingBall, DoublePendulum, TightJoint, TightJoint2D
 from impactbench.reference import problem_fingerprint
 from impactbench.run_metrics import METRICS
