@@ -39,7 +39,7 @@ def state_at_end(problem, rtol):
 def test_exact_solution_is_used_where_it_exists(tmp_path):
     ball = BouncingBall()
     reference = ib.reference(ball, 3.0, cache_dir=tmp_path)
-    assert reference.kind == "exact"
+    assert reference.kind == "exact" and reference.accuracy == 0.0
     t = np.linspace(0.0, 3.0, 7)
     np.testing.assert_array_equal(reference.state(t)[0], ball.exact_solution(t)[0])
     assert not list(tmp_path.iterdir())
@@ -57,9 +57,10 @@ def test_reference_is_cached_and_records_its_parameters(tmp_path):
     pendulum = DoublePendulum()
     first = ib.reference(pendulum, 2.0, reference_method(), cache_dir=tmp_path)
     assert "rtol=1e-12" in first.parameters["method"] and "cached" not in first.parameters
+    assert first.accuracy == pytest.approx(CLAIMED_ACCURACY)  # what the tightening test checks
     assert len(list(tmp_path.glob("*.pkl"))) == 1
     second = ib.reference(pendulum, 2.0, reference_method(), cache_dir=tmp_path)
-    assert second.parameters["cached"]
+    assert second.parameters["cached"] and second.accuracy == first.accuracy
     t = np.linspace(0.0, 2.0, 101)
     np.testing.assert_array_equal(first.state(t)[0], second.state(t)[0])
     np.testing.assert_array_equal(first.impact_times, second.impact_times)
