@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -56,6 +57,19 @@ SCHEMA_VERSION = 2
 #: Members of a stored reference: the JSON header and the arrays of its dense output.
 _MEMBERS = ("header", "breaks", "values", "impacts")
 
+#: A reference run at relative tolerance rtol claims an accuracy of RUN_ACCURACY_FACTOR rtol in
+#: its states: its global error is its local tolerance accumulated over the steps and impacts
+#: of the horizon. For the DOP853 reference at rtol 1e-12 this is the 1e-9 that
+#: tests/test_reference.py checks on the double pendulum's state at T (a 100x tighter tolerance
+#: moves it by less).
+RUN_ACCURACY_FACTOR = 1e3
+
+
+def claimed_accuracy(method: Method) -> float:
+    """The accuracy a reference run of ``method`` claims: 1e3 rtol, NaN without an rtol."""
+    rtol = method.parameters().get("rtol")
+    return math.nan if rtol is None else RUN_ACCURACY_FACTOR * float(rtol)
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -72,12 +86,19 @@ class Reference:
     parameters : dict
         How it was obtained: for a reference run the method's name and parameters, the
         horizon, its cost and the code version and cache key (empty for the exact solution).
+    accuracy : float
+        The absolute error it claims in its states (max norm over q and v, any time): 0 for a
+        closed form (exact up to round-off); for a run of a method with a relative tolerance
+        rtol, :data:`RUN_ACCURACY_FACTOR` rtol (see there); NaN when it claims nothing (a
+        trajectory without tolerance, interpolated linearly). Errors of a run below ten times
+        this say nothing about the run (:func:`impactbench.fitting.error_floor`).
     """
 
     kind: str
     state: State
     impact_times: np.ndarray | None
     parameters: dict[str, Any] = field(default_factory=dict)
+    accuracy: float = 0.0
 
     @classmethod
     def exact(cls, problem: Problem, t_end: float) -> Reference:
@@ -103,11 +124,13 @@ class Reference:
 
         With ``trajectory.dense`` (e.g. from ``EventDriven(dense_output=True)``) the reference
         is as accurate as the run at any time, and its impact times are those of the dense
-        output. Without it the samples are interpolated linearly (the run must then be
-        sampled finely enough) and the impact times are the distinct times of the impact log.
+        output; it claims no accuracy (NaN: the run's tolerance is not known here). Without
+        it the samples are interpolated linearly (the run must then be sampled finely enough)
+        and the impact times are the distinct times of the impact log.
         """
         if trajectory.dense is not None:
-            return cls(trajectory.method, trajectory.dense, np.asarray(trajectory.dense.impacts))
+            impacts = np.asarray(trajectory.dense.impacts)
+            return cls(trajectory.method, trajectory.dense, impacts, accuracy=math.nan)
         t, q, v = trajectory.t, trajectory.q, trajectory.v
 
         def state(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +139,7 @@ class Reference:
             vs = np.column_stack([np.interp(times, t, v[:, i]) for i in range(v.shape[1])])
             return qs, vs
 
-        return cls(trajectory.method, state, np.unique(trajectory.impacts.t))
+        return cls(trajectory.method, state, np.unique(trajectory.impacts.t), accuracy=math.nan)
 
 
 def default_reference_dir() -> Path:
@@ -181,7 +204,8 @@ def reference(
     -------
     Reference
         ``state(t) -> (q, v)`` at any t in [t0, t_end] (right-continuous at impacts), the
-        impact times, and ``parameters`` recording how it was computed.
+        impact times, ``parameters`` recording how it was computed and the ``accuracy`` it
+        claims (:func:`claimed_accuracy` of the method for a reference run).
 
     Raises
     ------
@@ -208,7 +232,7 @@ def reference(
     path = folder / f"{key}.npz"
     expected = {"key": key, "description": description, "method": method.name, "t_end": t_end}
     if use_cache:
-        stored = _load(path, expected, problem)
+        stored = _load(path, expected, problem, claimed_accuracy(method))
         if stored is not None:
             return stored
     trajectory = simulate(problem, method, t_end)
@@ -224,7 +248,9 @@ def reference(
         "key": key,
     }
     dense = trajectory.dense
-    result = Reference(method.name, dense, np.asarray(dense.impacts), parameters)
+    result = Reference(
+        method.name, dense, np.asarray(dense.impacts), parameters, claimed_accuracy(method)
+    )
     if use_cache:
         _store(path, key, description, parameters, dense)
     return result
@@ -268,7 +294,9 @@ _PARAMETER_TYPES = {
 }
 
 
-def _load(path: Path, expected: dict[str, Any], problem: Problem) -> Reference | None:
+def _load(
+    path: Path, expected: dict[str, Any], problem: Problem, accuracy: float
+) -> Reference | None:
     """The stored reference, or None when there is none or it fails validation (warned)."""
     legacy = path.with_suffix(".pkl")
     if not path.exists():
@@ -281,7 +309,7 @@ def _load(path: Path, expected: dict[str, Any], problem: Problem) -> Reference |
             )
         return None
     try:
-        return _validated(read_npz(path, _MEMBERS), expected, problem)
+        return _validated(read_npz(path, _MEMBERS), expected, problem, accuracy)
     except (OSError, ValueError) as error:
         warnings.warn(
             f"ignoring the reference cache entry {path} ({error}); the reference is recomputed",
@@ -292,7 +320,7 @@ def _load(path: Path, expected: dict[str, Any], problem: Problem) -> Reference |
 
 
 def _validated(
-    arrays: dict[str, np.ndarray], expected: dict[str, Any], problem: Problem
+    arrays: dict[str, np.ndarray], expected: dict[str, Any], problem: Problem, accuracy: float
 ) -> Reference:
     """The Reference stored in ``arrays``, or ValueError saying what does not match."""
     header_text = arrays["header"]
@@ -343,4 +371,4 @@ def _validated(
         raise ValueError(f"breaks must run from t0 = {problem.t0!r} to {expected['t_end']!r}")
     dense = DenseOutput(breaks, values, impacts)
     parameters = dict(parameters, cached=True)
-    return Reference(parameters["method"], dense, np.asarray(dense.impacts), parameters)
+    return Reference(parameters["method"], dense, np.asarray(dense.impacts), parameters, accuracy)

@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ._files import write_atomic
+from .fitting import ORDER, OrderFit
 from .results import PROVENANCE_COLUMNS, read_provenance, read_table
 from .study import Study, StudyReport
 
@@ -106,6 +107,49 @@ def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = 
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_medians(ax: Axes, medians: pd.DataFrame, x: str, y: str) -> None:
+    """Phase-averaged errors: per method the medians joined by a line, and the smallest to the
+    largest error of each phase family as a vertical bar (columns ``y``, ``y_min``, ``y_max`` of
+    :func:`impactbench.fitting.phase_medians`); log-log, non-positive values left out."""
+    for name, group in medians.groupby("method", sort=True):
+        group = group[(group[x] > 0) & (group[y] > 0)].sort_values(x, kind="stable")
+        if group.empty:
+            continue
+        style = method_style(str(name))
+        low = np.clip(group[y] - group[f"{y}_min"], 0.0, None)
+        high = np.clip(group[f"{y}_max"] - group[y], 0.0, None)
+        ax.errorbar(
+            group[x],
+            group[y],
+            yerr=[low, high],
+            label=str(name),
+            markersize=4,
+            capsize=2,
+            elinewidth=0.8,
+            **style,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_fit(
+    ax: Axes, fit: OrderFit, parameter: np.ndarray, color: str, label: str = "fit"
+) -> None:
+    """A fitted order as a dashed line over the range of ``parameter`` with its 95 % band.
+
+    Only for a fitted order (``fit.status == ORDER``); anything else draws nothing. The legend
+    entry is ``label`` followed by the order and its interval.
+    """
+    if fit.status != ORDER:
+        return
+    parameter = np.asarray(parameter, dtype=float)
+    span = np.geomspace(parameter.min(), parameter.max(), 50)
+    center, low, high = fit.line(span)
+    ax.fill_between(span, low, high, color=color, alpha=0.18, linewidth=0)
+    ax.plot(span, center, color=color, linewidth=0.9, linestyle="--", label=f"{label} {fit.text()}")
 
 
 def reference_slopes(

@@ -4,7 +4,9 @@ Columns, in this order:
 
 * the run: ``study``, ``problem``, ``method`` (name with its parameters except the tolerance,
   e.g. ``MoreauJean[theta=0.5]``), ``family``, ``h`` (requested step; NaN for adaptive methods),
-  ``tolerance`` (the swept tolerance of an adaptive method; NaN otherwise), ``t_end``,
+  ``h_nominal`` (the nominal step of the run's phase family, :class:`impactbench.runner.Run`;
+  equal to ``h`` outside phase families, NaN for adaptive methods), ``tolerance`` (the swept
+  tolerance of an adaptive method; NaN otherwise), ``t_end``,
   ``output_every``, ``repeats``, then ``problem.<name>`` and ``method.<name>`` for every
   constructor parameter given (lists and dicts as JSON);
 * the metrics (:data:`impactbench.run_metrics.METRICS` order; NaN for a failed run);
@@ -43,6 +45,7 @@ RUN_COLUMNS = (
     "method",
     "family",
     "h",
+    "h_nominal",
     "tolerance",
     "t_end",
     "output_every",
@@ -90,6 +93,7 @@ def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) ->
             "method": run.method_name,
             "family": run.method.family,
             "h": _number(run.h),
+            "h_nominal": _number(run.nominal_h),
             "tolerance": _number(run.tolerance_value),
             "t_end": run.t_end,
             "output_every": run.output_every,
@@ -120,7 +124,7 @@ def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) ->
         *TIMING_COLUMNS,
     ]
     table = pd.DataFrame(rows, columns=columns)
-    for name in ("h", "tolerance", "h_used", *metrics, *TIMING_COLUMNS):
+    for name in ("h", "h_nominal", "tolerance", "h_used", *metrics, *TIMING_COLUMNS):
         table[name] = table[name].astype(float)
     for name in ("steps", "force_evaluations", "impacts"):
         table[name] = table[name].astype("Int64")

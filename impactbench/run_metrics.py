@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import metrics
+from . import fitting, metrics
 from .energy import energy
 from .problem import Problem
 from .reference import Reference
@@ -113,6 +113,49 @@ def l1_velocity_error(problem: Problem, trajectory: Trajectory, reference: Refer
     _, v_ref = _reference_state(problem, trajectory, reference)
     err = np.max(np.abs(trajectory.v - v_ref), axis=1)
     return float(np.sum(0.5 * (err[1:] + err[:-1]) * np.diff(trajectory.t)))
+
+
+def _velocity_graph(trajectory: Trajectory, reference: Reference) -> tuple[np.ndarray, np.ndarray]:
+    """The reference velocity's graph at the run's sample times, jumps as vertical segments.
+
+    Its vertices: the reference at the distinct sample times of the run, and at every
+    reference impact t* in (t0, T] the two vertices (t*, v(t*-)) and (t*, v(t*+)).
+    """
+    t0, t_end = float(trajectory.t[0]), float(trajectory.t[-1])
+    samples = np.unique(trajectory.t)
+    impacts = np.empty(0) if reference.impact_times is None else np.sort(reference.impact_times)
+    impacts = impacts[(impacts > t0) & (impacts <= t_end)]
+    before = impacts - _SIDE_OFFSET * np.maximum(1.0, np.abs(impacts))
+    times = np.concatenate([np.maximum(before, t0), impacts, samples])
+    _, v = reference.state(times)
+    rank = np.concatenate([np.zeros(impacts.size), np.ones(impacts.size), np.full(samples.size, 2)])
+    order = np.lexsort((rank, np.concatenate([impacts, impacts, samples])))
+    return np.concatenate([impacts, impacts, samples])[order], v[order]
+
+
+def hausdorff_velocity_distance(
+    problem: Problem, trajectory: Trajectory, reference: Reference
+) -> float:
+    """Hausdorff distance between the graphs of the run's and the reference's velocity.
+
+    Scaled units: time divided by the horizon T - t0 and velocity by V, the largest
+    |v_ref,i| on the reference graph (1 if that is 0), so a velocity jump located a time d
+    late costs d / (T - t0). The run's graph is the polyline through its samples (its jumps
+    are the segments across the steps where they happen, vertical for the before/after pairs
+    of an event-driven run), the reference's is :func:`_velocity_graph`, and the distance is
+    :func:`impactbench.metrics.graph_distance` (max norm in the (t, v_i) plane, largest over
+    the components v_i). Unlike the max norm of the velocity error it converges through
+    impacts.
+    """
+    t_ref, v_ref = _velocity_graph(trajectory, reference)
+    t0 = float(trajectory.t[0])
+    span = float(trajectory.t[-1]) - t0
+    if span <= 0:
+        return 0.0
+    speed = float(np.max(np.abs(v_ref))) or 1.0
+    return metrics.graph_distance(
+        (trajectory.t - t0) / span, trajectory.v / speed, (t_ref - t0) / span, v_ref / speed
+    )
 
 
 def position_error_at_end(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
@@ -273,4 +316,60 @@ METRICS: dict[str, Metric] = {
     "energy_at_end": Metric(
         energy_at_end, False, "mechanical energy at the final time T (NaN: velocity not a state)"
     ),
+    "hausdorff_velocity_distance": Metric(
+        hausdorff_velocity_distance,
+        True,
+        "Hausdorff distance between the velocity graphs (t / (T - t0), v / max |v_ref|)",
+    ),
 }
+
+#: The unit of each error metric, which sets its floor (:func:`error_floor`).
+ERROR_UNITS = {
+    "max_position_error": "position",
+    "position_error_at_end": "position",
+    "velocity_error_at_end": "velocity",
+    "l1_velocity_error": "velocity x time",
+    "impact_time_error": "time",
+    "hausdorff_velocity_distance": "scaled",
+}
+
+#: Samples of the reference (uniform in time, plus its impacts) that measure its scales.
+SCALE_SAMPLES = 2001
+
+
+def error_floor(metric: str, problem: Problem, reference: Reference, t_end: float) -> float:
+    """Smallest value of an error metric that says something about a run.
+
+    :func:`impactbench.fitting.error_floor` (max(100 eps S, 10 A)) with the metric's scale S
+    and the reference's claimed accuracy A (:attr:`Reference.accuracy`, absolute in q and v;
+    NaN counts as 0) in the metric's unit. With Q and V the largest |q_i| and |v_i| of the
+    reference on [t0, t_end] (sampled at :data:`SCALE_SAMPLES` times and its impacts) and
+    tau = t_end - t0: position S = Q, accuracy A; velocity S = V, A; velocity x time (L1)
+    S = V tau, A tau; time S = max(|t0|, |t_end|), A / V (an impact located from states
+    accurate to A, crossed at speed about V); scaled (the Hausdorff distance, see
+    :func:`hausdorff_velocity_distance`) S = max(1, |t_end| / tau), A / V.
+
+    Raises
+    ------
+    ValueError
+        For a metric that is not an error against the reference (not in :data:`ERROR_UNITS`).
+    """
+    if metric not in ERROR_UNITS:
+        raise ValueError(f"metric must be one of {sorted(ERROR_UNITS)}, got {metric!r}")
+    t0 = float(problem.t0)
+    times = np.linspace(t0, t_end, SCALE_SAMPLES)
+    if reference.impact_times is not None:
+        impacts = np.asarray(reference.impact_times, dtype=float)
+        times = np.union1d(times, impacts[(impacts >= t0) & (impacts <= t_end)])
+    q, v = reference.state(times)
+    size, speed, tau = float(np.max(np.abs(q))), float(np.max(np.abs(v))), t_end - t0
+    accuracy = 0.0 if np.isnan(reference.accuracy) else float(reference.accuracy)
+    per_speed = accuracy / speed if speed > 0 else 0.0
+    scale, claimed = {
+        "position": (size, accuracy),
+        "velocity": (speed, accuracy),
+        "velocity x time": (speed * tau, accuracy * tau),
+        "time": (max(abs(t0), abs(t_end)), per_speed),
+        "scaled": (max(1.0, abs(t_end) / tau), per_speed),
+    }[ERROR_UNITS[metric]]
+    return fitting.error_floor(scale, claimed)

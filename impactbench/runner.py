@@ -60,10 +60,12 @@ from pathlib import Path
 from typing import Any
 
 import joblib
+import numpy as np
 from tqdm.auto import tqdm
 
 from . import _checks
 from ._files import CacheWarning, write_atomic
+from .fitting import perturbed_steps
 from .method import Method
 from .problem import Problem
 from .reference import Reference
@@ -157,6 +159,10 @@ class Run:
         reference are NaN for a problem without one).
     problem_name : str
         Label in tables; default: the factory's name.
+    nominal_h : float or None
+        Time-stepping only: the nominal step of the phase family the run belongs to
+        (``h = nominal_h (1 + delta)``, :func:`impactbench.fitting.perturbed_steps`); a label
+        (column ``h_nominal`` of the tables), not part of the cache key. Default: ``h``.
 
     Raises
     ------
@@ -176,6 +182,7 @@ class Run:
     tolerance: str | None = None
     reference: ReferenceFactory | None = None
     problem_name: str = ""
+    nominal_h: float | None = None
 
     def __post_init__(self) -> None:
         _check_factory(self.problem, "problem")
@@ -185,8 +192,13 @@ class Run:
         set_field("t_end", _checks.finite_scalar(self.t_end, "t_end"))
         if self.method.requires_step:
             set_field("h", _checks.positive_scalar(self.h, "h"))
-        elif self.h is not None:
-            raise ValueError(f"{self.method.__name__} is adaptive: h must be None, got {self.h!r}")
+            nominal = self.h if self.nominal_h is None else self.nominal_h
+            set_field("nominal_h", _checks.positive_scalar(nominal, "nominal_h"))
+        elif self.h is not None or self.nominal_h is not None:
+            raise ValueError(
+                f"{self.method.__name__} is adaptive: h and nominal_h must be None, got "
+                f"{self.h!r}, {self.nominal_h!r}"
+            )
         set_field("problem_kwargs", _canonical(dict(self.problem_kwargs), "problem_kwargs"))
         set_field("method_kwargs", _canonical(dict(self.method_kwargs), "method_kwargs"))
         set_field("output_every", _checks.positive_int(self.output_every, "output_every"))
@@ -261,22 +273,27 @@ def expand(
     grids: Sequence[Grid],
     *,
     steps: Sequence[float] = (),
+    phases: int = 1,
     metrics: Sequence[str] = (),
     output_every: int = 1,
     repeats: int = 1,
     reference: ReferenceFactory | None = None,
 ) -> list[Run]:
-    """Expand a study grid into runs: cases x grids x parameter combinations (x steps).
+    """Expand a study grid into runs: cases x grids x parameter combinations (x steps x phases).
 
-    Time-stepping methods (``requires_step``) get one run per step in ``steps``; adaptive
-    methods one run per parameter combination. The order is that of the loops: cases, grids,
-    parameter combinations (first parameter slowest), steps.
+    Time-stepping methods (``requires_step``) get ``phases`` runs per nominal step h in
+    ``steps``, at the steps h (1 + delta_j) of :func:`impactbench.fitting.perturbed_steps`
+    (delta_0 = 0: with ``phases=1`` the nominal steps alone), each labelled with its nominal
+    step; adaptive methods one run per parameter combination. The order is that of the loops:
+    cases, grids, parameter combinations (first parameter slowest), steps, phases.
 
     Raises
     ------
     ValueError
-        If a time-stepping method is given without steps, or a run is invalid.
+        If a time-stepping method is given without steps, ``phases`` is not a positive
+        integer, or a run is invalid.
     """
+    family = perturbed_steps(list(steps), phases) if len(steps) else np.empty((0, phases))
     runs = []
     for case in cases:
         for grid in grids:
@@ -285,13 +302,21 @@ def expand(
             names = list(grid.parameters)
             for values in itertools.product(*grid.parameters.values()):
                 kwargs = dict(zip(names, values, strict=True))
-                for h in steps if grid.method.requires_step else [None]:
+                pairs = [(None, None)]
+                if grid.method.requires_step:
+                    pairs = [
+                        (nominal, h)
+                        for nominal, row in zip(steps, family, strict=True)
+                        for h in row
+                    ]
+                for nominal, h in pairs:
                     runs.append(
                         Run(
                             problem=case.problem,
                             method=grid.method,
                             t_end=case.t_end,
-                            h=h,
+                            h=None if h is None else float(h),
+                            nominal_h=None if nominal is None else float(nominal),
                             problem_kwargs=case.problem_kwargs,
                             method_kwargs=kwargs,
                             output_every=output_every,

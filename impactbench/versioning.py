@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 #: Core modules that only analyse or present results: they do not change a computed number.
-PRESENTATION_MODULES = frozenset({"cli.py", "long_time.py", "report.py", "results.py", "study.py"})
+PRESENTATION_MODULES = frozenset(
+    {"cli.py", "fitting.py", "long_time.py", "report.py", "results.py", "study.py"}
+)
 
 
 @functools.cache

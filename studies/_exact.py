@@ -8,12 +8,16 @@ ball only.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from impactbench.problems import (
     BouncingBall,
     ForcedImpactOscillator,
     ImpactingOscillator,
     SlantedWall,
 )
+from impactbench.reference import Reference
+from impactbench.run_metrics import error_floor
 from impactbench.runner import Case
 
 
@@ -34,3 +38,25 @@ def exact_cases(quick: bool) -> list[Case]:
         ),
         Case(SlantedWall, wall.accumulation_time + 1.0, {"restitution": 0.7}),
     ]
+
+
+def exact_floors(table: pd.DataFrame, metrics: tuple[str, ...]) -> dict[tuple[str, str], float]:
+    """The floor of each metric on each problem of ``table``: (problem, metric) -> floor.
+
+    :func:`impactbench.run_metrics.error_floor` against the closed form, for the cases of the
+    quick and the full grid (found by label and horizon); 0 for a problem of neither.
+    """
+    cases = {}
+    for quick in (True, False):
+        for case in exact_cases(quick):
+            cases[(case.problem_name or case.problem.__name__, float(case.t_end))] = case
+    result = {}
+    for problem, t_end in table[["problem", "t_end"]].drop_duplicates().itertuples(index=False):
+        case = cases.get((problem, float(t_end)))
+        instance = None if case is None else case.problem(**case.problem_kwargs)
+        for metric in metrics:
+            result[(problem, metric)] = 0.0
+            if case is not None:
+                reference = Reference.exact(instance, case.t_end)
+                result[(problem, metric)] = error_floor(metric, instance, reference, case.t_end)
+    return result

@@ -29,10 +29,17 @@ accurate state by state; what is comparable there is the shape of the curve and 
 settles to. Its decay rate is therefore fitted over t - t0 <= 30 only (:data:`FIT_WINDOW`; the
 horizon of the quick grid is shorter anyway), its level at T over the whole run.
 
+Phase averaging. Each nominal step h runs at ``PHASES`` perturbed copies h (1 + delta_j)
+(:func:`impactbench.fitting.perturbed_steps`); the fitted laws of every copy are stored, the
+report's tables show the median over the copies of each step with the smallest and largest
+relative error, and the order of the relative error in h is fitted on those medians with its
+95 % interval (:func:`impactbench.fitting.fit_order`). Only the nominal run of each step
+(delta = 0) keeps its energy curve.
+
 How the curves are stored. The runner keeps one row of scalar metrics per run; the energy
 curves and the fitted laws need the trajectory, so the report re-simulates each finished run
 once (same parameters; the outcome is deterministic; in :data:`REPORT_JOBS` processes when there
-are at least :data:`PARALLEL_RUNS`) and stores, per run, the energy at (at
+are at least :data:`PARALLEL_RUNS`) and stores, per nominal run, the energy at (at
 most) :data:`CURVE_POINTS` of its output samples in ``energy_curves.csv`` together with the
 exact, law and reference curves, and one row of fitted laws in ``decay_rates.csv``. Both files
 are keyed by the run's cache key (which includes the code version): a later
@@ -54,6 +61,7 @@ import pandas as pd
 
 from impactbench import simulate
 from impactbench.energy import kinetic_energy, potential_energy
+from impactbench.fitting import error_floor, fit_order, perturbed_steps, phase_medians
 from impactbench.long_time import (
     fit_log_linear,
     flight_medians,
@@ -65,7 +73,6 @@ from impactbench.long_time import (
     thinning_indices,
 )
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.metrics import observed_order
 from impactbench.problem import Problem
 from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
 from impactbench.report import (
@@ -130,6 +137,8 @@ STEPS = {
     },
     "quick": {name: [3e-3, 1e-3, 3e-4] for name in (SPRING, FREE, JOINT_2D, PENDULUM)},
 }
+#: Runs per nominal step: the step itself and perturbed copies (phase averaging).
+PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [1e-6, 1e-8], "quick": [1e-8]}
 #: Without a spring the flights are straight lines, integrated exactly at any tolerance.
 FREE_TOLERANCES = {"full": [1e-8], "quick": [1e-8]}
@@ -214,7 +223,8 @@ def _output_every(case: Case, h: float, grid: str) -> int:
 
 
 def runs(quick: bool) -> list[Run]:
-    """Every time-stepper at every step of its case, EventDriven at every tolerance."""
+    """Every time-stepper at every step of its case (phase families), EventDriven at every
+    tolerance."""
     grid = "quick" if quick else "full"
     result = []
     for case in cases(quick):
@@ -238,17 +248,21 @@ def runs(quick: bool) -> list[Run]:
                     **common,
                 )
             )
+        nominal = STEPS[grid][case.problem_name]
+        family = perturbed_steps(nominal, PHASES[grid])
         for method, kwargs in TIME_STEPPERS:
-            for h in STEPS[grid][case.problem_name]:
-                result.append(
-                    Run(
-                        method=method,
-                        h=h,
-                        method_kwargs=kwargs,
-                        output_every=_output_every(case, h, grid),
-                        **common,
+            for step, copies in zip(nominal, family, strict=True):
+                for h in copies.tolist():
+                    result.append(
+                        Run(
+                            method=method,
+                            h=h,
+                            nominal_h=step,
+                            method_kwargs=kwargs,
+                            output_every=_output_every(case, h, grid),
+                            **common,
+                        )
                     )
-                )
     return result
 
 
@@ -538,7 +552,8 @@ def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd
 
     The files are keyed by the runs' cache keys (the ``key`` column of the table, which holds
     the code version): rows of runs no longer in the table are dropped, and runs missing from
-    the files are re-simulated (found among the current quick and full grids by problem,
+    the files (the rates of every run, the curve of every run but the perturbed copies of a
+    step) are re-simulated (found among the current quick and full grids by problem,
     method, step, tolerance and horizon) and the files rewritten.
 
     Returns
@@ -560,7 +575,9 @@ def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd
     case_keys = {_curve_key(p, t) for p, t in zip(done["problem"], done["t_end"], strict=True)}
     curves = stored_curves[stored_curves["key"].isin(set(labels) | case_keys)]
     rates = stored_rates[stored_rates["key"].isin(set(labels))]
-    have = set(rates["key"]) & set(curves.loc[curves["curve"] == "run", "key"])
+    stepping = done["h_nominal"].notna()
+    copies = set(done.loc[stepping & (done["h"] != done["h_nominal"]), "key"])
+    have = set(rates["key"]) & (set(curves.loc[curves["curve"] == "run", "key"]) | copies)
     missing = [key for key in labels if key not in have]
     missing_cases = case_keys - set(curves.loc[curves["curve"] != "run", "key"])
     new_curves: list[pd.DataFrame] = []
@@ -573,7 +590,8 @@ def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd
         for run in {r.problem_name: r for _, r in todo if r.reference is not None}.values():
             run.reference(run.problem(**run.problem_kwargs), run.t_end)  # compute/cache once
         for (key, _), (curve, row) in zip(todo, _analyse_all([r for _, r in todo]), strict=True):
-            new_curves.append(curve.assign(key=key))
+            if key not in copies:
+                new_curves.append(curve.assign(key=key))
             new_rates.append({**row, "key": key})
         cases = {
             _curve_key(run.problem_name, run.t_end): Case(
@@ -667,26 +685,79 @@ def _figure(problem: str, curves: pd.DataFrame, folder: Path) -> str:
     return f"![Energy decay of {problem}]({name})\n"
 
 
-def _rates_section(rates: pd.DataFrame, table: pd.DataFrame) -> str:
-    final = table.set_index("key")["energy_error_at_end"]
+#: Columns of the fitted-law table aggregated over the phase copies of a step.
+_AGGREGATED = (
+    "fitted",
+    "exact",
+    "error",
+    "abs_error",
+    "residual",
+    "impacts",
+    "impacts_exact",
+    "max_deviation",
+    "final_energy_error",
+    "final_excess",
+    "final_excess_exact",
+    "final_error",
+)
+
+
+def law_families(rates: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The fitted laws aggregated per phase family: median, smallest and largest of each of
+    :data:`_AGGREGATED` (``abs_error`` = |relative error|, ``final_energy_error`` from the run
+    table) per problem, method and nominal step or tolerance, with ``law``."""
+    runs = table.set_index("key")
+    frame = rates.assign(
+        h_nominal=rates["key"].map(runs["h_nominal"]),
+        abs_error=rates["error"].abs(),
+        final_energy_error=rates["key"].map(runs["energy_error_at_end"]),
+    )
+    medians = phase_medians(frame, _AGGREGATED, keys=("family", "law"))
+    return _by_method(medians)
+
+
+def _relative_floor(problem: str, t_end: float) -> float:
+    """Floor of a relative error of a fitted law: round-off, or ten times the reference's
+    claimed accuracy taken as relative (the energies are of order 1 or their excess is
+    measured relative to itself)."""
+    known = {case.problem_name: case for quick in (True, False) for case in cases(quick)}
+    case = known.get(problem)
+    if case is None or case.problem is TightJoint:
+        return error_floor(1.0)
+    reference = event_driven_reference(case.problem(**case.problem_kwargs), t_end)
+    return error_floor(1.0, reference.accuracy)
+
+
+def _spread(value: float, low: float, high: float) -> str:
+    text = format_number(value)
+    return text if low == high else f"{text} [{format_number(low)}, {format_number(high)}]"
+
+
+def _rates_section(families: pd.DataFrame) -> str:
     parts = []
-    for problem, group in rates.groupby("problem", sort=False):
-        group = _by_method(group)
+    for problem, group in families.groupby("problem", sort=False):
         exact = "exact" if problem in (SPRING, FREE) else "reference"
         impacts = [
-            f"{a} ({b})" for a, b in zip(group["impacts"], group["impacts_exact"], strict=True)
+            f"{format_number(a)} ({format_number(b)})"
+            for a, b in zip(group["impacts"], group["impacts_exact"], strict=True)
         ]
         frame = pd.DataFrame(
             {
                 "method": group["method"],
                 "h or rtol": group["h"].fillna(group["tolerance"]),
+                "runs": group["runs"],
                 "fitted": group["fitted"],
                 exact: group["exact"],
-                "relative error": group["error"],
+                "relative error [min, max]": [
+                    _spread(*values)
+                    for values in zip(
+                        group["error"], group["error_min"], group["error_max"], strict=True
+                    )
+                ],
                 "fit residual": group["residual"],
                 f"impacts ({exact})": impacts,
                 "max deviation": group["max_deviation"],
-                "final energy error": group["key"].map(final),
+                "final energy error": group["final_energy_error"],
                 "final excess rel. error": group["final_error"],
             }
         )
@@ -698,41 +769,43 @@ def _by_method(group: pd.DataFrame) -> pd.DataFrame:
     """Rows in the order of :data:`METHOD_ORDER`, then by decreasing h or tolerance."""
     rank = group["method"].map(lambda m: METHOD_ORDER.index(_base(m)))
     size = -group["h"].fillna(group["tolerance"])
-    return group.assign(_rank=rank, _size=size).sort_values(["_rank", "_size"], kind="stable")
+    frame = group.assign(_rank=rank, _size=size)
+    return frame.sort_values(["_rank", "_size"], kind="stable").drop(columns=["_rank", "_size"])
 
 
-def _findings(rates: pd.DataFrame, unknown: int) -> list[str]:
+def _findings(families: pd.DataFrame, table: pd.DataFrame, unknown: int) -> list[str]:
     findings = []
-    for problem, group in rates.groupby("problem", sort=False):
-        group = _by_method(group)
+    horizons = dict(zip(table["problem"], table["t_end"], strict=False))
+    for problem, group in families.groupby("problem", sort=False):
         exact_name = "exact" if problem in (SPRING, FREE) else "reference"
+        floor = _relative_floor(problem, float(horizons[problem]))
         finest, orders = [], []
         for method, rows in group.groupby("method", sort=False):
             stepper = rows["family"].iloc[0] == "time-stepping"
             axis = "h" if stepper else "tolerance"
             best = rows.loc[rows[axis].idxmin()]
             finest.append(
-                f"{method} {format_number(abs(best['error']), 2)} ({axis} = "
+                f"{method} {format_number(best['abs_error'], 2)} ({axis} = "
                 f"{format_number(best[axis], 2)})"
             )
-            errors = rows["error"].abs().to_numpy()
-            if stepper and len(rows) >= 3 and np.all(errors > 0):
-                order, residual = observed_order(rows["h"].to_numpy(), errors)
-                orders.append(
-                    f"{method} {format_number(order, 2)} (residual {format_number(residual, 2)})"
-                )
+            if stepper:
+                fit = fit_order(rows["h"].to_numpy(), rows["abs_error"].to_numpy(), floor=floor)
+                orders.append(f"{method} {fit.text()}")
         value = format_number(group["exact"].iloc[0], 4)
         text = (
             f"{problem}, {group['law'].iloc[0]} ({exact_name} {value}): relative error at the "
-            f"finest resolution: {'; '.join(finest)}."
+            f"finest resolution (median over the phase copies): {'; '.join(finest)}."
         )
         if orders:
-            text += f" Fitted order of that error in h: {'; '.join(orders)}."
+            text += (
+                " Order of that error in h [95 % interval], medians over the phase copies: "
+                f"{'; '.join(orders)}."
+            )
         if problem not in (SPRING, FREE):
             steppers = group[group["family"] == "time-stepping"]
             level = format_number(group["final_excess_exact"].iloc[0], 3)
-            low = format_number(steppers["final_excess"].min(), 3)
-            high = format_number(steppers["final_excess"].max(), 3)
+            low = format_number(steppers["final_excess_min"].min(), 3)
+            high = format_number(steppers["final_excess_max"].max(), 3)
             text += f" Level at T (E - E_min): reference {level}, time-steppers {low} to {high}."
         findings.append(text)
     if unknown:
@@ -747,11 +820,15 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """Decay-rate tables (``decay_rates.csv``) and E(t) figures (from ``energy_curves.csv``)."""
     folder = Path(folder)
     curves, rates, unknown = stored_analysis(table, folder)
+    families = law_families(rates, table)
     figures = [_figure(problem, curves, folder) for problem in curves["problem"].unique()]
     sections = [
         Section(
             "Fitted decay laws",
-            "Per case: the fitted value of its decay law for every run next to the exact value "
+            "Per case and step (time-steppers: the median over the phase copies h (1 + "
+            "delta_j) of the nominal step h, with the smallest and largest relative error; "
+            "every run in the CSV file): the fitted value of its decay law next to the exact "
+            "value "
             "(1-DOF joint) or the value fitted identically on the reference (others); relative "
             "error = fitted / exact - 1; max deviation: largest relative deviation, over the "
             "impacts, of the excess energy after each impact from the exact one (spring) or of "
@@ -759,20 +836,20 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "away from impacts, of E - E_min from the reference (others); "
             "final energy error: |E(T) - E_ref(T)| (results.csv); final excess rel. error: of "
             "the decaying part at T. Also in "
-            f"[{RATES_FILE}]({RATES_FILE}).\n\n" + _rates_section(rates, table),
+            f"[{RATES_FILE}]({RATES_FILE}).\n\n" + _rates_section(families),
         ),
         Section(
             "Energy curves",
             "The decaying part of the energy (1-DOF with spring: E - k delta^2 / 2; without "
             "spring: E, log-log, with the t^-2 law; others: E - E_min) on a log scale, one panel "
-            "per method (lighter: larger h or rtol), drawn from "
+            "per method (lighter: larger h or rtol; the nominal steps), drawn from "
             f"[{CURVES_FILE}]({CURVES_FILE}) (at most {CURVE_POINTS} output samples per run). "
             "The isolated dips of Paoli-Schatzman are samples that fall on a reflection, where "
             "its velocity (q^{k+1} - q^{k-1}) / (2h) straddles the impact.\n\n"
             + "\n".join(figures or ["None (no run finished).\n"]),
         ),
     ]
-    return StudyReport(sections, _findings(rates, unknown))
+    return StudyReport(sections, _findings(families, table, unknown))
 
 
 STUDY = Study(
@@ -788,7 +865,9 @@ STUDY = Study(
         "the wall (t = 300) against the DOP853 event-driven reference at rtol 1e-12 (fitted decay "
         "rate of E - E_min; the pendulum settles at its lowest motion that grazes the wall, and "
         "being chaotic, only that level and the curve's shape are comparable late on). "
-        "Time-steppers over 7 step sizes spanning 1.5 decades, the event-driven method at two "
+        "Time-steppers over 7 nominal step sizes spanning 1.5 decades, each with perturbed "
+        "copies h (1 + delta_j), |delta_j| <= 0.1 (medians reported, the order of the relative "
+        "error in h fitted on them with its 95 % interval), the event-driven method at two "
         "tolerances (one without spring: straight flights are exact at any tolerance). Curves "
         "and fits come from re-simulating each finished run once and are stored next to the "
         "results table."

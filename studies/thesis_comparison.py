@@ -6,11 +6,16 @@ configurations: the tip against the wall (:class:`DoublePendulum` defaults, hori
 ``DoublePendulum().t_end``) and both masses against the wall through the pivot (Potra et al.,
 :meth:`DoublePendulum.two_contact`, T = 2.5). The time-steppers -- CatchingUp (the thesis'
 scheme), MoreauJean at theta = 1/2 and PaoliSchatzman -- are swept by their step h, EventDriven
-(DOP853) by its relative tolerance. Every run is measured against the cached DOP853 event-driven
-reference at rtol 1e-12 (:func:`._reference.event_driven_reference`): max position error and
-error at T, impact-time error, isolated reference impacts found / missed and spurious impacts
-(the matching rules of :mod:`impactbench.run_metrics`), penetration, force evaluations and wall
-time (minimum of the repeats after a warm-up; the runs execute one at a time).
+(DOP853) by its relative tolerance; each nominal step h runs at ``PHASES`` perturbed copies
+h (1 + delta_j) (phase averaging, :mod:`impactbench.fitting`) and the findings use the median
+over the copies. Every run is measured against the cached DOP853 event-driven reference at rtol
+1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
+Hausdorff velocity errors, impact-time error, isolated reference impacts found / missed and
+spurious impacts (the matching rules of :mod:`impactbench.run_metrics`), penetration (on the
+nominal run of each step only: a Python loop over the samples), force
+evaluations and wall time (minimum of the repeats after a warm-up; the runs execute one at a
+time). Orders in h are fitted on the medians with their 95 % intervals, errors below ten times
+the reference's claimed accuracy excluded (:mod:`impactbench.fitting`).
 
 The report writes the reference curves it plots as tables next to the run table
 (``reference_curves.csv``, ``references.csv``, from the cached reference) and draws every figure
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +34,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
+from impactbench.fitting import fit_order, phase_medians
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.metrics import observed_order
 from impactbench.problems import DoublePendulum
 from impactbench.report import (
     format_number,
@@ -39,7 +45,7 @@ from impactbench.report import (
     save_figure,
 )
 from impactbench.results import read_table, write_table
-from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS
+from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS, error_floor
 from impactbench.runner import Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 
@@ -55,6 +61,7 @@ CONFIGURATIONS: dict[str, Callable[[], DoublePendulum]] = {
 METRICS = (
     "max_position_error",
     "l1_velocity_error",
+    "hausdorff_velocity_distance",
     "position_error_at_end",
     "impact_time_error",
     "missed_impacts",
@@ -62,11 +69,18 @@ METRICS = (
     "max_penetration",
 )
 
+#: Metric evaluated by a Python loop over the samples (the gap of each), which costs more than
+#: the run itself: reported, never fitted, so computed on the nominal run of each step only (NaN
+#: on its perturbed copies).
+NOMINAL_ONLY = ("max_penetration",)
+
 #: Time-steppers (the thesis' catching-up scheme first) and their explicit parameters.
 STEPPERS = (Grid(CatchingUp), Grid(MoreauJean, {"theta": [0.5]}), Grid(PaoliSchatzman))
 
 _FULL_STEPS = np.geomspace(1e-2, 1e-5, 10)
 STEPS = {"full": _FULL_STEPS, "quick": _FULL_STEPS[[0, 2, 4]]}
+#: Runs per nominal step: the step itself and perturbed copies (phase averaging).
+PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [10.0**-k for k in range(3, 11)], "quick": [1e-5, 1e-8]}
 REPEATS = {"full": 3, "quick": 1}
 
@@ -80,9 +94,12 @@ FIGURE_FILE = "thesis_comparison.png"
 #: Samples of each reference curve (uniform in time; the impact instants are added).
 CURVE_SAMPLES = 1101
 
-#: Fewest steps, and decades they span, for an observed order (DESIGN.md section 7).
-ORDER_POINTS = 10
-ORDER_DECADES = 1.5
+#: The errors whose order in h the findings state, with their names there.
+FITTED = {
+    "max_position_error": "max position error",
+    "l1_velocity_error": "L1 velocity error",
+    "hausdorff_velocity_distance": "Hausdorff velocity distance",
+}
 
 #: A sweep whose two finest errors are within this factor has levelled off.
 PLATEAU_RATIO = 2.0
@@ -104,7 +121,11 @@ def runs(quick: bool) -> list[Run]:
         "repeats": REPEATS[grid],
         "reference": event_driven_reference,
     }
-    result = expand(cases(), list(STEPPERS), steps=STEPS[grid].tolist(), **options)
+    result = expand(
+        cases(), list(STEPPERS), steps=STEPS[grid].tolist(), phases=PHASES[grid], **options
+    )
+    copies = tuple(name for name in METRICS if name not in NOMINAL_ONLY)
+    result = [run if run.h == run.nominal_h else replace(run, metrics=copies) for run in result]
     adaptive = Grid(EventDriven, {"rtol": TOLERANCES[grid]}, tolerance="rtol")
     return result + expand(cases(), [adaptive], **options)
 
@@ -213,9 +234,21 @@ def _window(row: pd.Series, t0: float) -> float:
 # Tables and findings
 
 
-def _done(table: pd.DataFrame) -> pd.DataFrame:
-    done = table[table["status"] != "failed"]
-    return done.assign(resolution=done["h"].fillna(done["tolerance"]))
+#: Columns aggregated over the phase copies of a step (medians, smallest, largest).
+AGGREGATED = (
+    *METRICS,
+    "impacts",
+    "force_evaluations",
+    "wall_time",
+)
+
+
+def families(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per phase family (time-steppers: nominal h; EventDriven: rtol) with the medians
+    of :data:`AGGREGATED` (:func:`impactbench.fitting.phase_medians`) and ``resolution`` (the
+    nominal h or the rtol)."""
+    medians = phase_medians(table, AGGREGATED, keys=("family", "t_end"))
+    return medians.assign(resolution=medians["h"].fillna(medians["tolerance"]))
 
 
 def _axis(row: pd.Series | dict) -> str:
@@ -241,6 +274,7 @@ def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
                 "max error q": row["max_position_error"],
                 "error q(T)": row["position_error_at_end"],
                 "L1 error v": row["l1_velocity_error"],
+                "Hausdorff v": row["hausdorff_velocity_distance"],
                 "impact time error": row["impact_time_error"],
                 "found": found,
                 "missed": row["missed_impacts"],
@@ -350,57 +384,95 @@ def _finest_finding(problem: str, group: pd.DataFrame) -> str:
         parts.append(
             f"{_run_label(row)}) max error {format_number(row['max_position_error'])}, "
             f"at T {format_number(row['position_error_at_end'])}, impact times "
-            f"{format_number(row['impact_time_error'])}, penetration "
+            f"{format_number(row['impact_time_error'])}, penetration (nominal step) "
             f"{format_number(row['max_penetration'])}"
         )
     return f"{problem} at the finest resolution: " + "; ".join(parts) + "."
 
 
-def _order_finding(problem: str, group: pd.DataFrame) -> str | None:
-    """Observed order of the time-steppers' max position error in h, and plateaus."""
-    parts, flat, span = [], [], ""
-    for method, runs_of in group.groupby("method", sort=False):
-        axis = _axis(runs_of.iloc[0])
-        data = runs_of[(runs_of["resolution"] > 0) & (runs_of["max_position_error"] > 0)]
-        data = data.sort_values("resolution")
-        decades = np.log10(data["resolution"].max() / data["resolution"].min()) if len(data) else 0
-        if axis == "h" and len(data) >= ORDER_POINTS and decades >= ORDER_DECADES:
-            order, residual = observed_order(
-                data["resolution"].to_numpy(), data["max_position_error"].to_numpy()
-            )
-            parts.append(f"{method} {order:.2f} (residual {residual:.2f})")
-            span = span or f"over {len(data)} steps spanning {decades:.1f} decades"
-        if axis != "h" and len(data) >= 2:
-            finest, next_finest = data["max_position_error"].iloc[:2]
-            if max(finest, next_finest) < PLATEAU_RATIO * min(finest, next_finest):
-                flat.append(
-                    f"the max position error of {method} levels off at "
-                    f"{format_number(finest)} ({axis}={format_number(data['resolution'].iloc[1])}"
-                    f" and {format_number(data['resolution'].iloc[0])}) while its error at T "
-                    f"goes from {format_number(data['position_error_at_end'].iloc[1])} to "
-                    f"{format_number(data['position_error_at_end'].iloc[0])}"
+def _floors(problem: str, t_end: float) -> dict[str, float]:
+    """Floor of each fitted error on a configuration: ten times the reference's claimed
+    accuracy, or round-off (:func:`impactbench.run_metrics.error_floor`)."""
+    if problem not in CONFIGURATIONS:
+        return dict.fromkeys(FITTED, 0.0)
+    instance = CONFIGURATIONS[problem]()
+    reference = event_driven_reference(instance, t_end)
+    return {metric: error_floor(metric, instance, reference, t_end) for metric in FITTED}
+
+
+def orders(medians: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration and time-stepper the fitted order in h of each :data:`FITTED` error,
+    as table cells (value [95 % interval], or what the sweep is instead)."""
+    rows = []
+    steppers = medians[medians["family"] == "time-stepping"]
+    for problem, group in steppers.groupby("problem", sort=False):
+        floors = _floors(problem, float(group["t_end"].iloc[0]))
+        for method, runs_of in group.groupby("method", sort=False):
+            row = {"configuration": problem, "method": method, "steps": len(runs_of)}
+            for metric, label in FITTED.items():
+                fit = fit_order(
+                    runs_of["h"].to_numpy(), runs_of[metric].to_numpy(), floor=floors[metric]
                 )
+                row[label] = fit.text()
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _order_finding(problem: str, fits: pd.DataFrame, group: pd.DataFrame) -> str | None:
+    """Observed orders in h of the time-steppers (medians), and event-driven plateaus."""
+    parts, flat = [], []
+    rows = fits[fits["configuration"] == problem]
+    for label in FITTED.values():
+        texts = rows[label].tolist()
+        if len(texts) > 1 and len(set(texts)) == 1:
+            parts.append(f"{label}: every time-stepper {texts[0]}")
+        elif texts:
+            cells = "; ".join(f"{row['method']} {row[label]}" for _, row in rows.iterrows())
+            parts.append(f"{label}: {cells}")
+    adaptive = group[group["family"] != "time-stepping"].sort_values("resolution")
+    for method, data in adaptive.groupby("method", sort=False):
+        if len(data) < 2:
+            continue
+        finest, next_finest = data["max_position_error"].iloc[:2]
+        if max(finest, next_finest) < PLATEAU_RATIO * min(finest, next_finest):
+            flat.append(
+                f"the max position error of {method} levels off at "
+                f"{format_number(finest)} (rtol={format_number(data['resolution'].iloc[1])}"
+                f" and {format_number(data['resolution'].iloc[0])}) while its error at T "
+                f"goes from {format_number(data['position_error_at_end'].iloc[1])} to "
+                f"{format_number(data['position_error_at_end'].iloc[0])}"
+            )
     if not parts and not flat:
         return None
     text = f"{problem}: "
     if parts:
-        text += f"observed order of the max position error in h {span}: {', '.join(parts)}"
+        steps = rows["steps"].max()
+        text += (
+            f"observed order in h [95 % interval] over {steps} nominal steps (medians over "
+            "the phase copies) -- " + " -- ".join(parts)
+        )
     if flat:
         text += ("; " if parts else "") + "; ".join(flat)
     return text + "."
 
 
 def findings(table: pd.DataFrame, references: pd.DataFrame) -> list[str]:
-    """Key findings computed from the run table and the reference table."""
-    done = _done(table)
+    """Key findings computed from the run table and the reference table.
+
+    Accuracy, cost and orders from the medians over the phase copies of each step; impacts
+    found, missed and spurious from every run.
+    """
+    medians = families(table)
+    fits = orders(medians)
+    done = table[table["status"] != "failed"]
     counts = dict(zip(references["problem"], references["impacts"], strict=True))
     result = []
-    for problem, group in done.groupby("problem", sort=False):
+    for problem, group in medians.groupby("problem", sort=False):
         for finding in (
             _accuracy_finding(problem, group),
-            _impacts_finding(problem, group, counts.get(problem, 0)),
+            _impacts_finding(problem, done[done["problem"] == problem], counts.get(problem, 0)),
             _finest_finding(problem, group),
-            _order_finding(problem, group),
+            _order_finding(problem, fits, group),
         ):
             if finding:
                 result.append(finding)
@@ -414,7 +486,7 @@ def findings(table: pd.DataFrame, references: pd.DataFrame) -> list[str]:
 def _figure(
     table: pd.DataFrame, curves: pd.DataFrame, references: pd.DataFrame, path: Path
 ) -> None:
-    done = _done(table)
+    done = families(table)
     problems = list(pd.unique(done["problem"]))
     figure = Figure(figsize=(15.0, 4.0 * max(1, len(problems))), layout="constrained")
     axes = figure.subplots(max(1, len(problems)), 3, squeeze=False)
@@ -495,19 +567,35 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         ),
         Section(
             "Summary",
-            "One row per run. *max error q*: max over the run's samples of the position error "
+            "One row per run (every phase copy of every step). *max error q*: max over the "
+            "run's samples of the position error "
             "(max norm over q1, q2, in radians); *error q(T)*: at the final time; *L1 error v*: "
-            "velocity error integrated over time; *impact time error*: largest error in the "
+            "velocity error integrated over time; *Hausdorff v*: distance between the velocity "
+            "graphs (scaled units, see above); *impact time error*: largest error in the "
             "first isolated reference impact times; *found*: isolated reference impacts "
             "(farther than twice the matching window from their neighbours) with a run impact "
             "within the window, over their number; *spurious*: clusters of run impacts with no "
             "reference impact nearby; *impacts logged*: entries of the run's impact log; "
-            "*penetration*: max(0, -min g); *wall time*: minimum of the repeats after a "
+            "*penetration*: max(0, -min g) (on the nominal step's run only, - on its "
+            "perturbed copies); *wall time*: minimum of the repeats after a "
             "warm-up.\n\n" + markdown_table(summary(table, references)),
         ),
         Section(
+            "Observed orders",
+            "Least-squares slope of log(error) against log(h) over the nominal steps, each "
+            "error the median over the phase copies of the step, with its 95 % confidence "
+            "interval (t-interval of the regression slope); errors below the floor (ten times "
+            "the reference's claimed accuracy, or 100 eps times the problem's scale) excluded; "
+            "a sweep within a factor 2 or with an interval containing 0 is flat, fewer than 6 "
+            "points or 1 decade is not resolved (impactbench.fitting). Hausdorff: "
+            "distance between the velocity graphs, time in units of the horizon and velocity "
+            "in units of the reference's largest speed.\n\n"
+            + markdown_table(orders(families(table))),
+        ),
+        Section(
             "Figure",
-            "Max position error against wall time and against force evaluations (time-steppers "
+            "Median max position error over the phase copies of each step against the median "
+            "wall time and force evaluations (time-steppers "
             "joined by h, EventDriven by rtol), and the reference's horizontal positions with "
             f"the wall line and its impacts, one row per configuration.\n\n"
             f"![Double pendulum: accuracy against cost]({FIGURE_FILE})\n",
@@ -528,8 +616,10 @@ def _description() -> str:
         "2006: "
         f"e = {two.restitution:g}, q0 = ({two.q0[0]:.4g}, {two.q0[1]:.4g}), T = {two.t_end:g}). "
         "Time-stepping -- CatchingUp (the thesis' velocity scheme), MoreauJean at theta = 1/2, "
-        "PaoliSchatzman -- by step h against event detection (EventDriven, DOP853) by relative "
-        "tolerance, all measured against a cached DOP853 event-driven reference at rtol 1e-12: "
+        "PaoliSchatzman -- by step h (each nominal step with perturbed copies h (1 + delta_j), "
+        "|delta_j| <= 0.1, the findings using the medians) against event detection "
+        "(EventDriven, DOP853) by relative tolerance, all measured against a cached DOP853 "
+        "event-driven reference at rtol 1e-12: "
         "accuracy, impacts found, missed and spurious, force evaluations and wall time (minimum "
         "of the repeats after a warm-up; the runs execute one at a time). The time-steppers run "
         "as numba-compiled loops and EventDriven as Python around scipy's DOP853, so the wall "

@@ -1,9 +1,14 @@
 """Work-precision: error against cost for both families, one chart per problem.
 
-Time-stepping methods are swept by their step h, the event-driven method by its relative
-tolerance; the cost is the wall time (min over repeats after a warm-up; the runs execute one at
-a time so that they do not compete for the machine) and the number of force evaluations, which
-does not depend on the machine.
+Time-stepping methods are swept by their step h, each nominal step run at ``PHASES`` perturbed
+copies h (1 + delta_j) (phase averaging, :mod:`impactbench.fitting`), the event-driven method by
+its relative tolerance; the cost is the wall time (min over repeats after a warm-up; the runs
+execute one at a time so that they do not compete for the machine) and the number of force
+evaluations, which does not depend on the machine. A step's error and cost are the medians over
+its copies, so a step that happens to put an impact at a lucky grid phase does not pass for a
+cheap accurate run; the slope of the error against the force evaluations, error ~
+evaluations^-p, is fitted with its 95 % interval and the same floor and flatness rules as an
+order.
 """
 
 from __future__ import annotations
@@ -13,15 +18,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from impactbench.fitting import ORDER, OrderFit, fit_order, phase_medians
 from impactbench.methods import METHODS
-from impactbench.report import format_number, markdown_table, new_figure, plot_methods, save_figure
+from impactbench.report import (
+    format_number,
+    markdown_table,
+    method_style,
+    new_figure,
+    plot_methods,
+    save_figure,
+)
 from impactbench.runner import Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 
-from ._exact import exact_cases
+from ._exact import exact_cases, exact_floors
 
 METRIC = "max_position_error"
 STEPS = {"full": np.geomspace(1e-4, 1e-2, 9), "quick": np.geomspace(1e-3, 1e-2, 4)}
+#: Runs per nominal step: the step itself and perturbed copies (phase averaging).
+PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [10.0**-k for k in range(3, 12)], "quick": [1e-4, 1e-6, 1e-8]}
 REPEATS = {"full": 3, "quick": 1}
 #: Error levels of the "cheapest run" table.
@@ -36,18 +51,24 @@ def runs(quick: bool) -> list[Run]:
     cases = exact_cases(quick)
     options = {"metrics": [METRIC], "repeats": REPEATS[grid]}
     steppers = [Grid(method) for method in METHODS.values() if method.requires_step]
-    result = expand(cases, steppers, steps=STEPS[grid].tolist(), **options)
+    result = expand(cases, steppers, steps=STEPS[grid].tolist(), phases=PHASES[grid], **options)
     if "EventDriven" in METHODS:
         adaptive = Grid(METHODS["EventDriven"], {"rtol": TOLERANCES[grid]}, tolerance="rtol")
         result += expand(cases, [adaptive], **options)
     return result
 
 
-def cheapest(table: pd.DataFrame, cost: str) -> pd.DataFrame:
-    """Per problem and error target: the cheapest run whose error is at most the target."""
+def families(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per phase family (time-steppers: nominal h; EventDriven: rtol): the median error
+    and costs over its finished runs (:func:`impactbench.fitting.phase_medians`)."""
+    medians = phase_medians(table, (METRIC, *COSTS), keys=("family",))
+    return medians[medians[METRIC].notna()]
+
+
+def cheapest(medians: pd.DataFrame, cost: str) -> pd.DataFrame:
+    """Per problem and error target: the cheapest family whose median error is at most it."""
     rows = []
-    done = table[(table["status"] != "failed") & table[METRIC].notna()]
-    for problem, group in done.groupby("problem", sort=False):
+    for problem, group in medians.groupby("problem", sort=False):
         row = {"problem": problem}
         for target in TARGETS:
             reached = group[group[METRIC] <= target]
@@ -65,17 +86,48 @@ def cheapest(table: pd.DataFrame, cost: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
+def slopes(medians: pd.DataFrame, floors: dict[tuple[str, str], float]) -> pd.DataFrame:
+    """The fitted p of error ~ evaluations^-p per problem and method (median errors and costs;
+    :func:`impactbench.fitting.fit_order` on 1 / evaluations), as table cells."""
+    rows = []
+    for problem, group in medians.groupby("problem", sort=False):
+        row = {"problem": problem}
+        for method, runs_of in group.groupby("method", sort=False):
+            fit = _slope(runs_of, floors[(problem, METRIC)])
+            row[method] = fit.text("the cost")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _slope(runs_of: pd.DataFrame, floor: float) -> OrderFit:
+    work = runs_of["force_evaluations"].to_numpy(dtype=float)
+    return fit_order(1.0 / work, runs_of[METRIC].to_numpy(), floor=floor)
+
+
+def _figures(medians: pd.DataFrame, floors: dict, folder: Path) -> list[str]:
     links = []
-    done = table[table["status"] != "failed"]
-    done = done.assign(resolution=done["h"].fillna(done["tolerance"]))
-    for problem, group in done.groupby("problem", sort=False):
+    resolution = medians["h"].fillna(medians["tolerance"])
+    medians = medians.assign(resolution=resolution)
+    for problem, group in medians.groupby("problem", sort=False):
         figure, axes = new_figure(len(COSTS))
         for ax, (cost, label) in zip(axes, COSTS.items(), strict=True):
             plot_methods(ax, group, METRIC, cost, order="resolution")
-            ax.set_xlabel("max position error")
-            ax.set_ylabel(label)
-            ax.legend(fontsize=7)
+            ax.set_xlabel("max position error (median over the phase copies)")
+            ax.set_ylabel(label + " (median)")
+        ax = axes[1]
+        for method, runs_of in group.groupby("method", sort=True):
+            fit = _slope(runs_of, floors[(problem, METRIC)])
+            color = method_style(str(method))["color"]
+            work = runs_of["force_evaluations"].to_numpy(dtype=float)
+            # the fit is error = C (1 / W)^p: drawn with the axes swapped (error on x)
+            if fit.status == ORDER:
+                span = np.geomspace(work.min(), work.max(), 50)
+                center, low, high = fit.line(1.0 / span)
+                ax.fill_betweenx(span, low, high, color=color, alpha=0.18, linewidth=0)
+                ax.plot(center, span, color=color, linestyle="--", linewidth=0.9,
+                        label=f"{str(method).partition('[')[0]} p = {fit.text()}")  # fmt: skip
+        for ax in axes:
+            ax.legend(fontsize=6)
         figure.suptitle(f"Work-precision on {problem}")
         name = f"work_precision_{problem}.png"
         save_figure(figure, folder / name)
@@ -83,7 +135,7 @@ def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
     return links or ["None (no run finished).\n"]
 
 
-def _findings(fastest: pd.DataFrame) -> list[str]:
+def _findings(fastest: pd.DataFrame, rates: pd.DataFrame) -> list[str]:
     findings = []
     for row in fastest.to_dict("records"):
         reached = {k: v for k, v in row.items() if k != "problem" and v != "-"}
@@ -95,27 +147,46 @@ def _findings(fastest: pd.DataFrame) -> list[str]:
         if tightest != loosest:
             text += f"; to {tightest}: {reached[tightest]}"
         findings.append(text + ".")
+    for row in rates.to_dict("records"):
+        cells = "; ".join(f"{k} {v}" for k, v in row.items() if k != "problem" and v == v)
+        findings.append(
+            f"{row['problem']}: error ~ (force evaluations)^-p, p [95 % interval]: {cells}."
+        )
     return findings
 
 
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """Cheapest-run tables (by wall time and by force evaluations) and the charts."""
-    by_time = cheapest(table, "wall_time")
-    by_force = cheapest(table, "force_evaluations")
+    """Cheapest-family tables (by wall time and by force evaluations), slopes and charts."""
+    medians = families(table)
+    floors = exact_floors(table, (METRIC,))
+    by_time = cheapest(medians, "wall_time")
+    by_force = cheapest(medians, "force_evaluations")
+    rates = slopes(medians, floors)
+    median_note = (
+        "Time-steppers: each nominal step h stands for its phase copies h (1 + delta_j), with "
+        "the median error and the median cost over them. "
+    )
     sections = [
         Section(
             "Fastest run per error target",
-            "Among the runs with max position error at most the target, the one with the "
-            "least wall time (its step or tolerance, and the time).\n\n" + markdown_table(by_time),
+            median_note + "Among the steps (tolerances) with max position error at most the "
+            "target, the one with the least wall time (its step or tolerance, and the "
+            "time).\n\n" + markdown_table(by_time),
         ),
         Section(
             "Fewest force evaluations per error target",
             "As above with the number of force evaluations as the cost.\n\n"
             + markdown_table(by_force),
         ),
-        Section("Figures", "\n".join(_figures(table, folder))),
+        Section(
+            "Error against force evaluations",
+            "The fitted p of max position error ~ (force evaluations)^-p (least squares on the "
+            "medians, 95 % t-interval; errors below 100 eps times the problem's scale "
+            "excluded; flat or unresolved sweeps reported as such).\n\n" + markdown_table(rates),
+        ),
+        Section("Figures", "\n".join(_figures(medians, floors, folder))),
     ]
-    return StudyReport(sections, _findings(by_time))
+    return StudyReport(sections, _findings(by_time, rates))
 
 
 STUDY = Study(
@@ -123,9 +194,11 @@ STUDY = Study(
     title="Work-precision: error against cost",
     description=(
         "Max position error against wall time and against force evaluations (machine "
-        "independent) on the problems with exact solutions: time-stepping methods by step h, "
-        "the event-driven method by relative tolerance, on one chart per problem. Wall time is "
-        "the minimum over repeats after a warm-up run; the runs execute one at a time."
+        "independent) on the problems with exact solutions: time-stepping methods by step h "
+        "(each nominal step with perturbed copies h (1 + delta_j), |delta_j| <= 0.1, medians "
+        "reported), the event-driven method by relative tolerance, on one chart per problem. "
+        "Wall time is the minimum over repeats after a warm-up run; the runs execute one at a "
+        "time."
     ),
     runs=runs,
     report=report,

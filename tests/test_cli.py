@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from impactbench.cli import main
-from impactbench.studies import STUDIES
+from impactbench.studies import STUDIES, convergence
 from impactbench.study import Study, StudyReport
 
 from conftest import assert_study_table, plant_pickle
@@ -50,28 +50,48 @@ def test_quick_run_of_every_study_succeeds(quick):
 
 
 def test_quick_convergence_table_and_orders(quick):
+    """Phase families of >= 10 nominal steps over >= 1.5 decades; the orders fitted on their
+    medians, with intervals, are first order for the time-steppers, in orders.csv and in the
+    report's table as value [low, high]; the event-driven sweep of 3 tolerances is not
+    resolved and gets no order."""
     _, output, _ = quick
     table = pd.read_csv(output / "convergence" / "results.csv")
     assert_study_table(
         table,
         "max_position_error",
         "l1_velocity_error",
+        "hausdorff_velocity_distance",
         "position_error_at_end",
         "impact_time_error",
         "max_penetration",
     )
     orders = pd.read_csv(output / "convergence" / "orders.csv")
+    medians = orders[orders["errors"] == "median"]
+    readme = (output / "convergence" / "README.md").read_text()
     for method in TIME_STEPPERS:
-        steps = table.loc[table["method"] == method, "h"].to_numpy()
+        runs = table[table["method"] == method]
+        steps = runs["h_nominal"].unique()
         assert len(steps) >= 10
         assert np.log10(steps.max() / steps.min()) >= 1.5
         ratios = steps.max() / steps
         assert not np.allclose(np.log2(ratios), np.round(np.log2(ratios)))
-        fit = orders[(orders["method"] == method) & (orders["metric"] == "max_position_error")]
-        assert len(fit) == 1 and fit["points"].iloc[0] >= 10
-        assert fit["order"].iloc[0] >= 0.85, fit
-    readme = (output / "convergence" / "README.md").read_text()
-    assert "## Observed orders" in readme and "slope" in readme
+        assert (runs.groupby("h_nominal").size() == convergence.PHASES["quick"]).all()
+        assert (runs.groupby("h_nominal")["h"].nunique() == convergence.PHASES["quick"]).all()
+        for metric in ("max_position_error", "hausdorff_velocity_distance"):
+            fit = medians[(medians["method"] == method) & (medians["metric"] == metric)]
+            assert len(fit) == 1 and fit["points"].iloc[0] >= 10
+            fit = fit.iloc[0]
+            assert fit["status"] == "order" and fit["order"] >= 0.8, fit
+            assert fit["low"] < fit["order"] < fit["high"]
+            assert fit["text"] == f"{fit['order']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}]"
+            assert fit["text"] in readme
+    adaptive = medians[medians["method"] == "EventDriven"]
+    assert len(adaptive) and adaptive["order"].isna().all()
+    assert set(adaptive["status"]) <= {"not resolved", "floor", "flat"}
+    assert "## Observed orders" in readme and "t-interval" in readme
+    errors = pd.read_csv(output / "convergence" / "errors.csv")
+    families = table.groupby(["method", "h_nominal", "tolerance"], dropna=False)
+    assert len(errors) == families.ngroups == 3 * 10 + 3
 
 
 def test_rerun_reads_the_cache_and_gives_identical_tables(quick, tmp_path):

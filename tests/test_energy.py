@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from impactbench import energy, simulate
+from impactbench.fitting import observed_order
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
-from impactbench.metrics import observed_order
 from impactbench.problems import BouncingBall, SlantedWall
 
 from conftest import step_grid

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import impactbench as ib
+from impactbench.fitting import observed_order
 from impactbench.methods import (
     CatchingUp,
     EventDriven,
@@ -24,7 +25,6 @@ from impactbench.methods import (
     PaoliSchatzman,
     reference_method,
 )
-from impactbench.metrics import observed_order
 from impactbench.problems import BouncingBall, DoublePendulum, TightJoint, TightJoint2D
 from impactbench.reference import problem_fingerprint
 from impactbench.run_metrics import METRICS
@@ -45,7 +45,7 @@ def state_at_end(problem, rtol):
 def test_exact_solution_is_used_where_it_exists(tmp_path):
     ball = BouncingBall()
     reference = ib.reference(ball, 3.0, cache_dir=tmp_path)
-    assert reference.kind == "exact"
+    assert reference.kind == "exact" and reference.accuracy == 0.0
     t = np.linspace(0.0, 3.0, 7)
     np.testing.assert_array_equal(reference.state(t)[0], ball.exact_solution(t)[0])
     assert not list(tmp_path.iterdir())
@@ -63,9 +63,10 @@ def test_reference_is_cached_and_records_its_parameters(tmp_path):
     pendulum = DoublePendulum()
     first = ib.reference(pendulum, 2.0, reference_method(), cache_dir=tmp_path)
     assert "rtol=1e-12" in first.parameters["method"] and "cached" not in first.parameters
+    assert first.accuracy == pytest.approx(CLAIMED_ACCURACY)  # what the tightening test checks
     assert len(list(tmp_path.glob("*.npz"))) == 1
     second = ib.reference(pendulum, 2.0, reference_method(), cache_dir=tmp_path)
-    assert second.parameters["cached"]
+    assert second.parameters["cached"] and second.accuracy == first.accuracy
     t = np.linspace(0.0, 2.0, 101)
     np.testing.assert_array_equal(first.state(t)[0], second.state(t)[0])
     np.testing.assert_array_equal(first.impact_times, second.impact_times)

@@ -28,6 +28,7 @@ from impactbench import (
     versioning,
 )
 from impactbench import metrics as core
+from impactbench.fitting import phase_offsets
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, SlantedWall
 from impactbench.results import TIMING_COLUMNS, build_table, table_csv, write_table
@@ -146,9 +147,28 @@ def test_expand_names_runs_benchopt_style():
     assert {r.problem_name for r in runs} == {"BouncingBall", "SlantedWall"}
 
 
+def test_expand_runs_phase_families_labelled_with_their_nominal_step():
+    cases = [Case(BouncingBall, 2.0)]
+    grids = [Grid(MoreauJean), Grid(EventDriven, {"rtol": [1e-6]}, tolerance="rtol")]
+    runs = expand(cases, grids, steps=[1e-2, 3e-3], phases=3)
+    assert len(runs) == 2 * 3 + 1
+    offsets = phase_offsets(3)
+    assert [r.nominal_h for r in runs[:6]] == [1e-2] * 3 + [3e-3] * 3
+    np.testing.assert_allclose([r.h for r in runs[:3]], 1e-2 * (1 + offsets), rtol=1e-15)
+    assert runs[0].h == 1e-2 and runs[3].h == 3e-3  # the first copy is the nominal step
+    assert runs[6].h is None and runs[6].nominal_h is None
+    # the nominal step is a label: two runs differing only in it share a key
+    twin = Run(BouncingBall, MoreauJean, 2.0, h=runs[1].h, nominal_h=5.0)
+    version = runner.code_version(twin)
+    assert runner.run_key(twin, version) == runner.run_key(runs[1], version)
+    assert Run(BouncingBall, MoreauJean, 2.0, h=0.1).nominal_h == 0.1
+
+
 @pytest.mark.parametrize(
     ("fields", "name"),
     [
+        ({"method": MoreauJean, "h": 0.1, "nominal_h": -1.0}, "nominal_h"),
+        ({"method": EventDriven, "nominal_h": 0.1}, "nominal_h"),
         ({"method": MoreauJean}, "h"),
         ({"method": EventDriven, "h": 0.1}, "h"),
         ({"method": MoreauJean, "h": 0.1, "metrics": ["nonsense"]}, "metrics"),

@@ -19,8 +19,9 @@ from scipy.optimize import brentq
 
 import impactbench as ib
 from impactbench import energy, simulate
+from impactbench.fitting import observed_order
 from impactbench.methods import METHODS, CatchingUp, MoreauJean, PaoliSchatzman, reference_method
-from impactbench.metrics import max_position_error, observed_order
+from impactbench.metrics import max_position_error
 from impactbench.problem import CompiledProblem
 from impactbench.problems import PROBLEMS, DoublePendulum, TightJoint, TightJoint2D
 
