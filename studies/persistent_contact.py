@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from impactbench.fitting import ORDER, error_floor, fit_order, phase_medians
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
-from impactbench.metrics import observed_order
 from impactbench.problem import Problem
 from impactbench.problems import (
     BouncingBall,
@@ -99,16 +99,18 @@ class ContactCase:
     settled_after: float
     alpha: float
     description: str
+    #: Largest |q| reached by T = 100: sets the round-off floor of the depth (error_floor).
+    position_scale: float = 1.0
 
 
 #: The study's problems by label. ``settled_after`` is past the accumulation point of each.
 CASES: dict[str, ContactCase] = {
     "resting ball": ContactCase(resting_ball, 10.0, 9.81, "BouncingBall e = 0.9, q0 = 1"),
     "sliding particle": ContactCase(
-        sliding_particle, 4.0, 10.978170731707317, "SlantedWall e = 0.7, non-diagonal M"
+        sliding_particle, 4.0, 10.978170731707317, "SlantedWall e = 0.7, non-diagonal M", 1.1e4
     ),
     "resting stack": ContactCase(
-        falling_column, 10.0, 4 * 9.81, "ColumnOfBeads, 4 beads (four constraints)"
+        falling_column, 10.0, 4 * 9.81, "ColumnOfBeads, 4 beads (four constraints)", 1.75
     ),
     "pin on clearance wall": ContactCase(
         pin_on_clearance_wall, 5.0, 1.0, "TightJoint (two constraints) under a load"
@@ -132,16 +134,15 @@ METHOD_GRIDS = [
 ENERGY_GRID = METHOD_GRIDS[1]
 STEP = 2e-3
 HORIZONS = {"full": [30.0, 100.0, 300.0, 1000.0, 3000.0], "quick": [30.0, 100.0]}
-STEPS = {"full": np.geomspace(1e-4, 5e-3, 12), "quick": np.geomspace(5e-4, 5e-3, 4)}
+STEPS = {"full": np.geomspace(1e-4, 5e-3, 10), "quick": np.geomspace(5e-4, 5e-3, 4)}
+#: Phase family of each nominal step of the depth-against-h sweep (impactbench.fitting).
+PHASES = {"full": 3, "quick": 1}
 STEP_HORIZON = 100.0
 ENERGY_STEPS = {"full": [1e-2, 5e-3, 2e-3], "quick": [5e-3]}
 ENERGY_HORIZON = 100.0
 #: At most this many stored samples per run (the metrics evaluate the gap at each sample).
 MAX_SAMPLES = 20_000
 METRICS = ["late_penetration", "energy_at_end"]
-#: Depths at or below this (gap units, each problem's gap is O(1)) are round-off: no order is
-#: fitted through them.
-RESOLVED_DEPTH = 1e-10
 
 
 def _output_every(t_end: float, h: float) -> int:
@@ -165,7 +166,8 @@ def runs(quick: bool) -> list[Run]:
         for h in STEPS[grid]:
             result += expand(
                 [_case(label, STEP_HORIZON)], METHOD_GRIDS, steps=[float(h)],
-                metrics=["late_penetration"], output_every=_output_every(STEP_HORIZON, h),
+                phases=PHASES[grid], metrics=["late_penetration"],
+                output_every=_output_every(STEP_HORIZON, 0.9 * h),
             )  # fmt: skip
         for h in ENERGY_STEPS[grid]:
             result += expand(
@@ -224,30 +226,36 @@ def depth_against_time(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def depth_against_step(table: pd.DataFrame) -> pd.DataFrame:
-    """Per problem and method: fitted order of the depth at T = 100 against h, and its range."""
+    """Per problem and method: the order of the depth at T = 100 against h, fitted on the
+    median over each phase family (:mod:`impactbench.fitting`: 95 % interval; depths below
+    100 eps times the case's position scale are round-off), and the largest depth /
+    (alpha h^2) over every run."""
     done = _ok(table)
-    done = done[(done["t_end"] == STEP_HORIZON) & done["late_penetration"].notna()]
-    done = done[done["h"].isin(np.concatenate([STEPS["full"], STEPS["quick"], [STEP]]))]
+    nominal = np.concatenate([STEPS["full"], STEPS["quick"]])
+    done = done[(done["t_end"] == STEP_HORIZON) & done["h_nominal"].isin(nominal)]
+    done = done[done["late_penetration"].notna()]
+    medians = phase_medians(done, ["late_penetration"])
     rows = []
-    for (problem, method), group in done.groupby(["problem", "method"], sort=False):
-        group = group.drop_duplicates("h").sort_values("h")
-        depth = group["late_penetration"].to_numpy()
-        h = group["h"].to_numpy()
-        row = {
-            "problem": problem,
-            "method": method,
-            "steps": len(h),
-            "largest depth": float(depth.max()),
-            "largest depth / (alpha h^2)": float(np.max(depth / (CASES[problem].alpha * h**2))),
-            "order": float("nan"),
-            "residual": float("nan"),
-        }
-        # an order only where every depth is resolved (above round-off on the gap's scale)
-        if len(h) >= 3 and np.all(depth > RESOLVED_DEPTH):
-            row["order"], row["residual"] = observed_order(h, depth)
-        rows.append(row)
-    columns = ["problem", "method", "steps", "largest depth", "largest depth / (alpha h^2)"]
-    return pd.DataFrame(rows, columns=[*columns, "order", "residual"])
+    for (problem, method), group in medians.groupby(["problem", "method"], sort=False):
+        runs = done[(done["problem"] == problem) & (done["method"] == method)]
+        ratio = runs["late_penetration"] / (CASES[problem].alpha * runs["h"] ** 2)
+        floor = error_floor(CASES[problem].position_scale)
+        fit = fit_order(group["h"], group["late_penetration"], floor=floor)
+        rows.append(
+            {
+                "problem": problem,
+                "method": method,
+                "steps": len(group),
+                "runs": len(runs),
+                "largest depth": float(runs["late_penetration"].max()),
+                "largest depth / (alpha h^2)": float(ratio.max()),
+                "order [95 % interval]": fit.text("h"),
+                "order": fit.order if fit.status == ORDER else float("nan"),
+            }
+        )
+    columns = ["problem", "method", "steps", "runs", "largest depth"]
+    columns += ["largest depth / (alpha h^2)", "order [95 % interval]", "order"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def energy_increases(table: pd.DataFrame) -> pd.DataFrame:
@@ -335,22 +343,26 @@ def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame
     position = fitted[fitted["method"].str.contains("activation=position", regex=False)]
     if not position.empty:
         ratio = position["largest depth / (alpha h^2)"].max()
+        low = position.loc[position["order"].idxmin()]
+        high = position.loc[position["order"].idxmax()]
         findings.append(
-            f"Depth at T = 100 against h with the position rule: fitted orders "
-            f"{format_number(position['order'].min())} to "
-            f"{format_number(position['order'].max())}; largest depth / (alpha h^2) "
-            f"{format_number(ratio)}."
+            f"Depth at T = 100 against h with the position rule: orders from "
+            f"{low['order [95 % interval]']} ({low['problem']}, {low['method']}) to "
+            f"{high['order [95 % interval]']} ({high['problem']}, {high['method']}); largest "
+            f"depth / (alpha h^2) {format_number(ratio)}."
         )
     if not energy.empty:
-        pos = energy[energy["method"].str.contains("activation=position", regex=False)]
-        app = energy[energy["method"].str.contains("activation=approaching", regex=False)]
+        bounded = energy[energy["bound"].notna()]  # one affine constraint, constant M and F
+        pos = bounded[bounded["method"].str.contains("activation=position", regex=False)]
+        app = bounded[bounded["method"].str.contains("activation=approaching", regex=False)]
         if not pos.empty and not app.empty:
             ratio = (pos["largest increase"] / pos["bound"]).max()
             findings.append(
-                f"Largest per-step energy increase with the position rule: "
+                f"Largest per-step energy increase of Moreau-Jean with the position rule on "
+                f"{', '.join(sorted(set(pos['problem'])))}: "
                 f"{format_number(pos['largest increase'].max())} (at most "
-                f"{format_number(ratio)} of the O(h^2) bound where it applies); with the "
-                f"approaching rule: {format_number(app['largest increase'].max())}."
+                f"{format_number(ratio)} of the O(h^2) bound); with the approaching rule: "
+                f"{format_number(app['largest increase'].max())}."
             )
     return findings
 
@@ -381,10 +393,11 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         ),
         Section(
             "Depth against the step",
-            f"Depth over [50, 100] of runs to T = {STEP_HORIZON:g}; order = least-squares slope "
-            "of log depth on log h with its residual (log10 units), fitted only where every "
-            f"depth is above {RESOLVED_DEPTH:g} (below it the depth is round-off).\n\n"
-            + markdown_table(by_step),
+            f"Depth over [50, 100] of runs to T = {STEP_HORIZON:g}, each nominal step h run "
+            "at a phase family h (1 + delta_j); order = least-squares slope of the median depth "
+            "per family on h in log scale with its 95 % t-interval; depths below 100 eps times "
+            "the largest |q| of the case are round-off and are not fitted "
+            "(impactbench.fitting).\n\n" + markdown_table(by_step.drop(columns="order")),
         ),
         Section(
             "Largest energy increase per step",
@@ -392,7 +405,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "(8 (1 + e) w), the largest increase the position rule allows for one affine "
             "constraint with constant M and F (- elsewhere). Moreau-Jean only: catching-up "
             "balances E - (h/2) F^T v (its E rises by h^2 |F|^2 / 2 per free step by design) "
-            "and Paoli-Schatzman's velocity is a central difference, not a state.\n\n"
+            "and Paoli-Schatzman's velocity is a central difference, not a state. The pin on "
+            "the clearance wall is pushed by a load that has no potential in TightJoint (its "
+            "energy is the spring's): its energy changes by the load's work.\n\n"
             + markdown_table(energy),
         ),
         Section("Figures", "\n".join(_figures(table, folder))),
