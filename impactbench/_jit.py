@@ -18,7 +18,7 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numba
 from numba.core.dispatcher import Dispatcher
@@ -31,14 +31,6 @@ kernel = numba.njit(cache=True, nogil=True)
 #: opaque call that passes each array as a struct and reference-counts it, which measured here
 #: costs 20-200 ns per step, more than the arithmetic of a small system.
 hot_kernel = numba.njit(inline="always", nogil=True)
-
-
-class Template(NamedTuple):
-    """A template and the bindings of its free globals, specialised (:func:`specialize`) with the
-    same ``compile`` flag as the function it is bound into (inlined there)."""
-
-    function: Callable
-    bindings: dict[str, Any]
 
 
 def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
@@ -106,8 +98,7 @@ def specialize(
         A module-level function whose problem-specific names are globals.
     bindings : dict
         Name -> value for those globals (numba functions, or bools/ints, which numba treats as
-        compile-time constants, so branches on them are pruned; a :class:`Template` is
-        specialised first with the same ``compile``, as an inlined helper). Compiled as a loop
+        compile-time constants, so branches on them are pruned). Compiled as a loop
         (not ``inline``), the numba functions are inlined into it by numba itself: LLVM's own
         heuristics left some problem kernels (the double pendulum's gap) as opaque calls, which
         pass every array as a struct and hide what the kernels share (the same sin q evaluated
@@ -122,12 +113,6 @@ def specialize(
         Compile with ``inline="always"`` (for helpers called by other loops; not cached itself,
         it is compiled into its caller).
     """
-    bindings = {
-        name: specialize(value.function, value.bindings, compile, inline=True)
-        if isinstance(value, Template)
-        else value
-        for name, value in bindings.items()
-    }
     namespace = dict(template.__globals__)
     if compile and not inline:
         bindings = {name: _inlined(value) for name, value in bindings.items()}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._jit import Template, hot_kernel, kernel, specialize
+from ._jit import hot_kernel, kernel, specialize
 
 #: Relative step of the central differences of ``gap_gradient`` that stand in for the gap's
 #: curvature (not part of the problem contract): eps^(1/3), which balances truncation O(s^2)
@@ -455,22 +455,6 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
     return -1
 
 
-def metric_projection_template(
-    gap: Callable, gap_gradient: Callable, affine: bool, n_constraints: int
-) -> Template:
-    """The metric projection of :func:`make_metric_projection` as a :class:`Template`, to bind
-    into a scheme (it is then specialised with the loop's own ``compile`` flag)."""
-    return Template(
-        _metric_projection,
-        {
-            "gap": gap,
-            "gap_gradient": gap_gradient,
-            "AFFINE_GAP": affine,
-            "SINGLE_CONSTRAINT": n_constraints == 1,
-        },
-    )
-
-
 def make_metric_projection(
     gap: Callable, gap_gradient: Callable, affine: bool, n_constraints: int, compile: bool
 ) -> Callable:
@@ -492,5 +476,14 @@ def make_metric_projection(
     uses H = M (no multipliers yet), and so does any iteration where H is not positive definite.
     An affine gap is projected exactly in one iteration.
     """
-    template = metric_projection_template(gap, gap_gradient, affine, n_constraints)
-    return specialize(template.function, template.bindings, compile, inline=True)
+    return specialize(
+        _metric_projection,
+        {
+            "gap": gap,
+            "gap_gradient": gap_gradient,
+            "AFFINE_GAP": affine,
+            "SINGLE_CONSTRAINT": n_constraints == 1,
+        },
+        compile,
+        inline=True,
+    )

@@ -1,5 +1,5 @@
-"""Status codes and counters shared by the time loop (:mod:`impactbench.time_loop`), the schemes'
-steps and :class:`impactbench.TimeStepping`, with the two kernels every scheme uses to report."""
+"""Status codes and counters of the compiled time loops, read by :class:`impactbench.TimeStepping`,
+and the two kernels every loop uses to report (impact log, closing counters)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,16 @@
-"""Fixed-step (time-stepping) methods: the base class around the one time loop.
+"""Fixed-step (time-stepping) methods: the shared driver around a compiled or plain-Python loop.
 
-A time-stepping method subclasses :class:`TimeStepping` and provides its *scheme*: the step (and
-start, output sample and end) of :mod:`impactbench.time_loop`, written against the kernel calling
-convention of :class:`impactbench.ProblemKernels`. The driver of that module owns the buffers,
-output decimation, impact log, counters and statuses, and the same source is compiled by numba
-for built-in problems (their kernels are numba functions) and runs as plain Python for a user's
-plain-Python problem (its methods wrapped by :func:`impactbench.problem.python_kernels`) or when
-the method is built with ``compiled=False``. Adding a scheme is one file: a subclass with
-``_scheme`` (and ``_method_vector``, ``parameters``), no edit here.
+A time-stepping method subclasses :class:`TimeStepping` and provides a *loop factory*: a function
+``make_loop(kernels, n_dof, n_constraints, compile, **options)`` that returns the whole time loop
+written against the kernel calling convention of :class:`impactbench.ProblemKernels`. The same
+source is compiled by numba for built-in problems (their kernels are numba functions) and runs as
+plain Python for a user's plain-Python problem (its methods wrapped, with every returned value
+checked, by :func:`impactbench.problem.python_kernels`) or when the method is built with
+``compiled=False``. Statuses, counters and the two reporting kernels every loop uses are in
+:mod:`impactbench.status_codes`.
 
-Loop signature (all arrays preallocated by :meth:`TimeStepping._solve_impl`; the loop allocates
-only its work buffers, once, before the first step)::
+Loop signature (all arrays preallocated by the driver; the loop allocates only its work
+buffers, once, before the first step)::
 
     loop(t0, h, n_steps, q0, v0, p, e, mp, every,
          out_t, out_q, out_v, log_t, log_i, log_u, counters, state)
@@ -46,7 +46,6 @@ from .status_codes import (
     N_COUNTERS,
     STATUS_OK,
 )
-from .time_loop import Scheme, make_time_loop
 from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status, Trajectory
 
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
@@ -143,23 +142,23 @@ class TimeStepping(Method):
                 f"{MAX_OUTPUT_BYTES} bytes), got {log_capacity!r}"
             )
 
+    @staticmethod
     @abstractmethod
-    def _scheme(
-        self, kernels: ProblemKernels, n_dof: int, n_constraints: int, **options: Any
-    ) -> Scheme:
-        """The scheme's step for a problem's kernels (see :mod:`impactbench.time_loop`).
+    def _make_loop(
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
+    ) -> Callable:
+        """Build the time loop for a problem (see the module docstring for its signature).
 
-        The driver binds ``n_dof`` and ``n_constraints`` as compile-time constants (pass them in
-        the scheme's bindings too): numba then unrolls the small linear algebra completely
-        (measured: a 1 x 1 solve in a loop goes from 16 ns to 1 ns per call), and
-        single-constraint problems compile without the LCP solver. ``options`` are the
-        instance's :meth:`_loop_options`.
+        The loops bind ``n_dof`` and ``n_constraints`` as compile-time constants: numba then
+        unrolls the small linear algebra completely (measured: a 1 x 1 solve in a loop goes from
+        16 ns to 1 ns per call), and single-constraint problems compile without the LCP solver.
+        ``options`` are the instance's :meth:`_loop_options`.
         """
 
     def _loop_options(self) -> dict[str, Any]:
         """Compile-time options of this instance's loop (hashable values; none by default).
 
-        They are passed to :meth:`_scheme` and are part of the key under which a compiled loop
+        They are passed to :meth:`_make_loop` and are part of the key under which a compiled loop
         is kept, so two instances that differ in them never share a loop.
         """
         return {}
@@ -178,12 +177,11 @@ class TimeStepping(Method):
         options = self._loop_options()
         if not self.compiled or kernels is None:
             calls = CheckedCalls(problem)
-            scheme = self._scheme(python_kernels(problem, calls), n, m, **options)
-            return make_time_loop(scheme, n, m, False), calls
+            return self._make_loop(python_kernels(problem, calls), n, m, False, **options), calls
         key = (type(self), kernels, n, m, tuple(sorted(options.items())))
         loop = self._compiled_loops.get(key)
         if loop is None:
-            loop = make_time_loop(self._scheme(kernels, n, m, **options), n, m, True)
+            loop = self._make_loop(kernels, n, m, True, **options)
             self._compiled_loops[key] = loop
         return loop, None
 

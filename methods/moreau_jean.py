@@ -48,17 +48,20 @@ occurs and the energy never increases, at the price of the drift above.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from impactbench import TimeStepping, _checks
+from impactbench._jit import specialize
 from impactbench.contact import (
     DEGENERATE_GRADIENT,
     impulse,
     impulse_single,
     ldl_factor,
     ldl_solve,
+    make_workspace,
     metric_row,
 )
 from impactbench.problem import ProblemKernels
@@ -70,173 +73,188 @@ from impactbench.status_codes import (
     STATUS_NOT_FINITE,
     STATUS_OK,
     log_impact,
+    store_counters,
 )
-from impactbench.time_loop import Scheme
 
-# Names bound per problem by impactbench.time_loop.make_time_loop (see _velocity_scheme).
+# Names bound per problem by impactbench._jit.specialize in make_velocity_scheme_loop.
 mass_matrix = forces = gap = gap_gradient = None
 CONSTANT_MASS = AFFINE_GAP = POSITION_FIRST = SINGLE_CONSTRAINT = APPROACHING_ONLY = False
 N_DOF = N_CONSTRAINTS = 0
 
-# Rows of the work buffer (impactbench.time_loop): vectors of length n or m, then the matrices.
-_Q, _V, _QP, _F, _ACC, _VFREE, _V1, _G, _IMPULSES, _SCALARS = range(10)
-_MATRICES = 10  # M (n rows), L (n), G (m), Y = M^-1 G^T rows (m)
 
-
-def _rows(n: int, m: int) -> int:
-    return _MATRICES + 2 * n + 2 * m
-
-
-def _velocity_start(t0, h, q0, v0, p, e, mp, buf, ws):
-    n = N_DOF
-    for j in range(n):
-        buf[_Q, j] = q0[j]
-        buf[_V, j] = v0[j]
-    buf[_SCALARS, 0] = 0.0  # 1 / (G M^-1 G^T), cached while M and an affine gap are constant
-    buf[_SCALARS, 1] = 0.0  # whether that cache is filled
-    return STATUS_OK, 0
-
-
-def _velocity_step(k, t0, h, p, e, mp, buf, ws, rows, log_t, log_i, log_u, logged):
-    n = N_DOF
-    m = N_CONSTRAINTS
-    q = buf[_Q, :n]
-    v = buf[_V, :n]
-    qp = buf[_QP, :n]
-    f = buf[_F, :n]
-    acc = buf[_ACC, :n]
-    vfree = buf[_VFREE, :n]
-    v1 = buf[_V1, :n]
-    g = buf[_G, :m]
-    impulses = buf[_IMPULSES, :m]
-    scalars = buf[_SCALARS]
-    M = buf[_MATRICES : _MATRICES + n, :n]
-    L = buf[_MATRICES + n : _MATRICES + 2 * n, :n]
-    G = buf[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]
-    Y = buf[_MATRICES + 2 * n + m : _MATRICES + 2 * n + 2 * m, :n]
+def _velocity_scheme_loop(
+    t0, h, n_steps, q0, v0, p, e, mp, every,
+    out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
+):  # fmt: skip
     theta = mp[0]
     h_theta = h * theta
-    t = t0 + k * h
-    if POSITION_FIRST:
-        for j in range(n):
-            qp[j] = q[j] + h * v[j]
-        tp = t + h
-    else:
-        for j in range(n):
-            qp[j] = q[j] + h_theta * v[j]
-        tp = t + h_theta
-    if k == 0 or not CONSTANT_MASS:
-        mass_matrix(qp, p, M)
-        if not ldl_factor(M, n, L):
-            return STATUS_MASS_NOT_SPD, 0, logged, 0
-    forces(tp, qp, v, p, f)
-    ldl_solve(L, n, f, acc)
-    gap(qp, p, g)
-    closed = False
-    finite = True
-    for i in range(m):
-        if g[i] <= 0.0:
-            closed = True
-        elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
-            finite = False
-    if not finite:
-        return STATUS_GAP_NOT_FINITE, 0, logged, 0
-    active = 0
-    if closed:
-        gap_gradient(qp, p, G)
-        grad_check = 0.0
-        for i in range(m):
+    h_rest = h - h_theta
+    n = N_DOF
+    m = N_CONSTRAINTS
+    ws = make_workspace(n, m)  # for the LCP of several constraints
+    # Every per-step array is a slice of one buffer. Numba allocates each np.empty through an
+    # opaque call, so LLVM must assume that separately allocated arrays alias and reloads every
+    # value after each store; slices of one buffer at constant offsets are provably disjoint:
+    # values stay in registers, and what two kernels compute from the same q_p (sin q_p in the
+    # forces and in the gap of the double pendulum) is computed once.
+    buf = np.empty((9 + 2 * n + 2 * m, max(n, m)))
+    q = buf[0, :n]
+    v = buf[1, :n]
+    qp = buf[2, :n]
+    f = buf[3, :n]
+    acc = buf[4, :n]
+    vfree = buf[5, :n]
+    v1 = buf[6, :n]
+    g = buf[7, :m]
+    impulses = buf[8, :m]
+    M = buf[9 : 9 + n, :n]
+    L = buf[9 + n : 9 + 2 * n, :n]
+    G = buf[9 + 2 * n : 9 + 2 * n + m, :n]
+    Y = buf[9 + 2 * n + m : 9 + 2 * n + 2 * m, :n]
+    rows = np.empty(m, dtype=np.int64)
+    for j in range(n):
+        q[j] = q0[j]
+        v[j] = v0[j]
+    inv_w = 0.0
+    metric_ready = False
+    capacity = log_t.shape[0]
+    out_t[0] = t0
+    for j in range(n):
+        out_q[0, j] = q[j]
+        out_v[0, j] = v[j]
+    samples = 1
+    impacts = 0
+    logged = 0
+    pivots = 0
+    status = STATUS_OK
+    steps = 0
+    countdown = every
+    t = t0
+    for k in range(n_steps):
+        t = t0 + k * h
+        if POSITION_FIRST:
             for j in range(n):
-                grad_check += G[i, j]
-        if not np.isfinite(grad_check):
-            return STATUS_GAP_NOT_FINITE, 0, logged, 0
+                qp[j] = q[j] + h * v[j]
+            tp = t + h
+        else:
+            for j in range(n):
+                qp[j] = q[j] + h_theta * v[j]
+            tp = t + h_theta
+        if k == 0 or not CONSTANT_MASS:
+            mass_matrix(qp, p, M)
+            if not ldl_factor(M, n, L):
+                status = STATUS_MASS_NOT_SPD
+                break
+        forces(tp, qp, v, p, f)
+        ldl_solve(L, n, f, acc)
+        gap(qp, p, g)
+        closed = False
+        finite = True
         for i in range(m):
             if g[i] <= 0.0:
-                if APPROACHING_ONLY:  # compile-time constant: the non-default rule
-                    u = 0.0
-                    for j in range(n):
-                        u += G[i, j] * v[j]
-                    if u <= 0.0:
+                closed = True
+            elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
+                finite = False
+        if not finite:
+            status = STATUS_GAP_NOT_FINITE
+            break
+        active = 0
+        if closed:
+            gap_gradient(qp, p, G)
+            grad_check = 0.0
+            for i in range(m):
+                for j in range(n):
+                    grad_check += G[i, j]
+            if not np.isfinite(grad_check):
+                status = STATUS_GAP_NOT_FINITE
+                break
+            for i in range(m):
+                if g[i] <= 0.0:
+                    if APPROACHING_ONLY:  # compile-time constant: the non-default rule
+                        u = 0.0
+                        for j in range(n):
+                            u += G[i, j] * v[j]
+                        if u <= 0.0:
+                            rows[active] = i
+                            active += 1
+                    else:
                         rows[active] = i
                         active += 1
-                else:
-                    rows[active] = i
-                    active += 1
-    used = 0
-    if active > 0:
+        if active > 0:
+            for j in range(n):
+                vfree[j] = v[j] + h * acc[j]
+            if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
+                if not (CONSTANT_MASS and AFFINE_GAP and metric_ready):
+                    inv_w = metric_row(n, G, rows[0], L, Y)
+                    metric_ready = True
+                used = impulse_single(n, G, rows[0], vfree, v, e, Y, inv_w, impulses, v1)
+            else:
+                used = impulse(n, G, rows, active, vfree, v, e, L, ws, v1)
+                for a in range(active):
+                    impulses[a] = ws[4][a]
+            if used == DEGENERATE_GRADIENT:
+                status = STATUS_DEGENERATE_GRADIENT
+                break
+            if used < 0:
+                status = STATUS_CONTACT_SOLVE_FAILED
+                break
+            pivots += used
+        # Checked before the state changes, so that a failure reports the last finite state.
+        check = 0.0
         for j in range(n):
-            vfree[j] = v[j] + h * acc[j]
-        if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
-            if not (CONSTANT_MASS and AFFINE_GAP and scalars[1] != 0.0):
-                scalars[0] = metric_row(n, G, rows[0], L, Y)
-                scalars[1] = 1.0
-            used = impulse_single(n, G, rows[0], vfree, v, e, Y, scalars[0], impulses, v1)
-        else:
-            used = impulse(n, G, rows, active, vfree, v, e, L, ws, v1)
-            for a in range(active):
-                impulses[a] = ws[4][a]
-        if used == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, 0, logged, 0
-        if used < 0:
-            return STATUS_CONTACT_SOLVE_FAILED, 0, logged, 0
-    # Checked before the state changes, so that a failure reports the last finite state.
-    check = 0.0
-    for j in range(n):
-        check += qp[j] + (v1[j] if active > 0 else acc[j])
-    if not np.isfinite(check):
-        return STATUS_NOT_FINITE, 0, logged, 0
-    impacts = 0
-    capacity = log_t.shape[0]
-    for a in range(active):
-        if impulses[a] > 0.0:
-            impacts += 1
-            if logged < capacity:
-                i = rows[a]
-                before = 0.0
-                after = 0.0
-                for j in range(n):
-                    before += G[i, j] * v[j]
-                    after += G[i, j] * v1[j]
-                logged = log_impact(log_t, log_i, log_u, logged, t0 + (k + 1) * h, i, before, after)
-    # Without contact the new velocity stays in a register: the loop-carried chain
-    # v_k -> v_{k+1} then passes through memory once per step, not three times.
-    h_rest = h - h_theta
-    for j in range(n):
-        vj = v[j]
-        vn = v1[j] if active > 0 else vj + h * acc[j]
-        if POSITION_FIRST:
-            q[j] = qp[j]
-        else:
-            # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
-            q[j] = (q[j] + h_rest * vj) + h_theta * vn
-        v[j] = vn
-    return STATUS_OK, impacts, logged, used
-
-
-def _velocity_sample(buf, h, out_q, out_v, i):
-    for j in range(N_DOF):
-        out_q[i, j] = buf[_Q, j]
-        out_v[i, j] = buf[_V, j]
-
-
-def _velocity_end(status, steps, t0, h, buf, state):
-    # a failing step returns before the state changes: (q, v) is the state at t0 + steps h
-    n = N_DOF
+            check += qp[j] + (v1[j] if active > 0 else acc[j])
+        if not np.isfinite(check):
+            status = STATUS_NOT_FINITE
+            break
+        for a in range(active):
+            if impulses[a] > 0.0:
+                impacts += 1
+                if logged < capacity:
+                    i = rows[a]
+                    before = 0.0
+                    after = 0.0
+                    for j in range(n):
+                        before += G[i, j] * v[j]
+                        after += G[i, j] * v1[j]
+                    t_log = t0 + (k + 1) * h
+                    logged = log_impact(log_t, log_i, log_u, logged, t_log, i, before, after)
+        # Without contact the new velocity stays in a register: the loop-carried chain
+        # v_k -> v_{k+1} then passes through memory once per step, not three times.
+        for j in range(n):
+            vj = v[j]
+            vn = v1[j] if active > 0 else vj + h * acc[j]
+            if POSITION_FIRST:
+                q[j] = qp[j]
+            else:
+                # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
+                q[j] = (q[j] + h_rest * vj) + h_theta * vn
+            v[j] = vn
+        steps = k + 1
+        countdown -= 1
+        if countdown == 0 or steps == n_steps:
+            countdown = every
+            out_t[samples] = t0 + steps * h
+            for j in range(n):
+                out_q[samples, j] = q[j]
+                out_v[samples, j] = v[j]
+            samples += 1
+    store_counters(counters, status, steps, steps, impacts, logged, samples, pivots)
     state[0] = t0 + steps * h
     for j in range(n):
-        state[1 + j] = buf[_Q, j]
-        state[1 + n + j] = buf[_V, j]
+        state[1 + j] = q[j]
+        state[1 + n + j] = v[j]
 
 
-def _velocity_scheme(
+def make_velocity_scheme_loop(
     kernels: ProblemKernels,
     n_dof: int,
     n_constraints: int,
+    compile: bool,
     position_first: bool,
     activation: str,
-) -> Scheme:
-    """The theta-scheme (``position_first=False``) or catching-up (True), with the activation
-    rule ``"position"`` or ``"approaching"`` (see the module docstring)."""
+) -> Callable:
+    """Time loop of the theta-scheme (``position_first=False``) or of catching-up (True), with
+    the activation rule ``"position"`` or ``"approaching"`` (see the module docstring)."""
     bindings = {
         "mass_matrix": kernels.mass_matrix,
         "forces": kernels.forces,
@@ -250,14 +268,7 @@ def _velocity_scheme(
         "N_DOF": n_dof,
         "N_CONSTRAINTS": n_constraints,
     }
-    return Scheme(
-        _velocity_start,
-        _velocity_step,
-        _velocity_sample,
-        _velocity_end,
-        bindings,
-        _rows(n_dof, n_constraints),
-    )
+    return specialize(_velocity_scheme_loop, bindings, compile)
 
 
 #: The activation rules of the velocity schemes (see the module docstring).
@@ -301,10 +312,13 @@ class MoreauJean(TimeStepping):
     def _loop_options(self) -> dict[str, Any]:
         return {"activation": self.activation}
 
-    def _scheme(
-        self, kernels: ProblemKernels, n_dof: int, n_constraints: int, **options: Any
-    ) -> Scheme:
-        return _velocity_scheme(kernels, n_dof, n_constraints, False, options["activation"])
+    @staticmethod
+    def _make_loop(
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
+    ) -> Callable:
+        return make_velocity_scheme_loop(
+            kernels, n_dof, n_constraints, compile, False, options["activation"]
+        )
 
     def _method_vector(self) -> np.ndarray:
         return np.array([self.theta])
@@ -333,10 +347,13 @@ class CatchingUp(TimeStepping):
     def _loop_options(self) -> dict[str, Any]:
         return {"activation": self.activation}
 
-    def _scheme(
-        self, kernels: ProblemKernels, n_dof: int, n_constraints: int, **options: Any
-    ) -> Scheme:
-        return _velocity_scheme(kernels, n_dof, n_constraints, True, options["activation"])
+    @staticmethod
+    def _make_loop(
+        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
+    ) -> Callable:
+        return make_velocity_scheme_loop(
+            kernels, n_dof, n_constraints, compile, True, options["activation"]
+        )
 
     def _method_vector(self) -> np.ndarray:
         return np.zeros(1)
