@@ -123,6 +123,9 @@ CASES: dict[str, ContactCase] = {
     ),
 }
 
+#: The case where the velocity schemes' depth is not O(h^2) but drifts (curved sliding contact).
+CURVED_SLIDING = "pin sliding in hole"
+
 METHOD_GRIDS = [
     Grid(PaoliSchatzman),
     Grid(MoreauJean, {"activation": ["position", "approaching"]}),
@@ -323,12 +326,21 @@ def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame
         for rule in ("activation=position", "activation=approaching"):
             rows = by_time[by_time["method"].str.contains(rule, regex=False)]
             rows = rows[rows[first].notna() & rows[last].notna()]
+            curved = rows[rows["problem"] == CURVED_SLIDING]
+            rows = rows[rows["problem"] != CURVED_SLIDING]
+            if not curved.empty:
+                findings.append(
+                    f"Curved sliding contact ({CURVED_SLIDING}), `{rule}`: depth over [T/2, T] "
+                    f"from {format_number(curved[first].max())} at {first} to "
+                    f"{format_number(curved[last].max())} at {last} (velocity schemes)."
+                )
             if rows.empty:
                 continue
             growth = (rows[last] / rows[first].where(rows[first] > 0)).replace(np.inf, np.nan)
             worst = rows.loc[rows[last].idxmax()]
             findings.append(
-                f"Velocity schemes with `{rule}`: deepest state over [T/2, T] at {last} is "
+                f"Velocity schemes with `{rule}` on the resting and flat sliding contacts: "
+                f"deepest state over [T/2, T] at {last} is "
                 f"{format_number(worst[last])} ({worst['problem']}, {worst['method']}); depth "
                 f"at {last} over depth at {first}: {format_number(growth.min())} to "
                 f"{format_number(growth.max())}."
@@ -342,15 +354,23 @@ def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame
     fitted = by_step[by_step["order"].notna()]
     position = fitted[fitted["method"].str.contains("activation=position", regex=False)]
     if not position.empty:
-        ratio = position["largest depth / (alpha h^2)"].max()
         low = position.loc[position["order"].idxmin()]
         high = position.loc[position["order"].idxmax()]
+        column = "largest depth / (alpha h^2)"
+        worst = position.loc[position[column].idxmax()]
         findings.append(
             f"Depth at T = 100 against h with the position rule: orders from "
             f"{low['order [95 % interval]']} ({low['problem']}, {low['method']}) to "
             f"{high['order [95 % interval]']} ({high['problem']}, {high['method']}); largest "
-            f"depth / (alpha h^2) {format_number(ratio)}."
+            f"depth / (alpha h^2) {format_number(worst[column])} ({worst['problem']})."
         )
+        resting = position[position["problem"] != CURVED_SLIDING]
+        if not resting.empty and CURVED_SLIDING in set(position["problem"]):
+            findings.append(
+                f"Without the curved sliding contact ({CURVED_SLIDING}, where the velocity "
+                f"schemes drift), the largest depth / (alpha h^2) of the position rule is "
+                f"{format_number(resting[column].max())}: the depth is O(alpha h^2)."
+            )
     if not energy.empty:
         bounded = energy[energy["bound"].notna()]  # one affine constraint, constant M and F
         pos = bounded[bounded["method"].str.contains("activation=position", regex=False)]

@@ -38,7 +38,7 @@ def quick(tmp_path_factory):
         )
         readme = (output / STUDY / "README.md").read_text()
         rebuilt = main(["report", "--output", str(output)])
-    assert list((root / "references").glob("*.pkl")), "the references went to another cache"
+    assert list((root / "references").glob("*.npz")), "the references went to another cache"
     return code, rebuilt, output, readme
 
 
