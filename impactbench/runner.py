@@ -73,7 +73,6 @@ from .run_metrics import METRICS
 from .simulate import simulate
 from .trajectory import Trajectory
 from .versioning import source_digest
-from .warmup import compile_loops
 
 ProblemFactory = Callable[..., Problem]
 ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
@@ -829,8 +828,6 @@ def execute(
         disable=not _show_progress(progress),
     ) as bar:
         if pending:
-            if backend == "loky" and jobs != 1:  # compile once, then fan out (warmup.py)
-                compile_loops([runs[positions[0]] for positions in pending.values()], jobs)
             execution = _Execution(runs, versions, outcomes, cache, backend, scheduler, jobs, bar)
             execution.run(pending)
             for attempt in range(1, retries + 1):
