@@ -21,7 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 #: Decorator for module-level numerical helpers and problem kernels.
 kernel = numba.njit(cache=True, nogil=True)
@@ -88,7 +91,11 @@ def _inlined(value: Any) -> Any:
 
 
 def specialize(
-    template: Callable, bindings: dict[str, Any], compile: bool, inline: bool = False
+    template: Callable,
+    bindings: dict[str, Any],
+    compile: bool,
+    inline: bool = False,
+    nrt: bool = True,
 ) -> Callable:
     """Copy ``template`` with its free globals bound to ``bindings``; compile it if asked.
 
@@ -112,6 +119,10 @@ def specialize(
     inline : bool
         Compile with ``inline="always"`` (for helpers called by other loops; not cached itself,
         it is compiled into its caller).
+    nrt : bool
+        False: compile without numba's reference counting (``_nrt=False``), for a loop that
+        allocates nothing (its buffers are passed in): every array passed to an inlined helper
+        is otherwise reference-counted at each call.
     """
     namespace = dict(template.__globals__)
     if compile and not inline:
@@ -126,6 +137,43 @@ def specialize(
     if inline:
         return numba.njit(inline="always", nogil=True)(function)
     hasher = hashlib.sha256()
+    hasher.update(f"nrt={nrt}".encode())
     _digest(function, hasher, set())
     function.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
-    return numba.njit(cache=True, nogil=True)(function)
+    return numba.njit(cache=True, nogil=True, _nrt=nrt)(function)
+
+
+@intrinsic
+def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
+    """A 2-D C-contiguous view (height, width) of the float64 ``buffer``, with literal sizes.
+
+    Its shape and strides are compile-time constants, unlike those of ``buffer.reshape(...)``
+    (computed at run time): the row offsets of a buffer passed to a loop then fold into
+    constants, and LLVM can prove its rows disjoint. The caller guarantees
+    ``buffer.size == height * width`` (:func:`impactbench.driver.make_loop` does).
+    """
+    if not (
+        isinstance(height, numba_types.IntegerLiteral)
+        and isinstance(width, numba_types.IntegerLiteral)
+    ):
+        return None
+    rows = height.literal_value
+    columns = width.literal_value
+    view_type = numba_types.Array(numba_types.float64, 2, "C")
+
+    def codegen(context, builder, signature, arguments):
+        source = make_array(signature.args[0])(context, builder, arguments[0])
+        view = make_array(view_type)(context, builder)
+        intp = context.get_value_type(numba_types.intp)
+        populate_array(
+            view,
+            data=source.data,
+            shape=(intp(rows), intp(columns)),
+            strides=(intp(8 * columns), intp(8)),
+            itemsize=intp(8),
+            meminfo=source.meminfo,
+            parent=None,
+        )
+        return view._getvalue()
+
+    return view_type(buffer, height, width), codegen

@@ -1,16 +1,19 @@
-"""Fixed-step (time-stepping) methods: the shared driver around a compiled or plain-Python loop.
+"""Fixed-step (time-stepping) methods: the shared front end around the one time loop.
 
-A time-stepping method subclasses :class:`TimeStepping` and provides a *loop factory*: a function
-``make_loop(kernels, n_dof, n_constraints, compile, **options)`` that returns the whole time loop
-written against the kernel calling convention of :class:`impactbench.ProblemKernels`. The same
-source is compiled by numba for built-in problems (their kernels are numba functions) and runs as
-plain Python for a user's plain-Python problem (its methods wrapped, with every returned value
-checked, by :func:`impactbench.problem.python_kernels`) or when the method is built with
-``compiled=False``. Statuses, counters and the two reporting kernels every loop uses are in
-:mod:`impactbench.status_codes`.
+A time-stepping method subclasses :class:`TimeStepping`, describes its scheme as an
+:class:`impactbench.driver.Scheme` (five small functions: start, step, commit, sample, current,
+and its buffer layout) and returns, from ``_make_loop(kernels, n_dof, n_constraints, compile,
+**options)``, the driver's loop for it: :func:`impactbench.driver.make_loop` binds the scheme's
+functions to the problem's kernels and to the instance's compile-time options and inlines them
+into the one loop of :mod:`impactbench.driver`, which owns the buffers, output sampling and
+decimation, finite checks, the impact log, counters and statuses. A new scheme is one file (see
+methods/moreau_jean.py and methods/paoli_schatzman.py). The same source is compiled by numba for
+built-in problems (their kernels are numba functions) and runs as plain Python for a user's
+plain-Python problem (its methods wrapped, with every returned value checked, by
+:func:`impactbench.problem.python_kernels`) or when the method is built with ``compiled=False``.
+Statuses, counters and the two reporting kernels are in :mod:`impactbench.status_codes`.
 
-Loop signature (all arrays preallocated by the driver; the loop allocates only its work
-buffers, once, before the first step)::
+Loop signature (arrays preallocated here; the loop allocates nothing)::
 
     loop(t0, h, n_steps, q0, v0, p, e, mp, every,
          out_t, out_q, out_v, log_t, log_i, log_u, counters, state)
@@ -147,7 +150,8 @@ class TimeStepping(Method):
     def _make_loop(
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
-        """Build the time loop for a problem (see the module docstring for its signature).
+        """Build the time loop for a problem (see the module docstring for its signature):
+        usually ``impactbench.driver.make_loop(SCHEME, bindings, n_dof, n_constraints, compile)``.
 
         The loops bind ``n_dof`` and ``n_constraints`` as compile-time constants: numba then
         unrolls the small linear algebra completely (measured: a 1 x 1 solve in a loop goes from

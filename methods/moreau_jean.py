@@ -54,15 +54,23 @@ from typing import Any
 import numpy as np
 
 from impactbench import TimeStepping, _checks
-from impactbench._jit import specialize
 from impactbench.contact import (
     DEGENERATE_GRADIENT,
     impulse,
     impulse_single,
     ldl_factor,
     ldl_solve,
-    make_workspace,
     metric_row,
+)
+from impactbench.driver import (
+    FIRST_SCHEME_ROW,
+    IMPULSE,
+    NEXT_Q,
+    NEXT_V,
+    NORMAL_AFTER,
+    NORMAL_BEFORE,
+    Scheme,
+    make_loop,
 )
 from impactbench.problem import ProblemKernels
 from impactbench.status_codes import (
@@ -70,192 +78,153 @@ from impactbench.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
-    STATUS_NOT_FINITE,
     STATUS_OK,
-    log_impact,
-    store_counters,
 )
 
-# Names bound per problem by impactbench._jit.specialize in make_velocity_scheme_loop.
+# Names bound per problem by impactbench.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = None
 CONSTANT_MASS = AFFINE_GAP = POSITION_FIRST = SINGLE_CONSTRAINT = APPROACHING_ONLY = False
 N_DOF = N_CONSTRAINTS = 0
 
+# The scheme's rows of the driver's buffer X (impactbench.driver): vectors of length n or m,
+# then the matrices M, its factor L, G = grad g and Y = M^-1 G^T (rows), then two scalars.
+_Q, _V, _QP, _F, _ACC, _VFREE, _V1, _GAP = range(FIRST_SCHEME_ROW, FIRST_SCHEME_ROW + 8)
+_MATRICES = FIRST_SCHEME_ROW + 8
 
-def _velocity_scheme_loop(
-    t0, h, n_steps, q0, v0, p, e, mp, every,
-    out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
-):  # fmt: skip
-    theta = mp[0]
-    h_theta = h * theta
-    h_rest = h - h_theta
+
+def _rows(n: int, m: int) -> int:
+    return 8 + 2 * n + 2 * m + 2
+
+
+def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
+    for j in range(N_DOF):
+        X[_Q, j] = q0[j]
+        X[_V, j] = v0[j]
+    X[_MATRICES + 2 * N_DOF + 2 * N_CONSTRAINTS + 1, 0] = 0.0  # the metric row is not ready
+    return STATUS_OK, 0, 0
+
+
+def _step(k, t, t_next, h, p, e, mp, X, rows, ws):  # noqa: N803
     n = N_DOF
     m = N_CONSTRAINTS
-    ws = make_workspace(n, m)  # for the LCP of several constraints
-    # Every per-step array is a slice of one buffer. Numba allocates each np.empty through an
-    # opaque call, so LLVM must assume that separately allocated arrays alias and reloads every
-    # value after each store; slices of one buffer at constant offsets are provably disjoint:
-    # values stay in registers, and what two kernels compute from the same q_p (sin q_p in the
-    # forces and in the gap of the double pendulum) is computed once.
-    buf = np.empty((9 + 2 * n + 2 * m, max(n, m)))
-    q = buf[0, :n]
-    v = buf[1, :n]
-    qp = buf[2, :n]
-    f = buf[3, :n]
-    acc = buf[4, :n]
-    vfree = buf[5, :n]
-    v1 = buf[6, :n]
-    g = buf[7, :m]
-    impulses = buf[8, :m]
-    M = buf[9 : 9 + n, :n]
-    L = buf[9 + n : 9 + 2 * n, :n]
-    G = buf[9 + 2 * n : 9 + 2 * n + m, :n]
-    Y = buf[9 + 2 * n + m : 9 + 2 * n + 2 * m, :n]
-    rows = np.empty(m, dtype=np.int64)
-    for j in range(n):
-        q[j] = q0[j]
-        v[j] = v0[j]
-    inv_w = 0.0
-    metric_ready = False
-    capacity = log_t.shape[0]
-    out_t[0] = t0
-    for j in range(n):
-        out_q[0, j] = q[j]
-        out_v[0, j] = v[j]
-    samples = 1
-    impacts = 0
-    logged = 0
-    pivots = 0
-    status = STATUS_OK
-    steps = 0
-    countdown = every
-    t = t0
-    for k in range(n_steps):
-        t = t0 + k * h
-        if POSITION_FIRST:
+    h_theta = h * mp[0]
+    h_rest = h - h_theta
+    q = X[_Q, :n]
+    v = X[_V, :n]
+    qp = X[_QP, :n]
+    f = X[_F, :n]
+    acc = X[_ACC, :n]
+    vfree = X[_VFREE, :n]
+    v1 = X[_V1, :n]
+    g = X[_GAP, :m]
+    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
+    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
+    G = X[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]  # noqa: N806
+    Y = X[_MATRICES + 2 * n + m : _MATRICES + 2 * n + 2 * m, :n]  # noqa: N806
+    inv_w_row = _MATRICES + 2 * n + 2 * m
+    if POSITION_FIRST:
+        for j in range(n):
+            qp[j] = q[j] + h * v[j]
+        tp = t + h
+    else:
+        for j in range(n):
+            qp[j] = q[j] + h_theta * v[j]
+        tp = t + h_theta
+    if k == 0 or not CONSTANT_MASS:
+        mass_matrix(qp, p, M)
+        if not ldl_factor(M, n, L):
+            return STATUS_MASS_NOT_SPD, False, 0
+    forces(tp, qp, v, p, f)
+    ldl_solve(L, n, f, acc)
+    gap(qp, p, g)
+    closed = False
+    for i in range(m):
+        if g[i] <= 0.0:
+            closed = True
+        elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
+            return STATUS_GAP_NOT_FINITE, False, 0
+    active = 0
+    if closed:
+        gap_gradient(qp, p, G)
+        grad_check = 0.0
+        for i in range(m):
             for j in range(n):
-                qp[j] = q[j] + h * v[j]
-            tp = t + h
-        else:
-            for j in range(n):
-                qp[j] = q[j] + h_theta * v[j]
-            tp = t + h_theta
-        if k == 0 or not CONSTANT_MASS:
-            mass_matrix(qp, p, M)
-            if not ldl_factor(M, n, L):
-                status = STATUS_MASS_NOT_SPD
-                break
-        forces(tp, qp, v, p, f)
-        ldl_solve(L, n, f, acc)
-        gap(qp, p, g)
-        closed = False
-        finite = True
+                grad_check += G[i, j]
+        if not np.isfinite(grad_check):
+            return STATUS_GAP_NOT_FINITE, False, 0
         for i in range(m):
             if g[i] <= 0.0:
-                closed = True
-            elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
-                finite = False
-        if not finite:
-            status = STATUS_GAP_NOT_FINITE
-            break
-        active = 0
-        if closed:
-            gap_gradient(qp, p, G)
-            grad_check = 0.0
-            for i in range(m):
-                for j in range(n):
-                    grad_check += G[i, j]
-            if not np.isfinite(grad_check):
-                status = STATUS_GAP_NOT_FINITE
-                break
-            for i in range(m):
-                if g[i] <= 0.0:
-                    if APPROACHING_ONLY:  # compile-time constant: the non-default rule
-                        u = 0.0
-                        for j in range(n):
-                            u += G[i, j] * v[j]
-                        if u <= 0.0:
-                            rows[active] = i
-                            active += 1
-                    else:
+                if APPROACHING_ONLY:  # compile-time constant: the non-default rule
+                    u = 0.0
+                    for j in range(n):
+                        u += G[i, j] * v[j]
+                    if u <= 0.0:
                         rows[active] = i
                         active += 1
-        if active > 0:
-            for j in range(n):
-                vfree[j] = v[j] + h * acc[j]
-            if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
-                if not (CONSTANT_MASS and AFFINE_GAP and metric_ready):
-                    inv_w = metric_row(n, G, rows[0], L, Y)
-                    metric_ready = True
-                used = impulse_single(n, G, rows[0], vfree, v, e, Y, inv_w, impulses, v1)
-            else:
-                used = impulse(n, G, rows, active, vfree, v, e, L, ws, v1)
-                for a in range(active):
-                    impulses[a] = ws[4][a]
-            if used == DEGENERATE_GRADIENT:
-                status = STATUS_DEGENERATE_GRADIENT
-                break
-            if used < 0:
-                status = STATUS_CONTACT_SOLVE_FAILED
-                break
-            pivots += used
-        # Checked before the state changes, so that a failure reports the last finite state.
-        check = 0.0
+                else:
+                    rows[active] = i
+                    active += 1
+    used = 0
+    if active > 0:
         for j in range(n):
-            check += qp[j] + (v1[j] if active > 0 else acc[j])
-        if not np.isfinite(check):
-            status = STATUS_NOT_FINITE
-            break
+            vfree[j] = v[j] + h * acc[j]
+        if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
+            if not (CONSTANT_MASS and AFFINE_GAP and X[inv_w_row + 1, 0] > 0.0):
+                X[inv_w_row, 0] = metric_row(n, G, 0, L, Y)
+                X[inv_w_row + 1, 0] = 1.0
+            used = impulse_single(n, G, 0, vfree, v, e, Y, X[inv_w_row, 0], X[IMPULSE], v1)
+        else:
+            used = impulse(n, G, rows, active, vfree, v, e, L, ws, v1)
+            for i in range(m):
+                X[IMPULSE, i] = 0.0
+            for a in range(active):
+                X[IMPULSE, rows[a]] = ws[4][a]
+        if used == DEGENERATE_GRADIENT:
+            return STATUS_DEGENERATE_GRADIENT, False, 0
+        if used < 0:
+            return STATUS_CONTACT_SOLVE_FAILED, False, 0
         for a in range(active):
-            if impulses[a] > 0.0:
-                impacts += 1
-                if logged < capacity:
-                    i = rows[a]
-                    before = 0.0
-                    after = 0.0
-                    for j in range(n):
-                        before += G[i, j] * v[j]
-                        after += G[i, j] * v1[j]
-                    t_log = t0 + (k + 1) * h
-                    logged = log_impact(log_t, log_i, log_u, logged, t_log, i, before, after)
-        # Without contact the new velocity stays in a register: the loop-carried chain
-        # v_k -> v_{k+1} then passes through memory once per step, not three times.
-        for j in range(n):
-            vj = v[j]
-            vn = v1[j] if active > 0 else vj + h * acc[j]
-            if POSITION_FIRST:
-                q[j] = qp[j]
-            else:
-                # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
-                q[j] = (q[j] + h_rest * vj) + h_theta * vn
-            v[j] = vn
-        steps = k + 1
-        countdown -= 1
-        if countdown == 0 or steps == n_steps:
-            countdown = every
-            out_t[samples] = t0 + steps * h
+            i = rows[a]
+            before = 0.0
+            after = 0.0
             for j in range(n):
-                out_q[samples, j] = q[j]
-                out_v[samples, j] = v[j]
-            samples += 1
-    store_counters(counters, status, steps, steps, impacts, logged, samples, pivots)
-    state[0] = t0 + steps * h
+                before += G[i, j] * v[j]
+                after += G[i, j] * v1[j]
+            X[NORMAL_BEFORE, i] = before
+            X[NORMAL_AFTER, i] = after
     for j in range(n):
-        state[1 + j] = q[j]
-        state[1 + n + j] = v[j]
+        vj = v[j]
+        vn = v1[j] if active > 0 else vj + h * acc[j]
+        if POSITION_FIRST:
+            X[NEXT_Q, j] = qp[j]
+        else:
+            # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
+            X[NEXT_Q, j] = (q[j] + h_rest * vj) + h_theta * vn
+        X[NEXT_V, j] = vn
+    return STATUS_OK, active > 0, used
 
 
-def make_velocity_scheme_loop(
-    kernels: ProblemKernels,
-    n_dof: int,
-    n_constraints: int,
-    compile: bool,
-    position_first: bool,
-    activation: str,
-) -> Callable:
-    """Time loop of the theta-scheme (``position_first=False``) or of catching-up (True), with
-    the activation rule ``"position"`` or ``"approaching"`` (see the module docstring)."""
-    bindings = {
+def _commit(X):  # noqa: N803
+    for j in range(N_DOF):
+        X[_Q, j] = X[NEXT_Q, j]
+        X[_V, j] = X[NEXT_V, j]
+
+
+def _state(X, q_out, v_out):  # noqa: N803
+    for j in range(N_DOF):
+        q_out[j] = X[_Q, j]
+        v_out[j] = X[_V, j]
+
+
+#: Moreau's velocity schemes as the one time loop runs them (impactbench.driver).
+VELOCITY_SCHEME = Scheme(
+    start=_start, step=_step, commit=_commit, sample=_state, current=_state, rows=_rows
+)
+
+
+def _bindings(kernels: ProblemKernels, position_first: bool, activation: str) -> dict[str, Any]:
+    """Globals of the scheme's functions for one problem and one set of options."""
+    return {
         "mass_matrix": kernels.mass_matrix,
         "forces": kernels.forces,
         "gap": kernels.gap,
@@ -264,11 +233,7 @@ def make_velocity_scheme_loop(
         "AFFINE_GAP": kernels.affine_gap,
         "POSITION_FIRST": position_first,
         "APPROACHING_ONLY": activation == "approaching",
-        "SINGLE_CONSTRAINT": n_constraints == 1,
-        "N_DOF": n_dof,
-        "N_CONSTRAINTS": n_constraints,
     }
-    return specialize(_velocity_scheme_loop, bindings, compile)
 
 
 #: The activation rules of the velocity schemes (see the module docstring).
@@ -316,9 +281,8 @@ class MoreauJean(TimeStepping):
     def _make_loop(
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
-        return make_velocity_scheme_loop(
-            kernels, n_dof, n_constraints, compile, False, options["activation"]
-        )
+        bindings = _bindings(kernels, False, options["activation"])
+        return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
 
     def _method_vector(self) -> np.ndarray:
         return np.array([self.theta])
@@ -351,9 +315,8 @@ class CatchingUp(TimeStepping):
     def _make_loop(
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
-        return make_velocity_scheme_loop(
-            kernels, n_dof, n_constraints, compile, True, options["activation"]
-        )
+        bindings = _bindings(kernels, True, options["activation"])
+        return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
 
     def _method_vector(self) -> np.ndarray:
         return np.zeros(1)

@@ -31,215 +31,204 @@ from typing import Any, ClassVar
 import numpy as np
 
 from impactbench import TimeStepping, _checks
-from impactbench._jit import specialize
 from impactbench.contact import (
     DEGENERATE_GRADIENT,
     affine_projection_step,
     ldl_factor,
     ldl_solve,
     make_metric_projection,
-    make_workspace,
     metric_row,
+)
+from impactbench.driver import (
+    FIRST_SCHEME_ROW,
+    IMPULSE,
+    NEXT_Q,
+    NEXT_V,
+    NORMAL_AFTER,
+    NORMAL_BEFORE,
+    Scheme,
+    make_loop,
 )
 from impactbench.problem import ProblemKernels
 from impactbench.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
-    STATUS_NOT_FINITE,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
-    log_impact,
-    store_counters,
 )
 
-# Names bound per problem by impactbench._jit.specialize in make_paoli_schatzman_loop.
+# Names bound per problem by impactbench.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = project = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = 0
 
+# The scheme's rows of the driver's buffer X (impactbench.driver): q^{k-2}, q^{k-1}, q^k, the
+# velocity inside F, vectors of length n or m, then M, its factor, G = grad g and Y = M^-1 G^T
+# (rows), then two scalars (1 / Delassus number and whether it is ready).
+_Q_OLD, _Q_PREV, _Q, _VT, _F, _ACC, _Y, _X, _DX, _GAP = range(
+    FIRST_SCHEME_ROW, FIRST_SCHEME_ROW + 10
+)
+_MATRICES = FIRST_SCHEME_ROW + 10
 
-def _paoli_schatzman_loop(
-    t0, h, n_steps, q0, v0, p, e, mp, every,
-    out_t, out_q, out_v, log_t, log_i, log_u, counters, state,
-):  # fmt: skip
-    tol = mp[0]
+
+def _rows(n: int, m: int) -> int:
+    return 10 + 2 * n + 2 * m + 2
+
+
+def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
+    """q^1 = Proj(q^0 + h v^0 + h^2/2 a^0), vt_1 = v^0 + h a^0."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    q = X[_Q, :n]
+    vt = X[_VT, :n]
+    f = X[_F, :n]
+    acc = X[_ACC, :n]
+    y = X[_Y, :n]
+    g = X[_GAP, :m]
+    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
+    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
+    G = X[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]  # noqa: N806
+    X[_MATRICES + 2 * n + 2 * m + 1, 0] = 0.0  # the metric row is not ready
+    for j in range(n):
+        X[_Q_PREV, j] = q0[j]
+    mass_matrix(q0, p, M)
+    if not ldl_factor(M, n, L):
+        return STATUS_MASS_NOT_SPD, 0, 1
+    forces(t0, q0, v0, p, f)
+    ldl_solve(L, n, f, acc)
+    for j in range(n):
+        y[j] = q0[j] + h * v0[j] + 0.5 * h * h * acc[j]
+        vt[j] = v0[j] + h * acc[j]
+    used = project(y, n, m, p, mp[0], int(mp[1]), M, L, q, g, G, ws)
+    if used == DEGENERATE_GRADIENT:
+        return STATUS_DEGENERATE_GRADIENT, 0, 1
+    if used < 0:
+        return STATUS_PROJECTION_NOT_CONVERGED, 0, 1
+    return STATUS_OK, used, 1
+
+
+def _step(k, t, t_next, h, p, e, mp, X, rows, ws):  # noqa: N803
+    """q^{k+2} from q^{k+1}, q^k (the driver's step k computes the scheme's step k + 1)."""
+    n = N_DOF
+    m = N_CONSTRAINTS
     h2 = h * h
     inv_h = 1.0 / h  # multiplications by reciprocals: no division in the step
     half_inv_h = 0.5 * inv_h
     one_pe = 1.0 + e
     inv_1pe = 1.0 / one_pe
     two_inv_1pe = 2.0 * inv_1pe
-    max_iter = int(mp[1])
-    n = N_DOF
-    m = N_CONSTRAINTS
-    ws = make_workspace(n, m)  # for the projection onto a nonlinear or multiple-constraint K
-    # Every per-step array is a slice of one buffer, so that LLVM can prove them disjoint (see
-    # impactbench.methods.moreau_jean._velocity_scheme_loop).
-    buf = np.empty((11 + 2 * n + 2 * m, max(n, m)))
-    q_old = buf[0, :n]  # q^{k-2}
-    q_prev = buf[1, :n]  # q^{k-1}
-    q = buf[2, :n]  # q^k
-    vt = buf[3, :n]
-    f = buf[4, :n]
-    acc = buf[5, :n]
-    y = buf[6, :n]
-    x = buf[7, :n]
-    dx = buf[8, :n]
-    g = buf[9, :m]
-    P = buf[10, :m]
-    M = buf[11 : 11 + n, :n]
-    F = buf[11 + n : 11 + 2 * n, :n]
-    G = buf[11 + 2 * n : 11 + 2 * n + m, :n]
-    Y = buf[11 + 2 * n + m : 11 + 2 * n + 2 * m, :n]
-    for j in range(n):
-        q_prev[j] = q0[j]
-    inv_w = 0.0
-    metric_ready = False
-    capacity = log_t.shape[0]
-    status = STATUS_OK
-    impacts = 0
-    logged = 0
-    iterations = 0
-    steps = 0
-    countdown = every
-    # start: q^1 = Proj(q^0 + h v^0 + h^2/2 a^0), vt_1 = v^0 + h a^0
-    mass_matrix(q0, p, M)
-    ok = ldl_factor(M, n, F)
-    if ok:
-        forces(t0, q0, v0, p, f)
-        ldl_solve(F, n, f, acc)
+    q_old = X[_Q_OLD, :n]  # q^{k-2}
+    q_prev = X[_Q_PREV, :n]  # q^{k-1}
+    q = X[_Q, :n]  # q^k
+    vt = X[_VT, :n]
+    f = X[_F, :n]
+    acc = X[_ACC, :n]
+    y = X[_Y, :n]
+    x = X[_X, :n]
+    dx = X[_DX, :n]
+    g = X[_GAP, :m]
+    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
+    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
+    G = X[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]  # noqa: N806
+    Y = X[_MATRICES + 2 * n + m : _MATRICES + 2 * n + 2 * m, :n]  # noqa: N806
+    inv_w_row = _MATRICES + 2 * n + 2 * m
+    tk = t_next
+    if k >= 1:
         for j in range(n):
-            y[j] = q0[j] + h * v0[j] + 0.5 * h * h * acc[j]
-            vt[j] = v0[j] + h * acc[j]
-        used = project(y, n, m, p, tol, max_iter, M, F, q, g, G, ws)
-        if used == DEGENERATE_GRADIENT:
-            status = STATUS_DEGENERATE_GRADIENT
-        elif used < 0:
-            status = STATUS_PROJECTION_NOT_CONVERGED
-        iterations += max(used, 0)
-    else:
-        status = STATUS_MASS_NOT_SPD
-    out_t[0] = t0
+            vt[j] = (3.0 * q[j] - 4.0 * q_prev[j] + q_old[j]) * half_inv_h
+    if not CONSTANT_MASS:
+        mass_matrix(q, p, M)
+        if not ldl_factor(M, n, L):
+            return STATUS_MASS_NOT_SPD, False, 0
+    forces(tk, q, vt, p, f)
+    ldl_solve(L, n, f, acc)
     for j in range(n):
-        out_q[0, j] = q0[j]
-        out_v[0, j] = v0[j]
-    samples = 1
-    failed_at = 0
-    for k in range(1, n_steps + 1):
-        if status != STATUS_OK:
-            break
-        failed_at = k
-        tk = t0 + k * h
-        if k >= 2:
-            for j in range(n):
-                vt[j] = (3.0 * q[j] - 4.0 * q_prev[j] + q_old[j]) * half_inv_h
-        if not CONSTANT_MASS:
-            mass_matrix(q, p, M)
-            if not ldl_factor(M, n, F):
-                status = STATUS_MASS_NOT_SPD
-                break
-        forces(tk, q, vt, p, f)
-        ldl_solve(F, n, f, acc)
-        for j in range(n):
-            # y = (z + e q^{k-1}) / (1 + e) with z = 2 q^k - q^{k-1} + h^2 M^-1 F, written so
-            # that q^k (the loop-carried value) enters through one multiply-add
-            y[j] = two_inv_1pe * q[j] + (h2 * acc[j] - (1.0 - e) * q_prev[j]) * inv_1pe
-        gap(y, p, g)
-        admissible = True
-        finite = True
-        for i in range(m):
-            if g[i] < 0.0:
-                admissible = False
-            elif not g[i] >= 0.0:  # NaN is neither inside nor outside K: a failure
-                finite = False
-        if not finite:
-            status = STATUS_GAP_NOT_FINITE
-            break
-        used = 0
-        if not admissible:
-            if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
-                if not (CONSTANT_MASS and metric_ready):
-                    gap_gradient(y, p, G)
-                    grad_check = 0.0
-                    for j in range(n):
-                        grad_check += G[0, j]
-                    if not np.isfinite(grad_check):
-                        status = STATUS_GAP_NOT_FINITE
-                        break
-                    inv_w = metric_row(n, G, 0, F, Y)
-                    metric_ready = True
-                used = affine_projection_step(n, g[0], Y, inv_w, P, dx)
-            else:
-                used = project(y, n, m, p, tol, max_iter, M, F, x, g, G, ws)
+        # y = (z + e q^{k-1}) / (1 + e) with z = 2 q^k - q^{k-1} + h^2 M^-1 F, written so that
+        # q^k (the loop-carried value) enters through one multiply-add
+        y[j] = two_inv_1pe * q[j] + (h2 * acc[j] - (1.0 - e) * q_prev[j]) * inv_1pe
+    gap(y, p, g)
+    admissible = True
+    for i in range(m):
+        if g[i] < 0.0:
+            admissible = False
+        elif not g[i] >= 0.0:  # NaN is neither inside nor outside K: a failure
+            return STATUS_GAP_NOT_FINITE, False, 0
+    used = 0
+    if not admissible:
+        if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
+            if not (CONSTANT_MASS and X[inv_w_row + 1, 0] > 0.0):
+                gap_gradient(y, p, G)
+                grad_check = 0.0
                 for j in range(n):
-                    dx[j] = x[j] - y[j]
-                for i in range(m):
-                    P[i] = ws[4][i]
-            if used == DEGENERATE_GRADIENT:
-                status = STATUS_DEGENERATE_GRADIENT
-                break
-            if used < 0:
-                status = STATUS_PROJECTION_NOT_CONVERGED
-                break
-            iterations += used
-        # Checked before the state changes, so that a failure reports the last finite state.
-        check = 0.0
-        for j in range(n):
-            check += acc[j] + y[j] + (dx[j] if used > 0 else 0.0)
-        if not np.isfinite(check):
-            status = STATUS_NOT_FINITE
-            break
-        if used > 0:
-            for i in range(m):
-                if P[i] > 0.0:
-                    impacts += 1
-                    if logged < capacity:
-                        before = 0.0
-                        after = 0.0
-                        for j in range(n):
-                            q_next = 2.0 * q[j] - q_prev[j] + h2 * acc[j] + one_pe * dx[j]
-                            before += G[i, j] * (q[j] - q_prev[j]) * inv_h
-                            after += G[i, j] * (q_next - q[j]) * inv_h
-                        logged = log_impact(log_t, log_i, log_u, logged, tk, i, before, after)
-        # q^{k+1} = -e q^{k-1} + (1 + e) x = z + (1 + e) dx (dx = x - y = 0 when y is admissible);
-        # it goes straight into the rotation (q^{k-2}, q^{k-1}, q^k) <- (q^{k-1}, q^k, q^{k+1}),
-        # so the loop-carried chain passes through memory once per step.
-        for j in range(n):
-            qj = q[j]
-            q_last = q_prev[j]
-            q_next = 2.0 * qj + (h2 * acc[j] - q_last)
-            if used > 0:
-                q_next += one_pe * dx[j]
-            q_old[j] = q_last
-            q_prev[j] = qj
-            q[j] = q_next
-        steps = k
-        countdown -= 1
-        if countdown == 0 or k == n_steps:
-            countdown = every
-            out_t[samples] = tk
+                    grad_check += G[0, j]
+                if not np.isfinite(grad_check):
+                    return STATUS_GAP_NOT_FINITE, False, 0
+                X[inv_w_row, 0] = metric_row(n, G, 0, L, Y)
+                X[inv_w_row + 1, 0] = 1.0
+            used = affine_projection_step(n, g[0], Y, X[inv_w_row, 0], X[IMPULSE], dx)
+        else:
+            used = project(y, n, m, p, mp[0], int(mp[1]), M, L, x, g, G, ws)
             for j in range(n):
-                out_q[samples, j] = q_prev[j]
-                out_v[samples, j] = (q[j] - q_old[j]) * half_inv_h
-            samples += 1
-    store_counters(counters, status, steps, steps + 1, impacts, logged, samples, iterations)
-    # state: the last completed sample, or the step where the run stopped
-    if status == STATUS_OK:
-        state[0] = t0 + steps * h
-        for j in range(n):
-            state[1 + j] = q_prev[j]
-            state[1 + n + j] = (q[j] - q_old[j]) / (2.0 * h)
-    elif failed_at == 0:  # the start step failed: report the initial state
-        state[0] = t0
-        for j in range(n):
-            state[1 + j] = q0[j]
-            state[1 + n + j] = v0[j]
-    else:
-        state[0] = t0 + failed_at * h
-        for j in range(n):
-            state[1 + j] = q[j]
-            state[1 + n + j] = vt[j]
+                dx[j] = x[j] - y[j]
+            for i in range(m):
+                X[IMPULSE, i] = ws[4][i]
+        if used == DEGENERATE_GRADIENT:
+            return STATUS_DEGENERATE_GRADIENT, False, 0
+        if used < 0:
+            return STATUS_PROJECTION_NOT_CONVERGED, False, 0
+    # q^{k+1} = -e q^{k-1} + (1 + e) x = z + (1 + e) dx (dx = x - y = 0 when y is admissible)
+    for j in range(n):
+        q_next = 2.0 * q[j] + (h2 * acc[j] - q_prev[j])
+        if used > 0:
+            q_next += one_pe * dx[j]
+        X[NEXT_Q, j] = q_next
+        X[NEXT_V, j] = (q_next - q_prev[j]) * half_inv_h  # the output velocity at t_k
+    if used > 0:
+        for i in range(m):
+            if X[IMPULSE, i] > 0.0:
+                before = 0.0
+                after = 0.0
+                for j in range(n):
+                    before += G[i, j] * (q[j] - q_prev[j]) * inv_h
+                    after += G[i, j] * (X[NEXT_Q, j] - q[j]) * inv_h
+                X[NORMAL_BEFORE, i] = before
+                X[NORMAL_AFTER, i] = after
+    return STATUS_OK, used > 0, used
+
+
+def _commit(X):  # noqa: N803
+    """(q^{k-2}, q^{k-1}, q^k) <- (q^{k-1}, q^k, q^{k+1})."""
+    for j in range(N_DOF):
+        X[_Q_OLD, j] = X[_Q_PREV, j]
+        X[_Q_PREV, j] = X[_Q, j]
+        X[_Q, j] = X[NEXT_Q, j]
+
+
+def _sample(X, q_out, v_out):  # noqa: N803
+    """q^k and the central difference (q^{k+1} - q^{k-1}) / (2h) after a commit."""
+    for j in range(N_DOF):
+        q_out[j] = X[_Q_PREV, j]
+        v_out[j] = X[NEXT_V, j]
+
+
+def _current(X, q_out, v_out):  # noqa: N803
+    """At a failed step: q^k and the velocity inside F, at t_k (one step after the sample)."""
+    for j in range(N_DOF):
+        q_out[j] = X[_Q, j]
+        v_out[j] = X[_VT, j]
+
+
+#: The Paoli-Schatzman scheme as the one time loop runs it (impactbench.driver).
+PAOLI_SCHATZMAN = Scheme(
+    start=_start,
+    step=_step,
+    commit=_commit,
+    sample=_sample,
+    current=_current,
+    rows=_rows,
+    lead=1,
+)
 
 
 def make_paoli_schatzman_loop(
@@ -256,11 +245,8 @@ def make_paoli_schatzman_loop(
         "gap_gradient": kernels.gap_gradient,
         "CONSTANT_MASS": kernels.constant_mass,
         "AFFINE_GAP": kernels.affine_gap,
-        "SINGLE_CONSTRAINT": n_constraints == 1,
-        "N_DOF": n_dof,
-        "N_CONSTRAINTS": n_constraints,
     }
-    return specialize(_paoli_schatzman_loop, bindings, compile)
+    return make_loop(PAOLI_SCHATZMAN, bindings, n_dof, n_constraints, compile)
 
 
 class PaoliSchatzman(TimeStepping):
