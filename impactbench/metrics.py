@@ -1,4 +1,4 @@
-"""Error metrics against an exact solution, and the distance between graphs (DESIGN.md s. 7).
+"""Error metrics against an exact solution, and the distance between graphs (docs/design.md s. 7).
 
 :func:`graph_distance` is the Hausdorff distance between the graphs of two piecewise-linear
 functions of time, the velocity error that converges through impacts: a time-stepping velocity

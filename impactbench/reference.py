@@ -1,6 +1,6 @@
 """Reference solutions: the exact solution where one exists, else a cached accurate run.
 
-:func:`reference` returns the solution that runs are measured against (DESIGN.md section 7).
+:func:`reference` returns the solution that runs are measured against (docs/design.md section 7).
 For a problem with a closed form it is ``problem.exact_solution``. Otherwise it is a
 high-accuracy run of the given method with dense output (typically
 ``impactbench.methods.reference_method()``: DOP853 event-driven at rtol 1e-12), stored on disk so

@@ -1,4 +1,4 @@
-"""Metrics of one run against a reference, by name, for the study runner (DESIGN.md section 7).
+"""Metrics of one run against a reference, by name, for the study runner (docs/design.md section 7).
 
 A metric is a function ``(problem, trajectory, reference) -> float``. The reference is a
 :class:`Reference`: the problem's closed form (:meth:`Reference.exact`) or a reference

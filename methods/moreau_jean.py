@@ -1,7 +1,7 @@
 """Moreau's velocity-based schemes: the Moreau-Jean theta-scheme and the catching-up variant.
 
 Both integrate the measure differential inclusion at velocity level with Newton's impact law
-written as a complementarity problem on the impulses (DESIGN.md section 5). With q_k, v_k known
+written as a complementarity problem on the impulses (docs/design.md section 5). With q_k, v_k known
 and q_p the point where the contact and the smooth forces are evaluated:
 
     v_{k+1} = v_k + h M^-1 F(t_p, q_p, v_k) + M^-1 G^T P,

@@ -1,6 +1,6 @@
 """The Paoli-Schatzman two-step position scheme (SIAM J. Numer. Anal. 40 (2002) 702-733, 734-768).
 
-With q^{k-1}, q^k known (DESIGN.md section 5):
+With q^{k-1}, q^k known (docs/design.md section 5):
 
     z       = 2 q^k - q^{k-1} + h^2 M(q^k)^-1 F(t_k, q^k, vt_k)
     q^{k+1} = -e q^{k-1} + (1 + e) Proj_K^{M(q^k)}( (z + e q^{k-1}) / (1 + e) )

@@ -6,7 +6,7 @@ decades, each run at ``PHASES`` perturbed copies h (1 + delta_j) of its nominal 
 averaging, :mod:`impactbench.fitting`), and the event-driven method over its relative
 tolerance. Orders are fitted on the median error of each phase family, with their 95 %
 t-intervals, after the floors (round-off, the reference's accuracy) are excluded; flat,
-growing and unresolved sweeps are reported as such (DESIGN.md section 7).
+growing and unresolved sweeps are reported as such (docs/design.md section 7).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Observed orders of the time-stepping schemes against closed-form solutions (DESIGN.md s. 7).
+"""Observed orders of the time-stepping schemes against closed-form solutions (docs/design.md s. 7).
 
 Orders are least-squares slopes over >= 10 step sizes spanning >= 1.5 decades on randomly
 jittered grids (several seeds): error/h swings several-fold with where the impacts fall on the

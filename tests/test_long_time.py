@@ -21,7 +21,7 @@ speeds to 6.6e-3):
   0 and a root-mean-square relative error about 5.5 h (order 1, larger as the impact speed
   falls). Its fitted rate averages that scatter, so the rate error converges irregularly
   (|error| / h between 0.3 and 100 over 41 steps in [1e-4, 3.2e-3]): it is tested by a
-  least-squares order over 11 step sizes (DESIGN.md section 7), not by comparing two of them.
+  least-squares order over 11 step sizes (docs/design.md section 7), not by comparing two of them.
 * Without a spring the flights are exact for every scheme and the speeds are e^n U_1 exactly;
   only the impact times drift (O(h) per impact), so E(t_n^-) against the law at the scheme's own
   impact times has a relative error O(h) (measured 3.9 h to 7.4 h).

@@ -151,7 +151,7 @@ def test_affine_closed_form_with_varying_mass_matches_the_general_projection():
 
 
 def _velocity_scheme_reference(problem, theta, position_first, t_end, h, activation):
-    """DESIGN.md's Moreau-Jean / catching-up step written directly in NumPy (one constraint):
+    """docs/design.md's Moreau-Jean / catching-up step written directly in NumPy (one constraint):
     active when g(q_p) <= 0 ("position"), and also G v_k <= 0 ("approaching")."""
     t, q, v = problem.t0, problem.q0.astype(float), problem.v0.astype(float)
     e = problem.restitution

@@ -1,4 +1,4 @@
-"""Persistent contact over long horizons, every time-stepping scheme (DESIGN.md section 5).
+"""Persistent contact over long horizons, every time-stepping scheme (docs/design.md section 5).
 
 A property shown to t = 3 says nothing about t = 1000: after the impacts accumulate, a resting or
 sliding contact must stay on K for all time. With the position activation rule the velocity

@@ -468,7 +468,7 @@ def test_forced_orbit_is_stable():
 
 
 def test_forced_unstable_orbit_diverges():
-    """omega = 3, sigma = 0 (DESIGN: unstable): the same perturbation grows by orders."""
+    """omega = 3, sigma = 0 (unstable, docs/design.md section 6): a perturbation grows by orders."""
     osc = ForcedImpactOscillator(omega=3.0, sigma=0.0, restitution=0.8)
     t_i = osc.impact_phase / 3.0
     t_s, v_s = t_i + 1e-8, -0.8 * osc.impact_speed + 1e-8
@@ -515,7 +515,7 @@ def test_forced_without_admissible_orbit_raises(kw):
 
 
 def wall_reference(mass, force, normal, offset, e, q0, v0, t0, count):
-    """Event by event: closed-form parabola to the wall, then the impact law of DESIGN section 3.
+    """Event by event: closed-form parabola to the wall, then the impact law (docs/design.md s. 3).
 
     Returns the impact times and the post-impact states, computed without the exact solution.
     """

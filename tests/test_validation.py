@@ -1,4 +1,4 @@
-"""Bad input fails fast with a ValueError naming the argument (DESIGN.md section 9), and a run
+"""Bad input fails fast with a ValueError naming the argument (docs/design.md section 9), and a run
 that produces non-finite values stops with an error giving t, q and v."""
 
 from __future__ import annotations
