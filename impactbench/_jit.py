@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core import cgutils
 from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
 from numba.extending import intrinsic
@@ -177,3 +178,41 @@ def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
         return view._getvalue()
 
     return view_type(buffer, height, width), codegen
+
+
+@intrinsic
+def stack_array(typingctx, height, width):  # noqa: ARG001
+    """A 2-D C-contiguous float64 array (height, width) on the stack of the calling function.
+
+    For the scratch values of one step that never outlive it (the candidate state of the time
+    loop): LLVM promotes a stack array indexed at constant offsets to registers, so its stores and
+    loads vanish, which a heap buffer (visible to the caller, possibly aliased by the output
+    arrays) does not allow. Literal sizes only; no reference counting (``meminfo`` is null), so
+    the array must not escape the function (compile its caller with ``_nrt=False``).
+    """
+    if not (
+        isinstance(height, numba_types.IntegerLiteral)
+        and isinstance(width, numba_types.IntegerLiteral)
+    ):
+        return None
+    rows = height.literal_value
+    columns = width.literal_value
+    array_type = numba_types.Array(numba_types.float64, 2, "C")
+
+    def codegen(context, builder, signature, arguments):
+        double = context.get_value_type(numba_types.float64)
+        data = cgutils.alloca_once(builder, double, size=rows * columns)
+        array = make_array(array_type)(context, builder)
+        intp = context.get_value_type(numba_types.intp)
+        populate_array(
+            array,
+            data=data,
+            shape=(intp(rows), intp(columns)),
+            strides=(intp(8 * columns), intp(8)),
+            itemsize=intp(8),
+            meminfo=None,
+            parent=None,
+        )
+        return array._getvalue()
+
+    return array_type(height, width), codegen

@@ -14,15 +14,15 @@ driver reads its first rows:
 * ``X[IMPULSE, :m]``: the impulse (or projection multiplier) of each constraint on a step with
   contact, 0 where the constraint took none;
 * ``X[NORMAL_BEFORE, :m]``, ``X[NORMAL_AFTER, :m]``: the normal velocities logged for each
-  constraint with a positive impulse;
-* ``X[NEXT_Q, :n]``, ``X[NEXT_V, :n]``: the candidate new state, checked for finiteness by the
-  driver before the scheme commits it (so that a failure reports the last finite state).
+  constraint with a positive impulse.
 
-The scheme's own rows start at ``FIRST_SCHEME_ROW``. ``rows`` (int64, max(m, 1)) and ``ws``
+The scheme's own rows start at ``FIRST_SCHEME_ROW``. ``Z`` (2, n) holds the candidate new state,
+``Z[NEXT_Q]`` and ``Z[NEXT_V]``, checked for finiteness by the driver before the scheme commits
+it (so that a failure reports the last finite state). ``rows`` (int64, max(m, 1)) and ``ws``
 (:func:`impactbench.contact.make_workspace`) complete the work space.
 
-Two compilation choices keep the driver as fast as a hand-written loop per scheme (measured with
-benchmarks/loops.py; each cost 1.5-15x per step when missing):
+Three compilation choices keep the driver as fast as a hand-written loop per scheme (measured
+with benchmarks/loops.py):
 
 * the loop is compiled with numba's reference counting switched off (``_nrt=False``): nothing
   in it allocates (the buffers are allocated by :func:`make_loop`'s wrapper), and every array
@@ -32,7 +32,11 @@ benchmarks/loops.py; each cost 1.5-15x per step when missing):
   reshape), whose shape and strides are compile-time constants: slices of it at constant
   offsets are then provably disjoint for LLVM, which keeps values in registers across the
   stores of a step (with the argument's run-time strides, or with ``reshape``, the pendulum's
-  step cost 2x).
+  step cost 2x);
+* ``Z`` is an array on the loop's stack (:func:`impactbench._jit.stack_array`; plain Python:
+  zeros): LLVM promotes it to registers, so the candidate state costs no stores (in ``X`` its
+  four stores per step on a 2-DOF problem cost up to 1.2 ns/step, 20 % of the slanted wall's
+  step).
 
 Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``,
 ``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT`` and the
@@ -40,16 +44,17 @@ scheme's own options are bound by :func:`make_loop`):
 
 ``start(t0, h, q0, v0, p, e, mp, X, rows, ws) -> (status, iterations, force_evaluations)``
     Set the scheme's state from (q0, v0) (a two-step scheme computes its first step here).
-``step(k, t, t_next, h, p, e, mp, X, rows, ws) -> (status, contact, iterations)``
-    Step k (t = t0 + k h, t_next = t0 + (k + 1) h): write the candidate state into NEXT_Q and
-    NEXT_V and, when ``contact``, the impulses and normal velocities of the driver rows; leave
-    the scheme's state unchanged (the driver commits it after its checks).
-``commit(X)``
+``step(k, t, t_next, h, p, e, mp, X, Z, rows, ws) -> (status, contact, iterations)``
+    Step k (t = t0 + k h, t_next = t0 + (k + 1) h): write the candidate state into
+    ``Z[NEXT_Q]`` and ``Z[NEXT_V]`` and, when ``contact``, the impulses and normal velocities of
+    the driver rows; leave the scheme's state unchanged (the driver commits it after its checks).
+``commit(X, Z)``
     Make the candidate the current state.
-``sample(X, q_out, v_out)``
+``sample(X, Z, q_out, v_out)``
     The output (q, v) at t0 + (steps) h after a commit.
-``current(X, q_out, v_out)``
-    The state reported at a failure of a step, at time t0 + (steps + lead) h.
+``current(X, Z, q_out, v_out)``
+    The state reported at a failure of a step, at time t0 + (steps + lead) h (``Z`` may hold
+    the failed, non-finite candidate there).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from ._jit import _inlined, constant_shape_view, specialize
+from ._jit import _inlined, constant_shape_view, specialize, stack_array
 from .contact import make_workspace
 from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
 
@@ -68,10 +73,11 @@ from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counte
 IMPULSE = 0
 NORMAL_BEFORE = 1
 NORMAL_AFTER = 2
-NEXT_Q = 3
-NEXT_V = 4
 #: First row of the scheme's own part of ``X``.
-FIRST_SCHEME_ROW = 5
+FIRST_SCHEME_ROW = 3
+#: Rows of the candidate state ``Z`` (2, n), on the loop's stack.
+NEXT_Q = 0
+NEXT_V = 1
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,9 @@ class Scheme:
 
 
 # Names bound per problem and scheme by make_loop.
-scheme_start = scheme_step = scheme_commit = scheme_sample = scheme_current = shape_view = None
+scheme_start = scheme_step = scheme_commit = scheme_sample = scheme_current = shape_view = (
+    scratch
+) = None
 N_DOF = N_CONSTRAINTS = LEAD = HEIGHT = WIDTH = 0
 
 
@@ -111,6 +119,7 @@ def _time_loop(
     # The buffer as a view of constant shape: its row offsets are compile-time constants, so
     # LLVM can prove its rows disjoint (with buffer.reshape they would be run-time multiples).
     X = shape_view(buffer, HEIGHT, WIDTH)  # noqa: N806
+    Z = scratch(2, N_DOF)  # noqa: N806
     n = N_DOF
     m = N_CONSTRAINTS
     capacity = log_t.shape[0]
@@ -129,12 +138,12 @@ def _time_loop(
         for k in range(n_steps):
             t = t0 + k * h
             t_next = t0 + (k + 1) * h
-            status, contact, used = scheme_step(k, t, t_next, h, p, e, mp, X, rows, ws)
+            status, contact, used = scheme_step(k, t, t_next, h, p, e, mp, X, Z, rows, ws)
             if status != STATUS_OK:
                 break
             check = 0.0
             for j in range(n):
-                check += X[NEXT_Q, j] + X[NEXT_V, j]
+                check += Z[NEXT_Q, j] + Z[NEXT_V, j]
             if not np.isfinite(check):
                 status = STATUS_NOT_FINITE
                 break
@@ -148,19 +157,19 @@ def _time_loop(
                                 log_t, log_i, log_u, logged, t_next, i,
                                 X[NORMAL_BEFORE, i], X[NORMAL_AFTER, i],
                             )  # fmt: skip
-            scheme_commit(X)
+            scheme_commit(X, Z)
             steps = k + 1
             countdown -= 1
             if countdown == 0 or steps == n_steps:
                 countdown = every
                 out_t[samples] = t_next
-                scheme_sample(X, out_q[samples], out_v[samples])
+                scheme_sample(X, Z, out_q[samples], out_v[samples])
                 samples += 1
     force_evaluations += steps
     store_counters(counters, status, steps, force_evaluations, impacts, logged, samples, iterations)
     if status == STATUS_OK:
         state[0] = t0 + steps * h
-        scheme_sample(X, state[1 : 1 + n], state[1 + n :])
+        scheme_sample(X, Z, state[1 : 1 + n], state[1 + n :])
     elif not started:  # the start failed: report the initial state
         state[0] = t0
         for j in range(n):
@@ -168,7 +177,12 @@ def _time_loop(
             state[1 + n + j] = v0[j]
     else:
         state[0] = t0 + (steps + LEAD) * h
-        scheme_current(X, state[1 : 1 + n], state[1 + n :])
+        scheme_current(X, Z, state[1 : 1 + n], state[1 + n :])
+
+
+def _zeros(height: int, width: int) -> np.ndarray:
+    """Plain-Python counterpart of :func:`impactbench._jit.stack_array`."""
+    return np.zeros((height, width))
 
 
 def _reshaped(buffer: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -230,6 +244,7 @@ def make_loop(
     height = FIRST_SCHEME_ROW + scheme.rows(n_dof, n_constraints)
     loop_bindings.update(sizes, LEAD=scheme.lead, HEIGHT=height, WIDTH=width)
     loop_bindings["shape_view"] = constant_shape_view if compile else _reshaped
+    loop_bindings["scratch"] = stack_array if compile else _zeros
     loop = specialize(_time_loop, loop_bindings, compile, nrt=False)
 
     def run(*arguments: Any) -> None:

@@ -104,7 +104,7 @@ def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     return STATUS_OK, 0, 0
 
 
-def _step(k, t, t_next, h, p, e, mp, X, rows, ws):  # noqa: N803
+def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     n = N_DOF
     m = N_CONSTRAINTS
     h_theta = h * mp[0]
@@ -196,21 +196,21 @@ def _step(k, t, t_next, h, p, e, mp, X, rows, ws):  # noqa: N803
         vj = v[j]
         vn = v1[j] if active > 0 else vj + h * acc[j]
         if POSITION_FIRST:
-            X[NEXT_Q, j] = qp[j]
+            Z[NEXT_Q, j] = qp[j]
         else:
             # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
-            X[NEXT_Q, j] = (q[j] + h_rest * vj) + h_theta * vn
-        X[NEXT_V, j] = vn
+            Z[NEXT_Q, j] = (q[j] + h_rest * vj) + h_theta * vn
+        Z[NEXT_V, j] = vn
     return STATUS_OK, active > 0, used
 
 
-def _commit(X):  # noqa: N803
+def _commit(X, Z):  # noqa: N803
     for j in range(N_DOF):
-        X[_Q, j] = X[NEXT_Q, j]
-        X[_V, j] = X[NEXT_V, j]
+        X[_Q, j] = Z[NEXT_Q, j]
+        X[_V, j] = Z[NEXT_V, j]
 
 
-def _state(X, q_out, v_out):  # noqa: N803
+def _state(X, Z, q_out, v_out):  # noqa: N803
     for j in range(N_DOF):
         q_out[j] = X[_Q, j]
         v_out[j] = X[_V, j]

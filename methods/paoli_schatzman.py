@@ -108,7 +108,7 @@ def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     return STATUS_OK, used, 1
 
 
-def _step(k, t, t_next, h, p, e, mp, X, rows, ws):  # noqa: N803
+def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     """q^{k+2} from q^{k+1}, q^k (the driver's step k computes the scheme's step k + 1)."""
     n = N_DOF
     m = N_CONSTRAINTS
@@ -182,8 +182,8 @@ def _step(k, t, t_next, h, p, e, mp, X, rows, ws):  # noqa: N803
         q_next = 2.0 * q[j] + (h2 * acc[j] - q_prev[j])
         if used > 0:
             q_next += one_pe * dx[j]
-        X[NEXT_Q, j] = q_next
-        X[NEXT_V, j] = (q_next - q_prev[j]) * half_inv_h  # the output velocity at t_k
+        Z[NEXT_Q, j] = q_next
+        Z[NEXT_V, j] = (q_next - q_prev[j]) * half_inv_h  # the output velocity at t_k
     if used > 0:
         for i in range(m):
             if X[IMPULSE, i] > 0.0:
@@ -191,28 +191,28 @@ def _step(k, t, t_next, h, p, e, mp, X, rows, ws):  # noqa: N803
                 after = 0.0
                 for j in range(n):
                     before += G[i, j] * (q[j] - q_prev[j]) * inv_h
-                    after += G[i, j] * (X[NEXT_Q, j] - q[j]) * inv_h
+                    after += G[i, j] * (Z[NEXT_Q, j] - q[j]) * inv_h
                 X[NORMAL_BEFORE, i] = before
                 X[NORMAL_AFTER, i] = after
     return STATUS_OK, used > 0, used
 
 
-def _commit(X):  # noqa: N803
+def _commit(X, Z):  # noqa: N803
     """(q^{k-2}, q^{k-1}, q^k) <- (q^{k-1}, q^k, q^{k+1})."""
     for j in range(N_DOF):
         X[_Q_OLD, j] = X[_Q_PREV, j]
         X[_Q_PREV, j] = X[_Q, j]
-        X[_Q, j] = X[NEXT_Q, j]
+        X[_Q, j] = Z[NEXT_Q, j]
 
 
-def _sample(X, q_out, v_out):  # noqa: N803
+def _sample(X, Z, q_out, v_out):  # noqa: N803
     """q^k and the central difference (q^{k+1} - q^{k-1}) / (2h) after a commit."""
     for j in range(N_DOF):
         q_out[j] = X[_Q_PREV, j]
-        v_out[j] = X[NEXT_V, j]
+        v_out[j] = Z[NEXT_V, j]
 
 
-def _current(X, q_out, v_out):  # noqa: N803
+def _current(X, Z, q_out, v_out):  # noqa: N803
     """At a failed step: q^k and the velocity inside F, at t_k (one step after the sample)."""
     for j in range(N_DOF):
         q_out[j] = X[_Q, j]
