@@ -205,14 +205,22 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any_failed else 0
 
 
+def _has_tables(folder: Path) -> bool:
+    return any((folder / name / TABLE_FILE).exists() for name in STUDIES)
+
+
 def _report(args: argparse.Namespace) -> int:
-    if not _write_reports(args.output):
-        print(
-            f"no stored study tables in {args.output}; run `impactbench run` first",
-            file=sys.stderr,
-        )
+    output = args.output
+    if output is None:  # the full reports, else those of `run --quick`
+        output = DEFAULT_OUTPUT["full"]
+        if not _has_tables(output) and _has_tables(DEFAULT_OUTPUT["quick"]):
+            output = DEFAULT_OUTPUT["quick"]
+            print(f"no stored tables in {DEFAULT_OUTPUT['full']}: reporting {output} (--quick)")
+    if not _write_reports(output):
+        hint = "`impactbench run` (or `run --quick`, then `report --output reports-quick`)"
+        print(f"no stored study tables in {output}; run {hint} first", file=sys.stderr)
         return 1
-    print(f"reports: {args.output / 'README.md'}")
+    print(f"reports: {output / 'README.md'}")
     return 0
 
 
@@ -252,6 +260,11 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         problem = problem_factory(**problem_kwargs)
         method = method_factory(**method_kwargs)
+        warmup = None
+        if args.warmup:  # compilation and first-call costs, kept out of the run's wall time
+            start = time.perf_counter()
+            simulate(problem, method, args.t_end, h=args.h, output_every=args.output_every)
+            warmup = time.perf_counter() - start
         trajectory = simulate(problem, method, args.t_end, h=args.h, output_every=args.output_every)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -268,6 +281,11 @@ def _simulate(args: argparse.Namespace) -> int:
         f"impacts {stats['impacts']}, samples {len(trajectory.t)}, "
         f"wall time {stats['wall_time']:.4g} s"
     )
+    if warmup is not None:
+        print(
+            f"  warm-up run (numba compilation or cache loading, first calls): {warmup:.4g} s, "
+            "not in the wall time"
+        )
     print(f"  q(T) = {trajectory.q[-1].tolist()}, v(T) = {trajectory.v[-1].tolist()}")
     if problem.has_exact_solution:
         reference = Reference.exact(problem, args.t_end)
@@ -301,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     listing = commands.add_parser("list", help="list the problems, methods and studies")
-    listing.set_defaults(handler=_list)
+    listing.set_defaults(handler=_list, parser=listing)
 
     run = commands.add_parser(
         "run",
@@ -336,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="output folder (default: reports, or reports-quick with --quick)",
     )
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=_run, parser=run)
 
     report = commands.add_parser(
         "report",
@@ -346,9 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
         "executed).",
     )
     report.add_argument(
-        "--output", type=Path, default=DEFAULT_OUTPUT["full"], help="reports folder"
+        "--output",
+        type=Path,
+        default=None,
+        help="reports folder (default: reports, else reports-quick when only it has tables)",
     )
-    report.set_defaults(handler=_report)
+    report.set_defaults(handler=_report, parser=report)
 
     sim = commands.add_parser(
         "simulate",
@@ -364,7 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--output-every", type=_positive_int, default=1, help="keep every K-th step")
     sim.add_argument("--plot", type=Path, help="write a PNG of q, v and the energy")
     sim.add_argument("--csv", type=Path, help="write the samples (t, q, v, energy) as CSV")
-    sim.set_defaults(handler=_simulate)
+    sim.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help="time the first run, compilation included (default: run once untimed first)",
+    )
+    sim.set_defaults(handler=_simulate, parser=sim)
     return parser
 
 
@@ -384,8 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.handler(args)
-    except UsageError as error:
-        parser.error(str(error))
+    except UsageError as error:  # the subcommand's usage line, not the top-level one
+        getattr(args, "parser", parser).error(str(error))
     except OSError as error:  # unwritable output, unreachable scheduler
         print(f"impactbench: error: {error}", file=sys.stderr)
         return 1

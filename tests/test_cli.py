@@ -332,3 +332,17 @@ def test_retry_failed_reruns_the_runs_of_a_crashed_worker(probe_study, tmp_path,
     assert (tmp_path / "crashed").exists()
     table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
     assert list(table["status"]) == ["ok"] * 4
+
+
+def test_report_finds_the_quick_output(quick, tmp_path, monkeypatch, capsys):
+    _, output, _ = quick
+    folder = tmp_path / "reports-quick" / "convergence"
+    folder.mkdir(parents=True)
+    (folder / "results.csv").write_bytes((output / "convergence" / "results.csv").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert main(["report"]) == 0
+    assert "reporting reports-quick" in capsys.readouterr().out
+    assert (folder / "README.md").exists()
+    (tmp_path / "reports-quick" / "convergence" / "results.csv").unlink()
+    assert main(["report"]) == 1
+    assert "report --output reports-quick" in capsys.readouterr().err
