@@ -19,19 +19,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 
-from . import SimulationError, names, simulate
+from . import SimulationError, names, simulate, style
 from ._files import CacheWarning, write_atomic
 from .energy import energy
-from .methods import METHODS
+from .methods import METHODS, reference_method
 from .problems import PROBLEMS
+from .reference import reference
 from .report import (
     PROVENANCE_FILE,
     TABLE_FILE,
-    new_figure,
-    save_figure,
     write_index,
     write_study_report,
 )
@@ -39,6 +39,7 @@ from .results import build_table, format_float, write_provenance, write_table
 from .run_metrics import METRICS, Reference
 from .runner import BACKENDS, FAILED, MAX_RETRIES, check_options, default_cache_dir, execute
 from .studies import STUDIES
+from .trajectory_figure import trajectory_figure
 
 #: Default output folders of ``run`` and ``report`` (the quick grid writes elsewhere, so that it
 #: never overwrites the full reports).
@@ -238,20 +239,19 @@ def _trajectory_frame(problem: Any, trajectory: Any) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def _plot(frame: pd.DataFrame, title: str, path: Path) -> None:
-    figure, axes = new_figure(3, width=4.5, height=3.5)
-    for ax, prefix, label in zip(axes[:2], ("q", "v"), ("position", "velocity"), strict=True):
-        for column in (c for c in frame.columns if c[0] == prefix and c[1:].isdigit()):
-            ax.plot(frame["t"], frame[column], label=column, linewidth=1)
-        ax.set_ylabel(label)
-        ax.legend(fontsize=7)
-    axes[2].plot(frame["t"], frame["energy"], color="black", linewidth=1)
-    axes[2].set_ylabel("energy")
-    for ax in axes:
-        ax.set_xlabel("t")
-        ax.grid(True, alpha=0.3)
-    figure.suptitle(title)
-    save_figure(figure, path)
+def _plot(problem: Any, trajectory: Any, path: Path) -> str:
+    """Draw the run against its exact solution, else against a reference run; returns which."""
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in style.FORMATS:
+        raise UsageError(f"--plot must end in one of .png, .pdf, .svg, got {str(path)!r}")
+    if problem.has_exact_solution:
+        solution = Reference.exact(problem, trajectory.t[-1])
+    else:  # computed once, then read from the reference cache
+        solution = reference(problem, float(trajectory.t[-1]), reference_method())
+    with mpl.rc_context(style.RC):
+        figure = trajectory_figure(problem, trajectory, solution)
+        style.save(figure, path, formats=(suffix,))
+    return solution.kind
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -299,8 +299,8 @@ def _simulate(args: argparse.Namespace) -> int:
         )
         print(f"  samples written to {args.csv}")
     if args.plot:
-        _plot(frame, f"{problem.name}, {method.name}", args.plot)
-        print(f"  figure written to {args.plot}")
+        kind = _plot(problem, trajectory, args.plot)
+        print(f"  figure written to {args.plot} (against the {kind} solution)")
     return 0 if trajectory.success else 1
 
 
@@ -383,7 +383,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--t-end", type=float, required=True, help="final time")
     sim.add_argument("--h", type=float, default=None, help="step (time-stepping methods)")
     sim.add_argument("--output-every", type=_positive_int, default=1, help="keep every K-th step")
-    sim.add_argument("--plot", type=Path, help="write a PNG of q, v and the energy")
+    sim.add_argument(
+        "--plot",
+        type=Path,
+        help="write a figure (.png, .pdf or .svg) of the run against the exact solution, or "
+        "against a reference run (DOP853, rtol 1e-12, cached) when there is none: q, v, phase "
+        "portrait, impact map, gap, energy error",
+    )
     sim.add_argument("--csv", type=Path, help="write the samples (t, q, v, energy) as CSV")
     sim.add_argument(
         "--no-warmup",

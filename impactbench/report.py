@@ -1,59 +1,36 @@
-"""Markdown reports with PNG figures, drawn only from the stored result tables.
+"""Markdown reports with figures (PNG, PDF, SVG), drawn only from the stored result tables.
 
 ``reports/<study>/README.md`` holds a study's header (what it measures, the grid, provenance),
 the sections its report function returns (tables and figures), its failed runs, and its key
-findings; ``reports/README.md`` indexes the studies with their findings. Each method has a fixed
-colour and marker (:func:`method_style`) in every figure. Figures use matplotlib's Agg renderer
-through :class:`matplotlib.figure.Figure` (no pyplot state) and are written atomically.
+findings; ``reports/README.md`` indexes the studies with their findings. Every figure follows
+:mod:`impactbench.style` (journal column sizes, fonts, a fixed colour and marker per method, PNG
+with PDF and SVG next to it); figures use matplotlib's Agg renderer through
+:class:`matplotlib.figure.Figure` (no pyplot state) and are written atomically.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from . import style
 from ._files import write_atomic
 from .fitting import ORDER, OrderFit
 from .results import PROVENANCE_COLUMNS, read_provenance, read_table
 from .study import Study, StudyReport
-
-#: Colour and marker of each built-in method class (a method's name up to its "[").
-STYLES: dict[str, tuple[str, str]] = {
-    "PaoliSchatzman": ("#1f77b4", "o"),
-    "MoreauJean": ("#ff7f0e", "s"),
-    "CatchingUp": ("#2ca02c", "^"),
-    "EventDriven": ("#d62728", "D"),
-}
-_PALETTE = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-_MARKERS = ("v", "P", "X", "*", "h", "<")
+from .style import method_style
 
 TABLE_FILE = "results.csv"
 PROVENANCE_FILE = "provenance.json"
 README_FILE = "README.md"
-
-
-def method_style(method: str) -> dict[str, str]:
-    """Fixed ``color`` and ``marker`` of a method (by its class name, the part before "[").
-
-    Methods not in :data:`STYLES` get a colour and marker derived from a digest of the name, so
-    they too are the same in every figure and every report.
-    """
-    base = method.partition("[")[0]
-    if base in STYLES:
-        color, marker = STYLES[base]
-    else:
-        index = int(hashlib.sha256(base.encode()).hexdigest(), 16)
-        color, marker = _PALETTE[index % len(_PALETTE)], _MARKERS[index % len(_MARKERS)]
-    return {"color": color, "marker": marker}
 
 
 def format_number(value: Any, digits: int = 3) -> str:
@@ -80,17 +57,17 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
 def new_figure(
     panels: int, *, width: float = 5.0, height: float = 4.0
 ) -> tuple[Figure, list[Axes]]:
-    """A figure with ``panels`` axes side by side."""
-    figure = Figure(figsize=(width * panels, height), layout="constrained")
-    axes = figure.subplots(1, panels, squeeze=False)[0]
-    return figure, list(axes)
+    """A journal-sized figure with ``panels`` axes (:func:`impactbench.style.new_figure`).
+
+    ``width`` and ``height`` (inches) give the panels' aspect ratio, not the figure's size; a
+    single panel asked 6 in wide or more gets the text width instead of one column.
+    """
+    return style.new_figure(panels, aspect=height / width, wide=width >= 6.0)
 
 
 def save_figure(figure: Figure, path: Path) -> None:
-    """Write ``figure`` as a PNG, atomically."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    write_atomic(path, buffer.getvalue())
+    """Write ``figure`` as ``path`` (PNG) and as PDF and SVG next to it, atomically."""
+    style.save(figure, path)
 
 
 def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = "") -> None:
@@ -103,7 +80,7 @@ def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = 
         group = group[(group[x] > 0) & (group[y] > 0)].sort_values(order or x, kind="stable")
         if group.empty:
             continue
-        ax.plot(group[x], group[y], label=str(name), markersize=4, **method_style(str(name)))
+        ax.plot(group[x], group[y], label=str(name), **method_style(str(name)))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.grid(True, which="major", alpha=0.3)
@@ -125,7 +102,6 @@ def plot_medians(ax: Axes, medians: pd.DataFrame, x: str, y: str) -> None:
             group[y],
             yerr=[low, high],
             label=str(name),
-            markersize=4,
             capsize=2,
             elinewidth=0.8,
             **style,
@@ -212,7 +188,8 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     folder = Path(folder)
     table = read_table(folder / TABLE_FILE)
     provenance = read_provenance(folder / PROVENANCE_FILE)
-    report = study.report(table, folder)
+    with mpl.rc_context(style.RC):  # every artist of the study's figures in the house style
+        report = study.report(table, folder)
     failed = int((table["status"] == "failed").sum())
     if failed:
         report = StudyReport(

@@ -16,7 +16,17 @@ from typing import Any
 
 #: Core modules that only analyse or present results: they do not change a computed number.
 PRESENTATION_MODULES = frozenset(
-    {"cli.py", "fitting.py", "long_time.py", "machine.py", "report.py", "results.py", "study.py"}
+    {
+        "cli.py",
+        "fitting.py",
+        "long_time.py",
+        "machine.py",
+        "report.py",
+        "results.py",
+        "study.py",
+        "style.py",
+        "trajectory_figure.py",
+    }
 )
 
 

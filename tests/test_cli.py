@@ -42,6 +42,8 @@ def test_quick_run_of_every_study_succeeds(quick):
         for figure in folder.glob("*.png"):
             assert f"]({figure.name})" in readme
             assert figure.read_bytes().startswith(b"\x89PNG")
+            assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+            assert b"<svg" in figure.with_suffix(".svg").read_bytes()
         assert list(folder.glob("*.png")), name
         table = pd.read_csv(folder / "results.csv")
         assert (table["status"] != "failed").all(), table["error"].dropna().tolist()

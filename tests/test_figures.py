@@ -1,0 +1,107 @@
+"""Figures as a reader sees them: journal sizes, three formats, non-blank, reproducible bytes,
+and the run-against-reference figure of ``simulate --plot``."""
+
+from __future__ import annotations
+
+import io
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from impactbench import simulate, style
+from impactbench.cli import main
+from impactbench.methods import MoreauJean
+from impactbench.problems import SlantedWall
+from impactbench.reference import Reference
+from impactbench.trajectory_figure import REFERENCE_POINTS, trajectory_figure
+
+
+@pytest.mark.parametrize(
+    ("panels", "width", "rows"), [(1, style.COLUMN_WIDTH, 1), (3, style.TEXT_WIDTH, 1), (4, 7.0, 2)]
+)
+def test_figures_fit_journal_columns(panels, width, rows):
+    figure, axes = style.new_figure(panels, aspect=0.5)
+    assert len(axes) == panels
+    assert figure.get_figwidth() == width
+    columns = min(panels, style.MAX_COLUMNS)
+    assert figure.get_figheight() == pytest.approx(rows * width / columns * 0.5 + 0.35)
+
+
+@pytest.mark.parametrize("panels", [0, -1, 1.5])
+def test_new_figure_refuses_bad_panel_counts(panels):
+    with pytest.raises(ValueError, match="panels"):
+        style.new_figure(panels)
+
+
+def _drawn(tmp_path, name="figure"):
+    figure, (ax,) = style.new_figure(1)
+    ax.plot([1, 2, 3], [3, 1, 2], label="$E - k\\delta^2/2$")
+    ax.set_xlabel("$t$ [s]")
+    ax.legend()
+    return style.save(figure, tmp_path / f"{name}.png")
+
+
+def test_three_formats_non_trivial(tmp_path):
+    png, pdf, svg = _drawn(tmp_path)
+    image = imread(png)
+    height, width = image.shape[:2]
+    assert width == round(style.COLUMN_WIDTH * style.PNG_DPI)
+    assert height == round((style.COLUMN_WIDTH * 0.8 + 0.35) * style.PNG_DPI)
+    rgb = image[..., :3]
+    assert (rgb < 0.5).mean() > 0.005  # ink: axes, text, the line
+    assert (rgb > 0.95).mean() > 0.5  # mostly white paper
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and data.rstrip().endswith(b"%%EOF")
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+
+
+def test_figures_are_byte_reproducible(tmp_path):
+    first = [path.read_bytes() for path in _drawn(tmp_path, "a")]
+    second = [path.read_bytes() for path in _drawn(tmp_path, "b")]
+    assert first == second
+
+
+def test_save_refuses_unknown_formats(tmp_path):
+    figure, _ = style.new_figure(1)
+    with pytest.raises(ValueError, match="formats"):
+        style.save(figure, tmp_path / "x.png", formats=("jpg",))
+
+
+def test_trajectory_figure_draws_the_exact_solution():
+    wall = SlantedWall(restitution=0.7)
+    t_end = wall.accumulation_time + 0.5
+    run = simulate(wall, MoreauJean(), t_end, h=1e-3)
+    figure = trajectory_figure(wall, run, Reference.exact(wall, t_end))
+    positions = figure.axes[0]
+    dashed = [line for line in positions.lines if line.get_linestyle() == "--"]
+    assert len(dashed) == wall.n_dof
+    t_ref = np.linspace(run.t[0], run.t[-1], REFERENCE_POINTS)
+    q_exact, _ = wall.exact_solution(t_ref)
+    for i, line in enumerate(dashed):
+        np.testing.assert_array_equal(line.get_xdata(), t_ref)
+        np.testing.assert_array_equal(line.get_ydata(), q_exact[:, i])
+    impact_map = figure.axes[3]
+    run_points = impact_map.lines[0]
+    np.testing.assert_array_equal(run_points.get_xdata(), run.impacts.t)
+    np.testing.assert_array_equal(run_points.get_ydata(), -run.impacts.normal_velocity_before)
+    figure.savefig(io.BytesIO(), format="png")
+
+
+def test_simulate_plot_against_the_exact_solution(tmp_path, capsys):
+    path = tmp_path / "run.pdf"
+    argv = ["simulate", "BouncingBall[restitution=0.5]", "MoreauJean", "--t-end", "2"]
+    assert main([*argv, "--h", "1e-3", "--plot", str(path), "--no-warmup"]) == 0
+    assert "against the exact solution" in capsys.readouterr().out
+    assert path.read_bytes().startswith(b"%PDF")
+    assert not path.with_suffix(".png").exists()
+
+
+def test_simulate_plot_refuses_unknown_suffixes(tmp_path, capsys):
+    argv = ["simulate", "BouncingBall", "MoreauJean", "--t-end", "1", "--h", "1e-3"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--plot", str(tmp_path / "run.jpg"), "--no-warmup"])
+    assert exit_info.value.code == 2
+    assert "--plot must end in" in capsys.readouterr().err
