@@ -26,6 +26,7 @@ import pandas as pd
 from . import SimulationError, names, simulate, style
 from ._files import CacheWarning, write_atomic
 from .energy import energy
+from .machine import machine_info
 from .methods import METHODS, reference_method
 from .problems import PROBLEMS
 from .reference import reference
@@ -193,6 +194,7 @@ def _run(args: argparse.Namespace) -> int:
             failed=len(failed),
             retry_failed=args.retry_failed,
             elapsed=f"{elapsed:.1f} s",
+            machine=machine_info(),
         )
         print(
             f"{name}: {len(runs)} runs ({cached} from the cache, {len(failed)} failed) in "

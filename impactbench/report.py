@@ -160,7 +160,30 @@ def _provenance_section(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
     for name in ("created", "grid", "jobs", "backend", "computed", "cached", "failed", "elapsed"):
         if name in provenance:
             lines.append(f"- {name}: {provenance[name]}")
+    machine = provenance.get("machine")
+    if isinstance(machine, dict):
+        lines.append(
+            "- machine: " + ", ".join(f"{key.replace('_', ' ')} {machine[key]}" for key in machine)
+        )
+    lines.append(
+        "- timings: the minimum over the repeats after a warm-up (`wall_time`); "
+        "`wall_time_median` and `wall_time_max` in the table give their spread"
+    )
     return "\n".join(lines) + "\n"
+
+
+def _dirty_warning(table: pd.DataFrame) -> str:
+    """A visible warning when any run was computed from a modified working tree."""
+    revisions = sorted(
+        str(r) for r in table.get("git_revision", pd.Series(dtype=str)).dropna().unique()
+    )
+    dirty = [r for r in revisions if r.endswith("-dirty")]
+    if not dirty:
+        return ""
+    return (
+        f"> **Warning: generated from a modified working tree** (git revision "
+        f"{', '.join(dirty)}): these numbers may not correspond to any commit.\n"
+    )
 
 
 def _failed_section(table: pd.DataFrame) -> str:
@@ -198,6 +221,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
         )
     parts = [
         f"# {study.title}\n",
+        *filter(None, [_dirty_warning(table)]),
         f"{study.description}\n",
         f"{len(table)} runs ({failed} failed), {provenance.get('grid', 'unknown')} grid. "
         f"Every figure and table below is generated from [{TABLE_FILE}]({TABLE_FILE}) "

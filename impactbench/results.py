@@ -10,7 +10,10 @@ Columns, in this order:
   ``output_every``, ``repeats``, then ``problem.<name>`` and ``method.<name>`` for every
   constructor parameter given (lists and dicts as JSON);
 * the metrics (:data:`impactbench.run_metrics.METRICS` order; NaN for a failed run);
-* the cost: ``h_used`` (the step actually used), ``steps``, ``force_evaluations``, ``impacts``;
+* the cost: ``h_used`` (the step actually used), ``steps``, ``force_evaluations``, ``impacts``
+  (impact events, one definition for every method: :mod:`impactbench.impact_events`),
+  ``impact_log_entries`` (the method's raw impact log), ``contact_phases`` and ``contact_time``
+  (persistent contact);
 * ``status`` and ``error``;
 * provenance: ``key``, ``code_version``, ``git_revision`` and the versions ``python``,
   ``impactbench``, ``numpy``, ``scipy``, ``numba``;
@@ -51,7 +54,15 @@ RUN_COLUMNS = (
     "output_every",
     "repeats",
 )
-COST_COLUMNS = ("h_used", "steps", "force_evaluations", "impacts")
+COST_COLUMNS = (
+    "h_used",
+    "steps",
+    "force_evaluations",
+    "impacts",
+    "impact_log_entries",
+    "contact_phases",
+    "contact_time",
+)
 STATUS_COLUMNS = ("status", "error")
 PROVENANCE_COLUMNS = (
     "key",
@@ -61,7 +72,7 @@ PROVENANCE_COLUMNS = (
     *(f"{name}_version" for name in PACKAGES),
 )
 #: Columns that change from one execution to the next; always the last ones.
-TIMING_COLUMNS = ("wall_time", "warmup_time")
+TIMING_COLUMNS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
 
 
 def _cell(value: Any) -> Any:
@@ -124,9 +135,17 @@ def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) ->
         *TIMING_COLUMNS,
     ]
     table = pd.DataFrame(rows, columns=columns)
-    for name in ("h", "h_nominal", "tolerance", "h_used", *metrics, *TIMING_COLUMNS):
+    for name in (
+        "h",
+        "h_nominal",
+        "tolerance",
+        "h_used",
+        "contact_time",
+        *metrics,
+        *TIMING_COLUMNS,
+    ):
         table[name] = table[name].astype(float)
-    for name in ("steps", "force_evaluations", "impacts"):
+    for name in ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases"):
         table[name] = table[name].astype("Int64")
     return table
 

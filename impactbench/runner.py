@@ -33,7 +33,8 @@ dies takes the runs not finished by then with it; they are failed outcomes sayin
 Timing. Each run is first simulated once in full as a warm-up (it absorbs compilation and
 first-call costs: numba compiles a helper called from plain Python only when a branch first
 reaches it, e.g. at the first impact, so a shortened warm-up would not do), then ``repeats``
-times; ``wall_time`` is the minimum over the repeats (``warmup_time`` the time of the warm-up),
+times; ``wall_time`` is the minimum over the repeats, ``wall_time_median`` and ``wall_time_max``
+their spread (``warmup_time`` the time of the warm-up),
 the metrics are those of the last repeat (the repeats are identical).
 """
 
@@ -66,6 +67,7 @@ from tqdm.auto import tqdm
 from . import _checks
 from ._files import CacheWarning, write_atomic
 from .fitting import perturbed_steps
+from .impact_events import impact_events
 from .method import Method
 from .problem import Problem
 from .reference import Reference
@@ -92,7 +94,7 @@ MAX_RETRIES = 10
 #: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
 MAX_JOBS_PER_CPU = 4
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 _KEY_LENGTH = 20
 
 FAILED = "failed"
@@ -392,9 +394,12 @@ class Outcome:
     metrics : dict
         Metric name -> value (NaN when the run failed or no reference exists).
     cost : dict
-        ``h_used`` (None for adaptive methods), ``steps``, ``force_evaluations``, ``impacts``.
+        ``h_used`` (None for adaptive methods), ``steps``, ``force_evaluations``, ``impacts``
+        (impact events, :mod:`impactbench.impact_events`), ``impact_log_entries`` (the raw log),
+        ``contact_phases`` and ``contact_time`` (persistent contact).
     timing : dict
-        ``wall_time`` (seconds, min over the repeats) and ``warmup_time``.
+        ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``
+        and ``warmup_time``.
     provenance : dict
         Package versions (:func:`package_versions`, from the process that ran it) and
         ``git_revision`` (of the process that launched it).
@@ -422,8 +427,8 @@ class Outcome:
             status=FAILED,
             error=error,
             metrics=dict.fromkeys(run.metrics, nan),
-            cost={"h_used": nan, "steps": nan, "force_evaluations": nan, "impacts": nan},
-            timing={"wall_time": nan, "warmup_time": nan},
+            cost=dict.fromkeys(_COST_FIELDS, nan),
+            timing=dict.fromkeys(_TIMING_FIELDS, nan),
             provenance=provenance,
         )
 
@@ -496,6 +501,7 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
         return Outcome.failure(run, _describe(error), provenance)
     except BaseException as error:  # SystemExit and the like from the run's code: a failed row
         return Outcome.failure(run, _describe(error), provenance)
+    events = impact_events(trajectory)
     return Outcome(
         status=trajectory.status.value,
         metrics=values,
@@ -503,9 +509,17 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "h_used": trajectory.h,
             "steps": int(trajectory.stats["steps"]),
             "force_evaluations": int(trajectory.stats["force_evaluations"]),
-            "impacts": int(trajectory.stats["impacts"]),
+            "impacts": events.impacts,
+            "impact_log_entries": int(trajectory.stats["impacts"]),
+            "contact_phases": events.contact_phases,
+            "contact_time": events.contact_time,
         },
-        timing={"wall_time": min(times), "warmup_time": warmup_time},
+        timing={
+            "wall_time": min(times),
+            "wall_time_median": float(np.median(times)),
+            "wall_time_max": max(times),
+            "warmup_time": warmup_time,
+        },
         provenance=provenance,
     )
 
@@ -595,8 +609,17 @@ _OUTCOME_FIELDS = {
     "key",
     "code_version",
 }
-_COST_FIELDS = ("h_used", "steps", "force_evaluations", "impacts")
-_TIMING_FIELDS = ("wall_time", "warmup_time")
+_COST_FIELDS = (
+    "h_used",
+    "steps",
+    "force_evaluations",
+    "impacts",
+    "impact_log_entries",
+    "contact_phases",
+    "contact_time",
+)
+_COUNT_FIELDS = ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases")
+_TIMING_FIELDS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
 
 
 def _is_number(value: Any) -> bool:
@@ -633,10 +656,13 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     h_used = cost["h_used"]
     if h_used is not None and not (_is_number(h_used) and math.isfinite(h_used) and h_used > 0):
         raise ValueError(f"h_used must be a positive number or null, got {h_used!r}")
-    for name in _COST_FIELDS[1:]:
+    for name in _COUNT_FIELDS:
         value = cost[name]
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    contact_time = cost["contact_time"]
+    if not (_is_number(contact_time) and math.isfinite(contact_time) and contact_time >= 0):
+        raise ValueError(f"contact_time must be a finite non-negative number, got {contact_time!r}")
     timing = stored["timing"]
     if not isinstance(timing, dict) or set(timing) != set(_TIMING_FIELDS):
         raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")

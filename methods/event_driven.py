@@ -157,7 +157,9 @@ class EventDriven(Method):
     (``rest_velocity``, ``min_impact_interval`` as given; ``rest_speed`` and ``impact_interval``
     in absolute units, ``contact_tolerance`` = 10 (atol + rtol L), ``length_scale`` L),
     ``zeno_time`` (first switch to persistent contact after an accumulation) and
-    ``contact_time`` (first time a persistent contact closed), None when it did not happen.
+    ``contact_time`` (first time a persistent contact closed), None when it did not happen,
+    ``contact_phases`` (persistent contacts closed, per constraint) and ``contact_duration``
+    (their total duration up to ``t_end``).
 
     For a problem with compiled kernels the free-flight right-hand side is compiled
     (:mod:`impactbench.methods.free_flight`, LDL^T of M); contact phases and the problems without
@@ -574,6 +576,9 @@ class _Run:
         self.zeno_time: float | None = None
         self.rest_speed: float | None = None
         self.contact_time: float | None = None
+        self.phase_start = np.full(self.model.m, math.nan)  # per constraint in persistent contact
+        self.contact_phases = 0
+        self.contact_duration = 0.0
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
@@ -592,7 +597,18 @@ class _Run:
             "length_scale": self.model.length,
             "zeno_time": self.zeno_time,
             "contact_time": self.contact_time,
+            "contact_phases": self.contact_phases,
+            "contact_duration": self.contact_duration,
         }
+
+    def track_phases(self, t: float, before: np.ndarray, after: np.ndarray) -> None:
+        """Open and close the persistent-contact phases of the constraints whose state changed."""
+        for i in np.setdiff1d(after, before):
+            self.phase_start[i] = t
+            self.contact_phases += 1
+        for i in np.setdiff1d(before, after):
+            self.contact_duration += t - self.phase_start[i]
+            self.phase_start[i] = math.nan
 
     def tolerances(self, G: np.ndarray) -> np.ndarray:
         """Contact tolerance of each gap (m,), in the units of g."""
@@ -679,6 +695,7 @@ class _Run:
 
     def finish(self, q: np.ndarray, v: np.ndarray, closed: np.ndarray) -> Trajectory:
         t, model = self.t_end, self.model
+        self.track_phases(t, closed, np.zeros(0, dtype=closed.dtype))
         if closed.size:
             q = model.project_position(t, q, v, closed)
             v = model.project_velocity(t, q, v, closed)
@@ -784,6 +801,7 @@ class _Run:
             self.zeno, self.zeno_time, self.rest_speed = res.zeno, t, res.rest_speed
         if res.closed.size and self.contact_time is None:
             self.contact_time = t
+        self.track_phases(t, closed, res.closed)
         model = self.model
         g = model.gap(t, res.q, res.v)
         tol = self.tolerances(model.gradient(t, res.q, res.v))

@@ -95,6 +95,8 @@ def step_costs(table: pd.DataFrame) -> pd.DataFrame:
     done = table[(table["status"] != "failed") & (table["family"] == "time-stepping")]
     frame = done[["problem", "method", "steps", "wall_time"]].copy()
     frame["ns_per_step"] = 1e9 * frame["wall_time"] / frame["steps"]
+    frame["ns_median"] = 1e9 * done["wall_time_median"] / frame["steps"]
+    frame["ns_max"] = 1e9 * done["wall_time_max"] / frame["steps"]
     frame["steps_per_s"] = frame["steps"] / frame["wall_time"]
     frame["compiled"] = ~_plain(done)
     frame["base"] = frame["method"].str.split("[").str[0]
@@ -210,7 +212,16 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     speedups = _speedups(costs)
     ratios = _ratios(costs)
     events = event_costs(table)
-    columns = ["problem", "method", "steps", "wall_time", "ns_per_step", "steps_per_s"]
+    columns = [
+        "problem",
+        "method",
+        "steps",
+        "wall_time",
+        "ns_per_step",
+        "ns_median",
+        "ns_max",
+        "steps_per_s",
+    ]
     sections = [
         Section("Time-stepping: cost per step", markdown_table(costs[columns])),
         Section("Compiled against plain Python", markdown_table(speedups)),

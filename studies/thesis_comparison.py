@@ -279,7 +279,7 @@ def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
                 "found": found,
                 "missed": row["missed_impacts"],
                 "spurious": row["spurious_impacts"],
-                "impacts logged": row["impacts"],
+                "impacts": row["impacts"],
                 "penetration": row["max_penetration"],
                 "force evaluations": row["force_evaluations"],
                 "wall time (ms)": wall * 1e3 if pd.notna(wall) else np.nan,
@@ -371,7 +371,7 @@ def _impacts_finding(problem: str, group: pd.DataFrame, reference_impacts: int) 
         low, high = int(runs_of["impacts"].min()), int(runs_of["impacts"].max())
         counts.append(f"{method} {low}" if low == high else f"{method} {low}-{high}")
     return (
-        f"{text}; impact-log entries per run: {', '.join(counts)}, against "
+        f"{text}; impact events per run (docs/design.md section 7): {', '.join(counts)}, against "
         f"{reference_impacts} reference impacts."
     )
 
