@@ -41,6 +41,7 @@ from .run_metrics import METRICS, Reference
 from .runner import BACKENDS, FAILED, MAX_RETRIES, check_options, default_cache_dir, execute
 from .studies import STUDIES
 from .trajectory_figure import trajectory_figure
+from .validate_command import add_parser as add_validate_parser
 
 #: Default output folders of ``run`` and ``report`` (the quick grid writes elsewhere, so that it
 #: never overwrites the full reports).
@@ -400,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="time the first run, compilation included (default: run once untimed first)",
     )
     sim.set_defaults(handler=_simulate, parser=sim)
+
+    add_validate_parser(commands, UsageError)
     return parser
 
 

@@ -1,0 +1,168 @@
+"""The conformance suite (impactbench.testing.check_method): it passes every built-in method and
+fails deliberately wrong methods on the property they break, and only there.
+
+The wrong methods are written here as a third party would: a plain-Python Moreau-Jean midpoint
+scheme (theta = 1/2, position activation, impulse by LCP enumeration) whose impulse direction is
+M^-1 G^T (kinetic metric, correct) or G^T (Euclidean normal, wrong), and whose restitution can be
+biased (the scheme then converges to the wrong solution: its error does not decrease with h).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from impactbench import ImpactLog, Method, Status, Trajectory
+from impactbench.methods import METHODS, MoreauJean
+from impactbench.testing import LEVELS, PROPERTIES, check_method
+from impactbench.timestepping import step_count
+
+from reference_moreau_jean import solve_lcp_by_enumeration
+
+
+class PlainMoreauJean(Method):
+    """Moreau-Jean midpoint scheme in plain Python, for any problem.
+
+    q_p = q_k + h/2 v_k; A = {i : g_i(q_p) <= 0}; v_{k+1} = v_k + h M^-1 F + D P with D = M^-1 G_A^T
+    (``normal="kinetic"``) or D = G_A^T (``normal="euclidean"``) and 0 <= P _|_ G_A v_{k+1} +
+    e' G_A v_k >= 0, e' = ``restitution_factor`` e; q_{k+1} = q_k + h/2 (v_k + v_{k+1}).
+    """
+
+    family = "time-stepping"
+    requires_step = True
+
+    def __init__(self, normal: str = "kinetic", restitution_factor: float = 1.0) -> None:
+        if normal not in ("kinetic", "euclidean"):
+            raise ValueError(f"normal must be 'kinetic' or 'euclidean', got {normal!r}")
+        self.normal = normal
+        self.restitution_factor = float(restitution_factor)
+
+    def _solve_impl(self, problem, t_end, h, output_every):
+        steps, h = step_count(problem.t0, t_end, h)
+        e = problem.restitution * self.restitution_factor
+        q, v = problem.q0.astype(float), problem.v0.astype(float)
+        ts, qs, vs, hits = [problem.t0], [q], [v], []
+        for k in range(steps):
+            t = problem.t0 + k * h
+            qp = q + 0.5 * h * v
+            mass = problem.mass_matrix(qp)
+            v_new = v + h * np.linalg.solve(mass, problem.forces(t + 0.5 * h, qp, v))
+            active = np.flatnonzero(problem.gap(qp) <= 0.0)
+            if active.size:
+                G = problem.gap_gradient(qp)[active]
+                D = np.linalg.solve(mass, G.T) if self.normal == "kinetic" else G.T
+                P = solve_lcp_by_enumeration(G @ D, G @ v_new + e * (G @ v))
+                v_new = v_new + D @ P
+                hits += [t + h] * int(np.count_nonzero(P > 0))
+            q, v = q + 0.5 * h * (v + v_new), v_new
+            if (k + 1) % output_every == 0 or k + 1 == steps:
+                ts.append(problem.t0 + (k + 1) * h)
+                qs.append(q)
+                vs.append(v)
+        t_hits = np.array(hits)
+        log = ImpactLog(t_hits, np.zeros(t_hits.size, dtype=np.int64), np.zeros(t_hits.size),
+                        np.zeros(t_hits.size), t_hits.size)  # fmt: skip
+        stats = {"steps": steps, "impacts": t_hits.size}
+        return Trajectory(np.array(ts), np.array(qs), np.array(vs), log, Status.OK, "",
+                          stats, self.name, problem.name, h)  # fmt: skip
+
+
+def failing(report):
+    return {(check.property, check.problem.split(" ")[0]) for check in report.failures}
+
+
+#: Built-in time-stepping methods: the whole battery at level quick takes ~2 s each.
+TIME_STEPPING = sorted(name for name, method in METHODS.items() if method.requires_step)
+
+
+@pytest.mark.parametrize("name", TIME_STEPPING)
+def test_every_built_in_time_stepping_method_passes_quick(name):
+    report = check_method(METHODS[name](), level="quick")
+    report.assert_passed()
+    assert len(report.checks) >= 12
+
+
+def test_event_driven_passes_quick_without_the_resting_stack():
+    """EventDriven on the resting column of beads (4 contacts at rest) is a known limitation:
+    measured 110 s for 3 s of simulated time (65 000 located impacts: the accumulation of the
+    coupled contacts is not cut), so the several-contacts check is left out here; every other
+    property is checked."""
+    properties = tuple(p for p in PROPERTIES if p != "several_contacts")
+    report = check_method(METHODS["EventDriven"](), level="quick", properties=properties)
+    report.assert_passed()
+    assert len(report.checks) >= 11
+
+
+def test_report_lists_each_property_with_threshold_and_verdict():
+    report = check_method(MoreauJean(), level="quick")
+    frame = report.to_frame()
+    assert list(frame.columns) == ["property", "problem", "measured", "threshold", "verdict",
+                                   "detail"]  # fmt: skip
+    assert set(frame["verdict"]) == {"pass"}
+    properties = set(frame["property"])
+    for expected in ("order of max_position_error", "kinetic metric (jumps along M^-1 n)",
+                     "resting contact (no drift)", "several simultaneous contacts",
+                     "energy not increased by an impact", "bad inputs rejected",
+                     "deterministic"):  # fmt: skip
+        assert expected in properties
+    data = json.loads(report.to_json())
+    assert data["passed"] is True and len(data["checks"]) == len(frame)
+    assert "MoreauJean" in str(report)
+
+
+@pytest.mark.slow  # a plain-Python scheme over the whole battery: 30-60 s
+def test_plain_python_moreau_jean_passes():
+    """A third party's plain-Python scheme, correct: passes every check."""
+    check_method(PlainMoreauJean(), level="quick").assert_passed()
+
+
+@pytest.mark.slow  # a plain-Python scheme over the whole battery: 30-60 s
+def test_euclidean_normal_fails_the_slanted_wall_only():
+    report = check_method(PlainMoreauJean(normal="euclidean"), level="quick")
+    assert not report.passed
+    failed = failing(report)
+    assert ("kinetic metric (jumps along M^-1 n)", "SlantedWall") in failed
+    assert ("order of max_position_error", "SlantedWall") in failed
+    # the 1-DOF problems cannot tell the two normals apart
+    assert {problem for _, problem in failed} == {"SlantedWall"}
+    with pytest.raises(AssertionError, match="kinetic metric"):
+        report.assert_passed()
+
+
+def test_approaching_activation_fails_the_resting_contact():
+    report = check_method(MoreauJean(activation="approaching"), level="quick")
+    failed = failing(report)
+    assert ("resting contact (no drift)", "BouncingBall") in failed
+    assert {prop for prop, _ in failed} <= {"resting contact (no drift)",
+                                            "several simultaneous contacts"}  # fmt: skip
+
+
+@pytest.mark.slow  # a plain-Python scheme over the whole battery: 30-60 s
+def test_biased_restitution_fails_its_orders():
+    """e' = 0.9 e: the scheme converges to another solution, its error levels off (flat)."""
+    report = check_method(PlainMoreauJean(restitution_factor=0.9), level="quick")
+    failed = failing(report)
+    for problem in ("BouncingBall", "SlantedWall", "ImpactingOscillator"):
+        assert ("order of max_position_error", problem) in failed
+    assert all(prop.startswith("order of") for prop, _ in failed)
+    assert "flat" in " ".join(c.measured for c in report.failures)
+
+
+def test_levels_fit_enough_steps():
+    for name, level in LEVELS.items():
+        steps = np.array(level.steps)
+        assert len(steps) >= (10 if name == "full" else 7)
+        assert np.log10(steps.max() / steps.min()) >= (1.5 if name == "full" else 1.2)
+
+
+def test_bad_arguments_of_check_method():
+    with pytest.raises(ValueError, match="level"):
+        check_method(MoreauJean(), level="medium")
+    with pytest.raises(ValueError, match="method"):
+        check_method("MoreauJean")
+    with pytest.raises(ValueError, match="tolerance"):
+        check_method(METHODS["EventDriven"](), tolerance="tol")
+    with pytest.raises(ValueError, match="properties"):
+        check_method(MoreauJean(), properties=("speed",))
