@@ -31,12 +31,20 @@ from .methods import METHODS, reference_method
 from .problems import PROBLEMS
 from .reference import reference
 from .report import (
+    PARQUET_FILE,
     PROVENANCE_FILE,
     TABLE_FILE,
     write_index,
     write_study_report,
 )
-from .results import build_table, format_float, write_provenance, write_table
+from .results import (
+    build_table,
+    format_float,
+    read_provenance,
+    write_parquet,
+    write_provenance,
+    write_table,
+)
 from .run_metrics import METRICS, Reference
 from .runner import BACKENDS, FAILED, MAX_RETRIES, check_options, default_cache_dir, execute
 from .studies import STUDIES
@@ -197,6 +205,7 @@ def _run(args: argparse.Namespace) -> int:
             elapsed=f"{elapsed:.1f} s",
             machine=machine_info(),
         )
+        write_parquet(table, folder / PARQUET_FILE, read_provenance(folder / PROVENANCE_FILE))
         print(
             f"{name}: {len(runs)} runs ({cached} from the cache, {len(failed)} failed) in "
             f"{elapsed:.1f} s -> {folder / TABLE_FILE}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,12 @@ from .study import Study, StudyReport
 from .style import method_style
 
 TABLE_FILE = "results.csv"
+PARQUET_FILE = "results.parquet"
+#: Folder (in a study's report folder) of the LaTeX versions of its report tables.
+LATEX_FOLDER = "tables"
+
+#: Tables made by :func:`markdown_table` while a report is being written (LaTeX copies).
+_tables: ContextVar[list[pd.DataFrame] | None] = ContextVar("_tables", default=None)
 PROVENANCE_FILE = "provenance.json"
 README_FILE = "README.md"
 
@@ -43,9 +50,15 @@ def format_number(value: Any, digits: int = 3) -> str:
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
-    """A DataFrame as a Markdown table (numbers right-aligned); "None." when it has no rows."""
+    """A DataFrame as a Markdown table (numbers right-aligned); "None." when it has no rows.
+
+    While :func:`write_study_report` runs, the table is also kept for its LaTeX copy.
+    """
     if frame.empty:
         return "None.\n"
+    recorded = _tables.get()
+    if recorded is not None:
+        recorded.append(frame.map(lambda value: format_number(value, digits)))
     header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     align = ["---:" if pd.api.types.is_numeric_dtype(frame[c]) else ":---" for c in frame.columns]
     lines = [header, "| " + " | ".join(align) + " |"]
@@ -211,8 +224,14 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     folder = Path(folder)
     table = read_table(folder / TABLE_FILE)
     provenance = read_provenance(folder / PROVENANCE_FILE)
-    with mpl.rc_context(style.RC):  # every artist of the study's figures in the house style
-        report = study.report(table, folder)
+    recorded: list[pd.DataFrame] = []
+    token = _tables.set(recorded)
+    try:
+        with mpl.rc_context(style.RC):  # every artist of the study's figures in the house style
+            report = study.report(table, folder)
+    finally:
+        _tables.reset(token)
+    latex = _write_latex(recorded, folder / LATEX_FOLDER)
     failed = int((table["status"] == "failed").sum())
     if failed:
         report = StudyReport(
@@ -231,10 +250,37 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     ]
     for section in report.sections:
         parts += [f"## {section.title}\n", section.body]
+    if latex:
+        parts += [
+            "## Tables for a paper\n",
+            "Every table above as LaTeX (booktabs), in order: "
+            + ", ".join(f"[{name}]({LATEX_FOLDER}/{name})" for name in latex)
+            + "; the full table also as [results.parquet](results.parquet) when written by "
+            "`impactbench run` (provenance in its metadata).\n",
+        ]
     parts += ["## Failed runs\n", _failed_section(table)]
     parts += ["## Provenance\n", _provenance_section(table, provenance)]
     write_atomic(folder / README_FILE, "\n".join(parts))
     return report
+
+
+def latex_table(frame: pd.DataFrame) -> str:
+    """A table of text cells as LaTeX with booktabs rules (``\\usepackage{booktabs}``)."""
+    columns = [str(c).replace("_", " ") for c in frame.columns]
+    body = frame.set_axis(columns, axis=1)
+    return body.to_latex(index=False, escape=True, column_format="l" * len(columns))
+
+
+def _write_latex(tables: list[pd.DataFrame], folder: Path) -> list[str]:
+    """Write each table as ``table<k>.tex``; remove stale ones; return the names written."""
+    names = [f"table{k + 1}.tex" for k in range(len(tables))]
+    if folder.exists():
+        for stale in folder.glob("table*.tex"):
+            if stale.name not in names:
+                stale.unlink()
+    for name, frame in zip(names, tables, strict=True):
+        write_atomic(folder / name, latex_table(frame))
+    return names
 
 
 def write_index(output: Path, reports: Sequence[tuple[Study, StudyReport]]) -> None:

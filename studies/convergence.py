@@ -61,11 +61,11 @@ FITTED = (
 )
 #: Short names of the fitted metrics in the report's tables.
 LABELS = {
-    "max_position_error": "max error q",
-    "l1_velocity_error": "L1 error v",
-    "hausdorff_velocity_distance": "Hausdorff v",
-    "position_error_at_end": "error q(T)",
-    "impact_time_error": "impact times",
+    "max_position_error": r"$\max_t |q - q_{\mathrm{ex}}|$",
+    "l1_velocity_error": r"$\|v - v_{\mathrm{ex}}\|_{L^1}$",
+    "hausdorff_velocity_distance": r"Hausdorff dist. of $v$ graphs",
+    "position_error_at_end": r"$|q(T) - q_{\mathrm{ex}}(T)|$",
+    "impact_time_error": r"impact time error [s]",
 }
 #: The fitted metrics drawn, one panel each (time-steppers), and the event-driven panel's.
 PANELS = ("max_position_error", "l1_velocity_error", "hausdorff_velocity_distance")
@@ -221,7 +221,7 @@ def _figures(medians: pd.DataFrame, limits: dict, folder: Path) -> list[str]:
                 if fit.status == ORDER:
                     color = method_style(str(method))["color"]
                     plot_fit(ax, fit, kept[axis].to_numpy(), color, str(method).partition("[")[0])
-            ax.set_xlabel("nominal step h" if axis == "h" else "relative tolerance")
+            ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "relative tolerance")
             ax.set_ylabel(LABELS[metric])
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=6)

@@ -647,7 +647,11 @@ def _figure(problem: str, curves: pd.DataFrame, folder: Path) -> str:
     methods = sorted(runs["method"].unique(), key=lambda m: METHOD_ORDER.index(_base(m)))
     figure, axes = new_figure(max(len(methods), 1), width=4.2, height=3.6)
     free = problem == FREE
-    ylabel = "E" if free else ("E - k delta^2 / 2" if problem == SPRING else "E - E_min")
+    ylabel = (
+        "$E$ [J]"
+        if free
+        else (r"$E - k\delta^2/2$ [J]" if problem == SPRING else r"$E - E_{\min}$ [J]")
+    )
     for ax, method in zip(axes, methods, strict=False):
         group = runs[runs["method"] == method]
         axis = "h" if group["tolerance"].isna().all() else "tolerance"
@@ -675,7 +679,7 @@ def _figure(problem: str, curves: pd.DataFrame, folder: Path) -> str:
             ax.set_xscale("log")
         ax.minorticks_off()  # (minor log ticks double the drawing time)
         ax.set_title(method, fontsize=9)
-        ax.set_xlabel("t")
+        ax.set_xlabel("$t$ [s]")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=6)

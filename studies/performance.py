@@ -163,7 +163,8 @@ def _figure(costs: pd.DataFrame, folder: Path) -> str:
     ax.set_yticks(positions, labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("ns per step (hatched: plain Python)")
+    ax.set_xlabel("cost per step [ns] (hatched: plain Python)")
+    ax.set_title("Cost per step of the time-stepping loops")
     ax.grid(True, axis="x", alpha=0.3)
     save_figure(figure, folder / "performance.png")
     return "![ns per step](performance.png)\n"

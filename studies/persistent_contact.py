@@ -289,9 +289,21 @@ def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
         return ["None (no run finished).\n"]
     links = []
     views = [
-        ("depth_against_t", "t_end", "late_penetration", "horizon T", "depth over [T/2, T]"),
-        ("depth_against_h", "h", "late_penetration", "step h", "depth over [50, 100]"),
-        ("energy_against_t", "t_end", "energy_at_end", "horizon T", "energy E(T)"),
+        (
+            "depth_against_t",
+            "t_end",
+            "late_penetration",
+            "horizon $T$ [s]",
+            r"depth $\max_{[T/2, T]} (-g)$",
+        ),
+        (
+            "depth_against_h",
+            "h",
+            "late_penetration",
+            "step $h$ [s]",
+            r"depth $\max_{[50, 100]} (-g)$",
+        ),
+        ("energy_against_t", "t_end", "energy_at_end", "horizon $T$ [s]", "energy $E(T)$ [J]"),
     ]
     for name, x, y, xlabel, ylabel in views:
         figure, axes = new_figure(len(labels), width=3.6, height=3.4)

@@ -494,7 +494,7 @@ def _figure(
     for row, problem in zip(axes, problems, strict=False):
         group = done[done["problem"] == problem]
         for ax, cost, label in (
-            (row[0], "wall_time", "wall time (s)"),
+            (row[0], "wall_time", "wall time [s]"),
             (row[1], "force_evaluations", "force evaluations"),
         ):
             plot_methods(
@@ -502,8 +502,8 @@ def _figure(
             )
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(label)
-            ax.set_ylabel("max position error")
-            ax.set_title(f"{problem}: error against {label.split(' (')[0]}", fontsize=9)
+            ax.set_ylabel(r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$ [rad]")
+            ax.set_title(f"{problem}: error against {label.split(' [')[0]}", fontsize=9)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
         ax = row[2]
@@ -524,8 +524,8 @@ def _figure(
                 label=f"reference impacts ({len(times)})",
             )
             ax.set_title(f"{problem}: reference ({ref['impacts']} impacts)", fontsize=9)
-        ax.set_xlabel("t")
-        ax.set_ylabel("horizontal position")
+        ax.set_xlabel("$t$ [s]")
+        ax.set_ylabel("horizontal position $x$ [m]")
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)

@@ -41,7 +41,7 @@ TOLERANCES = {"full": [10.0**-k for k in range(3, 12)], "quick": [1e-4, 1e-6, 1e
 REPEATS = {"full": 3, "quick": 1}
 #: Error levels of the "cheapest run" table.
 TARGETS = (1e-2, 1e-4, 1e-6, 1e-8)
-COSTS = {"wall_time": "wall time (s)", "force_evaluations": "force evaluations"}
+COSTS = {"wall_time": "wall time [s]", "force_evaluations": "force evaluations"}
 UNITS = {"wall_time": "s", "force_evaluations": "evaluations"}
 
 
@@ -111,20 +111,20 @@ def _figures(medians: pd.DataFrame, floors: dict, folder: Path) -> list[str]:
     for problem, group in medians.groupby("problem", sort=False):
         figure, axes = new_figure(len(COSTS))
         for ax, (cost, label) in zip(axes, COSTS.items(), strict=True):
-            plot_methods(ax, group, METRIC, cost, order="resolution")
-            ax.set_xlabel("max position error (median over the phase copies)")
-            ax.set_ylabel(label + " (median)")
+            plot_methods(ax, group, cost, METRIC, order="resolution")
+            ax.set_xlabel(label + " (median)")
+            ax.set_ylabel(r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$")
         ax = axes[1]
         for method, runs_of in group.groupby("method", sort=True):
             fit = _slope(runs_of, floors[(problem, METRIC)])
             color = method_style(str(method))["color"]
             work = runs_of["force_evaluations"].to_numpy(dtype=float)
-            # the fit is error = C (1 / W)^p: drawn with the axes swapped (error on x)
+            # the fit is error = C (1 / W)^p, drawn against the work W (cost on x, error on y)
             if fit.status == ORDER:
                 span = np.geomspace(work.min(), work.max(), 50)
                 center, low, high = fit.line(1.0 / span)
-                ax.fill_betweenx(span, low, high, color=color, alpha=0.18, linewidth=0)
-                ax.plot(center, span, color=color, linestyle="--", linewidth=0.9,
+                ax.fill_between(span, low, high, color=color, alpha=0.18, linewidth=0)
+                ax.plot(span, center, color=color, linestyle="--", linewidth=0.9,
                         label=f"{str(method).partition('[')[0]} p = {fit.text()}")  # fmt: skip
         for ax in axes:
             ax.legend(fontsize=6)

@@ -45,6 +45,9 @@ def test_quick_run_of_every_study_succeeds(quick):
             assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
             assert b"<svg" in figure.with_suffix(".svg").read_bytes()
         assert list(folder.glob("*.png")), name
+        assert (folder / "results.parquet").exists(), name
+        for tex in (folder / "tables").glob("*.tex"):
+            assert "\\toprule" in tex.read_text() and f"](tables/{tex.name})" in readme
         table = pd.read_csv(folder / "results.csv")
         assert (table["status"] != "failed").all(), table["error"].dropna().tolist()
         assert_study_table(table)
