@@ -2,9 +2,9 @@
 
 Against mathematics: the Chung-Hulbert parameter formulas and their stability conditions, closed
 forms of the ball and the slanted wall (non-diagonal M) with orders fitted over 12 step sizes
-spanning 1.6 decades on jittered grids, second order before the first impact of the impacting
-oscillator, Newton's law on isolated impacts, the energy over impacts, and persistent contact to
-t = 1000.
+spanning 1.6 decades on jittered grids (phase-averaged through impacts), second order before the
+first impact of the impacting oscillator, Newton's law on isolated impacts, the energy over
+impacts, and persistent contact to t = 1000.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 
 from impactbench import simulate
 from impactbench.energy import energy
-from impactbench.fitting import observed_order
+from impactbench.fitting import fit_order, observed_order, perturbed_steps
 from impactbench.methods import METHODS, NonsmoothGeneralizedAlpha
 from impactbench.methods.nonsmooth_generalized_alpha import generalized_alpha_parameters
-from impactbench.metrics import max_position_error, penetration_depths
+from impactbench.metrics import l1_velocity_error, max_position_error, penetration_depths
 from impactbench.problems import BouncingBall, ImpactingOscillator, SlantedWall
 from impactbench.studies.persistent_contact import CASES
 
@@ -86,22 +86,51 @@ def test_second_order_before_the_first_impact(rho):
     assert order >= 1.9, (order, residual)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+SEEDS = [0, 1, 2, 3]
+#: Through impacts the error / h of this scheme swings more with the grid phase of the impacts
+#: than Moreau-Jean's (the projection delays each rebound by up to one step, always the same
+#: way): the orders are fitted on medians over phase families of 5 perturbed steps. Measured
+#: (seeds 0-3): ball max q 0.89-0.95, ball L1 v 0.83-1.04, wall max q 0.95-1.01.
+PHASE_COPIES = 5
+THROUGH_IMPACTS_ORDER = 0.8
+
+
+def phase_averaged_order(problem, t_end, steps, error):
+    families = perturbed_steps(steps, PHASE_COPIES)
+    method = NonsmoothGeneralizedAlpha()
+    medians = [
+        np.median([error(problem, simulate(problem, method, t_end, h=h)) for h in family])
+        for family in families
+    ]
+    fit = fit_order(steps, medians)
+    assert fit.status == "order", fit
+    return fit
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_bouncing_ball_first_order_through_accumulation(seed):
     ball = BouncingBall(q0=1.0, v0=0.0, gravity=9.81, restitution=0.8)
     t_end = ball.accumulation_time + 1.5
     steps = step_grid(1e-4, 4e-3, 12, seed)
-    order, residual = fitted_order(ball, NonsmoothGeneralizedAlpha(), t_end, steps)
-    assert order >= 0.85, (order, residual)
+    fit = phase_averaged_order(ball, t_end, steps, max_position_error)
+    assert fit.order >= THROUGH_IMPACTS_ORDER, fit
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bouncing_ball_velocity_first_order_in_l1(seed):
+    ball = BouncingBall(restitution=0.8)
+    steps = step_grid(1e-4, 4e-3, 12, seed)
+    fit = phase_averaged_order(ball, 3.0, steps, l1_velocity_error)
+    assert fit.order >= THROUGH_IMPACTS_ORDER, fit
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_slanted_wall_first_order_with_non_diagonal_mass(seed):
     wall = SlantedWall(restitution=0.7)
     t_end = wall.accumulation_time + 1.0
     steps = step_grid(1e-4, 4e-3, 12, seed)
-    order, residual = fitted_order(wall, NonsmoothGeneralizedAlpha(), t_end, steps)
-    assert order >= 0.75, (order, residual)
+    fit = phase_averaged_order(wall, t_end, steps, max_position_error)
+    assert fit.order >= THROUGH_IMPACTS_ORDER, fit
 
 
 @pytest.mark.parametrize("problem", [BouncingBall(restitution=0.8), SlantedWall(restitution=0.7)])
