@@ -173,10 +173,13 @@ def test_energy_never_increases(make, restitution, rho):
     assert increase <= 1e-12 * np.abs(e).max(), increase
 
 
-@pytest.mark.parametrize("label", ["resting ball", "sliding particle", "pin resting in hole"])
+@pytest.mark.parametrize(
+    "label", ["resting ball", "sliding particle", "pin resting in hole", "pin sliding in hole"]
+)
 def test_persistent_contact_stays_on_k_to_t_1000(label):
-    """h = 1e-2, T = 1000: depth within 4 alpha h^2 (alpha the acceleration into the
-    constraint), and no deeper on [500, 1000] than early on: no drift."""
+    """h = 1e-2, T = 1000: the projection keeps q_k in K to round-off (far inside the O(h^2)
+    bound 4 alpha h^2 of the velocity schemes, alpha the acceleration into the constraint), also
+    on the curved sliding contact where Moreau-Jean drifts, and never deeper late than early."""
     case = CASES[label]
     problem = case.factory()
     h = 1e-2
@@ -184,8 +187,9 @@ def test_persistent_contact_stays_on_k_to_t_1000(label):
     depth = penetration_depths(problem, run.q)
     early = depth[(run.t >= case.settled_after) & (run.t <= 100.0)].max(initial=0.0)
     late = depth[run.t >= 500.0].max(initial=0.0)
-    roundoff = 1e-14 + 100 * np.finfo(float).eps * np.abs(run.q).max()
-    assert max(early, late) <= 4.0 * case.alpha * h**2
+    gradient = np.abs(problem.gap_gradient(problem.q0)).max()
+    roundoff = 1e-14 + 100 * np.finfo(float).eps * gradient * np.abs(run.q).max()
+    assert max(early, late) <= min(roundoff, 4.0 * case.alpha * h**2)
     assert late <= early + roundoff
 
 
