@@ -32,7 +32,8 @@ closed form for one affine constraint).
 Choices stated here:
 
 * implicit smooth part, solved by fixed-point iteration on a_{k+1} from a_k: stop when
-  max_j |a^{(i+1)}_j - a^{(i)}_j| <= ``iteration_tol`` max_j |a^{(i+1)}_j|, at most
+  max_j |a^{(i+1)}_j - a^{(i)}_j| <= ``iteration_tol`` max_j |a^{(i+1)}_j|, or when the
+  change moves qt and vt by less than 4 eps max_j |qt_j| and 4 eps max_j |vt_j|, at most
   ``iteration_max`` evaluations of M and F per step (else the run stops with status 100). The
   contraction factor is (1 - alpha_f)/(1 - alpha_m) (h^2 beta |d(M^-1 F)/dq| + h gamma
   |d(M^-1 F)/dv|), O(h^2) for position-dependent forces; for constant M and F (the ball, the
@@ -106,6 +107,9 @@ STATUS_ITERATION_NOT_CONVERGED = 100
 mass_matrix = forces = gap = gap_gradient = project = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = 0
+
+#: Relative size below which a change of the smooth (qt, vt) is round-off (4 eps).
+_ROUND_OFF = 4.0 * float(np.finfo(float).eps)
 
 # Entries of the method vector mp.
 _ALPHA_M, _ALPHA_F, _GAMMA, _BETA, _ITER_TOL, _ITER_MAX, _PROJ_TOL, _PROJ_MAX = range(8)
@@ -197,12 +201,20 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         ldl_solve(L, n, f, vdot_new)
         change = 0.0
         size = 0.0
+        q_size = 0.0
+        v_size = 0.0
         for j in range(n):
             aj = c_new * vdot_new[j] + c_old * vdot[j] - c_a * a[j]
             change = max(change, abs(aj - a_new[j]))
             size = max(size, abs(aj))
+            q_size = max(q_size, abs(qt[j]))
+            v_size = max(v_size, abs(vt[j]))
             a_new[j] = aj
-        if change <= tol * size:
+        # converged, or the update no longer moves (qt, vt) beyond round-off (a near 0 from
+        # forces that cancel: the relative test alone would then never pass)
+        if change <= tol * size or (
+            h2_beta * change <= _ROUND_OFF * q_size and h_gamma * change <= _ROUND_OFF * v_size
+        ):
             converged = True
             break
         if not change < np.inf:  # NaN or inf: the driver's finite check reports it

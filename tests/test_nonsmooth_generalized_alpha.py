@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from impactbench import simulate
+from impactbench import SimulationError, simulate
 from impactbench.energy import energy
 from impactbench.fitting import fit_order, observed_order, perturbed_steps
 from impactbench.methods import METHODS, NonsmoothGeneralizedAlpha
@@ -201,3 +201,12 @@ def test_compiled_and_plain_python_agree():
     assert compiled.impacts.total == plain.impacts.total >= 5
     np.testing.assert_allclose(compiled.q, plain.q, rtol=0, atol=1e-12)
     np.testing.assert_allclose(compiled.v, plain.v, rtol=0, atol=1e-12)
+
+
+def test_fixed_point_iteration_limit_stops_the_run_with_its_reason():
+    """x'' = -x needs several evaluations per step; one is refused, and the run says why. With
+    constant forces (the ball) one evaluation converges."""
+    with pytest.raises(SimulationError, match="fixed-point iteration"):
+        simulate(ImpactingOscillator(), NonsmoothGeneralizedAlpha(iteration_max=1), 1.0, h=1e-2)
+    run = simulate(BouncingBall(), NonsmoothGeneralizedAlpha(iteration_max=1), 1.0, h=1e-2)
+    assert run.status == "ok"
