@@ -18,7 +18,8 @@ With q_k, v_k, the smooth acceleration vdot_k = M(q_k)^-1 F(t_k, q_k, v_k) and a
     vt = v_k + h ((1 - gamma) a_k + gamma a_{k+1}),                (smooth velocity)
 
     v_{k+1} = vt + M^-1 G^T P,   0 <= P  _|_  G v_{k+1} + e G v_k >= 0   on A = {i: g_i(qt) <= 0},
-    q_{k+1} = Proj_K^M(qt) = argmin {|q - qt|_M : g(q) >= 0},
+    qs = qt + (h/2) (v_{k+1} - vt),                                (the jump acts from mid-step)
+    q_{k+1} = Proj_K^M(qs) = argmin {|q - qs|_M : g(q) >= 0}      (on steps with A non-empty),
 
 with M = M(qt), G = grad g(qt). Constraint levels: position (q_{k+1} in K up to the projection's
 tolerance; exact for an affine gap) and velocity (Newton's law on the active set); the
@@ -47,18 +48,17 @@ Choices stated here:
 
 Orders: second order for q and v in smooth phases (gamma = 1/2 + alpha_f - alpha_m), first order
 through impacts. rho_inf = 1 is the trapezoidal rule (no numerical dissipation); rho_inf < 1 damps
-the high frequencies. The projection puts the body on the constraint at t_{k+1} with the
-rebound velocity, where the exact motion left it at t* in (t_k, t_{k+1}]: each rebound is delayed
-by t_{k+1} - t*, always the same way (Moreau-Jean's midpoint update errs on both sides), so the
-error constant through impacts is larger and swings more with the grid phase of the impacts
-(phase-averaged fitted orders 0.83-1.04 on the ball and the slanted wall, tests).
+the high frequencies. The half-step jump in qs is Moreau's midpoint rule for the impulsive part:
+an elastic rebound is then not delayed (without it, projecting qt itself puts the body on the
+constraint at t_{k+1} and delays every rebound by up to one step, always the same way:
+fitted orders of the Hausdorff velocity distance 0.77-0.78; with it, phase-averaged orders of
+the position error 0.97-1.01 on the ball and the slanted wall, tests).
 
-Energy (constant M and F, one constraint, a ball-like impact): an impact step changes the
-kinetic energy by the impulse by P (U_{k+1} + Ut)/2 with U_{k+1} = -e U_k and Ut = G vt; the
-projection only moves q against the violated constraint, i.e. to where the smooth motion was
-heading before it crossed. For the falling ball this gives exactly E_{k+1} - E_k =
--(1 - e^2) U_k^2 / 2 - g q_k <= 0; the tests measure E over the impacts of the ball and the
-slanted wall. No general discrete energy inequality is claimed.
+Energy (constant M and F, the falling ball, U_k = -V < 0, q_k = d >= 0): qt = d - hV - h^2 g/2,
+v_{k+1} = eV, qs = d - (1 - e) hV/2, q_{k+1} = max(0, qs), so E_{k+1} - E_k = -(1 - e^2) V^2/2
+- g (d - q_{k+1}) <= 0, and = 0 for e = 1 when qs >= 0; free flight is exact. The tests
+measure E at every step over the impacts of the ball and of the slanted wall (non-diagonal M);
+no general discrete energy inequality is claimed.
 """
 
 from __future__ import annotations
@@ -271,7 +271,12 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
                 after += G[i, j] * v1[j]
             X[NORMAL_BEFORE, i] = before
             X[NORMAL_AFTER, i] = after
-        # position level: q_{k+1} = Proj_K^M(qt) (overwrites g, G and the workspace)
+        # the jump acts from mid-step: qs = qt + (h/2) (v_{k+1} - vt) (base_q is free now)
+        qs = base_q
+        for j in range(n):
+            qs[j] = qt[j] + 0.5 * h * (v1[j] - vt[j])
+        # position level: q_{k+1} = Proj_K^M(qs) (overwrites g, G and the workspace)
+        gap(qs, p, g)
         projected = 0
         if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
             if g[0] < 0.0:
@@ -280,9 +285,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
                 for j in range(n):
                     dx[j] = 0.0
         else:
-            projected = project(qt, n, m, p, mp[_PROJ_TOL], int(mp[_PROJ_MAX]), M, L, x, g, G, ws)
+            projected = project(qs, n, m, p, mp[_PROJ_TOL], int(mp[_PROJ_MAX]), M, L, x, g, G, ws)
             for j in range(n):
-                dx[j] = x[j] - qt[j]
+                dx[j] = x[j] - qs[j]
         if projected == DEGENERATE_GRADIENT:
             return STATUS_DEGENERATE_GRADIENT, False, 0
         if projected < 0:
@@ -290,7 +295,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         used += projected
     for j in range(n):
         if active > 0:
-            Z[NEXT_Q, j] = qt[j] + dx[j]
+            Z[NEXT_Q, j] = base_q[j] + dx[j]
             Z[NEXT_V, j] = v1[j]
         else:
             Z[NEXT_Q, j] = qt[j]

@@ -87,12 +87,11 @@ def test_second_order_before_the_first_impact(rho):
 
 
 SEEDS = [0, 1, 2, 3]
-#: Through impacts the error / h of this scheme swings more with the grid phase of the impacts
-#: than Moreau-Jean's (the projection delays each rebound by up to one step, always the same
-#: way): the orders are fitted on medians over phase families of 5 perturbed steps. Measured
-#: (seeds 0-3): ball max q 0.89-0.95, ball L1 v 0.83-1.04, wall max q 0.95-1.01.
+#: Through impacts error / h swings with the grid phase of the impacts: the orders are fitted on
+#: medians over phase families of 5 perturbed steps. Measured (seeds 0-3): ball max q 0.97-0.98,
+#: ball L1 v 1.02-1.05, wall max q 0.99-1.01.
 PHASE_COPIES = 5
-THROUGH_IMPACTS_ORDER = 0.8
+THROUGH_IMPACTS_ORDER = 0.9
 
 
 def phase_averaged_order(problem, t_end, steps, error):
@@ -136,7 +135,7 @@ def test_slanted_wall_first_order_with_non_diagonal_mass(seed):
 @pytest.mark.parametrize("problem", [BouncingBall(restitution=0.8), SlantedWall(restitution=0.7)])
 def test_newton_law_on_each_isolated_impact(problem):
     """Every logged impact before the accumulation: U+ = -e U- exactly, the jump is along
-    M^-1 grad g (kinetic metric), and the new position is on K."""
+    M^-1 grad g (kinetic metric), and the new position is in K."""
     run = simulate(problem, NonsmoothGeneralizedAlpha(), problem.accumulation_time - 0.2, h=1e-3)
     h = run.h  # the step that fits the interval
     log = run.impacts
@@ -155,7 +154,7 @@ def test_newton_law_on_each_isolated_impact(problem):
         jump = run.v[k] - (run.v[k - 1] + h * acceleration)
         cross = jump[0] * direction[-1] - jump[-1] * direction[0]
         assert abs(cross) <= 1e-12 * np.abs(jump).max()
-        assert problem.gap(run.q[k])[0] == pytest.approx(0.0, abs=1e-14)
+        assert problem.gap(run.q[k])[0] >= -1e-14
 
 
 @pytest.mark.parametrize("rho", RHO)
