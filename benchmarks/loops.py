@@ -16,7 +16,12 @@ import json
 import time
 
 from impactbench import simulate
-from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
+from impactbench.methods import (
+    CatchingUp,
+    MoreauJean,
+    NonsmoothGeneralizedAlpha,
+    PaoliSchatzman,
+)
 from impactbench.problems import (
     BouncingBall,
     DoublePendulum,
@@ -38,7 +43,12 @@ PROBLEMS = {
     "TightJoint": lambda: TightJoint(),
     "DoublePendulum": lambda: DoublePendulum(),
 }
-METHODS = {"PaoliSchatzman": PaoliSchatzman, "MoreauJean": MoreauJean, "CatchingUp": CatchingUp}
+METHODS = {
+    "PaoliSchatzman": PaoliSchatzman,
+    "MoreauJean": MoreauJean,
+    "CatchingUp": CatchingUp,
+    "NonsmoothGeneralizedAlpha": NonsmoothGeneralizedAlpha,
+}
 
 
 def measure(problem_name: str, method_name: str, steps: int, repeats: int) -> dict:
@@ -73,13 +83,13 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args()
     rows = []
-    print(f"{'problem':30s} {'method':16s} {'min':>8s} {'median':>8s} {'max':>8s} warmup")
+    print(f"{'problem':30s} {'method':26s} {'min':>8s} {'median':>8s} {'max':>8s} warmup")
     for problem_name in PROBLEMS:
         for method_name in METHODS:
             row = measure(problem_name, method_name, args.steps, args.repeats)
             rows.append(row)
             print(
-                f"{problem_name:30s} {method_name:16s} {row['min_ns']:8.2f} "
+                f"{problem_name:30s} {method_name:26s} {row['min_ns']:8.2f} "
                 f"{row['median_ns']:8.2f} {row['max_ns']:8.2f} {row['warmup_s']:.2f} s",
                 flush=True,
             )

@@ -1,4 +1,5 @@
-"""The methods: time-stepping (Paoli-Schatzman, Moreau-Jean, catching-up) and event-driven.
+"""The methods: time-stepping (Paoli-Schatzman, Moreau-Jean, catching-up, nonsmooth
+generalized-alpha) and event-driven.
 
 ``METHODS`` maps each class name to its class; :func:`get_method` builds an instance from a name
 such as ``"MoreauJean"`` or ``"MoreauJean[theta=0.5]"`` (the form of ``Method.name``).
@@ -11,12 +12,14 @@ from impactbench.names import parse_spec
 
 from .event_driven import EventDriven
 from .moreau_jean import CatchingUp, MoreauJean
+from .nonsmooth_generalized_alpha import NonsmoothGeneralizedAlpha
 from .paoli_schatzman import PaoliSchatzman
 
 METHODS: dict[str, type[Method]] = {
     "PaoliSchatzman": PaoliSchatzman,
     "MoreauJean": MoreauJean,
     "CatchingUp": CatchingUp,
+    "NonsmoothGeneralizedAlpha": NonsmoothGeneralizedAlpha,
     "EventDriven": EventDriven,
 }
 
@@ -50,6 +53,7 @@ __all__ = [
     "CatchingUp",
     "EventDriven",
     "MoreauJean",
+    "NonsmoothGeneralizedAlpha",
     "PaoliSchatzman",
     "get_method",
     "reference_method",

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from impactbench.cli import main
+from impactbench.methods import METHODS
 from impactbench.studies import STUDIES, convergence
 from impactbench.study import Study, StudyReport
 
@@ -96,7 +97,8 @@ def test_quick_convergence_table_and_orders(quick):
     assert "## Observed orders" in readme and "t-interval" in readme
     errors = pd.read_csv(output / "convergence" / "errors.csv")
     families = table.groupby(["method", "h_nominal", "tolerance"], dropna=False)
-    assert len(errors) == families.ngroups == 3 * 10 + 3
+    steppers = sum(cls.requires_step for cls in METHODS.values())
+    assert len(errors) == families.ngroups == steppers * 10 + 3  # 10 steps, 3 tolerances
 
 
 def test_rerun_reads_the_cache_and_gives_identical_tables(quick, tmp_path):
