@@ -74,7 +74,12 @@ def failing(report):
 
 
 #: Built-in time-stepping methods: the whole battery at level quick takes ~2 s each.
-TIME_STEPPING = sorted(name for name, method in METHODS.items() if method.requires_step)
+#: NonsmoothGeneralizedAlpha has its own test below: the suite finds one property it misses.
+TIME_STEPPING = sorted(
+    name
+    for name, method in METHODS.items()
+    if method.requires_step and name != "NonsmoothGeneralizedAlpha"
+)
 
 
 @pytest.mark.parametrize("name", TIME_STEPPING)
@@ -82,6 +87,17 @@ def test_every_built_in_time_stepping_method_passes_quick(name):
     report = check_method(METHODS[name](), level="quick")
     report.assert_passed()
     assert len(report.checks) >= 12
+
+
+def test_generalized_alpha_misses_only_the_velocity_order_on_the_slanted_wall():
+    """A finding of the suite, kept visible: the nonsmooth generalized-alpha scheme passes every
+    check but the order of the Hausdorff distance between velocity graphs on the slanted wall
+    through its accumulation point, measured 0.78 [0.69, 0.87] against the threshold 0.8
+    (MoreauJean: 0.92 [0.80, 1.04]); its position orders pass."""
+    report = check_method(METHODS["NonsmoothGeneralizedAlpha"](), level="quick")
+    assert failing(report) == {("order of hausdorff_velocity_distance", "SlantedWall")}
+    (failure,) = report.failures
+    assert failure.measured.startswith("0.7")
 
 
 def test_event_driven_passes_quick_without_the_resting_stack():
