@@ -11,6 +11,8 @@ as ``impactbench: warning: ...`` and do not change the exit code.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import subprocess
 import sys
 import time
 import warnings
@@ -22,6 +24,7 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from . import SimulationError, names, simulate, style
 from ._files import CacheWarning, write_atomic
@@ -136,15 +139,46 @@ def _studies(names: Sequence[str]) -> list[str]:
 def _write_reports(output: Path) -> int:
     """Rebuild the report of every study with a table in ``output``, and the index.
 
-    Returns the number of studies found.
+    Shows a progress bar on a terminal. Returns the number of studies found.
     """
     present = [name for name in STUDIES if (output / name / TABLE_FILE).exists()]
     reports = [
-        (STUDIES[name], write_study_report(STUDIES[name], output / name)) for name in present
+        (STUDIES[name], write_study_report(STUDIES[name], output / name))
+        for name in tqdm(present, desc="reports", unit="study", disable=None)
     ]
     if reports:
         write_index(output, reports)
     return len(reports)
+
+
+def _study_provenance(study: Any) -> dict[str, str]:
+    """The module defining ``study`` (a user's or ours): its name, the digest of its source and
+    the git revision of the repository holding it ("-dirty" if modified, "unknown" outside git)."""
+    module = sys.modules.get(getattr(study.runs, "__module__", ""), None)
+    path = Path(getattr(module, "__file__", "") or "")
+    if not path.is_file():
+        return {"study_module": str(getattr(module, "__name__", "unknown"))}
+
+    def git(*command: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path.parent), *command],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
+
+    try:
+        revision = git("rev-parse", "--short=12", "HEAD")
+        if git("status", "--porcelain", "--untracked-files=no", "--", str(path)):
+            revision += "-dirty"
+    except (OSError, subprocess.SubprocessError):
+        revision = "unknown"
+    return {
+        "study_module": module.__name__,
+        "study_digest": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
+        "study_git_revision": revision,
+    }
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -204,6 +238,7 @@ def _run(args: argparse.Namespace) -> int:
             retry_failed=args.retry_failed,
             elapsed=f"{elapsed:.1f} s",
             machine=machine_info(),
+            **_study_provenance(study),
         )
         write_parquet(table, folder / PARQUET_FILE, read_provenance(folder / PROVENANCE_FILE))
         print(

@@ -170,7 +170,9 @@ def _provenance_section(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
         if column != "key" and column in table:
             values = sorted(str(v) for v in table[column].dropna().unique())
             lines.append(f"- {column.replace('_', ' ')}: {', '.join(values) or '-'}")
-    for name in ("created", "grid", "jobs", "backend", "computed", "cached", "failed", "elapsed"):
+    names = ("created", "grid", "jobs", "backend", "computed", "cached", "failed", "elapsed")
+    study = ("study_module", "study_digest", "study_git_revision")
+    for name in (*names, *study):
         if name in provenance:
             lines.append(f"- {name}: {provenance[name]}")
     machine = provenance.get("machine")

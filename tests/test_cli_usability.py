@@ -87,3 +87,40 @@ def test_simulate_reports_the_wall_time_of_a_warm_run(warmup, monkeypatch, capsy
     assert ("warm-up run" in out) is warmup
     if warmup:  # the two runs are the same computation
         np.testing.assert_array_equal(trajectories[0].q, trajectories[1].q)
+
+
+def test_a_users_study_records_its_own_module_and_revision(tmp_path, monkeypatch):
+    import hashlib
+    import importlib.util
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    source = "def runs(quick):\n    return []\n"
+    (tmp_path / "my_study.py").write_text(source)
+
+    def git(*command):
+        subprocess.run(["git", "-C", str(tmp_path), *command], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "my_study.py")
+    git("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "study")
+    head = subprocess.run(
+        ["git", "-C", str(tmp_path), "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    spec = importlib.util.spec_from_file_location("my_study", tmp_path / "my_study.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "my_study", module)
+    study = SimpleNamespace(runs=module.runs)
+    info = cli._study_provenance(study)
+    assert info == {
+        "study_module": "my_study",
+        "study_digest": hashlib.sha256(source.encode()).hexdigest()[:16],
+        "study_git_revision": head,
+    }
+    (tmp_path / "my_study.py").write_text(source + "# edited\n")
+    assert cli._study_provenance(study)["study_git_revision"] == head + "-dirty"
