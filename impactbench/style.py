@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from ._files import write_atomic
 COLUMN_WIDTH = 3.5
 TEXT_WIDTH = 7.0
 #: Most panels side by side in one row.
-MAX_COLUMNS = 3
+MAX_COLUMNS = 2
 #: Resolution of the PNG files.
 PNG_DPI = 200
 #: The formats :func:`save` writes, the first being the one the Markdown reports link.
@@ -49,7 +50,9 @@ RC: dict[str, Any] = {
     "axes.labelsize": 8,
     "xtick.labelsize": 7,
     "ytick.labelsize": 7,
-    "legend.fontsize": 6.5,
+    "legend.fontsize": 5.5,
+    "legend.handlelength": 1.5,
+    "legend.labelspacing": 0.25,
     "legend.frameon": False,
     "figure.titlesize": 9,
     "font.family": "serif",
@@ -142,6 +145,8 @@ def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -
         raise ValueError(f"formats must be among {FORMATS}, got {formats!r}")
     written = []
     metadata = {"png": {}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}
+    # fontTools (embedding the fonts in the PDF) warns about the fonts' zero timestamps
+    logging.getLogger("fontTools").setLevel(logging.ERROR)
     with mpl.rc_context(RC):
         for fmt in formats:
             buffer = io.BytesIO()

@@ -19,7 +19,8 @@ from impactbench.trajectory_figure import REFERENCE_POINTS, trajectory_figure
 
 
 @pytest.mark.parametrize(
-    ("panels", "width", "rows"), [(1, style.COLUMN_WIDTH, 1), (3, style.TEXT_WIDTH, 1), (4, 7.0, 2)]
+    ("panels", "width", "rows"),
+    [(1, style.COLUMN_WIDTH, 1), (2, style.TEXT_WIDTH, 1), (3, 7.0, 2), (4, 7.0, 2)],
 )
 def test_figures_fit_journal_columns(panels, width, rows):
     figure, axes = style.new_figure(panels, aspect=0.5)
