@@ -31,10 +31,17 @@ from numba.np.arrayobj import make_array, populate_array
 kernel = numba.njit(cache=True, nogil=True)
 
 #: Decorator for the small helpers called in every step (factorisations, solves, the impact law):
-#: numba inlines them into the calling loop. Separately compiled helpers are called through an
-#: opaque call that passes each array as a struct and reference-counts it, which measured here
-#: costs 20-200 ns per step, more than the arithmetic of a small system.
-hot_kernel = numba.njit(inline="always", nogil=True)
+#: compiled once (cached on disk) without reference counting and marked ``alwaysinline`` for
+#: LLVM, which inlines them into every loop that calls them. Both matter: an opaque call passes
+#: each array as a struct and reference-counts it (measured 20-200 ns per step, more than the
+#: arithmetic of a small system), and LLVM's own heuristics leave large helpers as calls (the
+#: double pendulum's step: 45 -> 141 ns). numba's IR-level inlining (``inline="always"``) gives
+#: the same machine code but copies and retypes the callee's IR at every call site: it was half
+#: of the compile time of a loop (the Paoli-Schatzman pendulum loop: 18 s with it, 6 s without).
+hot_kernel = numba.njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+
+#: Compiled copies without reference counting of the numba functions bound into loops.
+_NRT_FREE: dict[int, tuple[Dispatcher, Dispatcher]] = {}
 
 
 def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
@@ -84,11 +91,25 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _inlined(value: Any) -> Any:
-    """A numba function recompiled with ``inline="always"``; any other value unchanged."""
-    if not isinstance(value, Dispatcher) or value.targetoptions.get("inline") == "always":
+def _nrt_free(value: Any) -> Any:
+    """A numba function as a loop calls it: compiled without reference counting and inlined by
+    LLVM (the options of :data:`hot_kernel`); any other value unchanged.
+
+    The copy is made once per process and cached on disk under its own name (numba's cache
+    index does not key on compile options, so sharing the original's name would let one load
+    the other's machine code).
+    """
+    if not isinstance(value, Dispatcher) or value.targetoptions.get("_nrt") is False:
         return value
-    return numba.njit(inline="always", nogil=True)(value.py_func)
+    if id(value) not in _NRT_FREE:
+        original = value.py_func
+        copy = types.FunctionType(
+            original.__code__, original.__globals__, original.__name__, original.__defaults__
+        )
+        copy.__module__ = original.__module__
+        copy.__qualname__ = f"{original.__qualname__}_nrt_free"
+        _NRT_FREE[id(value)] = (value, hot_kernel(copy))
+    return _NRT_FREE[id(value)][1]
 
 
 def specialize(
@@ -106,28 +127,24 @@ def specialize(
         A module-level function whose problem-specific names are globals.
     bindings : dict
         Name -> value for those globals (numba functions, or bools/ints, which numba treats as
-        compile-time constants, so branches on them are pruned). Compiled as a loop
-        (not ``inline``), the numba functions are inlined into it by numba itself: LLVM's own
-        heuristics left some problem kernels (the double pendulum's gap) as opaque calls, which
-        pass every array as a struct and hide what the kernels share (the same sin q evaluated
-        by the forces and the gap). An ``inline`` helper (the metric projection, a slow path
-        that calls the gap inside Newton and difference loops) keeps ordinary calls: inlining
-        there only adds compile time (measured 27 s against 23 s for the Paoli-Schatzman
-        pendulum loop).
+        compile-time constants, so branches on them are pruned). Compiled, the numba functions
+        are bound as their copies without reference counting (:func:`_nrt_free`), which LLVM
+        inlines: inlined, the kernels a step calls share their work (the same sin q evaluated
+        by the forces and the gap).
     compile : bool
         False: return the plain-Python copy. True: compile it with numba, cached on disk under a
         name carrying a digest of every source compiled into it (:func:`_digest`).
     inline : bool
-        Compile with ``inline="always"`` (for helpers called by other loops; not cached itself,
-        it is compiled into its caller).
+        Compile as a helper of a loop (the options of :data:`hot_kernel`: no reference counting,
+        inlined by LLVM into its caller); not cached itself, it is compiled into its caller.
     nrt : bool
         False: compile without numba's reference counting (``_nrt=False``), for a loop that
         allocates nothing (its buffers are passed in): every array passed to an inlined helper
         is otherwise reference-counted at each call.
     """
     namespace = dict(template.__globals__)
-    if compile and not inline:
-        bindings = {name: _inlined(value) for name, value in bindings.items()}
+    if compile:
+        bindings = {name: _nrt_free(value) for name, value in bindings.items()}
     namespace.update(bindings)
     function = types.FunctionType(
         template.__code__, namespace, template.__name__, template.__defaults__
@@ -136,7 +153,7 @@ def specialize(
     if not compile:
         return function
     if inline:
-        return numba.njit(inline="always", nogil=True)(function)
+        return numba.njit(nogil=True, _nrt=False, forceinline=True)(function)
     hasher = hashlib.sha256()
     hasher.update(f"nrt={nrt}".encode())
     _digest(function, hasher, set())

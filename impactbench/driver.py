@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from ._jit import _inlined, constant_shape_view, specialize, stack_array
+from ._jit import constant_shape_view, specialize, stack_array
 from .contact import make_workspace
 from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
 
@@ -227,8 +227,6 @@ def make_loop(
         "SINGLE_CONSTRAINT": n_constraints == 1,
     }
     bound = {**bindings, **sizes}
-    if compile:
-        bound = {name: _inlined(value) for name, value in bound.items()}
     functions = {
         "scheme_start": scheme.start,
         "scheme_step": scheme.step,
