@@ -18,6 +18,17 @@ from .trajectory import ImpactLog, SimulationError, Status, Trajectory
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """``run_study`` and ``StudyResult`` are imported on first use (they load the studies and
+    the plotting stack, which ``import impactbench`` does not need)."""
+    if name in ("run_study", "StudyResult"):
+        from . import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'impactbench' has no attribute {name!r}")
+
+
 __all__ = [
     "CacheWarning",
     "CompiledProblem",
@@ -29,11 +40,13 @@ __all__ = [
     "Reference",
     "SimulationError",
     "Status",
+    "StudyResult",
     "TimeStepping",
     "Trajectory",
     "energy",
     "kinetic_energy",
     "potential_energy",
     "reference",
+    "run_study",
     "simulate",
 ]

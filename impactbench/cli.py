@@ -11,13 +11,10 @@ as ``impactbench: warning: ...`` and do not change the exit code.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import subprocess
 import sys
 import time
 import warnings
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,34 +26,17 @@ from tqdm.auto import tqdm
 from . import SimulationError, names, simulate, style
 from ._files import CacheWarning, write_atomic
 from .energy import energy
-from .machine import machine_info
 from .methods import METHODS, reference_method
+from .pipeline import DEFAULT_OUTPUT, run_study
 from .problems import PROBLEMS
 from .reference import reference
-from .report import (
-    PARQUET_FILE,
-    PROVENANCE_FILE,
-    TABLE_FILE,
-    write_index,
-    write_study_report,
-)
-from .results import (
-    build_table,
-    format_float,
-    read_provenance,
-    write_parquet,
-    write_provenance,
-    write_table,
-)
+from .report import TABLE_FILE, write_index, write_study_report
+from .results import format_float
 from .run_metrics import METRICS, Reference
-from .runner import BACKENDS, FAILED, MAX_RETRIES, check_options, default_cache_dir, execute
+from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .studies import STUDIES
 from .trajectory_figure import trajectory_figure
 from .validate_command import add_parser as add_validate_parser
-
-#: Default output folders of ``run`` and ``report`` (the quick grid writes elsewhere, so that it
-#: never overwrites the full reports).
-DEFAULT_OUTPUT = {"full": Path("reports"), "quick": Path("reports-quick")}
 
 _SIMULATE_METRICS = ("max_position_error", "l1_velocity_error", "position_error_at_end")
 
@@ -151,36 +131,6 @@ def _write_reports(output: Path) -> int:
     return len(reports)
 
 
-def _study_provenance(study: Any) -> dict[str, str]:
-    """The module defining ``study`` (a user's or ours): its name, the digest of its source and
-    the git revision of the repository holding it ("-dirty" if modified, "unknown" outside git)."""
-    module = sys.modules.get(getattr(study.runs, "__module__", ""), None)
-    path = Path(getattr(module, "__file__", "") or "")
-    if not path.is_file():
-        return {"study_module": str(getattr(module, "__name__", "unknown"))}
-
-    def git(*command: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(path.parent), *command],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout.strip()
-
-    try:
-        revision = git("rev-parse", "--short=12", "HEAD")
-        if git("status", "--porcelain", "--untracked-files=no", "--", str(path)):
-            revision += "-dirty"
-    except (OSError, subprocess.SubprocessError):
-        revision = "unknown"
-    return {
-        "study_module": module.__name__,
-        "study_digest": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
-        "study_git_revision": revision,
-    }
-
-
 def _run(args: argparse.Namespace) -> int:
     names = _studies(args.studies)
     if args.backend == "dask" and not args.scheduler:
@@ -196,54 +146,28 @@ def _run(args: argparse.Namespace) -> int:
         )
     except ValueError as error:
         raise UsageError(str(error)) from None
-    grid = "quick" if args.quick else "full"
-    output = args.output or DEFAULT_OUTPUT[grid]
+    output = args.output or DEFAULT_OUTPUT["quick" if args.quick else "full"]
     any_failed = False
     for name in names:
-        study = STUDIES[name]
-        runs = study.runs(args.quick)
-        jobs = args.jobs
-        if study.max_jobs is not None and (jobs == -1 or jobs > study.max_jobs):
-            jobs = study.max_jobs
-        start = time.perf_counter()
         try:
-            outcomes = execute(
-                runs,
-                jobs=jobs,
+            result = run_study(
+                name,
+                quick=args.quick,
+                jobs=args.jobs,
                 backend=args.backend,
                 scheduler=args.scheduler,
                 cache_dir=args.cache_dir,
                 use_cache=not args.no_cache,
                 retries=args.retry_failed,
-                description=name,
+                output=output,
+                report=False,
             )
         except ValueError as error:  # the Dask client refused the scheduler address
             raise UsageError(str(error)) from None
-        elapsed = time.perf_counter() - start
-        table = build_table(name, runs, outcomes)
-        folder = output / name
-        write_table(table, folder / TABLE_FILE)
-        failed = [o for o in outcomes if o.status == FAILED]
-        cached = sum(o.cached for o in outcomes)
-        write_provenance(
-            folder / PROVENANCE_FILE,
-            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            grid=grid,
-            jobs=jobs,
-            backend=args.backend,
-            runs=len(runs),
-            computed=len(runs) - cached,
-            cached=cached,
-            failed=len(failed),
-            retry_failed=args.retry_failed,
-            elapsed=f"{elapsed:.1f} s",
-            machine=machine_info(),
-            **_study_provenance(study),
-        )
-        write_parquet(table, folder / PARQUET_FILE, read_provenance(folder / PROVENANCE_FILE))
+        failed = result.failed
         print(
-            f"{name}: {len(runs)} runs ({cached} from the cache, {len(failed)} failed) in "
-            f"{elapsed:.1f} s -> {folder / TABLE_FILE}"
+            f"{name}: {len(result.runs)} runs ({result.cached} from the cache, {len(failed)} "
+            f"failed) in {result.elapsed:.1f} s -> {result.folder / TABLE_FILE}"
         )
         for outcome in failed[:5]:
             print(f"  failed: {outcome.error}", file=sys.stderr)

@@ -177,6 +177,10 @@ def problem_fingerprint(problem: Problem) -> dict[str, Any]:
     return {"class": f"{cls.__module__}.{cls.__qualname__}", "attributes": _plain(vars(problem))}
 
 
+class MissingReferenceError(FileNotFoundError):
+    """A reference asked for with ``compute=False`` is not in the cache."""
+
+
 def reference(
     problem: Problem,
     t_end: float,
@@ -184,6 +188,7 @@ def reference(
     *,
     cache_dir: Path | str | None = None,
     use_cache: bool = True,
+    compute: bool = True,
 ) -> Reference:
     """The reference solution of ``problem`` on [t0, t_end].
 
@@ -199,6 +204,9 @@ def reference(
         Cache folder (default :func:`default_reference_dir`).
     use_cache : bool
         Read and write the cache (default). False recomputes and stores nothing.
+    compute : bool
+        False: only read the cache (what a report does: it never simulates); a reference that
+        is not stored there raises :class:`MissingReferenceError`.
 
     Returns
     -------
@@ -210,8 +218,13 @@ def reference(
     Raises
     ------
     ValueError
-        If the problem has no exact solution and ``method`` is None or gives no dense output.
+        If the problem has no exact solution and ``method`` is None or gives no dense output,
+        or if ``compute`` and ``use_cache`` are both False.
+    MissingReferenceError
+        With ``compute=False``, when the reference is not in the cache.
     """
+    if not (compute or use_cache):
+        raise ValueError("compute=False needs use_cache=True (the reference is read from it)")
     if problem.has_exact_solution:
         return Reference.exact(problem, t_end)
     if not isinstance(method, Method):
@@ -235,6 +248,11 @@ def reference(
         stored = _load(path, expected, problem, claimed_accuracy(method))
         if stored is not None:
             return stored
+    if not compute:
+        raise MissingReferenceError(
+            f"the reference of {problem.name} on [{problem.t0!r}, {t_end!r}] ({method.name}) is "
+            f"not in the reference cache {folder}: rerun the study that measures against it"
+        )
     trajectory = simulate(problem, method, t_end)
     if trajectory.dense is None:
         raise ValueError(f"method must produce a dense output, {method.name} gave none")

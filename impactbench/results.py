@@ -40,7 +40,7 @@ import pandas as pd
 
 from ._files import CacheWarning, write_atomic
 from .run_metrics import METRICS
-from .runner import PACKAGES, Outcome, Run
+from .runner import FAILED, PACKAGES, Outcome, Run
 
 RUN_COLUMNS = (
     "study",
@@ -228,3 +228,72 @@ def read_provenance(path: Path | str) -> dict[str, Any]:
         )
         return {}
     return info
+
+
+#: Suffix of the stored artefact tables: ``<folder>/<name>.artefact.csv``.
+ARTEFACT_SUFFIX = ".artefact.csv"
+
+
+class MissingArtefactError(FileNotFoundError):
+    """A report needs a run's artefact that is not stored: the run must be redone."""
+
+
+def write_artefacts(outcomes: Sequence[Outcome], folder: Path | str) -> list[str]:
+    """Write the runs' artefacts, one table per name ``<folder>/<name>.artefact.csv``.
+
+    Each table stacks the frames of that name of every finished run, in the order of
+    ``outcomes``, after a first column ``key`` (the run's cache key, as in the study table).
+    Tables of names no run produced any more are removed. Returns the names written.
+    """
+    folder = Path(folder)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for outcome in outcomes:
+        if outcome.status == FAILED:
+            continue
+        for name, columns in outcome.artefacts.items():
+            frame = pd.DataFrame(columns)
+            frame.insert(0, "key", outcome.key)
+            frames.setdefault(name, []).append(frame)
+    for stale in folder.glob(f"*{ARTEFACT_SUFFIX}"):
+        if stale.name[: -len(ARTEFACT_SUFFIX)] not in frames:
+            stale.unlink()
+    for name, parts in frames.items():
+        write_table(pd.concat(parts, ignore_index=True), folder / f"{name}{ARTEFACT_SUFFIX}")
+    return sorted(frames)
+
+
+def read_artefact(
+    table: pd.DataFrame, folder: Path | str, name: str, *, required: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """The stored artefact ``name`` of the runs of ``table`` (rows of other keys dropped).
+
+    Parameters
+    ----------
+    table : DataFrame
+        The study table (columns ``key``, ``status``, ``study``, ``problem``, ``method``, ``h``).
+    folder : path
+        The study's folder.
+    name : str
+        Artefact name.
+    required : sequence of str, optional
+        Keys whose artefact must be present (default: every run of ``table`` not failed).
+
+    Raises
+    ------
+    MissingArtefactError
+        Naming the first run without it and the command that redoes it.
+    """
+    path = Path(folder) / f"{name}{ARTEFACT_SUFFIX}"
+    stored = read_table(path) if path.exists() else pd.DataFrame({"key": []})
+    if required is None:
+        required = list(table.loc[table["status"] != FAILED, "key"])
+    missing = [key for key in required if key not in set(stored["key"])]
+    if missing:
+        row = table[table["key"] == missing[0]].iloc[0]
+        study = row.get("study", "the study")
+        raise MissingArtefactError(
+            f"{len(missing)} run(s) of {study} have no stored {name} in {path}, e.g. "
+            f"{row['problem']} {row['method']} h={row.get('h')}: rerun `impactbench run {study}` "
+            "(runs whose artefacts are in the run cache are not recomputed)"
+        )
+    return stored[stored["key"].isin(set(table["key"]))].reset_index(drop=True)

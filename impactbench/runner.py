@@ -49,6 +49,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import threading
@@ -62,6 +63,7 @@ from typing import Any
 
 import joblib
 import numpy as np
+import pandas as pd
 from tqdm.auto import tqdm
 
 from . import _checks
@@ -78,6 +80,7 @@ from .versioning import source_digest
 
 ProblemFactory = Callable[..., Problem]
 ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
+ArtefactFactory = Callable[["Run", Problem, Trajectory], "dict[str, pd.DataFrame]"]
 
 #: Execution backends of :func:`execute`.
 BACKENDS = ("loky", "dask")
@@ -85,8 +88,9 @@ BACKENDS = ("loky", "dask")
 #: Packages whose versions every outcome records.
 PACKAGES = ("impactbench", "numpy", "scipy", "numba")
 
-#: Largest run-cache entry read (bytes); an entry is a few kilobytes.
-MAX_ENTRY_BYTES = 1024**2
+#: Largest run-cache entry read (bytes); an entry is a few kilobytes, with artefacts (energy
+#: curves of a few hundred samples) tens of kilobytes.
+MAX_ENTRY_BYTES = 4 * 1024**2
 
 #: Largest ``retries`` of :func:`execute` (each retry is a pass over the failed runs).
 MAX_RETRIES = 10
@@ -94,10 +98,13 @@ MAX_RETRIES = 10
 #: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
 MAX_JOBS_PER_CPU = 4
 
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 _KEY_LENGTH = 20
 
 FAILED = "failed"
+
+#: What an artefact name must look like (it becomes a file name, ``<name>.csv``).
+ARTEFACT_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def _reference_name(obj: Any) -> str:
@@ -165,6 +172,13 @@ class Run:
         Time-stepping only: the nominal step of the phase family the run belongs to
         (``h = nominal_h (1 + delta)``, :func:`impactbench.fitting.perturbed_steps`); a label
         (column ``h_nominal`` of the tables), not part of the cache key. Default: ``h``.
+    artefact : callable or None
+        Module-level function ``artefact(run, problem, trajectory) -> {name: DataFrame}``: what
+        the study's report needs from the trajectory beyond the metrics (an energy curve, fitted
+        laws), computed by the runner after the run and stored with its row (in the cache, and by
+        :func:`impactbench.run_study` as ``<name>.csv`` next to the table), so that a report
+        reads it back and never simulates. Names are lowercase identifiers; the frames hold
+        numbers and strings.
 
     Raises
     ------
@@ -185,6 +199,7 @@ class Run:
     reference: ReferenceFactory | None = None
     problem_name: str = ""
     nominal_h: float | None = None
+    artefact: ArtefactFactory | None = None
 
     def __post_init__(self) -> None:
         _check_factory(self.problem, "problem")
@@ -218,6 +233,8 @@ class Run:
             )
         if self.reference is not None:
             _check_factory(self.reference, "reference")
+        if self.artefact is not None:
+            _check_factory(self.artefact, "artefact")
         set_field("problem_name", self.problem_name or self.problem.__name__)
 
     @property
@@ -244,6 +261,7 @@ class Run:
             "metrics": list(self.metrics),
             "repeats": self.repeats,
             "reference": None if self.reference is None else _reference_name(self.reference),
+            "artefact": None if self.artefact is None else _reference_name(self.artefact),
         }
 
 
@@ -280,6 +298,7 @@ def expand(
     output_every: int = 1,
     repeats: int = 1,
     reference: ReferenceFactory | None = None,
+    artefact: ArtefactFactory | None = None,
 ) -> list[Run]:
     """Expand a study grid into runs: cases x grids x parameter combinations (x steps x phases).
 
@@ -327,6 +346,7 @@ def expand(
                             tolerance=grid.tolerance,
                             reference=reference,
                             problem_name=case.problem_name,
+                            artefact=artefact,
                         )
                     )
     return runs
@@ -407,6 +427,9 @@ class Outcome:
         ``git_revision`` (of the process that launched it).
     key, code_version : str
         Cache key and code version of the run.
+    artefacts : dict
+        Name -> {column: list of values}: the frames of the run's ``artefact`` function as JSON
+        data (empty without one, or when the run failed).
     cached : bool
         True when read from the cache by the :func:`execute` call that returned it (not stored).
     """
@@ -419,6 +442,7 @@ class Outcome:
     provenance: dict[str, str] = field(default_factory=dict)
     key: str = ""
     code_version: str = ""
+    artefacts: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     cached: bool = False
 
     @classmethod
@@ -487,6 +511,7 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
         if not trajectory.success:
             return Outcome.failure(run, trajectory.message, provenance)
         reference = _reference(run, problem)
+        artefacts = _artefacts(run, problem, trajectory)
         values = {}
         for name in run.metrics:
             metric = METRICS[name]
@@ -523,7 +548,27 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "warmup_time": warmup_time,
         },
         provenance=provenance,
+        artefacts=artefacts,
     )
+
+
+def _artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict[str, dict[str, list]]:
+    """The run's artefacts as JSON data (see :class:`Run`); TypeError if they are not frames."""
+    if run.artefact is None:
+        return {}
+    frames = run.artefact(run, problem, trajectory)
+    if not isinstance(frames, dict) or not all(
+        isinstance(name, str) and ARTEFACT_NAME.fullmatch(name) and isinstance(frame, pd.DataFrame)
+        for name, frame in frames.items()
+    ):
+        raise TypeError(
+            f"artefact {run.artefact.__name__} must return {{name: DataFrame}} with lowercase "
+            f"identifier names, got {frames!r:.200}"
+        )
+    return {
+        name: {str(column): frame[column].tolist() for column in frame.columns}
+        for name, frame in frames.items()
+    }
 
 
 def _task(key: str, run: Run, launcher: tuple[int, int]) -> tuple[str, Outcome]:
@@ -602,6 +647,7 @@ class RunCache:
 
 
 _OUTCOME_FIELDS = {
+    "artefacts",
     "status",
     "error",
     "metrics",
@@ -675,10 +721,32 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
         isinstance(k, str) and isinstance(v, str) for k, v in provenance.items()
     ):
         raise ValueError("provenance must be an object of strings")
+    _check_artefacts(stored["artefacts"], run)
     outcome = Outcome(**stored, cached=True)
     outcome.metrics = {name: float(value) for name, value in metrics.items()}
     outcome.timing = {name: float(value) for name, value in timing.items()}
     return outcome
+
+
+def _check_artefacts(artefacts: Any, run: Run | None) -> None:
+    """ValueError unless ``artefacts`` is name -> {column: list of numbers, strings or null} with
+    columns of equal length (and, with ``run``, empty when the run has no artefact function)."""
+    if not isinstance(artefacts, dict):
+        raise ValueError(f"artefacts must be an object, got {type(artefacts).__name__}")
+    if run is not None and artefacts and run.artefact is None:
+        raise ValueError("artefacts are stored only for runs with an artefact function")
+    for name, frame in artefacts.items():
+        if not (ARTEFACT_NAME.fullmatch(name) and isinstance(frame, dict)):
+            raise ValueError(f"artefact {name!r} must be a lowercase name and an object")
+        lengths = set()
+        for column, values in frame.items():
+            if not isinstance(values, list) or not all(
+                value is None or isinstance(value, str) or _is_number(value) for value in values
+            ):
+                raise ValueError(f"artefact {name!r} column {column!r} must be a list of values")
+            lengths.add(len(values))
+        if len(lengths) > 1:
+            raise ValueError(f"artefact {name!r} has columns of different lengths")
 
 
 # --------------------------------------------------------------------------------------------
@@ -875,6 +943,40 @@ def execute(
     return outcomes
 
 
+def _compiled_code_group(run: Run) -> tuple[Any, ...]:
+    """Runs of equal groups (very likely) run the same compiled code: the same method class and
+    problem factory, and the same parameters other than real numbers (the options a loop is
+    compiled for are strings and booleans, the sizes of a problem integers; theta, rtol or a
+    restitution are run-time values). Computed from the spec alone: no problem or method is
+    built in the launching process, whose code could fail or exit there."""
+
+    def discrete(kwargs: Mapping[str, Any]) -> str:
+        kept = {k: v for k, v in kwargs.items() if not isinstance(v, float)}
+        return json.dumps(kept, sort_keys=True)
+
+    return (
+        _reference_name(run.method),
+        _reference_name(run.problem),
+        discrete(run.method_kwargs),
+        discrete(run.problem_kwargs),
+    )
+
+
+def _one_per_compiled_code(
+    runs: Sequence[Run], todo: Mapping[str, list[int]]
+) -> dict[str, list[int]]:
+    """The entries of ``todo`` holding, for each :func:`_compiled_code_group`, its first run of
+    fewest steps."""
+    chosen: dict[tuple[Any, ...], tuple[float, str]] = {}
+    for key, positions in todo.items():
+        run = runs[positions[0]]
+        group = _compiled_code_group(run)
+        size = run.t_end / run.h if run.h else run.t_end
+        if group not in chosen or size < chosen[group][0]:
+            chosen[group] = (size, key)
+    return {key: todo[key] for _, key in chosen.values()}
+
+
 class _Execution:
     """The passes of one :func:`execute` call: runs tasks, stores outcomes, handles crashes."""
 
@@ -896,7 +998,25 @@ class _Execution:
         self.cache_failed = False
 
     def run(self, todo: Mapping[str, list[int]]) -> None:
-        """Execute the runs of ``todo`` (key -> positions in ``runs``), one task per key."""
+        """Execute the runs of ``todo`` (key -> positions in ``runs``), one task per key.
+
+        In parallel, one run per compiled-code group (:func:`_compiled_code_group`) goes first,
+        and the others only when these are done: each piece of compiled code is then
+        compiled by one worker while the others compile other pieces, and the later runs load it
+        from numba's disk cache (without this, the workers that start runs of the same loop
+        together all compile it).
+        """
+        if self.jobs == 1:
+            self._pass(todo)
+            return
+        first = _one_per_compiled_code(self.runs, todo)
+        self._pass(first)
+        self._pass({key: positions for key, positions in todo.items() if key not in first})
+
+    def _pass(self, todo: Mapping[str, list[int]]) -> None:
+        """Execute the runs of ``todo`` in one parallel pass."""
+        if not todo:
+            return
         left = dict(todo)
         tasks = [
             joblib.delayed(_task)(key, self.runs[positions[0]], self.launcher)

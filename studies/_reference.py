@@ -19,3 +19,9 @@ from impactbench.reference import Reference
 def event_driven_reference(problem: Problem, t_end: float) -> Reference:
     """The cached DOP853 event-driven reference (rtol 1e-12, dense output) on [t0, t_end]."""
     return impactbench.reference(problem, t_end, reference_method())
+
+
+def stored_event_driven_reference(problem: Problem, t_end: float) -> Reference:
+    """:func:`event_driven_reference` read from the cache only, for reports (which never
+    simulate); :class:`impactbench.reference.MissingReferenceError` when it is not there."""
+    return impactbench.reference(problem, t_end, reference_method(), compute=False)

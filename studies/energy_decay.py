@@ -37,14 +37,15 @@ relative error, and the order of the relative error in h is fitted on those medi
 (delta = 0) keeps its energy curve.
 
 How the curves are stored. The runner keeps one row of scalar metrics per run; the energy
-curves and the fitted laws need the trajectory, so the report re-simulates each finished run
-once (same parameters; the outcome is deterministic; in :data:`REPORT_JOBS` processes when there
-are at least :data:`PARALLEL_RUNS`) and stores, per nominal run, the energy at (at
-most) :data:`CURVE_POINTS` of its output samples in ``energy_curves.csv`` together with the
-exact, law and reference curves, and one row of fitted laws in ``decay_rates.csv``. Both files
-are keyed by the run's cache key (which includes the code version): a later
-``impactbench report`` reuses them and simulates nothing; a changed run is recomputed. Every
-figure is drawn from ``energy_curves.csv`` as read back from disk.
+curves and the fitted laws need the trajectory, so each run's artefact function
+(:func:`energy_artefacts`, :class:`impactbench.runner.Run`) computes them right after the run
+and the runner stores them with the row: ``energy_curve.artefact.csv`` (the energy at at most
+:data:`CURVE_POINTS` output samples of each nominal run) and ``decay_law.artefact.csv`` (one row
+of fitted laws per run), keyed by the run's cache key. The report reads them back, adds the
+exact, law and reference curves of each case (the references read from the reference cache,
+never computed), writes ``energy_curves.csv`` and ``decay_rates.csv`` and draws every figure from
+``energy_curves.csv`` as read back from disk; it simulates nothing, and a missing artefact or
+reference is an error that says which study to rerun.
 """
 
 from __future__ import annotations
@@ -55,11 +56,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import joblib
 import numpy as np
 import pandas as pd
 
-from impactbench import simulate
 from impactbench.energy import kinetic_energy, potential_energy
 from impactbench.fitting import error_floor, fit_order, perturbed_steps, phase_medians
 from impactbench.long_time import (
@@ -82,12 +81,12 @@ from impactbench.report import (
     new_figure,
     save_figure,
 )
-from impactbench.results import read_table, write_table
+from impactbench.results import read_artefact, read_table, write_table
 from impactbench.runner import Case, Run
 from impactbench.study import Section, Study, StudyReport
 from impactbench.trajectory import Trajectory
 
-from ._reference import event_driven_reference
+from ._reference import event_driven_reference, stored_event_driven_reference
 
 METRICS = ("energy_error_at_end", "max_energy_increase", "max_penetration")
 
@@ -149,11 +148,6 @@ FREE_TOLERANCES = {"full": [1e-8], "quick": [1e-8]}
 #: impact log).
 SAMPLE_SPACING = {SPRING: 0.04}
 SAMPLES = {"full": 10_000, "quick": 1_000}
-
-#: The report re-simulates at least this many runs in ``REPORT_JOBS`` processes (fewer: in this
-#: process, which avoids the start-up of the workers).
-PARALLEL_RUNS = 50
-REPORT_JOBS = 2
 
 #: Impact-log entries closer than this many steps are one impact (Paoli-Schatzman logs two).
 CLUSTER_STEPS = 10.0
@@ -245,6 +239,7 @@ def runs(quick: bool) -> list[Run]:
                     method=EventDriven,
                     method_kwargs={"rtol": rtol},
                     tolerance="rtol",
+                    artefact=energy_artefacts,
                     **common,
                 )
             )
@@ -260,6 +255,7 @@ def runs(quick: bool) -> list[Run]:
                             nominal_h=step,
                             method_kwargs=kwargs,
                             output_every=_output_every(case, h, grid),
+                            artefact=energy_artefacts,
                             **common,
                         )
                     )
@@ -267,7 +263,7 @@ def runs(quick: bool) -> list[Run]:
 
 
 # --------------------------------------------------------------------------------------------
-# Analysis of one run (re-simulated by the report)
+# Analysis of one run (its artefacts, computed by the runner)
 
 
 def baseline_energy(problem: Problem) -> float:
@@ -350,17 +346,15 @@ def _reference_state(run: Run, problem: Problem) -> Callable:
     return event_driven_reference(problem, run.t_end).state
 
 
-def analyse(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Simulate ``run`` and return its thinned energy curve and its row of fitted laws.
+def energy_artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict[str, pd.DataFrame]:
+    """The artefacts of a run (see the module docstring): its thinned energy curve (nominal runs
+    only) and its row of fitted laws.
 
     See the module docstring for what is fitted per case; ``error`` is fitted / exact - 1,
     ``max_deviation`` the largest relative deviation from the exact law over the impacts (1-DOF)
     or from the reference energy over the samples (others), ``final_error`` the relative error
     of the excess energy at T.
     """
-    problem = run.problem(**run.problem_kwargs)
-    method = run.method(**run.method_kwargs)
-    trajectory = simulate(problem, method, run.t_end, h=run.h, output_every=run.output_every)
     total, excess = _energies(problem, trajectory.q, trajectory.v)
     keep = thinning_indices(trajectory.t, CURVE_POINTS)
     labels = {
@@ -369,16 +363,6 @@ def analyse(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
         "h": math.nan if run.h is None else run.h,
         "tolerance": math.nan if run.tolerance_value is None else run.tolerance_value,
     }
-    curve = pd.DataFrame(
-        {
-            **labels,
-            "key": "",
-            "curve": "run",
-            "t": trajectory.t[keep],
-            "energy": total[keep],
-            "excess": excess[keep],
-        }
-    )
     law = _law_kind(problem, run.problem_name)
     row: dict[str, Any] = {
         **labels,
@@ -393,7 +377,18 @@ def analyse(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
     row["final_excess"] = float(excess[-1])
     row["final_excess_exact"] = float(excess_end[0])
     row["final_error"] = float(excess[-1] / excess_end[0] - 1.0)
-    return curve, row
+    artefacts = {"decay_law": pd.DataFrame([row])}
+    if run.h == run.nominal_h:  # a nominal step, or an adaptive run (both None)
+        artefacts["energy_curve"] = pd.DataFrame(
+            {
+                **labels,
+                "curve": "run",
+                "t": _rounded(trajectory.t[keep]),
+                "energy": _rounded(total[keep]),
+                "excess": _rounded(excess[keep]),
+            }
+        )
+    return artefacts
 
 
 def _fit_law(
@@ -477,7 +472,7 @@ def reference_curves(case: Case) -> pd.DataFrame:
         q, v = problem.exact_solution(times)
         kind = "exact"
     else:
-        q, v = event_driven_reference(problem, case.t_end).state(times)
+        q, v = stored_event_driven_reference(problem, case.t_end).state(times)
         kind = "reference"
     total, excess = _energies(problem, q, v)
     frames.append(
@@ -505,34 +500,16 @@ def reference_curves(case: Case) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------------
-# Stored curves and rates (computed once per run key)
+# Stored curves and rates (the runs' artefacts)
 
 
-def _analyse_all(todo: list[Run]) -> list[tuple[pd.DataFrame, dict[str, Any]]]:
-    """:func:`analyse` of every run, in order; in ``REPORT_JOBS`` processes for many runs."""
-    jobs = min(REPORT_JOBS, joblib.cpu_count())
-    if len(todo) < PARALLEL_RUNS or jobs < 2:
-        return [analyse(run) for run in todo]
-    return joblib.Parallel(n_jobs=jobs, backend="loky")(joblib.delayed(analyse)(r) for r in todo)
-
-
-def _label(problem: str, method: str, h: Any, tolerance: Any, t_end: float) -> tuple:
-    """What identifies a run of this study in its table (NaN and None alike)."""
-
-    def number(value: Any) -> float | None:
-        return None if value is None or value != value else float(value)
-
-    return (problem, method, number(h), number(tolerance), float(t_end))
-
-
-def _known_runs() -> dict[tuple, Run]:
-    """The runs of the quick and the full grid, by :func:`_label`."""
-    found = {}
-    for quick in (True, False):
-        for run in runs(quick):
-            label = _label(run.problem_name, run.method_name, run.h, run.tolerance_value, run.t_end)
-            found[label] = run
-    return found
+def _known_cases() -> dict[str, Case]:
+    """The cases of the quick and the full grid, by :func:`_curve_key`."""
+    return {
+        _curve_key(case.problem_name, case.t_end): case
+        for quick in (True, False)
+        for case in cases(quick)
+    }
 
 
 def _curve_key(problem: str, t_end: float) -> str:
@@ -540,76 +517,41 @@ def _curve_key(problem: str, t_end: float) -> str:
     return f"{problem}@{float(t_end)!r}"
 
 
-def _load(path: Path, columns: list[str]) -> pd.DataFrame:
-    if not path.exists():
-        return pd.DataFrame(columns=columns)
-    frame = read_table(path)
-    return frame if list(frame.columns) == columns else pd.DataFrame(columns=columns)
-
-
 def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """The curves and fitted laws of every finished run of ``table`` (from ``folder`` or new).
+    """The curves and fitted laws of every finished run of ``table``, from its artefacts.
 
-    The files are keyed by the runs' cache keys (the ``key`` column of the table, which holds
-    the code version): rows of runs no longer in the table are dropped, and runs missing from
-    the files (the rates of every run, the curve of every run but the perturbed copies of a
-    step) are re-simulated (found among the current quick and full grids by problem,
-    method, step, tolerance and horizon) and the files rewritten.
+    Writes :data:`CURVES_FILE` (the runs' curves and the exact, law and reference curves of
+    each case, the references read from the reference cache) and :data:`RATES_FILE`, and
+    returns them as read back.
 
     Returns
     -------
     curves, rates : DataFrame
         As stored in :data:`CURVES_FILE` and :data:`RATES_FILE`.
     unknown : int
-        Finished runs missing from the files that are no run of the current grids (their
-        curves are missing: rerun the study).
+        Cases of the table that are in neither the quick nor the full grid (their exact or
+        reference curve is not drawn).
+
+    Raises
+    ------
+    impactbench.results.MissingArtefactError, impactbench.reference.MissingReferenceError
+        When a run's artefact or a case's reference is not stored (rerun the study).
     """
-    stored_curves = _load(folder / CURVES_FILE, CURVE_COLUMNS)
-    stored_rates = _load(folder / RATES_FILE, RATE_COLUMNS)
-    stored_curves["key"] = stored_curves["key"].fillna("").astype(str)
     done = table[table["status"] != "failed"]
-    labels = {
-        row.key: _label(row.problem, row.method, row.h, row.tolerance, row.t_end)
-        for row in done.itertuples(index=False)
-    }
-    case_keys = {_curve_key(p, t) for p, t in zip(done["problem"], done["t_end"], strict=True)}
-    curves = stored_curves[stored_curves["key"].isin(set(labels) | case_keys)]
-    rates = stored_rates[stored_rates["key"].isin(set(labels))]
-    stepping = done["h_nominal"].notna()
-    copies = set(done.loc[stepping & (done["h"] != done["h_nominal"]), "key"])
-    have = set(rates["key"]) & (set(curves.loc[curves["curve"] == "run", "key"]) | copies)
-    missing = [key for key in labels if key not in have]
-    missing_cases = case_keys - set(curves.loc[curves["curve"] != "run", "key"])
-    new_curves: list[pd.DataFrame] = []
-    new_rates: list[dict[str, Any]] = []
-    unknown = 0
-    if missing or missing_cases:
-        known = _known_runs()
-        todo = [(key, known[labels[key]]) for key in missing if labels[key] in known]
-        unknown = len(missing) - len(todo)
-        for run in {r.problem_name: r for _, r in todo if r.reference is not None}.values():
-            run.reference(run.problem(**run.problem_kwargs), run.t_end)  # compute/cache once
-        for (key, _), (curve, row) in zip(todo, _analyse_all([r for _, r in todo]), strict=True):
-            if key not in copies:
-                new_curves.append(curve.assign(key=key))
-            new_rates.append({**row, "key": key})
-        cases = {
-            _curve_key(run.problem_name, run.t_end): Case(
-                run.problem, run.t_end, run.problem_kwargs, run.problem_name
-            )
-            for run in known.values()
-        }
-        for key in sorted(missing_cases & set(cases)):
-            new_curves.append(reference_curves(cases[key]).assign(key=key))
-    files = (folder / CURVES_FILE, folder / RATES_FILE)
-    unchanged = len(curves) == len(stored_curves) and len(rates) == len(stored_rates)
-    if new_curves or new_rates or not unchanged or not all(path.exists() for path in files):
-        curves = pd.concat([curves, *new_curves], ignore_index=True)[CURVE_COLUMNS]
-        rates = pd.concat([rates, pd.DataFrame(new_rates, columns=RATE_COLUMNS)])
-        order = {key: i for i, key in enumerate(table["key"])}
-        rates = rates.sort_values("key", key=lambda k: k.map(order), kind="stable")
-        write_table(_sorted_curves(curves, table), folder / CURVES_FILE)
-        write_table(rates[RATE_COLUMNS].reset_index(drop=True), folder / RATES_FILE)
+    nominal = done["h_nominal"].isna() | (done["h"] == done["h_nominal"])
+    required = list(done.loc[nominal, "key"])
+    run_curves = read_artefact(table, folder, "energy_curve", required=required)
+    rates = read_artefact(table, folder, "decay_law")
+    known = _known_cases()
+    keys = sorted({_curve_key(p, t) for p, t in zip(done["problem"], done["t_end"], strict=True)})
+    case_curves = [reference_curves(known[key]).assign(key=key) for key in keys if key in known]
+    curves = pd.concat([run_curves, *case_curves], ignore_index=True).reindex(columns=CURVE_COLUMNS)
+    rates = rates.reindex(columns=RATE_COLUMNS)
+    order = {key: i for i, key in enumerate(table["key"])}
+    rates = rates.sort_values("key", key=lambda k: k.map(order), kind="stable")
+    write_table(_sorted_curves(curves, table), folder / CURVES_FILE)
+    write_table(rates.reset_index(drop=True), folder / RATES_FILE)
+    unknown = sum(key not in known for key in keys)
     return read_table(folder / CURVES_FILE), read_table(folder / RATES_FILE), unknown
 
 
@@ -728,7 +670,7 @@ def _relative_floor(problem: str, t_end: float) -> float:
     case = known.get(problem)
     if case is None or case.problem is TightJoint:
         return error_floor(1.0)
-    reference = event_driven_reference(case.problem(**case.problem_kwargs), t_end)
+    reference = stored_event_driven_reference(case.problem(**case.problem_kwargs), t_end)
     return error_floor(1.0, reference.accuracy)
 
 
@@ -814,8 +756,8 @@ def _findings(families: pd.DataFrame, table: pd.DataFrame, unknown: int) -> list
         findings.append(text)
     if unknown:
         findings.append(
-            f"{unknown} finished runs have no stored energy curve and are not in the current grids "
-            "(rerun the study to draw them)."
+            f"{unknown} cases of the table are not in the current grids: their exact or "
+            "reference curves are not drawn."
         )
     return findings
 
@@ -873,7 +815,7 @@ STUDY = Study(
         "copies h (1 + delta_j), |delta_j| <= 0.1 (medians reported, the order of the relative "
         "error in h fitted on them with its 95 % interval), the event-driven method at two "
         "tolerances (one without spring: straight flights are exact at any tolerance). Curves "
-        "and fits come from re-simulating each finished run once and are stored next to the "
+        "and fits are computed from each run's trajectory by the runner and stored next to the "
         "results table."
     ),
     runs=runs,

@@ -49,7 +49,7 @@ from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS, error_floor
 from impactbench.runner import Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 
-from ._reference import event_driven_reference
+from ._reference import event_driven_reference, stored_event_driven_reference
 
 #: Problem configurations by their label in the table: factory of the problem (its recommended
 #: horizon ``t_end`` is the horizon of the runs).
@@ -140,8 +140,9 @@ def write_references(table: pd.DataFrame, folder: Path) -> None:
     ``reference_curves.csv``: problem, t, angles q1, q2 and horizontal positions x1 (mass 1),
     x2 (tip), sampled uniformly plus at the impacts. ``references.csv``: one row per
     configuration with t0, t_end, the wall line x_wall = -d, the contact points, the impact
-    times (JSON list) and how the reference was computed. The reference comes from the cache of
-    :func:`impactbench.reference` (computed there when absent).
+    times (JSON list) and how the reference was computed. The reference is read from the cache
+    of :func:`impactbench.reference`, where the runs put it (a report never simulates: a
+    missing one is :class:`impactbench.reference.MissingReferenceError`).
     """
     curves, rows = [], []
     for name in pd.unique(table["problem"]):
@@ -149,7 +150,7 @@ def write_references(table: pd.DataFrame, folder: Path) -> None:
             continue
         t_end = float(table.loc[table["problem"] == name, "t_end"].iloc[0])
         problem = CONFIGURATIONS[name]()
-        reference = event_driven_reference(problem, t_end)
+        reference = stored_event_driven_reference(problem, t_end)
         impacts = np.asarray(reference.impact_times, dtype=float)
         t = np.union1d(np.linspace(problem.t0, t_end, CURVE_SAMPLES), impacts)
         q, _ = reference.state(t)
@@ -396,7 +397,7 @@ def _floors(problem: str, t_end: float) -> dict[str, float]:
     if problem not in CONFIGURATIONS:
         return dict.fromkeys(FITTED, 0.0)
     instance = CONFIGURATIONS[problem]()
-    reference = event_driven_reference(instance, t_end)
+    reference = stored_event_driven_reference(instance, t_end)
     return {metric: error_floor(metric, instance, reference, t_end) for metric in FITTED}
 
 

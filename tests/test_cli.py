@@ -4,6 +4,7 @@ caches that hold data only, and studies that survive what their runs do."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from impactbench import Method
 from impactbench.cli import main
 from impactbench.methods import METHODS
 from impactbench.studies import STUDIES, convergence
@@ -133,6 +135,8 @@ def test_reports_of_failed_runs(quick, tmp_path, every):
         table.loc[::every, ["status", "error"]] = ["failed", "RuntimeError: lost"]
         (tmp_path / name).mkdir()
         table.to_csv(tmp_path / name / "results.csv", index=False)
+        for artefact in (output / name).glob("*.artefact.csv"):
+            shutil.copy(artefact, tmp_path / name)
     assert main(["report", "--output", str(tmp_path)]) == 0
     index = (tmp_path / "README.md").read_text()
     for name in STUDIES:
@@ -140,6 +144,23 @@ def test_reports_of_failed_runs(quick, tmp_path, every):
         failed = len(range(0, total, every))
         assert f"{failed} of {total} runs failed" in index
         assert "RuntimeError: lost" in (tmp_path / name / "README.md").read_text()
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("impactbench report simulated")
+
+
+def test_report_executes_no_run_and_rebuilds_the_same_reports(quick, tmp_path, monkeypatch):
+    """``impactbench report`` reads the stored tables, artefacts and references: with every
+    simulation refused it rebuilds every study's report, word for word."""
+    _, output, _ = quick
+    copy = tmp_path / "reports"
+    shutil.copytree(output, copy)
+    monkeypatch.setattr(Method, "solve", _refuse)
+    assert main(["report", "--output", str(copy)]) == 0
+    for name in STUDIES:
+        assert (copy / name / "README.md").read_text() == (output / name / "README.md").read_text()
+    assert (copy / "README.md").read_text() == (output / "README.md").read_text()
 
 
 def test_report_without_tables_fails(tmp_path, capsys):
@@ -256,8 +277,9 @@ def test_a_planted_pickle_never_runs_from_a_cached_study_or_a_report(
     quick, tmp_path, monkeypatch, capsys
 ):
     """Malicious pickles under the names the reference cache used to read (``<key>.pkl``, keys
-    from the study's references.csv): a fully cached ``run --quick thesis_comparison`` and
-    ``impactbench report`` warn, recompute the references and never run the payload."""
+    from the study's references.csv): a fully cached ``run --quick thesis_comparison`` warns,
+    recomputes the references and never runs the payload; ``impactbench report``, which never
+    computes, warns and fails naming the missing reference."""
     _, output, cache = quick
     keys = pd.read_csv(output / "thesis_comparison" / "references.csv")["key"].tolist()
     assert len(keys) == 2
@@ -280,9 +302,11 @@ def test_a_planted_pickle_never_runs_from_a_cached_study_or_a_report(
     assert capsys.readouterr().err.count("pickle is never opened") == 2
     assert sorted(path.stem for path in references.glob("*.npz")) == sorted(keys)
     plant()
-    assert main(["report", "--output", str(out)]) == 0
+    # a report never computes a reference: it says which one is missing
+    assert main(["report", "--output", str(out)]) == 1
     assert not marker.exists()
-    assert capsys.readouterr().err.count("pickle is never opened") == 2
+    err = capsys.readouterr().err
+    assert "pickle is never opened" in err and "not in the reference cache" in err
 
 
 @pytest.fixture

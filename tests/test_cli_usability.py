@@ -10,6 +10,7 @@ import pytest
 import impactbench.cli as cli
 from impactbench.cli import main
 from impactbench.names import parse_spec
+from impactbench.pipeline import study_provenance
 from impactbench.problems import PROBLEMS
 
 
@@ -116,11 +117,11 @@ def test_a_users_study_records_its_own_module_and_revision(tmp_path, monkeypatch
     spec.loader.exec_module(module)
     monkeypatch.setitem(sys.modules, "my_study", module)
     study = SimpleNamespace(runs=module.runs)
-    info = cli._study_provenance(study)
+    info = study_provenance(study)
     assert info == {
         "study_module": "my_study",
         "study_digest": hashlib.sha256(source.encode()).hexdigest()[:16],
         "study_git_revision": head,
     }
     (tmp_path / "my_study.py").write_text(source + "# edited\n")
-    assert cli._study_provenance(study)["study_git_revision"] == head + "-dirty"
+    assert study_provenance(study)["study_git_revision"] == head + "-dirty"

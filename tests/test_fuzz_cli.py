@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from impactbench import cli, simulate
+from impactbench import cli, pipeline, simulate
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall
 from impactbench.runner import MAX_JOBS_PER_CPU, MAX_RETRIES
@@ -429,9 +429,10 @@ def test_run_options_are_accepted_or_refused_without_a_traceback(command, monkey
 
 @pytest.fixture(scope="module")
 def monkeypatch_module():
-    """Replace the CLI's execute by the checking stub for this module's run tests."""
+    """Replace the execute of ``impactbench run`` by the checking stub for this module's run
+    tests."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cli, "execute", _checking_execute)
+        patch.setattr(pipeline, "execute", _checking_execute)
         yield
 
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from impactbench import simulate
+from impactbench import Method, simulate
 from impactbench.cli import main
 from impactbench.fitting import observed_order
 from impactbench.long_time import (
@@ -55,6 +55,7 @@ from impactbench.long_time import (
 )
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import TightJoint
+from impactbench.results import MissingArtefactError
 from impactbench.studies import energy_decay
 
 from conftest import assert_study_table, step_grid
@@ -94,6 +95,7 @@ import ctypes, json, sys
 from impactbench import simulate
 from impactbench.methods import MoreauJean
 from impactbench.problems import TightJoint
+from impactbench.results import MissingArtefactError
 
 problem = TightJoint(stiffness=1.0, restitution=1.0, clearance=0.1, v0=1.0)
 method = MoreauJean(theta=0.5, log_capacity=int(sys.argv[1]))
@@ -469,13 +471,23 @@ def test_energy_decay_quick_study_through_the_cli(tmp_path):
         assert f"]({figure.name})" in readme
         assert figure.read_bytes().startswith(b"\x89PNG")
 
-    # a second report (`impactbench report`) reuses the stored curves: nothing is simulated
-    # and the files are not rewritten
-    before = {name: (folder / name).stat().st_mtime_ns for name in (CURVES, RATES)}
-    curves_again, rates_again, unknown = energy_decay.stored_analysis(table, folder)
+    # a second report (`impactbench report`) reads the stored artefacts and references:
+    # nothing is simulated and the files come out identical
+    stored = {name: (folder / name).read_bytes() for name in (CURVES, RATES)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Method, "solve", _no_simulation)
+        curves_again, rates_again, unknown = energy_decay.stored_analysis(table, folder)
     assert unknown == 0
-    assert {name: (folder / name).stat().st_mtime_ns for name in (CURVES, RATES)} == before
+    assert {name: (folder / name).read_bytes() for name in (CURVES, RATES)} == stored
     pd.testing.assert_frame_equal(curves_again, curves)
+    # a missing artefact is an error naming a run and the study to rerun
+    (folder / "energy_curve.artefact.csv").unlink()
+    with pytest.raises(MissingArtefactError, match=r"rerun `impactbench run energy_decay`"):
+        energy_decay.stored_analysis(table, folder)
+
+
+def _no_simulation(*args, **kwargs):
+    raise AssertionError("a report simulated")
 
 
 def test_pre_impact_kinetic_energies_take_the_first_entry_of_each_impact():

@@ -598,3 +598,23 @@ def test_booleans_are_refused_for_real_parameters(tmp_path):
     run = Run(ProbeBall, MoreauJean, 1.0, h=0.01, method_kwargs={"theta": True})
     (outcome,) = execute([run], use_cache=False)
     assert outcome.status == "failed" and "theta" in outcome.error and "boolean" in outcome.error
+
+
+def test_parallel_execution_runs_one_run_per_compiled_code_first():
+    """The runs that go first in parallel: one per compiled loop (method, problem, parameters
+    other than reals), the first one of fewest steps."""
+    runs = [
+        Run(BouncingBall, MoreauJean, 2.0, h=0.01),
+        Run(BouncingBall, MoreauJean, 2.0, h=0.1),  # same loop, fewer steps
+        Run(BouncingBall, MoreauJean, 1.0, h=0.1, method_kwargs={"theta": 1.0}),  # same loop
+        Run(BouncingBall, MoreauJean, 0.5, h=0.1, problem_kwargs={"restitution": 0.5}),  # same
+        Run(BouncingBall, MoreauJean, 2.0, h=0.1, method_kwargs={"activation": "approaching"}),
+        Run(BouncingBall, MoreauJean, 2.0, h=0.1, method_kwargs={"compiled": False}),
+        Run(BouncingBall, CatchingUp, 2.0, h=0.1),
+        Run(SlantedWall, MoreauJean, 2.0, h=0.1),
+        Run(BouncingBall, EventDriven, 2.0),
+        Run(BouncingBall, EventDriven, 1.0, method_kwargs={"rtol": 1e-6}),  # same code
+    ]
+    todo = {f"run{i}": [i] for i in range(len(runs))}
+    first = runner._one_per_compiled_code(runs, todo)
+    assert sorted(first) == ["run3", "run4", "run5", "run6", "run7", "run9"]
