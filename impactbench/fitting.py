@@ -39,6 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .trajectory import Status
+
 #: Statuses of a fitted sweep (:attr:`OrderFit.status`).
 ORDER = "order"
 FLOOR = "floor"
@@ -129,7 +131,7 @@ def phase_medians(
         ``runs`` (finished runs in the family), then for each value column ``<name>`` (median),
         ``<name>_min`` and ``<name>_max``; rows in order of first appearance.
     """
-    done = table[table["status"] != "failed"] if "status" in table else table
+    done = table[table["status"] != Status.FAILED.value] if "status" in table else table
     done = done.assign(
         _h=done["h_nominal"].fillna(-1.0), _tol=done["tolerance"].fillna(-1.0)
     )  # NaN group keys would be dropped

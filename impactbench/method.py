@@ -11,14 +11,19 @@ from . import _checks
 from .problem import Problem
 from .trajectory import Trajectory
 
+#: The two families of methods (``Method.family``; the ``family`` column of the study tables).
+TIME_STEPPING = "time-stepping"
+EVENT_DRIVEN = "event-driven"
+FAMILIES = (TIME_STEPPING, EVENT_DRIVEN)
+
 
 class Method(ABC):
     """Base class of every method.
 
-    A subclass sets ``family`` ("time-stepping" or "event-driven") and ``requires_step`` (True
-    when the method needs a fixed step ``h``), stores each constructor parameter as the attribute
-    of the same name (validating it with a ValueError that names the parameter; its
-    :meth:`parameters` and :attr:`name` are derived from them), and implements
+    A subclass sets ``family`` (:data:`TIME_STEPPING` or :data:`EVENT_DRIVEN`) and
+    ``requires_step`` (True when the method needs a fixed step ``h``), stores each constructor
+    parameter as the attribute of the same name (validating it with a ValueError that names the
+    parameter; its :meth:`parameters` and :attr:`name` are derived from them), and implements
     :meth:`_solve_impl`, which integrates ``problem`` from ``problem.t0`` to ``t_end`` and returns
     a :class:`Trajectory` whose last sample is at ``t_end`` (or raises
     :class:`impactbench.SimulationError` with the time and state where it had to stop). The public

@@ -26,6 +26,7 @@ from . import style
 from ._files import write_atomic
 from .fitting import ORDER, OrderFit
 from .results import PROVENANCE_COLUMNS, read_provenance, read_table
+from .runner import FAILED
 from .study import Study, StudyReport
 from .style import method_style
 
@@ -202,7 +203,7 @@ def _dirty_warning(table: pd.DataFrame) -> str:
 
 
 def _failed_section(table: pd.DataFrame) -> str:
-    failed = table[table["status"] == "failed"]
+    failed = table[table["status"] == FAILED]
     if failed.empty:
         return "None.\n"
     columns = ["problem", "method", "h", "tolerance", "error"]
@@ -234,7 +235,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     finally:
         _tables.reset(token)
     latex = _write_latex(recorded, folder / LATEX_FOLDER)
-    failed = int((table["status"] == "failed").sum())
+    failed = int((table["status"] == FAILED).sum())
     if failed:
         report = StudyReport(
             report.sections,

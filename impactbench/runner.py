@@ -75,7 +75,7 @@ from .problem import Problem
 from .reference import Reference
 from .run_metrics import METRICS
 from .simulate import simulate
-from .trajectory import Trajectory
+from .trajectory import Status, Trajectory
 from .versioning import source_digest
 
 ProblemFactory = Callable[..., Problem]
@@ -101,7 +101,7 @@ MAX_JOBS_PER_CPU = 4
 _CACHE_FORMAT = 3
 _KEY_LENGTH = 20
 
-FAILED = "failed"
+FAILED = Status.FAILED.value
 
 #: What an artefact name must look like (it becomes a file name, ``<name>.csv``).
 ARTEFACT_NAME = re.compile(r"[a-z][a-z0-9_]*")

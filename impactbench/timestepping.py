@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _checks
-from .method import Method
+from .method import TIME_STEPPING, Method
 from .problem import CheckedCalls, Problem, ProblemKernels, python_kernels
 from .status_codes import (
     COUNTER_FORCE_EVALUATIONS,
@@ -124,7 +124,7 @@ class TimeStepping(Method):
         entry per constraint).
     """
 
-    family: ClassVar[str] = "time-stepping"
+    family: ClassVar[str] = TIME_STEPPING
     requires_step: ClassVar[bool] = True
     #: How the output velocity is obtained: "state" when it is the scheme's own velocity
     #: variable, else a description of its reconstruction (recorded in ``stats``; energy metrics

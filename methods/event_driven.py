@@ -82,7 +82,7 @@ from scipy import integrate, optimize
 from impactbench import _checks
 from impactbench.contact import CURVATURE_FD_STEP, impact_velocity, make_workspace, solve_lcp
 from impactbench.dense import DenseOutputBuilder
-from impactbench.method import Method
+from impactbench.method import EVENT_DRIVEN, Method
 from impactbench.methods.free_flight import free_flight_rhs
 from impactbench.problem import CheckedCalls, Problem
 from impactbench.trajectory import (
@@ -188,7 +188,7 @@ class EventDriven(Method):
         where it stopped.
     """
 
-    family = "event-driven"
+    family = EVENT_DRIVEN
     requires_step = False
     name_omits: ClassVar[dict[str, Any]] = {"max_step": math.inf, "dense_output": False}
 

@@ -24,6 +24,7 @@ from impactbench.fitting import (
     fit_row,
     phase_medians,
 )
+from impactbench.method import TIME_STEPPING
 from impactbench.methods import METHODS
 from impactbench.report import (
     format_number,
@@ -35,7 +36,7 @@ from impactbench.report import (
     save_figure,
 )
 from impactbench.results import write_table
-from impactbench.runner import Grid, Run, expand
+from impactbench.runner import FAILED, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 
 from ._exact import exact_cases, exact_floors
@@ -111,7 +112,7 @@ def runs(quick: bool) -> list[Run]:
 
 
 def _axis(family: str) -> str:
-    return "h" if family == "time-stepping" else "tolerance"
+    return "h" if family == TIME_STEPPING else "tolerance"
 
 
 def fit_orders(table: pd.DataFrame) -> pd.DataFrame:
@@ -125,8 +126,8 @@ def fit_orders(table: pd.DataFrame) -> pd.DataFrame:
     limits = exact_floors(table, FITTED)
     rows = []
     medians = phase_medians(table, FITTED, keys=("family",))
-    done = table[table["status"] != "failed"]
-    single = done[(done["family"] != "time-stepping") | (done["h"] == done["h_nominal"])]
+    done = table[table["status"] != FAILED]
+    single = done[(done["family"] != TIME_STEPPING) | (done["h"] == done["h_nominal"])]
     for errors, data in ((MEDIANS, medians), (SINGLE, single)):
         for (problem, method), group in data.groupby(["problem", "method"], sort=False):
             axis = _axis(group["family"].iloc[0])
@@ -205,8 +206,8 @@ def _finest(medians: pd.DataFrame) -> pd.DataFrame:
 def _figures(medians: pd.DataFrame, limits: dict, folder: Path) -> list[str]:
     links = []
     for problem, group in medians.groupby("problem", sort=False):
-        steppers = group[group["family"] == "time-stepping"]
-        adaptive = group[group["family"] != "time-stepping"]
+        steppers = group[group["family"] == TIME_STEPPING]
+        adaptive = group[group["family"] != TIME_STEPPING]
         figure, axes = new_figure(len(PANELS) + (1 if len(adaptive) else 0))
         panels = [(ax, steppers, "h", metric) for ax, metric in zip(axes, PANELS, strict=False)]
         if len(adaptive):

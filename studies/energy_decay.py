@@ -71,6 +71,7 @@ from impactbench.long_time import (
     pre_impact_kinetic_energies,
     thinning_indices,
 )
+from impactbench.method import TIME_STEPPING
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problem import Problem
 from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
@@ -82,7 +83,7 @@ from impactbench.report import (
     save_figure,
 )
 from impactbench.results import read_artefact, read_table, write_table
-from impactbench.runner import Case, Run
+from impactbench.runner import FAILED, Case, Run
 from impactbench.study import Section, Study, StudyReport
 from impactbench.trajectory import Trajectory
 
@@ -537,7 +538,7 @@ def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd
     impactbench.results.MissingArtefactError, impactbench.reference.MissingReferenceError
         When a run's artefact or a case's reference is not stored (rerun the study).
     """
-    done = table[table["status"] != "failed"]
+    done = table[table["status"] != FAILED]
     nominal = done["h_nominal"].isna() | (done["h"] == done["h_nominal"])
     required = list(done.loc[nominal, "key"])
     run_curves = read_artefact(table, folder, "energy_curve", required=required)
@@ -727,7 +728,7 @@ def _findings(families: pd.DataFrame, table: pd.DataFrame, unknown: int) -> list
         floor = _relative_floor(problem, float(horizons[problem]))
         finest, orders = [], []
         for method, rows in group.groupby("method", sort=False):
-            stepper = rows["family"].iloc[0] == "time-stepping"
+            stepper = rows["family"].iloc[0] == TIME_STEPPING
             axis = "h" if stepper else "tolerance"
             best = rows.loc[rows[axis].idxmin()]
             finest.append(
@@ -748,7 +749,7 @@ def _findings(families: pd.DataFrame, table: pd.DataFrame, unknown: int) -> list
                 f"{'; '.join(orders)}."
             )
         if problem not in (SPRING, FREE):
-            steppers = group[group["family"] == "time-stepping"]
+            steppers = group[group["family"] == TIME_STEPPING]
             level = format_number(group["final_excess_exact"].iloc[0], 3)
             low = format_number(steppers["final_excess_min"].min(), 3)
             high = format_number(steppers["final_excess_max"].max(), 3)

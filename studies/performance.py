@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from impactbench.method import EVENT_DRIVEN, TIME_STEPPING
 from impactbench.methods import METHODS
 from impactbench.problems import (
     BouncingBall,
@@ -33,7 +34,7 @@ from impactbench.report import (
     new_figure,
     save_figure,
 )
-from impactbench.runner import Case, Grid, Run, expand
+from impactbench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 
 H = 1e-3
@@ -92,7 +93,7 @@ def _plain(table: pd.DataFrame) -> pd.Series:
 
 def step_costs(table: pd.DataFrame) -> pd.DataFrame:
     """Time-stepping runs: ns per step and steps per second."""
-    done = table[(table["status"] != "failed") & (table["family"] == "time-stepping")]
+    done = table[(table["status"] != FAILED) & (table["family"] == TIME_STEPPING)]
     frame = done[["problem", "method", "steps", "wall_time"]].copy()
     frame["ns_per_step"] = 1e9 * frame["wall_time"] / frame["steps"]
     frame["ns_median"] = 1e9 * done["wall_time_median"] / frame["steps"]
@@ -132,7 +133,7 @@ def _ratios(costs: pd.DataFrame) -> pd.DataFrame:
 
 def event_costs(table: pd.DataFrame) -> pd.DataFrame:
     """Event-driven runs: ms per run and per impact."""
-    done = table[(table["status"] != "failed") & (table["family"] == "event-driven")]
+    done = table[(table["status"] != FAILED) & (table["family"] == EVENT_DRIVEN)]
     frame = done[["problem", "method", "t_end", "steps", "impacts", "wall_time"]].copy()
     frame["ms_per_run"] = 1e3 * frame["wall_time"]
     frame["ms_per_impact"] = frame["ms_per_run"] / frame["impacts"].astype(float)

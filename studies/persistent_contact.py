@@ -39,10 +39,8 @@ from impactbench.problems import (
     TightJoint2D,
 )
 from impactbench.report import format_number, markdown_table, new_figure, plot_methods, save_figure
-from impactbench.runner import Case, Grid, Run, expand
+from impactbench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
-
-FAILED = "failed"
 
 
 def resting_ball() -> BouncingBall:

@@ -35,6 +35,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
 from impactbench.fitting import fit_order, phase_medians
+from impactbench.method import EVENT_DRIVEN, TIME_STEPPING
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import DoublePendulum
 from impactbench.report import (
@@ -46,7 +47,7 @@ from impactbench.report import (
 )
 from impactbench.results import read_table, write_table
 from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS, error_floor
-from impactbench.runner import Case, Grid, Run, expand
+from impactbench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 
 from ._reference import event_driven_reference, stored_event_driven_reference
@@ -227,7 +228,7 @@ def isolated_impacts(times: np.ndarray, window: float) -> int:
 
 
 def _window(row: pd.Series, t0: float) -> float:
-    h = row["h_used"] if row["family"] == "time-stepping" else 0.0
+    h = row["h_used"] if row["family"] == TIME_STEPPING else 0.0
     return max(WINDOW_STEPS * (0.0 if pd.isna(h) else h), WINDOW_FRACTION * (row["t_end"] - t0))
 
 
@@ -253,7 +254,7 @@ def families(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _axis(row: pd.Series | dict) -> str:
-    return "h" if row["family"] == "time-stepping" else "rtol"
+    return "h" if row["family"] == TIME_STEPPING else "rtol"
 
 
 def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
@@ -310,8 +311,8 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
 
     Consecutive targets with the same answer are merged into one clause.
     """
-    stepping = group["family"] == "time-stepping"
-    families = {"time-stepping": group[stepping], "event-driven": group[~stepping]}
+    stepping = group["family"] == TIME_STEPPING
+    families = {TIME_STEPPING: group[stepping], EVENT_DRIVEN: group[~stepping]}
     texts: list[str] = []
     merged: list[list[float]] = []
     for target in TARGETS:
@@ -323,7 +324,7 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
             f"{int(best['force_evaluations'])} force evaluations)"
         )
         for family, runs_of in families.items():
-            if runs_of.empty or (best["family"] == "time-stepping") == (family == "time-stepping"):
+            if runs_of.empty or (best["family"] == TIME_STEPPING) == (family == TIME_STEPPING):
                 continue
             other = _fastest(runs_of, target)
             if other is None:
@@ -405,7 +406,7 @@ def orders(medians: pd.DataFrame) -> pd.DataFrame:
     """Per configuration and time-stepper the fitted order in h of each :data:`FITTED` error,
     as table cells (value [95 % interval], or what the sweep is instead)."""
     rows = []
-    steppers = medians[medians["family"] == "time-stepping"]
+    steppers = medians[medians["family"] == TIME_STEPPING]
     for problem, group in steppers.groupby("problem", sort=False):
         floors = _floors(problem, float(group["t_end"].iloc[0]))
         for method, runs_of in group.groupby("method", sort=False):
@@ -430,7 +431,7 @@ def _order_finding(problem: str, fits: pd.DataFrame, group: pd.DataFrame) -> str
         elif texts:
             cells = "; ".join(f"{row['method']} {row[label]}" for _, row in rows.iterrows())
             parts.append(f"{label}: {cells}")
-    adaptive = group[group["family"] != "time-stepping"].sort_values("resolution")
+    adaptive = group[group["family"] != TIME_STEPPING].sort_values("resolution")
     for method, data in adaptive.groupby("method", sort=False):
         if len(data) < 2:
             continue
@@ -465,7 +466,7 @@ def findings(table: pd.DataFrame, references: pd.DataFrame) -> list[str]:
     """
     medians = families(table)
     fits = orders(medians)
-    done = table[table["status"] != "failed"]
+    done = table[table["status"] != FAILED]
     counts = dict(zip(references["problem"], references["impacts"], strict=True))
     result = []
     for problem, group in medians.groupby("problem", sort=False):

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from impactbench.fitting import ORDER, OrderFit, fit_order, phase_medians
+from impactbench.method import TIME_STEPPING
 from impactbench.methods import METHODS
 from impactbench.report import (
     format_number,
@@ -75,7 +76,7 @@ def cheapest(medians: pd.DataFrame, cost: str) -> pd.DataFrame:
             cell = "-"
             if not reached.empty:
                 best = reached.loc[reached[cost].idxmin()]
-                axis = "h" if best["family"] == "time-stepping" else "rtol"
+                axis = "h" if best["family"] == TIME_STEPPING else "rtol"
                 value = best["h"] if axis == "h" else best["tolerance"]
                 cell = (
                     f"{best['method']} ({axis}={format_number(value, 2)}, "
