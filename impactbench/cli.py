@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from ._files import CacheWarning, write_atomic
 from .energy import energy
 from .methods import METHODS, reference_method
 from .pipeline import DEFAULT_OUTPUT, run_study
+from .plugins import load_study_file
 from .problems import PROBLEMS
 from .reference import reference
 from .report import TABLE_FILE, write_index, write_study_report
@@ -35,6 +36,7 @@ from .results import format_float
 from .run_metrics import METRICS, Reference
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .studies import STUDIES
+from .study import Study
 from .trajectory_figure import trajectory_figure
 from .validate_command import add_parser as add_validate_parser
 
@@ -109,22 +111,37 @@ def _list(args: argparse.Namespace) -> int:
 # run and report
 
 
-def _studies(names: Sequence[str]) -> list[str]:
-    unknown = [name for name in names if name not in STUDIES]
-    if unknown:
-        raise UsageError(f"unknown study {unknown[0]!r}; known: {', '.join(STUDIES)}")
-    return list(dict.fromkeys(names)) or list(STUDIES)
+def _studies(names: Sequence[str]) -> dict[str, Study]:
+    """The studies named on the command line (names, or paths of files defining ``STUDY``)."""
+    chosen: dict[str, Study] = {}
+    for name in names:
+        if name.endswith(".py"):
+            try:
+                study = load_study_file(name)
+            except ValueError as error:
+                raise UsageError(str(error)) from None
+        elif name in STUDIES:
+            study = STUDIES[name]
+        else:
+            raise UsageError(
+                f"unknown study {name!r}; known: {', '.join(STUDIES)}, or the path of a .py "
+                "file defining STUDY"
+            )
+        chosen.setdefault(study.name, study)
+    return chosen or dict(STUDIES)
 
 
-def _write_reports(output: Path) -> int:
-    """Rebuild the report of every study with a table in ``output``, and the index.
+def _write_reports(output: Path, extra: Mapping[str, Study] | None = None) -> int:
+    """Rebuild the report of every study with a table in ``output`` (the built-in and plug-in
+    studies, and ``extra``), and the index.
 
     Shows a progress bar on a terminal. Returns the number of studies found.
     """
-    present = [name for name in STUDIES if (output / name / TABLE_FILE).exists()]
+    known = {**STUDIES, **(extra or {})}
+    present = [study for name, study in known.items() if (output / name / TABLE_FILE).exists()]
     reports = [
-        (STUDIES[name], write_study_report(STUDIES[name], output / name))
-        for name in tqdm(present, desc="reports", unit="study", disable=None)
+        (study, write_study_report(study, output / study.name))
+        for study in tqdm(present, desc="reports", unit="study", disable=None)
     ]
     if reports:
         write_index(output, reports)
@@ -132,7 +149,7 @@ def _write_reports(output: Path) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    names = _studies(args.studies)
+    studies = _studies(args.studies)
     if args.backend == "dask" and not args.scheduler:
         raise UsageError("--backend dask needs --scheduler ADDRESS")
     if args.backend != "dask" and args.scheduler:
@@ -148,10 +165,10 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     output = args.output or DEFAULT_OUTPUT["quick" if args.quick else "full"]
     any_failed = False
-    for name in names:
+    for name, study in studies.items():
         try:
             result = run_study(
-                name,
+                study,
                 quick=args.quick,
                 jobs=args.jobs,
                 backend=args.backend,
@@ -172,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
         for outcome in failed[:5]:
             print(f"  failed: {outcome.error}", file=sys.stderr)
         any_failed = any_failed or bool(failed)
-    _write_reports(output)
+    _write_reports(output, {name: s for name, s in studies.items() if name not in STUDIES})
     print(f"reports: {output / 'README.md'}")
     return 1 if any_failed else 0
 
@@ -299,7 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(finished runs are cached; an interrupted study resumes), write one table per study "
         "and the reports.",
     )
-    run.add_argument("studies", nargs="*", metavar="STUDY", help="study names (default: all)")
+    run.add_argument(
+        "studies",
+        nargs="*",
+        metavar="STUDY",
+        help="study names, or paths of .py files defining STUDY (default: every study)",
+    )
     run.add_argument("--quick", action="store_true", help="the small grids (seconds)")
     run.add_argument("--jobs", type=_jobs, default=-1, help="parallel jobs (default -1: all cores)")
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")

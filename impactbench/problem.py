@@ -58,10 +58,12 @@ class Problem(ABC):
     ---------------------------------------------------------
     name : str
         Short identifier used in tables.
-    n_dof : int
-        Number n of generalised coordinates.
-    n_constraints : int
-        Number m of unilateral constraints g_i(q) >= 0.
+    n_dof : int, optional
+        Number n of generalised coordinates; when not set, :meth:`check` takes it from ``q0``
+        (when set, ``q0`` and ``v0`` must have that length).
+    n_constraints : int, optional
+        Number m of unilateral constraints g_i(q) >= 0; when not set, :meth:`check` takes it
+        from ``gap(q0)`` (when set, ``gap`` must return that many values).
     restitution : float
         Newton coefficient e in [0, 1].
     t0 : float
@@ -85,8 +87,8 @@ class Problem(ABC):
     """
 
     name: str = "problem"
-    n_dof: int
-    n_constraints: int
+    n_dof: int | None = None
+    n_constraints: int | None = None
     restitution: float
     t0: float = 0.0
     q0: np.ndarray
@@ -151,14 +153,22 @@ class Problem(ABC):
         ValueError
             Naming the offending attribute and its value.
         """
-        n = _checks.positive_int(getattr(self, "n_dof", None), "n_dof")
-        m = _checks.positive_int(getattr(self, "n_constraints", None), "n_constraints")
+        if getattr(self, "n_dof", None) is None:  # inferred from q0
+            self.q0 = _checks.vector(getattr(self, "q0", None), "q0")
+            self.n_dof = self.q0.shape[0]
+        n = _checks.positive_int(self.n_dof, "n_dof")
         self.restitution = _checks.restitution(getattr(self, "restitution", None))
         self.t0 = _checks.finite_scalar(self.t0, "t0")
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
         mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
         _checks.spd_matrix(mass, "mass_matrix(q0)", n)
+        if getattr(self, "n_constraints", None) is None:  # inferred from gap(q0)
+            g0 = np.asarray(self.gap(self.q0))
+            if g0.ndim != 1:
+                raise ValueError(f"gap(q0) must have shape (m,), got shape {g0.shape}")
+            self.n_constraints = g0.shape[0]
+        m = _checks.positive_int(self.n_constraints, "n_constraints")
         g0 = _valid(returned_array(self.gap(self.q0), "gap(q0)", (m,)))
         _valid(returned_array(self.gap_gradient(self.q0), "gap_gradient(q0)", (m, n)))
         tol = ADMISSIBILITY_TOLERANCE * max(1.0, float(np.abs(self.q0).max()))

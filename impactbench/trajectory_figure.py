@@ -5,22 +5,79 @@ reference solution dashed and the run's impact-log entries as ticks on the time 
 portrait of the first coordinate; the impact map (impact time against the normal velocity
 before the impact, run and reference); the gap g_i(q(t)) on a symmetric-log axis, so that
 penetration (g < 0) is visible at any depth; and the energy error E(t) - E_ref(t) (with no
-reference: the energy E(t) itself). Drawn by ``impactbench simulate ... --plot``.
+reference: the energy E(t) itself). Drawn by ``impactbench simulate ... --plot``, and in study
+reports from a run's stored artefacts (:func:`trajectory_artefact`, :func:`stored_trajectory`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from matplotlib.figure import Figure
 
 from .energy import kinetic_energy, potential_energy
+from .impact_events import impact_events
+from .method import Method
 from .problem import Problem
 from .reference import Reference
 from .style import new_figure
-from .trajectory import Trajectory
+from .trajectory import ImpactLog, Status, Trajectory
 
 #: Points at which the reference is drawn (and evaluated for the energy error).
 REFERENCE_POINTS = 2000
+#: Samples and impact-log entries kept in a run's trajectory artefact.
+ARTEFACT_SAMPLES = 4000
+ARTEFACT_IMPACTS = 2000
+
+
+def trajectory_artefact(run: object, problem: Problem, trajectory: Trajectory) -> dict:
+    """A run's trajectory as artefacts (``Run.artefact``) for :func:`stored_trajectory`.
+
+    ``trajectory``: at most :data:`ARTEFACT_SAMPLES` output samples, evenly spaced in index
+    (first and last included), columns t, q1..qn, v1..vn; ``impact_log``: the first
+    :data:`ARTEFACT_IMPACTS` entries of the impact log (t, constraint, normal velocities before
+    and after).
+    """
+    count = trajectory.t.shape[0]
+    keep = np.unique(np.linspace(0, count - 1, min(count, ARTEFACT_SAMPLES)).round().astype(int))
+    samples = {"t": trajectory.t[keep]}
+    for i in range(trajectory.q.shape[1]):
+        samples[f"q{i + 1}"] = trajectory.q[keep, i]
+    for i in range(trajectory.v.shape[1]):
+        samples[f"v{i + 1}"] = trajectory.v[keep, i]
+    log = trajectory.impacts
+    first = slice(0, ARTEFACT_IMPACTS)
+    entries = {
+        "t": log.t[first],
+        "constraint": log.constraint[first],
+        "normal_velocity_before": log.normal_velocity_before[first],
+        "normal_velocity_after": log.normal_velocity_after[first],
+    }
+    return {"trajectory": pd.DataFrame(samples), "impact_log": pd.DataFrame(entries)}
+
+
+def stored_trajectory(
+    samples: pd.DataFrame,
+    log: pd.DataFrame,
+    method: Method,
+    problem: str,
+    h: float | None,
+) -> Trajectory:
+    """The :class:`Trajectory` (samples, impact log, ``h`` and how the method outputs its
+    velocity) of a run's stored :func:`trajectory_artefact`, to draw with
+    :func:`trajectory_figure`."""
+    q = samples.filter(regex=r"^q\d+$").to_numpy(dtype=float)
+    v = samples.filter(regex=r"^v\d+$").to_numpy(dtype=float)
+    impacts = ImpactLog(
+        t=log["t"].to_numpy(dtype=float),
+        constraint=log["constraint"].to_numpy(dtype=np.int64),
+        normal_velocity_before=log["normal_velocity_before"].to_numpy(dtype=float),
+        normal_velocity_after=log["normal_velocity_after"].to_numpy(dtype=float),
+        total=len(log),
+    )
+    t = samples["t"].to_numpy(dtype=float)
+    stats = {"velocity_output": getattr(method, "velocity_output", "state")}
+    return Trajectory(t, q, v, impacts, Status.OK, "stored", stats, method.name, problem, h)
 
 
 def _gaps(problem: Problem, q: np.ndarray) -> np.ndarray:
@@ -87,8 +144,11 @@ def trajectory_figure(
     ax_phase.set(xlabel="$q_1$", ylabel="$v_1$", title="phase portrait")
     ax_phase.legend(loc="best")
 
-    if len(impacts.t):
-        ax_map.plot(impacts.t, -impacts.normal_velocity_before, "o", color="C3", label="run")
+    if len(impacts.t):  # the first entry of each impact event (PaoliSchatzman logs two)
+        first = np.isin(impacts.t, impact_events(trajectory).times)
+        ax_map.plot(
+            impacts.t[first], -impacts.normal_velocity_before[first], "o", color="C3", label="run"
+        )
     if reference is not None and reference.impact_times is not None and len(reference.impact_times):
         before = reference.impact_times - 1e-9 * max(1.0, float(t[-1] - t[0]))
         q_before, v_before = reference.state(before)
@@ -112,13 +172,23 @@ def trajectory_figure(
     ax_gap.set(xlabel="$t$ [s]", ylabel="$g(q)$", title="gap (penetration where < 0)")
 
     energy = _energy(problem, q, v)
+    # a reconstructed velocity (Paoli-Schatzman's central difference) straddles each impact: the
+    # samples within a step of one are no energy and are left out
+    shown = np.ones(t.shape, dtype=bool)
+    reconstructed = trajectory.stats.get("velocity_output", "state") != "state"
+    if reconstructed and trajectory.h is not None and len(impacts.t):
+        index = np.clip(np.searchsorted(impacts.t, t), 1, len(impacts.t) - 1)
+        nearest = np.minimum(np.abs(t - impacts.t[index - 1]), np.abs(impacts.t[index] - t))
+        shown = nearest > trajectory.h * (1 + 1e-9)
+    note = " (samples within h of an impact left out)" if not shown.all() else ""
     if reference is not None:
         q_at, v_at = reference.state(t)
-        ax_energy.plot(t, energy - _energy(problem, q_at, v_at), color="C0")
-        ax_energy.set(ylabel=r"$E - E_{\mathrm{ref}}$", title="energy error")
+        error = energy - _energy(problem, q_at, v_at)
+        ax_energy.plot(t[shown], error[shown], color="C0")
+        ax_energy.set(ylabel=r"$E - E_{\mathrm{ref}}$", title="energy error" + note)
     else:
-        ax_energy.plot(t, energy, color="C0")
-        ax_energy.set(ylabel="$E$", title="energy")
+        ax_energy.plot(t[shown], energy[shown], color="C0")
+        ax_energy.set(ylabel="$E$", title="energy" + note)
     ax_energy.set_xlabel("$t$ [s]")
     figure.suptitle(f"{problem.name}: {method}" + (f" against {kind}" if kind else ""))
     return figure

@@ -1,14 +1,17 @@
 """The methods: time-stepping (Paoli-Schatzman, Moreau-Jean, catching-up, nonsmooth
 generalized-alpha) and event-driven.
 
-``METHODS`` maps each class name to its class; :func:`get_method` builds an instance from a name
-such as ``"MoreauJean"`` or ``"MoreauJean[theta=0.5]"`` (the form of ``Method.name``).
+``METHODS`` maps each class name to its class, followed by the methods of installed third-party
+packages (entry-point group ``impactbench.methods``, :mod:`impactbench.plugins`);
+:func:`get_method` builds an instance from a name such as ``"MoreauJean"`` or
+``"MoreauJean[theta=0.5]"`` (the form of ``Method.name``).
 """
 
 from __future__ import annotations
 
 from impactbench.method import Method
 from impactbench.names import parse_spec
+from impactbench.plugins import discover
 
 from .event_driven import EventDriven
 from .moreau_jean import CatchingUp, MoreauJean
@@ -22,6 +25,14 @@ METHODS: dict[str, type[Method]] = {
     "NonsmoothGeneralizedAlpha": NonsmoothGeneralizedAlpha,
     "EventDriven": EventDriven,
 }
+METHODS.update(
+    discover(
+        "impactbench.methods",
+        lambda value: isinstance(value, type) and issubclass(value, Method),
+        "an impactbench.Method subclass",
+        METHODS,
+    )
+)
 
 
 def reference_method(rtol: float = 1e-12, atol: float = 1e-14) -> EventDriven:

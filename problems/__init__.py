@@ -8,6 +8,11 @@ slanted wall and the undamped, unforced 1-DOF tight joint. The 2-DOF tight joint
 pendulum have none (references are accurate event-driven runs), nor has the column of beads.
 """
 
+import inspect
+
+from impactbench.plugins import discover
+from impactbench.problem import Problem
+
 from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
@@ -25,6 +30,17 @@ PROBLEMS = {
     "DoublePendulum": DoublePendulum,
     "ColumnOfBeads": ColumnOfBeads,
 }
+PROBLEMS.update(
+    discover(
+        "impactbench.problems",
+        lambda value: (
+            (isinstance(value, type) and issubclass(value, Problem))
+            or (inspect.isfunction(value) and "<" not in value.__qualname__)
+        ),
+        "an impactbench.Problem subclass or a module-level function returning one",
+        PROBLEMS,
+    )
+)
 
 __all__ = [
     "PROBLEMS",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from impactbench.plugins import discover
 from impactbench.study import Study
 
 
@@ -23,7 +24,19 @@ def _discover() -> dict[str, Study]:
     return studies
 
 
-#: Every study of this package, by name (alphabetical).
+#: Every study of this package, by name (alphabetical), then those of installed third-party
+#: packages (entry-point group ``impactbench.studies``, :mod:`impactbench.plugins`).
 STUDIES: dict[str, Study] = _discover()
+STUDIES.update(
+    {
+        study.name: study
+        for study in discover(
+            "impactbench.studies",
+            lambda value: isinstance(value, Study) and value.name not in STUDIES,
+            "an impactbench.study.Study whose name is not a built-in study's",
+            STUDIES,
+        ).values()
+    }
+)
 
 __all__ = ["STUDIES"]

@@ -25,6 +25,7 @@ from the stored tables; its findings are computed from the numbers.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -36,7 +37,7 @@ from matplotlib.ticker import NullFormatter
 
 from impactbench.fitting import fit_order, phase_medians
 from impactbench.method import EVENT_DRIVEN, TIME_STEPPING
-from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman, get_method
 from impactbench.problems import DoublePendulum
 from impactbench.report import (
     format_number,
@@ -45,10 +46,11 @@ from impactbench.report import (
     plot_methods,
     save_figure,
 )
-from impactbench.results import read_table, write_table
+from impactbench.results import read_artefact, read_table, write_table
 from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS, error_floor
 from impactbench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
+from impactbench.trajectory_figure import stored_trajectory, trajectory_artefact, trajectory_figure
 
 from ._reference import event_driven_reference, stored_event_driven_reference
 
@@ -128,7 +130,14 @@ def runs(quick: bool) -> list[Run]:
     copies = tuple(name for name in METRICS if name not in NOMINAL_ONLY)
     result = [run if run.h == run.nominal_h else replace(run, metrics=copies) for run in result]
     adaptive = Grid(EventDriven, {"rtol": TOLERANCES[grid]}, tolerance="rtol")
-    return result + expand(cases(), [adaptive], **options)
+    result += expand(cases(), [adaptive], **options)
+    finest_h, finest_rtol = min(STEPS[grid]), min(TOLERANCES[grid])
+    return [
+        replace(run, artefact=trajectory_artefact)
+        if (run.h == run.nominal_h == finest_h) or run.method_kwargs.get("rtol") == finest_rtol
+        else run
+        for run in result
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -553,8 +562,33 @@ def _references_text(references: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _trajectory_figures(table: pd.DataFrame, folder: Path) -> list[str]:
+    """The six views of each run that stored its trajectory (the finest of each method), drawn
+    from its artefacts against the stored reference; Markdown image links."""
+    samples = read_artefact(table, folder, "trajectory", required=())
+    log = read_artefact(table, folder, "impact_log", required=())
+    links = []
+    for row in table[table["key"].isin(set(samples["key"]))].itertuples(index=False):
+        problem = CONFIGURATIONS[row.problem]()
+        mine = samples[samples["key"] == row.key].drop(columns="key")
+        method = get_method(row.method)
+        h = None if pd.isna(row.h) else float(row.h)
+        trajectory = stored_trajectory(mine, log[log["key"] == row.key], method, row.problem, h)
+        reference = stored_event_driven_reference(problem, float(row.t_end))
+        slug = re.sub(r"[^A-Za-z0-9]+", "_", f"{row.problem}_{_base(row.method)}").strip("_")
+        name = f"trajectory_{slug}.png"
+        save_figure(trajectory_figure(problem, trajectory, reference), folder / name)
+        setting = f"h = {row.h:g}" if row.family == TIME_STEPPING else f"rtol = {row.tolerance:g}"
+        links.append(f"![{row.problem}, {row.method}, {setting}]({name})")
+    return links
+
+
+def _base(method: str) -> str:
+    return method.partition("[")[0]
+
+
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """Reference tables, the summary table, the figure and the findings."""
+    """Reference tables, the summary table, the figures and the findings."""
     folder = Path(folder)
     write_references(table, folder)
     curves = read_table(folder / CURVES_FILE)
@@ -601,6 +635,18 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "joined by h, EventDriven by rtol), and the reference's horizontal positions with "
             f"the wall line and its impacts, one row per configuration.\n\n"
             f"![Double pendulum: accuracy against cost]({FIGURE_FILE})\n",
+        ),
+        Section(
+            "Trajectories of the finest runs",
+            "The finest run of each method (smallest nominal h, tightest rtol) against the "
+            "reference (dashed): positions and velocities with the run's impact-log entries as "
+            "ticks, phase portrait of q1, impact map (impact time against the normal velocity "
+            "before it, run and reference), gap on a symmetric-log axis (penetration where "
+            "negative) and energy error E - E_ref; drawn from the runs' stored trajectories "
+            "(at most 4000 samples each; Paoli-Schatzman's velocity is its central difference, "
+            "which straddles each impact).\n\n"
+            + "\n\n".join(_trajectory_figures(table, folder) or ["None (no run finished).\n"])
+            + "\n",
         ),
     ]
     return StudyReport(sections, findings(table, references))

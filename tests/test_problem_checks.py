@@ -391,3 +391,39 @@ def test_bad_user_problem_gives_a_failed_row_that_is_not_cached(tmp_path):
     assert RunCache(tmp_path).load(outcome.key) is None
     (again,) = execute(runs, cache_dir=tmp_path)
     assert again.status == "failed" and not again.cached
+
+
+class InferredWall(UserWall):
+    """UserWall without n_dof and n_constraints: check() infers them from q0 and gap(q0)."""
+
+    def __init__(self, restitution=0.5):
+        super().__init__(restitution)
+        del self.n_dof, self.n_constraints
+
+
+def test_sizes_are_inferred_from_q0_and_the_gap_and_the_run_matches_the_stated_ones():
+    inferred = InferredWall()
+    trajectory = simulate(inferred, MoreauJean(), 1.0, h=1e-3)
+    assert (inferred.n_dof, inferred.n_constraints) == (2, 1)
+    stated = simulate(UserWall(), MoreauJean(), 1.0, h=1e-3)
+    np.testing.assert_array_equal(trajectory.q, stated.q)
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "named"),
+    [("n_dof", 3, "q0"), ("n_constraints", 2, "gap"), ("n_dof", 0, "n_dof")],
+)
+def test_stated_sizes_are_checked_against_q0_and_the_gap(attribute, value, named):
+    problem = InferredWall()
+    setattr(problem, attribute, value)
+    with pytest.raises(ValueError, match=named):
+        problem.check()
+
+
+def test_a_gap_that_is_not_a_vector_cannot_give_the_constraint_count():
+    class MatrixGap(InferredWall):
+        def gap(self, q):
+            return np.array([[q[1]]])
+
+    with pytest.raises(ValueError, match=r"gap\(q0\) must have shape \(m,\)"):
+        MatrixGap().check()

@@ -19,6 +19,7 @@ from impactbench.studies.thesis_comparison import (
     REFERENCES_FILE,
     isolated_impacts,
 )
+from impactbench.trajectory_figure import ARTEFACT_SAMPLES
 
 from conftest import assert_study_table
 
@@ -122,3 +123,30 @@ def test_isolated_impacts_ignores_close_pairs():
     assert isolated_impacts(times, 0.05) == 3
     assert isolated_impacts(times, 0.01) == 5
     assert isolated_impacts(np.array([]), 0.05) == 0
+
+
+def test_the_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(quick):
+    """The trajectory artefacts hold the finest run of each method on each configuration (and
+    only those); each is drawn against the reference and linked from the report."""
+    _, _, output, readme = quick
+    folder = output / STUDY
+    table = pd.read_csv(folder / "results.csv")
+    stored = pd.read_csv(folder / "trajectory.artefact.csv")
+    drawn = table[table["key"].isin(set(stored["key"]))]
+    assert len(drawn) == len(CONFIGURATIONS) * (len(TIME_STEPPERS) + 1)
+    for (problem, method), group in table.groupby(["problem", "method"]):
+        axis = "tolerance" if method == "EventDriven" else "h_nominal"
+        finest = group[group[axis] == group[axis].min()]
+        mine = drawn[(drawn["problem"] == problem) & (drawn["method"] == method)]
+        assert len(mine) == 1 and mine["key"].iloc[0] in set(finest["key"])
+        if method != "EventDriven":
+            assert mine["h"].iloc[0] == mine["h_nominal"].iloc[0]  # the nominal copy
+    samples = stored.groupby("key").size()
+    stepping = set(drawn.loc[drawn["family"] == "time-stepping", "key"])
+    assert all(samples[key] == ARTEFACT_SAMPLES for key in stepping)  # thinned from more
+    assert (samples >= 2).all() and (samples <= ARTEFACT_SAMPLES).all()
+    figures = sorted(folder.glob("trajectory_*.png"))
+    assert len(figures) == len(drawn)
+    for figure in figures:
+        assert f"]({figure.name})" in readme
+        assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
