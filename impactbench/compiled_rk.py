@@ -784,7 +784,7 @@ class RungeKuttaIntegrator:
         if status == STEP_TOO_SMALL:
             raise RuntimeError(
                 "Required step size is less than spacing between numbers "
-                f"(t = {times[count - 1]!r})."
+                f"(t = {float(times[count - 1])!r})."
             )
         if status == STORAGE_FULL:
             raise RuntimeError(f"more than max_steps = {max_steps} steps needed")

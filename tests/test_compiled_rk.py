@@ -180,3 +180,22 @@ def test_bad_input_names_the_argument():
         integrator.integrate(0.0, Y0, 1.0, 1e-6, -1.0, p=PARAMETERS)
     with pytest.raises(ValueError, match="max_step"):
         integrator.integrate(0.0, Y0, 1.0, 1e-6, 1e-6, max_step=0.0, p=PARAMETERS)
+
+
+@kernel
+def blow_up(t, y, p, out, ws):
+    out[0] = y[0] * y[0]
+
+
+def test_step_size_too_small_as_scipy():
+    """y' = y^2, y(0) = 1 blows up at t = 1: both stop there with scipy's message, after the
+    same accepted steps."""
+    reference = solve_ivp(lambda t, y: y * y, (0.0, 2.0), [1.0], method="RK45", rtol=1e-6)
+    assert reference.status == -1
+    assert "less than spacing between numbers" in reference.message
+    integrator = make_rk_integrator(blow_up, "RK45", compile=True)
+    with pytest.raises(RuntimeError, match="less than spacing between numbers") as failure:
+        integrator.integrate(0.0, np.array([1.0]), 2.0, 1e-6, 1e-6)
+    last_time = float(str(failure.value).split("t = ")[1].rstrip(")."))
+    assert last_time == pytest.approx(reference.t[-1], rel=1e-12)
+    assert abs(last_time - 1.0) < 1e-5
