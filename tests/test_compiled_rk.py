@@ -102,8 +102,12 @@ def test_step_for_step_equals_scipy(integrators):
                 np.abs(stages[: integrator.n_stages + 1].T @ _error_weights(solver)).max(), 1e-300
             )
             assert h_next == pytest.approx(solver.h_abs, rel=1e-12 + 1e-14 * cancellation)
-            integrator.dense_prepare(t, h, y, y_new, f_new, PARAMETERS, stages, dense, NO_WORK)
+            extra = integrator.dense_prepare(
+                t, h, y, y_new, f_new, PARAMETERS, stages, dense, NO_WORK
+            )
+            nfev = solver.nfev
             interpolant = solver.dense_output()
+            assert extra == solver.nfev - nfev  # DOP853's three extra stages
             for theta in (0.1, 0.37, 0.5, 0.9):
                 integrator.dense_evaluate(t + theta * h, t, h, y, dense, out)
                 np.testing.assert_allclose(
