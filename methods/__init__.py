@@ -1,5 +1,5 @@
 """The methods: time-stepping (Paoli-Schatzman, Moreau-Jean, catching-up, nonsmooth
-generalized-alpha) and event-driven.
+generalized-alpha, D1MinusLinear, Moreau-Jean with position projection) and event-driven.
 
 ``METHODS`` maps each class name to its class; :func:`get_method` builds an instance from a name
 such as ``"MoreauJean"`` or ``"MoreauJean[theta=0.5]"`` (the form of ``Method.name``).
@@ -10,8 +10,10 @@ from __future__ import annotations
 from impactbench.method import Method
 from impactbench.names import parse_spec
 
+from .d1_minus_linear import D1MinusLinear
 from .event_driven import EventDriven
 from .moreau_jean import CatchingUp, MoreauJean
+from .moreau_jean_projection import MoreauJeanProjection
 from .nonsmooth_generalized_alpha import NonsmoothGeneralizedAlpha
 from .paoli_schatzman import PaoliSchatzman
 
@@ -19,7 +21,9 @@ METHODS: dict[str, type[Method]] = {
     "PaoliSchatzman": PaoliSchatzman,
     "MoreauJean": MoreauJean,
     "CatchingUp": CatchingUp,
+    "MoreauJeanProjection": MoreauJeanProjection,
     "NonsmoothGeneralizedAlpha": NonsmoothGeneralizedAlpha,
+    "D1MinusLinear": D1MinusLinear,
     "EventDriven": EventDriven,
 }
 
@@ -51,8 +55,10 @@ def get_method(spec: str) -> Method:
 __all__ = [
     "METHODS",
     "CatchingUp",
+    "D1MinusLinear",
     "EventDriven",
     "MoreauJean",
+    "MoreauJeanProjection",
     "NonsmoothGeneralizedAlpha",
     "PaoliSchatzman",
     "get_method",
