@@ -81,6 +81,7 @@ from impactbench.contact import (
     delassus,
     ldl_factor,
     ldl_solve,
+    metric_row,
     solve_lcp,
 )
 from impactbench.driver import (
@@ -130,7 +131,8 @@ def complementarity_update(n, G, rows, k, x_free, L, ws, x_out):  # noqa: N803
 
     ``b`` is read from ws[3][:k] (the caller writes it), W = G_A M^-1 G_A^T is formed by the
     shared :func:`impactbench.contact.delassus` (``L`` the factor of M) and the LCP solved by
-    the shared :func:`impactbench.contact.solve_lcp` (closed form for k = 1); P is left in
+    the shared :func:`impactbench.contact.solve_lcp` (for k = 1 the closed form with
+    :func:`impactbench.contact.metric_row`); P is left in
     ws[4][:k]. Used at acceleration level (x = a, b = G a_free + curvature) and at velocity level
     (x = v, b = (1 + e_i) G v_free). Returns the pivot count, -1 on failure or
     :data:`impactbench.contact.DEGENERATE_GRADIENT` when an active gradient vanishes.
@@ -138,6 +140,14 @@ def complementarity_update(n, G, rows, k, x_free, L, ws, x_out):  # noqa: N803
     Y = ws[1]  # noqa: N806
     W = ws[2]  # noqa: N806
     P = ws[4]  # noqa: N806
+    if k == 1:  # closed form, inlined (solve_lcp is a separately compiled call)
+        inv_w = metric_row(n, G, rows[0], L, Y)
+        if not inv_w > 0.0:
+            return DEGENERATE_GRADIENT
+        P[0] = max(0.0, -ws[3][0] * inv_w)
+        for j in range(n):
+            x_out[j] = x_free[j] + P[0] * Y[0, j]
+        return 1
     delassus(G, rows, k, L, n, Y, W)
     for a in range(k):
         if not (W[a, a] > 0.0 and 1.0 / W[a, a] < np.inf):
