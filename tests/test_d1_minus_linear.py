@@ -46,7 +46,8 @@ def test_second_order_before_the_first_impact(seed):
 
 
 #: Through impacts error / h swings with the grid phase of the impacts: orders fitted on medians
-#: over phase families of 5 perturbed steps.
+#: over phase families of 5 perturbed steps. Measured (seeds 0-3): position error, ball
+#: 0.97-1.02, wall 0.92-0.96; L1 velocity error 0.86-0.94.
 PHASE_COPIES = 5
 THROUGH_IMPACTS_ORDER = 0.9
 
@@ -116,9 +117,10 @@ def test_energy_never_increases(make, restitution):
 @pytest.mark.parametrize("label", ["resting ball", "sliding particle", "resting stack"])
 def test_persistent_contact_depth_is_bounded_to_t_1000(label):
     """h = 1e-2, T = 1000. D1MinusLinear has no position-level constraint: a contact that
-    settles keeps the depth O(alpha h^2) it reached when it settled (measured: 0.36, 0.35 and
-    0.26 alpha h^2 at h = 5e-3), and the acceleration-level forces on I_2 then hold it there
-    exactly: the depth after t = 500 is the depth at t = 100 to round-off."""
+    settles keeps the depth O(alpha h^2) it reached when it settled (measured, in units of
+    alpha h^2 at h = 1e-2, 5e-3, 1e-3: resting ball 0.33, 0.36, 0.15; sliding particle 0.59,
+    0.08, 0.19; stack 0.19, 0.19, 0.24), and the acceleration-level forces on I_2 then hold it
+    there: the depth after t = 500 is the depth before t = 100 to round-off."""
     case = CASES[label]
     problem = case.factory()
     h = 1e-2

@@ -59,9 +59,10 @@ def test_second_order_before_the_first_impact(seed):
 
 
 PHASE_COPIES = 5
-#: Measured phase-averaged orders of the position error (seeds 0, 1): ball 0.93-0.96, wall
-#: 0.98-1.01 (the conformance suite's coarser quick level: 0.87 and 0.95).
-THROUGH_IMPACTS_ORDER = 0.85
+#: Through impacts error / h swings with the grid phase of the impacts: orders fitted on medians
+#: over phase families of 5 perturbed steps. Measured (seeds 0-3): position error, ball
+#: 0.98-1.02, wall 0.98-1.04; L1 velocity error 0.90-0.97.
+THROUGH_IMPACTS_ORDER = 0.9
 
 
 def phase_averaged_order(problem, t_end, steps):
