@@ -1,5 +1,5 @@
 """The methods: time-stepping (Paoli-Schatzman, Moreau-Jean, catching-up, nonsmooth
-generalized-alpha) and event-driven.
+generalized-alpha, D1MinusLinear, Moreau-Jean with position projection) and event-driven.
 
 ``METHODS`` maps each class name to its class, followed by the methods of installed third-party
 packages (entry-point group ``impactbench.methods``, :mod:`impactbench.plugins`);
@@ -13,8 +13,10 @@ from impactbench.method import Method
 from impactbench.names import parse_spec
 from impactbench.plugins import discover
 
+from .d1_minus_linear import D1MinusLinear
 from .event_driven import EventDriven
 from .moreau_jean import CatchingUp, MoreauJean
+from .moreau_jean_projection import MoreauJeanProjection
 from .nonsmooth_generalized_alpha import NonsmoothGeneralizedAlpha
 from .paoli_schatzman import PaoliSchatzman
 
@@ -22,7 +24,9 @@ METHODS: dict[str, type[Method]] = {
     "PaoliSchatzman": PaoliSchatzman,
     "MoreauJean": MoreauJean,
     "CatchingUp": CatchingUp,
+    "MoreauJeanProjection": MoreauJeanProjection,
     "NonsmoothGeneralizedAlpha": NonsmoothGeneralizedAlpha,
+    "D1MinusLinear": D1MinusLinear,
     "EventDriven": EventDriven,
 }
 METHODS.update(
@@ -62,8 +66,10 @@ def get_method(spec: str) -> Method:
 __all__ = [
     "METHODS",
     "CatchingUp",
+    "D1MinusLinear",
     "EventDriven",
     "MoreauJean",
+    "MoreauJeanProjection",
     "NonsmoothGeneralizedAlpha",
     "PaoliSchatzman",
     "get_method",
