@@ -16,12 +16,7 @@ import json
 import time
 
 from impactbench import simulate
-from impactbench.methods import (
-    CatchingUp,
-    MoreauJean,
-    NonsmoothGeneralizedAlpha,
-    PaoliSchatzman,
-)
+from impactbench.methods import METHODS as REGISTERED
 from impactbench.problems import (
     BouncingBall,
     DoublePendulum,
@@ -43,12 +38,8 @@ PROBLEMS = {
     "TightJoint": lambda: TightJoint(),
     "DoublePendulum": lambda: DoublePendulum(),
 }
-METHODS = {
-    "PaoliSchatzman": PaoliSchatzman,
-    "MoreauJean": MoreauJean,
-    "CatchingUp": CatchingUp,
-    "NonsmoothGeneralizedAlpha": NonsmoothGeneralizedAlpha,
-}
+#: Every registered time-stepping method (plug-ins included).
+METHODS = {name: cls for name, cls in REGISTERED.items() if cls.requires_step}
 
 
 def measure(problem_name: str, method_name: str, steps: int, repeats: int) -> dict:

@@ -24,6 +24,7 @@ import hashlib
 import io
 import logging
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,17 @@ def new_figure(
     return figure, axes[:panels]
 
 
+def _wrap_suptitle(figure: Figure) -> None:
+    """Break a figure title that is wider than the figure into lines (at word boundaries)."""
+    title = figure._suptitle  # noqa: SLF001 - matplotlib's handle of the figure title
+    if title is None or not title.get_text():
+        return
+    # characters of this font size that fit the width (a character is ~0.55 em wide on average)
+    fitting = int(figure.get_figwidth() * 72 / (0.55 * title.get_fontsize()))
+    lines = textwrap.wrap(" ".join(title.get_text().split()), max(fitting, 20))
+    title.set_text("\n".join(lines))
+
+
 def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """Write ``figure`` in each of ``formats`` (``path`` with that suffix), atomically.
 
@@ -147,6 +159,7 @@ def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -
     metadata = {"png": {}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}
     # fontTools (embedding the fonts in the PDF) warns about the fonts' zero timestamps
     logging.getLogger("fontTools").setLevel(logging.ERROR)
+    _wrap_suptitle(figure)
     with mpl.rc_context(RC):
         for fmt in formats:
             buffer = io.BytesIO()

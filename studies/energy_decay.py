@@ -72,7 +72,15 @@ from impactbench.long_time import (
     thinning_indices,
 )
 from impactbench.method import TIME_STEPPING
-from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.methods import (
+    CatchingUp,
+    D1MinusLinear,
+    EventDriven,
+    MoreauJean,
+    MoreauJeanProjection,
+    NonsmoothGeneralizedAlpha,
+    PaoliSchatzman,
+)
 from impactbench.problem import Problem
 from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
 from impactbench.report import (
@@ -159,8 +167,19 @@ TIME_STEPPERS: list[tuple[type, dict[str, Any]]] = [
     (PaoliSchatzman, {}),
     (MoreauJean, {"theta": 0.5}),
     (CatchingUp, {}),
+    (NonsmoothGeneralizedAlpha, {}),
+    (D1MinusLinear, {}),
+    (MoreauJeanProjection, {}),
 ]
-METHOD_ORDER = ("PaoliSchatzman", "MoreauJean", "CatchingUp", "EventDriven")
+METHOD_ORDER = (
+    "PaoliSchatzman",
+    "MoreauJean",
+    "CatchingUp",
+    "NonsmoothGeneralizedAlpha",
+    "D1MinusLinear",
+    "MoreauJeanProjection",
+    "EventDriven",
+)
 
 CURVE_COLUMNS = ["problem", "method", "h", "tolerance", "key", "curve", "t", "energy", "excess"]
 RATE_COLUMNS = [

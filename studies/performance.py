@@ -140,6 +140,13 @@ def event_costs(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _without_compiled(method: str) -> str:
+    """``Name[compiled=True,x=1]`` -> ``Name[x=1]`` (the figure shows compiled by the marker)."""
+    name, _, params = method.partition("[")
+    kept = [p for p in params.rstrip("]").split(",") if p and not p.startswith("compiled=")]
+    return f"{name}[{','.join(kept)}]" if kept else name
+
+
 def _figure(costs: pd.DataFrame, folder: Path) -> str:
     if costs.empty:
         return "None (no time-stepping run finished).\n"
@@ -149,24 +156,33 @@ def _figure(costs: pd.DataFrame, folder: Path) -> str:
         key=lambda c: c.map(problems) if c.name == "problem" else ~c,
         kind="stable",
     )
-    labels = [f"{p}: {m}" for p, m in zip(costs["problem"], costs["method"], strict=True)]
-    figure, (ax,) = new_figure(1, width=8.0, height=0.3 * len(labels) + 1.5)
-    positions = np.arange(len(labels))
-    for position, row in zip(positions, costs.itertuples(index=False), strict=True):
-        ax.barh(
-            position,
-            row.ns_per_step,
-            color=method_style(row.method)["color"],
-            hatch="" if row.compiled else "//",
-            edgecolor="black",
-            linewidth=0.5,
-        )
-    ax.set_yticks(positions, labels, fontsize=7)
+    # one row per problem, one marker per method (filled: compiled; open: plain Python)
+    costs = costs.assign(method=costs["method"].map(_without_compiled))
+    methods = list(dict.fromkeys(costs["method"]))
+    figure, (ax,) = new_figure(1, width=7.0, height=0.5 * len(problems) + 1.5)
+    offsets = np.linspace(-0.3, 0.3, len(methods)) if len(methods) > 1 else np.zeros(1)
+    for offset, method in zip(offsets, methods, strict=True):
+        style = method_style(method)
+        for compiled in (True, False):
+            part = costs[(costs["method"] == method) & (costs["compiled"] == compiled)]
+            if part.empty:
+                continue
+            ax.plot(
+                part["ns_per_step"],
+                part["problem"].map(problems) + offset,
+                linestyle="none",
+                marker=style["marker"],
+                color=style["color"],
+                markerfacecolor=style["color"] if compiled else "none",
+                label=f"{method}" + ("" if compiled else " (plain Python)"),
+            )
+    ax.set_yticks(list(problems.values()), list(problems))
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("cost per step [ns] (hatched: plain Python)")
+    ax.set_xlabel("cost per step [ns]")
     ax.set_title("Cost per step of the time-stepping loops")
     ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6)
     save_figure(figure, folder / "performance.png")
     return "![ns per step](performance.png)\n"
 

@@ -29,7 +29,14 @@ import numpy as np
 import pandas as pd
 
 from impactbench.fitting import ORDER, error_floor, fit_order, phase_medians
-from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
+from impactbench.methods import (
+    CatchingUp,
+    D1MinusLinear,
+    MoreauJean,
+    MoreauJeanProjection,
+    NonsmoothGeneralizedAlpha,
+    PaoliSchatzman,
+)
 from impactbench.problem import Problem
 from impactbench.problems import (
     BouncingBall,
@@ -128,6 +135,9 @@ METHOD_GRIDS = [
     Grid(PaoliSchatzman),
     Grid(MoreauJean, {"activation": ["position", "approaching"]}),
     Grid(CatchingUp, {"activation": ["position", "approaching"]}),
+    Grid(NonsmoothGeneralizedAlpha),
+    Grid(D1MinusLinear),
+    Grid(MoreauJeanProjection),
 ]
 #: The per-step energy study: Moreau-Jean, whose mechanical energy is the quantity its step
 #: balances (catching-up balances E - (h/2) F^T v, and its E rises by h^2 |F|^2 / 2 per free

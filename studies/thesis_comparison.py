@@ -32,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
 from impactbench.fitting import fit_order, phase_medians
@@ -43,6 +42,7 @@ from impactbench.report import (
     format_number,
     markdown_table,
     method_style,
+    new_figure,
     plot_methods,
     save_figure,
 )
@@ -494,13 +494,18 @@ def findings(table: pd.DataFrame, references: pd.DataFrame) -> list[str]:
 # Figure
 
 
+def _configuration(problem: str) -> str:
+    """``DoublePendulum[tip]`` -> ``tip`` (the panel titles name the configuration)."""
+    return problem.partition("[")[2].rstrip("]") or problem
+
+
 def _figure(
     table: pd.DataFrame, curves: pd.DataFrame, references: pd.DataFrame, path: Path
 ) -> None:
     done = families(table)
     problems = list(pd.unique(done["problem"]))
-    figure = Figure(figsize=(15.0, 4.0 * max(1, len(problems))), layout="constrained")
-    axes = figure.subplots(max(1, len(problems)), 3, squeeze=False)
+    figure, flat = new_figure(3 * max(1, len(problems)), width=6.0, height=4.8)
+    axes = [flat[3 * i : 3 * i + 3] for i in range(max(1, len(problems)))]
     info = references.set_index("problem")
     for row, problem in zip(axes, problems, strict=False):
         group = done[done["problem"] == problem]
@@ -514,9 +519,9 @@ def _figure(
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(label)
             ax.set_ylabel(r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$ [rad]")
-            ax.set_title(f"{problem}: error against {label.split(' [')[0]}", fontsize=9)
+            ax.set_title(f"{_configuration(problem)}: error vs {label.split(' [')[0]}")
             if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7)
+                ax.legend()
         ax = row[2]
         curve = curves[curves["problem"] == problem]
         if problem in info.index and not curve.empty:
@@ -534,12 +539,12 @@ def _figure(
                 color=method_style("EventDriven")["color"],
                 label=f"reference impacts ({len(times)})",
             )
-            ax.set_title(f"{problem}: reference ({ref['impacts']} impacts)", fontsize=9)
+            ax.set_title(f"{_configuration(problem)}: reference ({ref['impacts']} impacts)")
         ax.set_xlabel("$t$ [s]")
         ax.set_ylabel("horizontal position $x$ [m]")
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+            ax.legend()
     figure.suptitle(
         "Double pendulum against a wall: time-stepping (by h) vs event-driven (by rtol)"
     )
