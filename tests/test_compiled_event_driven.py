@@ -70,13 +70,19 @@ def test_slanted_wall_first_impacts_in_the_kinetic_metric():
         np.testing.assert_allclose(run.v[last], v.reshape(-1), rtol=0, atol=1e-8)
 
 
-@pytest.mark.parametrize("integrator", ["DOP853"])
-def test_double_pendulum_agrees_with_the_scipy_path(integrator):
-    pendulum = DoublePendulum()
+@pytest.mark.parametrize(
+    "pendulum",
+    [DoublePendulum(), DoublePendulum.two_contact()],
+    ids=["tip-wall", "two-contacts"],
+)
+def test_double_pendulum_agrees_with_the_scipy_path(pendulum):
+    integrator = "DOP853"
     run = simulate_compiled(pendulum, 5.5, RTOL, ATOL, integrator)
     ref = ib.simulate(pendulum, EventDriven(integrator=integrator, rtol=RTOL, atol=ATOL), 5.5)
+    assert ref.status is Status.OK
     assert run.status is Status.OK
     assert run.impacts.total == ref.impacts.total >= 3
+    np.testing.assert_array_equal(run.impacts.constraint, ref.impacts.constraint)
     assert run.stats["steps"] == ref.stats["steps"]
     np.testing.assert_allclose(run.impacts.t, ref.impacts.t, rtol=0, atol=10 * RTOL)
     scale = 1.0 + np.abs(ref.v[-1]).max()
