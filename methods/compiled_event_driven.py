@@ -113,9 +113,9 @@ STATUS_PERSISTENT_CONTACT = 21
 STATUS_NO_PROGRESS = 22
 STATUS_PENETRATION = 23
 STATUS_OUTPUT_FULL = 24
-#: Counter slot of the number of solver restarts (segments); slot 6 holds the root-finder calls.
+#: Counter slots of the located events (slot 6) and of the solver restarts, the start included.
+COUNTER_EVENTS = 6
 COUNTER_SEGMENTS = 7
-COUNTER_ROOT_SEARCHES = 6
 
 # Which function of the dense output a root search evaluates.
 _GAP = 0
@@ -434,7 +434,7 @@ def _event_loop(
     steps = 0
     evaluations = 0
     segments = 0
-    searches = 0
+    events = 0
     stalled = 0
     status = STATUS_OK
     t = t0
@@ -515,7 +515,7 @@ def _event_loop(
                     t_event = t_hit
                     event = i
             if event >= 0:
-                searches += 1
+                events += 1
                 stalled = stalled + 1 if t_event == t else 0
                 if stalled > 2 * m + 2:
                     status = STATUS_NO_PROGRESS
@@ -560,7 +560,7 @@ def _event_loop(
     counters[COUNTER_IMPACTS] = impacts
     counters[COUNTER_LOGGED] = logged
     counters[COUNTER_SAMPLES] = max(samples, 0)
-    counters[COUNTER_ROOT_SEARCHES] = searches
+    counters[COUNTER_EVENTS] = events
     counters[COUNTER_SEGMENTS] = segments
     state[0] = t
     for j in range(2 * n):
@@ -690,7 +690,7 @@ def simulate_compiled(
     Trajectory
         Samples of shape (N,), (N, n), (N, n); status OK or FAILED (message says why, the
         samples up to the failure are kept; ``stats`` holds ``steps``, ``force_evaluations``,
-        ``impacts``, ``segments``, ``root_searches``, ``t_stop``, ``state_stop``).
+        ``impacts``, ``events``, ``segments``, ``t_stop``, ``state_stop``).
     """
     if problem.kernels() is None:
         raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
@@ -764,7 +764,7 @@ def simulate_compiled(
         "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
         "impacts": impacts.total,
         "segments": int(counters[COUNTER_SEGMENTS]),
-        "root_searches": int(counters[COUNTER_ROOT_SEARCHES]),
+        "events": int(counters[COUNTER_EVENTS]),
         "t_stop": t_stop,
         "state_stop": state[1:].copy(),
         "contact_tolerance": _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length),

@@ -42,6 +42,8 @@ def test_bouncing_ball_matches_closed_form_before_accumulation():
     smooth = ~np.isin(run.t, run.impacts.t)
     np.testing.assert_allclose(run.v[smooth], v.reshape(run.v.shape)[smooth], rtol=0, atol=1e-8)
     assert run.t[-1] == t_end
+    assert run.stats["events"] == run.impacts.total
+    assert run.stats["segments"] == run.impacts.total + 1
 
 
 def test_accumulation_is_reported_not_looped():
@@ -201,3 +203,12 @@ def test_output_decimation_keeps_events_and_the_final_state():
     assert sparse.t[-1] == 5.5
     np.testing.assert_array_equal(sparse.q[-1], full.q[-1])
     np.testing.assert_array_equal(sparse.v[-1], full.v[-1])
+
+
+def test_contact_at_rest_is_reported():
+    ball = BouncingBall(q0=0.0)  # at rest on the floor: persistent contact from t0
+    run = simulate_compiled(ball, 1.0, RTOL, ATOL, "DOP853")
+    assert run.status is Status.FAILED
+    assert "contact at rest on constraint 0 at t=0.0" in run.message
+    assert run.impacts.total == 0
+    assert run.stats["steps"] == 0
