@@ -36,9 +36,11 @@ and reopens inside one accepted step: missed without the interior-minimum check)
 decimation, the accumulation reported as a failure.
 
 Cost (``benchmarks/compiled_event_driven.py``, double pendulum tip wall, T = 5.5, rtol 1e-10,
-shared 2-core machine, same process): DOP853 212 steps, 0.5-0.6 ms per run against 56-69 ms
-for the scipy path (ratio 97-137x); RK45 899 steps, 0.8-1.7 ms against 156-212 ms (90-250x).
-Compiling one engine (one problem class, sizes and pair) takes ~20 s, cached on disk.
+shared 2-core machine, same process, best of 5 against best of 3): DOP853 212 steps, 0.49-0.51
+ms per run (2.3 us per accepted step, wrapper included) against 50-69 ms for the scipy path
+(ratio 97-137x); RK45 899 steps, 0.83-0.85 ms (0.93 us/step) against 131-212 ms (155-254x).
+Compiling one engine (one problem class, sizes and pair) takes ~20 s, cached on disk (the
+test file: 133 s cold on one core, 18 s warm).
 
 Missing (next phases):
 
