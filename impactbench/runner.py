@@ -358,7 +358,7 @@ def expand(
 
 def code_version(run: Run) -> str:
     """Digest of the source the outcome of ``run`` depends on (see the module docstring)."""
-    return source_digest(run.problem, run.method, run.reference)[:_KEY_LENGTH]
+    return source_digest(run.problem, run.method, run.reference, stored=run.artefact)[:_KEY_LENGTH]
 
 
 def run_key(run: Run, version: str) -> str:

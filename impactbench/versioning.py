@@ -21,11 +21,15 @@ PRESENTATION_MODULES = frozenset(
         "fitting.py",
         "long_time.py",
         "machine.py",
+        "pipeline.py",
+        "plugins.py",
         "report.py",
         "results.py",
         "study.py",
         "style.py",
+        "testing.py",
         "trajectory_figure.py",
+        "validate_command.py",
     }
 )
 
@@ -49,13 +53,14 @@ def _core_sources() -> dict[str, Path]:
     }
 
 
-def _module_sources(obj: Any) -> dict[str, Path]:
+def _module_sources(obj: Any, presentation_too: bool = False) -> dict[str, Path]:
     """Source files of the module defining ``obj`` and of the modules it draws on, transitively.
 
     Followed: the modules that define the functions and classes a module imports, within the
     same top-level package (so a study's reference function that imports
     ``impactbench.methods.reference_method`` depends on the methods). Not followed: imported
-    module objects and the presentation modules, which change no computed number.
+    module objects and, unless ``presentation_too``, the presentation modules, which change no
+    computed number.
     """
     root = sys.modules[obj.__module__]
     package = root.__name__.partition(".")[0]
@@ -74,7 +79,7 @@ def _module_sources(obj: Any) -> dict[str, Path]:
             if not isinstance(origin, str) or origin.partition(".")[0] != package:
                 continue
             dependency = sys.modules.get(origin)
-            if dependency is not None and origin not in presentation:
+            if dependency is not None and (presentation_too or origin not in presentation):
                 stack.append(dependency)
     return {
         name: Path(module.__file__)
@@ -83,15 +88,20 @@ def _module_sources(obj: Any) -> dict[str, Path]:
     }
 
 
-def source_digest(*objects: Any) -> str:
+def source_digest(*objects: Any, stored: Any = None) -> str:
     """Hex digest of the core's computational sources and of the modules defining ``objects``.
 
-    ``objects`` are classes or functions (None entries are skipped).
+    ``objects`` are classes or functions (None entries are skipped). ``stored``: a function
+    whose output is stored with the result (a run's artefact function, which may fit or thin
+    with analysis helpers): its module and every module it draws on count, the presentation
+    modules included.
     """
     sources = _core_sources()
     for obj in objects:
         if obj is not None:
             sources.update(_module_sources(obj))
+    if stored is not None:
+        sources.update(_module_sources(stored, presentation_too=True))
     hasher = hashlib.sha256()
     for name in sorted(sources):
         hasher.update(f"{name}:{_digest(sources[name])}\n".encode())

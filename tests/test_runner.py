@@ -195,6 +195,14 @@ def test_code_version_follows_the_sources_a_run_depends_on():
         wall_sources
     )
     assert "impactbench.problems.tight_joint" not in wall_sources
+    # an artefact function counts with every module it draws on, the analysis helpers too
+    from impactbench.studies.energy_decay import energy_artefacts
+
+    stored = versioning._module_sources(energy_artefacts, presentation_too=True)
+    assert {"impactbench.studies.energy_decay", "impactbench.long_time"} <= set(stored)
+    assert "impactbench.long_time" not in versioning._module_sources(energy_artefacts)
+    with_artefact = Run(BouncingBall, MoreauJean, 1.0, h=0.1, artefact=energy_artefacts)
+    assert runner.code_version(with_artefact) != runner.code_version(ball_mj)
     key = runner.run_key(ball_mj, runner.code_version(ball_mj))
     assert key != runner.run_key(ball_mj, "another version")
     assert key != runner.run_key(Run(BouncingBall, MoreauJean, 1.0, h=0.2), "x")
