@@ -33,7 +33,7 @@ from .problems import PROBLEMS
 from .reference import reference
 from .report import TABLE_FILE, write_index, write_study_report
 from .results import format_float
-from .run_metrics import METRICS, Reference
+from .metrics import METRICS, Reference
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .studies import STUDIES
 from .study import Study

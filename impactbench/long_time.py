@@ -6,9 +6,10 @@ run stores: its samples ``(t, q, v)``, the energy at the samples and the impact-
 
 Impacts. A time-stepping run logs every step at which a constraint received an impulse, so one
 physical impact can be several consecutive entries (Paoli-Schatzman logs two: its reflection
-spans two steps); :func:`impact_clusters` merges entries closer than a separation (a few steps)
-into one impact. An event-driven run logs each located impact once and stores the states just
-before and just after it as two samples with the same time (:func:`impact_sample_pairs`).
+spans two steps); :func:`impactbench.impact_events.impact_events` merges them into impact
+events, the one clustering rule of the package. An event-driven run logs each located impact once
+and stores the states just before and just after it as two samples with the same time
+(:func:`impact_sample_pairs`).
 
 Decay laws (fitted by least squares in log scale, with the root-mean-square residual):
 
@@ -25,6 +26,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .impact_events import impact_events
+from .trajectory import Trajectory
+
 
 class LogFit(NamedTuple):
     """Least-squares fit log(y) = intercept + slope x (x possibly a logarithm itself).
@@ -39,47 +43,22 @@ class LogFit(NamedTuple):
     points: int
 
 
-def impact_clusters(times: np.ndarray, separation: float) -> np.ndarray:
-    """Impact-log times merged into impacts: the first time of each group of entries.
-
-    Entries (sorted) less than or equal to ``separation`` after the previous entry belong to the
-    same impact (a persistent contact is one long group). Use a few steps for a time-stepping
-    run (e.g. 10 h) and 0 for an event-driven run.
-
-    Returns
-    -------
-    ndarray
-        Increasing impact times, one per group.
-    """
-    times = np.sort(np.asarray(times, dtype=float))
-    if times.size == 0:
-        return times
-    if separation < 0:
-        raise ValueError(f"separation must be >= 0, got {separation!r}")
-    first = np.concatenate([[True], np.diff(times) > separation])
-    return times[first]
-
-
 def pre_impact_kinetic_energies(
-    log: Any, mass: float, separation: float
+    trajectory: Trajectory, mass: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Times of the impacts in an impact log and the normal kinetic energy m u^2 / 2 before them.
+    """Times of the impact events of a run and the normal kinetic energy m u^2 / 2 before them.
 
-    ``log`` is an :class:`impactbench.ImpactLog` (sorted in time); entries less than or equal to
-    ``separation`` after the previous one belong to the same impact, as in
-    :func:`impact_clusters`, and the first entry of each group gives its normal velocity u. For
-    a 1-DOF system with |grad g| = 1 and mass ``mass`` this is the kinetic energy before impact.
+    The events are those of :func:`impactbench.impact_events.impact_events`; the first log entry
+    of each gives its normal velocity u. For a 1-DOF system with |grad g| = 1 and mass ``mass``
+    this is the kinetic energy before impact.
 
     Returns
     -------
     times, energies : ndarray, shape (k,)
     """
-    if separation < 0:
-        raise ValueError(f"separation must be >= 0, got {separation!r}")
-    t = np.asarray(log.t, dtype=float)
-    first = np.concatenate([[True], np.diff(t) > separation])[: t.size]
-    u = np.asarray(log.normal_velocity_before, dtype=float)[first]
-    return t[first], 0.5 * mass * u**2
+    events = impact_events(trajectory)
+    u = np.asarray(trajectory.impacts.normal_velocity_before, dtype=float)[events.first_entries]
+    return events.times, 0.5 * mass * u**2
 
 
 def impact_count(impacts: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ Columns, in this order:
   tolerance of an adaptive method; NaN otherwise), ``t_end``,
   ``output_every``, ``repeats``, then ``problem.<name>`` and ``method.<name>`` for every
   constructor parameter given (lists and dicts as JSON);
-* the metrics (:data:`impactbench.run_metrics.METRICS` order; NaN for a failed run);
+* the metrics (:data:`impactbench.metrics.METRICS` order; NaN for a failed run);
 * the cost: ``h_used`` (the step actually used), ``steps``, ``force_evaluations``, ``impacts``
   (impact events, one definition for every method: :mod:`impactbench.impact_events`),
   ``impact_log_entries`` (the method's raw impact log), ``contact_phases`` and ``contact_time``
@@ -39,7 +39,7 @@ from typing import Any
 import pandas as pd
 
 from ._files import CacheWarning, write_atomic
-from .run_metrics import METRICS
+from .metrics import METRICS
 from .runner import FAILED, PACKAGES, Outcome, Run
 
 RUN_COLUMNS = (

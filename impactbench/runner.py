@@ -71,9 +71,9 @@ from ._files import CacheWarning, write_atomic
 from .fitting import perturbed_steps
 from .impact_events import impact_events
 from .method import Method
+from .metrics import METRICS
 from .problem import Problem
 from .reference import Reference
-from .run_metrics import METRICS
 from .simulate import simulate
 from .trajectory import Status, Trajectory
 from .versioning import source_digest
@@ -156,7 +156,7 @@ class Run:
     output_every : int
         Output decimation passed to :func:`impactbench.simulate`.
     metrics : sequence of str
-        Names from :data:`impactbench.run_metrics.METRICS`.
+        Names from :data:`impactbench.metrics.METRICS`.
     repeats : int
         Number of timed repetitions after the warm-up run.
     tolerance : str or None

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import fitting, run_metrics
+from . import fitting, metrics
 from .method import Method
 from .problem import Problem
 from .reference import Reference
@@ -78,7 +78,7 @@ DEPTH_CONSTANT = 4.0
 #: Relative round-off allowed on energies and gaps.
 ROUND_OFF = 1e-12
 
-#: Error metrics whose order is fitted (impactbench.run_metrics).
+#: Error metrics whose order is fitted (impactbench.metrics).
 ORDER_METRICS = ("max_position_error", "hausdorff_velocity_distance")
 
 
@@ -275,7 +275,7 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
                 for family in fitting.perturbed_steps(parameter, level.phases):
                     runs = [_run(problem, method, t_end, h) for h in family]
                     for metric in ORDER_METRICS:
-                        function = run_metrics.METRICS[metric].function
+                        function = metrics.METRICS[metric].function
                         values = [function(problem, run, reference) for run in runs]
                         errors[metric].append(float(np.median(values)))
             else:
@@ -284,7 +284,7 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
                 for _, variant in variants:
                     run = _run(problem, variant, t_end, None)
                     for metric in ORDER_METRICS:
-                        function = run_metrics.METRICS[metric].function
+                        function = metrics.METRICS[metric].function
                         errors[metric].append(function(problem, run, reference))
         except _RunFailed as failure:
             checks.append(
@@ -293,7 +293,7 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
             continue
         for metric in ORDER_METRICS:
             error = np.array(errors[metric])
-            floor = run_metrics.error_floor(metric, problem, reference, t_end)
+            floor = metrics.error_floor(metric, problem, reference, t_end)
             fit = fitting.fit_order(parameter, error, floor=floor)
             prop = f"order of {metric}"
             if method.requires_step:
@@ -321,7 +321,7 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
 
 def _scale(metric: str, problem: Problem, reference: Reference, t_end: float) -> float:
     """The metric's scale S: its round-off floor divided by 100 eps (see error_floor)."""
-    floor = run_metrics.error_floor(metric, problem, reference, t_end)
+    floor = metrics.error_floor(metric, problem, reference, t_end)
     return floor / (fitting.ROUND_OFF_FACTOR * float(np.finfo(float).eps))
 
 

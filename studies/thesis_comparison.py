@@ -11,7 +11,7 @@ h (1 + delta_j) (phase averaging, :mod:`impactbench.fitting`) and the findings u
 over the copies. Every run is measured against the cached DOP853 event-driven reference at rtol
 1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
 Hausdorff velocity errors, impact-time error, isolated reference impacts found / missed and
-spurious impacts (the matching rules of :mod:`impactbench.run_metrics`), penetration (on the
+spurious impacts (the matching rules of :mod:`impactbench.metrics`), penetration (on the
 nominal run of each step only: a Python loop over the samples), force
 evaluations and wall time (minimum of the repeats after a warm-up; the runs execute one at a
 time). Orders in h are fitted on the medians with their 95 % intervals, errors below ten times
@@ -47,7 +47,9 @@ from impactbench.report import (
     save_figure,
 )
 from impactbench.results import read_artefact, read_table, write_table
-from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS, error_floor
+from impactbench.impact_events import isolated_impacts as isolated_mask
+from impactbench.impact_events import matching_window
+from impactbench.metrics import error_floor
 from impactbench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 from impactbench.trajectory_figure import stored_trajectory, trajectory_artefact, trajectory_figure
@@ -227,18 +229,15 @@ def _impact_times(references: pd.DataFrame) -> dict[str, np.ndarray]:
 def isolated_impacts(times: np.ndarray, window: float) -> int:
     """Number of reference impacts farther than 2 ``window`` from both neighbours.
 
-    The impacts :func:`impactbench.run_metrics.missed_impacts` checks one by one.
+    The impacts :func:`impactbench.metrics.missed_impacts` checks one by one
+    (:func:`impactbench.impact_events.isolated_impacts`).
     """
-    times = np.sort(times)
-    if times.size == 0:
-        return 0
-    far = np.diff(times) > 2.0 * window
-    return int(np.count_nonzero(np.concatenate([[True], far]) & np.concatenate([far, [True]])))
+    return int(np.count_nonzero(isolated_mask(np.sort(times), window)))
 
 
 def _window(row: pd.Series, t0: float) -> float:
-    h = row["h_used"] if row["family"] == TIME_STEPPING else 0.0
-    return max(WINDOW_STEPS * (0.0 if pd.isna(h) else h), WINDOW_FRACTION * (row["t_end"] - t0))
+    h = row["h_used"] if row["family"] == TIME_STEPPING else None
+    return matching_window(None if pd.isna(h) else h, row["t_end"] - t0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -403,7 +402,7 @@ def _finest_finding(problem: str, group: pd.DataFrame) -> str:
 
 def _floors(problem: str, t_end: float) -> dict[str, float]:
     """Floor of each fitted error on a configuration: ten times the reference's claimed
-    accuracy, or round-off (:func:`impactbench.run_metrics.error_floor`)."""
+    accuracy, or round-off (:func:`impactbench.metrics.error_floor`)."""
     if problem not in CONFIGURATIONS:
         return dict.fromkeys(FITTED, 0.0)
     instance = CONFIGURATIONS[problem]()

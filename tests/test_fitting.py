@@ -30,10 +30,9 @@ from impactbench.fitting import (
     phase_offsets,
 )
 from impactbench.methods import MoreauJean
-from impactbench.metrics import graph_distance
+from impactbench.metrics import METRICS, graph_distance
+from impactbench.metrics import error_floor as metric_floor
 from impactbench.problems import BouncingBall, ImpactingOscillator
-from impactbench.run_metrics import METRICS
-from impactbench.run_metrics import error_floor as metric_floor
 from impactbench.studies import convergence
 
 EPS = np.finfo(float).eps

@@ -25,9 +25,9 @@ from impactbench.methods import (
     PaoliSchatzman,
     reference_method,
 )
+from impactbench.metrics import METRICS
 from impactbench.problems import BouncingBall, DoublePendulum, TightJoint, TightJoint2D
 from impactbench.reference import problem_fingerprint
-from impactbench.run_metrics import METRICS
 
 from conftest import plant_pickle, step_grid
 

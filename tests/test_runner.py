@@ -27,12 +27,11 @@ from impactbench import (
     simulate,
     versioning,
 )
-from impactbench import metrics as core
 from impactbench.fitting import phase_offsets
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.metrics import METRICS, Reference
 from impactbench.problems import BouncingBall, SlantedWall
 from impactbench.results import TIMING_COLUMNS, build_table, table_csv, write_table
-from impactbench.run_metrics import METRICS, Reference
 from impactbench.runner import Case, Grid, Run, execute, expand
 
 #: Initial heights at which ProbeBall raises KeyboardInterrupt (the interruption test sets it).
@@ -210,15 +209,6 @@ def test_code_version_follows_the_sources_a_run_depends_on():
 
 # --------------------------------------------------------------------------------------------
 # Metrics
-
-
-def test_metrics_match_the_core_metrics_on_an_exact_reference():
-    ball = BouncingBall(restitution=0.8)
-    trajectory = simulate(ball, MoreauJean(compiled=False), 2.0, h=0.01)
-    reference = Reference.exact(ball, 2.0)
-    for name in ("max_position_error", "l1_velocity_error", "max_penetration"):
-        expected = getattr(core, name)(ball, trajectory)
-        assert METRICS[name].function(ball, trajectory, reference) == pytest.approx(expected)
 
 
 def dense_reference(problem: Problem, t_end: float) -> Trajectory:
