@@ -46,7 +46,7 @@ from impactbench.metrics import (
 from impactbench.problems import BouncingBall, TightJoint
 from impactbench.reference import Reference
 from impactbench.trajectory import ImpactLog, Status, Trajectory
-from studies import energy_decay
+from impactbench.studies import energy_decay
 
 BALL = BouncingBall(q0=1.0, gravity=2.0, mass=1.0)
 
