@@ -27,13 +27,13 @@ from . import SimulationError, names, simulate, style
 from ._files import CacheWarning, write_atomic
 from .energy import energy
 from .methods import METHODS, reference_method
+from .metrics import METRICS, Reference
 from .pipeline import DEFAULT_OUTPUT, run_study
 from .plugins import load_study_file
 from .problems import PROBLEMS
 from .reference import reference
 from .report import TABLE_FILE, write_index, write_study_report
 from .results import format_float
-from .metrics import METRICS, Reference
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .studies import STUDIES
 from .study import Study

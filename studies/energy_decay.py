@@ -60,8 +60,8 @@ import numpy as np
 import pandas as pd
 
 from impactbench.energy import kinetic_energy, potential_energy
-from impactbench.impact_events import impact_events, nearest_impacts
 from impactbench.fitting import error_floor, fit_order, perturbed_steps, phase_medians
+from impactbench.impact_events import impact_events, nearest_impacts
 from impactbench.long_time import (
     fit_log_linear,
     flight_medians,
@@ -106,7 +106,8 @@ CURVE_POINTS = 160
 #: Points of the exact, law and reference curves (half uniform, half geometric in time).
 REFERENCE_POINTS = 400
 #: Samples closer than this fraction of the horizon (or IMPACT_MARGIN_STEPS steps) to an impact
-#: of the run or of the reference are left out of the decay-rate fit of the cases without closed form.
+#: of the run or of the reference are left out of the decay-rate fit of the cases without
+#: closed form.
 IMPACT_MARGIN = 1e-6
 
 SPRING = "TightJoint[k=1]"

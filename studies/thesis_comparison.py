@@ -35,8 +35,11 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from impactbench.fitting import fit_order, phase_medians
+from impactbench.impact_events import isolated_impacts as isolated_mask
+from impactbench.impact_events import matching_window
 from impactbench.method import EVENT_DRIVEN, TIME_STEPPING
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman, get_method
+from impactbench.metrics import error_floor
 from impactbench.problems import DoublePendulum
 from impactbench.report import (
     format_number,
@@ -47,9 +50,6 @@ from impactbench.report import (
     save_figure,
 )
 from impactbench.results import read_artefact, read_table, write_table
-from impactbench.impact_events import isolated_impacts as isolated_mask
-from impactbench.impact_events import matching_window
-from impactbench.metrics import error_floor
 from impactbench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.study import Section, Study, StudyReport
 from impactbench.trajectory_figure import stored_trajectory, trajectory_artefact, trajectory_figure

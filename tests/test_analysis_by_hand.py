@@ -45,8 +45,8 @@ from impactbench.metrics import (
 )
 from impactbench.problems import BouncingBall, TightJoint
 from impactbench.reference import Reference
-from impactbench.trajectory import ImpactLog, Status, Trajectory
 from impactbench.studies import energy_decay
+from impactbench.trajectory import ImpactLog, Status, Trajectory
 
 BALL = BouncingBall(q0=1.0, gravity=2.0, mass=1.0)
 
