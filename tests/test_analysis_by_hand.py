@@ -104,6 +104,8 @@ def test_energy_error_at_end_is_taken_at_the_final_time():
 
 def test_energy_at_end():
     assert energy_at_end(BALL, RUN, None) == 6.5
+    no_flag = _trajectory(RUN.t, RUN.q, RUN.v, stats={})  # velocity a state unless said otherwise
+    assert energy_at_end(BALL, no_flag, None) == 6.5
     psi = _trajectory(RUN.t, RUN.q, RUN.v, stats={"velocity_output": "central difference"})
     assert math.isnan(energy_at_end(BALL, psi, None))
 
@@ -131,6 +133,9 @@ def test_max_energy_increase_is_the_largest_rise_not_the_largest_drop():
     # E = 9, 5, 2 (q = 0.5, 1.5, 0.75 with v = 4, 2, 1): never rises -> 0
     falling = _trajectory([0.0, 1.0, 2.0], [0.5, 1.5, 0.75], [4.0, 2.0, 1.0])
     assert max_energy_increase(BALL, falling, None) == 0.0
+    assert max_energy_increase(BALL, _trajectory(RUN.t, RUN.q, RUN.v, stats={}), None) == 1.5
+    single = _trajectory([0.0], [0.5], [4.0])  # no step: no increase
+    assert max_energy_increase(BALL, single, None) == 0.0
     psi = _trajectory(RUN.t, RUN.q, RUN.v, stats={"velocity_output": "central difference"})
     assert math.isnan(max_energy_increase(BALL, psi, None))
 
@@ -141,6 +146,19 @@ def test_penetrations_over_all_samples_and_over_the_second_half():
     assert max_penetration(BALL, sunk, None) == 0.5
     assert late_penetration(BALL, sunk, None) == 0.1
     assert max_penetration(BALL, RUN) == 0.0
+    # t = 2, 3, 4, 6: the second half is t >= (2 + 6) / 2 = 4, the mid sample included:
+    # depths 0.5, 0.4, 0.3, 0.1 -> 0.3
+    shifted = _trajectory([2.0, 3.0, 4.0, 6.0], [-0.5, -0.4, -0.3, -0.1], np.zeros(4))
+    assert late_penetration(BALL, shifted, None) == 0.3
+
+
+def test_default_reference_is_the_closed_form():
+    # before its first impact (at t = 1) the ball dropped from q = 1 under gravity 2 has
+    # q = 1 - t^2, v = -2 t. Samples t = 0, 0.5: q = 1.1, 0.75 (errors 0.1, 0), v = 0.2, -1
+    # (errors 0.2, 0): max position error 0.1, L1 velocity error (0.2 + 0) / 2 * 0.5 = 0.05
+    run = _trajectory([0.0, 0.5], [1.1, 0.75], [0.2, -1.0])
+    assert max_position_error(BALL, run) == pytest.approx(0.1, abs=1e-15)
+    assert l1_velocity_error(BALL, run) == pytest.approx(0.05, abs=1e-15)
 
 
 def test_registry_names_its_functions():
@@ -179,6 +197,7 @@ def test_matching_window_by_hand():
     assert matching_window(0.01, 10.0) == 0.2  # max(10 * 0.01, 0.02 * 10)
     assert matching_window(0.1, 1.0) == 1.0  # max(10 * 0.1, 0.02 * 1)
     assert matching_window(None, 10.0) == 0.2
+    assert matching_window(0.1, 0.0) == 1.0  # an empty horizon is allowed
     with pytest.raises(ValueError, match="span"):
         matching_window(0.1, -1.0)
 
@@ -196,6 +215,12 @@ def test_nearest_impacts_and_isolated_impacts_by_hand():
     )
     np.testing.assert_array_equal(isolated_impacts(np.array([1.0, 1.5]), 0.2), [True, True])
     np.testing.assert_array_equal(isolated_impacts(np.array([1.0, 1.3]), 0.2), [False, False])
+    # exactly 2 w apart is not farther than 2 w
+    np.testing.assert_array_equal(isolated_impacts(np.array([1.0, 1.5]), 0.25), [False, False])
+    np.testing.assert_array_equal(
+        nearest_impacts(np.array([1.0, 3.0, 5.0]), np.array([0.0, 2.9, 3.1, 4.2, 9.0])),
+        [1.0, 3.0, 3.0, 5.0, 5.0],
+    )
     assert isolated_impacts(np.zeros(0), 0.2).size == 0
 
 
@@ -205,7 +230,11 @@ def test_nearest_impacts_and_isolated_impacts_by_hand():
 REF_IMPACTS = Reference("hand", _linear_state, np.array([1.0, 3.0, 3.05, 6.0, 7.4]))
 CONTACT = 7.0 + 0.01 * np.arange(51)
 IMPACT_RUN = _trajectory(
-    [0.0, 10.0], [0.0, 0.0], [0.0, 0.0], np.concatenate([[1.1, 5.0, 5.01, 6.3], CONTACT]), h=0.01
+    [0.0, 5.0, 10.0],
+    np.zeros(3),
+    np.zeros(3),
+    np.concatenate([[1.1, 5.0, 5.01, 6.3], CONTACT]),
+    h=0.01,
 )
 
 
@@ -218,12 +247,36 @@ def test_missed_impacts_by_hand():
     # isolated 1 (1.1: 0.1 <= 0.2), 6 (6.3: 0.3 > 0.2, missed), 7.4 (7.4: 0): one missed
     assert missed_impacts(BALL, IMPACT_RUN, REF_IMPACTS) == 1.0
     # the accumulation 3, 3.05 is not counted even though nothing hits it
+    assert missed_impacts(BALL, IMPACT_RUN, Reference("hand", _linear_state, np.zeros(0))) == 0.0
+
+
+def test_matching_window_follows_the_step_and_the_horizon_from_t0():
+    # h = 0.05: w = max(0.5, 0.2) = 0.5, so 6.3 now matches 6: nothing missed
+    coarse = _trajectory(IMPACT_RUN.t, IMPACT_RUN.q, IMPACT_RUN.v, IMPACT_RUN.impacts.t, h=0.05)
+    assert missed_impacts(BALL, coarse, REF_IMPACTS) == 0.0
+    # t0 = -10: horizon 20, w = max(0.1, 0.4) = 0.4: nothing missed either
+    early = BouncingBall(q0=1.0, gravity=2.0, mass=1.0, t0=-10.0)
+    assert missed_impacts(early, IMPACT_RUN, REF_IMPACTS) == 0.0
+
+
+def test_impact_time_error_edge_cases():
+    one = Reference("hand", _linear_state, np.array([1.0]))
+    assert impact_time_error(BALL, IMPACT_RUN, one) == pytest.approx(0.1, abs=1e-12)
+    crowded = Reference("hand", _linear_state, np.array([3.0, 3.05]))  # no isolated impact
+    assert math.isnan(impact_time_error(BALL, IMPACT_RUN, crowded))
 
 
 def test_spurious_impacts_by_hand():
     # events 1.1 (ref 1 within 0.2), [5, 5.01] (nothing in [4.8, 5.21]: spurious), 6.3 (nothing
     # in [6.1, 6.5]: spurious), [7, 7.5] (ref 7.4 inside): two
     assert spurious_impacts(BALL, IMPACT_RUN, REF_IMPACTS) == 2.0
+    # one more event at 9, after every reference impact: spurious
+    later = np.concatenate([IMPACT_RUN.impacts.t, [9.0]])
+    late_run = _trajectory(IMPACT_RUN.t, IMPACT_RUN.q, IMPACT_RUN.v, later, h=0.01)
+    assert spurious_impacts(BALL, late_run, REF_IMPACTS) == 3.0
+    lone = _trajectory(IMPACT_RUN.t, IMPACT_RUN.q, IMPACT_RUN.v, [1.1], h=0.01)
+    assert spurious_impacts(BALL, lone, REF_IMPACTS) == 0.0
+    assert spurious_impacts(BALL, lone, Reference("hand", _linear_state, np.zeros(0))) == 1.0
     none = Reference("hand", _linear_state, np.zeros(0))
     assert spurious_impacts(BALL, IMPACT_RUN, none) == 4.0
     quiet = _trajectory([0.0, 10.0], [0.0, 0.0], [0.0, 0.0], h=0.01)
@@ -247,6 +300,26 @@ def test_impact_events_of_the_hand_log():
     # one contact phase (51 entries > 2): duration 7.5 - 7 + h = 0.51
     assert events.contact_phases == 1
     assert events.contact_time == pytest.approx(0.51, abs=1e-12)
+
+
+def test_impact_events_boundaries_and_phases_by_hand():
+    # h = 0.5: entries 1.5 h = 0.75 apart are one event, so 0 .. 1.75 is a contact phase of
+    # 4 entries lasting 1.75 + h = 2.25, 5 .. 6.5 one of 4 entries lasting 1.5 + h = 2: 4.25 in
+    # all; 10 is an event of its own
+    log = [0.0, 0.5, 1.0, 1.75, 5.0, 5.5, 6.0, 6.5, 10.0]
+    events = impact_events(_trajectory([0.0, 11.0], [0.0, 0.0], [0.0, 0.0], log, h=0.5))
+    np.testing.assert_array_equal(events.times, [0.0, 5.0, 10.0])
+    np.testing.assert_array_equal(events.ends, [1.75, 6.5, 10.0])
+    assert (events.impacts, events.contact_phases, events.contact_time) == (3, 2, 4.25)
+
+
+def test_event_driven_impact_events_by_hand():
+    # every entry is an event, sorted; the log here is out of order; no phases in the stats: 0
+    run = _trajectory([0.0, 3.0], [0.0, 0.0], [0.0, 0.0], [2.0, 1.0], h=None, stats={})
+    events = impact_events(run)
+    np.testing.assert_array_equal(events.times, [1.0, 2.0])
+    np.testing.assert_array_equal(events.first_entries, [1, 0])
+    assert (events.impacts, events.contact_phases, events.contact_time) == (2, 0, 0.0)
 
 
 # --------------------------------------------------------------------------------------------
