@@ -335,6 +335,18 @@ def test_graph_distance_of_a_jump_shifted_by_a_quarter():
     assert graph_distance([0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [0.3, 1.3]) == pytest.approx(0.3)
 
 
+def test_hausdorff_velocity_distance_of_an_offset_velocity():
+    # v = v_ref + 0.5 at t = 0, 1, 2; scaled by T - t0 = 2 and max |v_ref| = 5 the graphs are
+    # parallel segments of slope 0.8, 0.1 apart vertically: the end (1, 5.5 / 5) of the run's
+    # graph has no reference point to its right, so its distance is the vertical 0.1
+    run = _trajectory([0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [1.5, 3.5, 5.5])
+    assert METRICS["hausdorff_velocity_distance"].function(BALL, run, LINEAR) == pytest.approx(
+        0.1, rel=1e-3
+    )
+    point = _trajectory([0.0], [0.0], [1.0])  # an empty horizon
+    assert METRICS["hausdorff_velocity_distance"].function(BALL, point, LINEAR) == 0.0
+
+
 def test_error_floors_by_hand():
     reference = Reference("hand", _linear_state, np.array([1.0]), accuracy=1e-3)
     # on [0, 2]: Q = 2, V = 5, tau = 2; floor = max(100 eps S, 10 A)
