@@ -145,7 +145,7 @@ def trajectory_figure(
     ax_phase.legend(loc="best")
 
     if len(impacts.t):  # the first entry of each impact event (PaoliSchatzman logs two)
-        first = np.isin(impacts.t, impact_events(trajectory).times)
+        first = impact_events(trajectory).first_entries
         ax_map.plot(
             impacts.t[first], -impacts.normal_velocity_before[first], "o", color="C3", label="run"
         )

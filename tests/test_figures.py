@@ -12,6 +12,7 @@ from matplotlib.image import imread
 
 from impactbench import simulate, style
 from impactbench.cli import main
+from impactbench.impact_events import impact_events
 from impactbench.methods import MoreauJean
 from impactbench.problems import SlantedWall
 from impactbench.reference import Reference
@@ -86,8 +87,14 @@ def test_trajectory_figure_draws_the_exact_solution():
         np.testing.assert_array_equal(line.get_ydata(), q_exact[:, i])
     impact_map = figure.axes[3]
     run_points = impact_map.lines[0]
-    np.testing.assert_array_equal(run_points.get_xdata(), run.impacts.t)
-    np.testing.assert_array_equal(run_points.get_ydata(), -run.impacts.normal_velocity_before)
+    # one point per impact event (the first entry of its cluster), not one per resting step
+    events = impact_events(run)
+    assert len(run_points.get_xdata()) == events.impacts < len(run.impacts.t)
+    np.testing.assert_array_equal(run_points.get_xdata(), events.times)
+    first = np.searchsorted(run.impacts.t, events.times)
+    np.testing.assert_array_equal(
+        run_points.get_ydata(), -run.impacts.normal_velocity_before[first]
+    )
     figure.savefig(io.BytesIO(), format="png")
 
 
