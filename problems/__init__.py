@@ -1,17 +1,17 @@
 """Built-in problems.
 
 ``PROBLEMS`` maps each class name to its class. Every problem is an
-:class:`impactbench.problem.CompiledProblem` (physics written once as numba kernels). Those with a
-closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and the
-exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators, the
-slanted wall and the undamped, unforced 1-DOF tight joint. The 2-DOF tight joint and the double
+:class:`impactbench.core.problem.CompiledProblem` (physics written once as numba kernels). Those
+with a closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and
+the exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators,
+the slanted wall and the undamped, unforced 1-DOF tight joint. The 2-DOF tight joint and the double
 pendulum have none (references are accurate event-driven runs), nor has the column of beads.
 """
 
 import inspect
 
-from impactbench.plugins import discover
-from impactbench.problem import Problem
+from impactbench.bench.plugins import discover
+from impactbench.core.problem import Problem
 
 from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads

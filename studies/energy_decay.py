@@ -30,15 +30,15 @@ settles to. Its decay rate is therefore fitted over t - t0 <= 30 only (:data:`FI
 horizon of the quick grid is shorter anyway), its level at T over the whole run.
 
 Phase averaging. Each nominal step h runs at ``PHASES`` perturbed copies h (1 + delta_j)
-(:func:`impactbench.fitting.perturbed_steps`); the fitted laws of every copy are stored, the
-report's tables show the median over the copies of each step with the smallest and largest
+(:func:`impactbench.analysis.fitting.perturbed_steps`); the fitted laws of every copy are stored,
+the report's tables show the median over the copies of each step with the smallest and largest
 relative error, and the order of the relative error in h is fitted on those medians with its
-95 % interval (:func:`impactbench.fitting.fit_order`). Only the nominal run of each step
+95 % interval (:func:`impactbench.analysis.fitting.fit_order`). Only the nominal run of each step
 (delta = 0) keeps its energy curve.
 
 How the curves are stored. The runner keeps one row of scalar metrics per run; the energy
 curves and the fitted laws need the trajectory, so each run's artefact function
-(:func:`energy_artefacts`, :class:`impactbench.runner.Run`) computes them right after the run
+(:func:`energy_artefacts`, :class:`impactbench.bench.runner.Run`) computes them right after the run
 and the runner stores them with the row: ``energy_curve.artefact.csv`` (the energy at at most
 :data:`CURVE_POINTS` output samples of each nominal run) and ``decay_law.artefact.csv`` (one row
 of fitted laws per run), keyed by the run's cache key. The report reads them back, adds the
@@ -59,10 +59,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from impactbench.energy import kinetic_energy, potential_energy
-from impactbench.fitting import error_floor, fit_order, perturbed_steps, phase_medians
-from impactbench.impact_events import impact_events, nearest_impacts
-from impactbench.long_time import (
+from impactbench.analysis.fitting import error_floor, fit_order, perturbed_steps, phase_medians
+from impactbench.analysis.impact_events import impact_events, nearest_impacts
+from impactbench.analysis.long_time import (
     fit_log_linear,
     flight_medians,
     impact_sample_pairs,
@@ -71,7 +70,20 @@ from impactbench.long_time import (
     pre_impact_kinetic_energies,
     thinning_indices,
 )
-from impactbench.method import TIME_STEPPING
+from impactbench.bench.report import (
+    format_number,
+    markdown_table,
+    method_style,
+    new_figure,
+    save_figure,
+)
+from impactbench.bench.results import read_artefact, read_table, write_table
+from impactbench.bench.runner import FAILED, Case, Run
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.core.energy import kinetic_energy, potential_energy
+from impactbench.core.method import TIME_STEPPING
+from impactbench.core.problem import Problem
+from impactbench.core.trajectory import Trajectory
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
@@ -81,19 +93,7 @@ from impactbench.methods import (
     NonsmoothGeneralizedAlpha,
     PaoliSchatzman,
 )
-from impactbench.problem import Problem
 from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
-from impactbench.report import (
-    format_number,
-    markdown_table,
-    method_style,
-    new_figure,
-    save_figure,
-)
-from impactbench.results import read_artefact, read_table, write_table
-from impactbench.runner import FAILED, Case, Run
-from impactbench.study import Section, Study, StudyReport
-from impactbench.trajectory import Trajectory
 
 from ._reference import event_driven_reference, stored_event_driven_reference
 
@@ -551,7 +551,8 @@ def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd
 
     Raises
     ------
-    impactbench.results.MissingArtefactError, impactbench.reference.MissingReferenceError
+    impactbench.bench.results.MissingArtefactError,
+    impactbench.analysis.reference.MissingReferenceError
         When a run's artefact or a case's reference is not stored (rerun the study).
     """
     done = table[table["status"] != FAILED]

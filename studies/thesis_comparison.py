@@ -7,15 +7,15 @@ configurations: the tip against the wall (:class:`DoublePendulum` defaults, hori
 :meth:`DoublePendulum.two_contact`, T = 2.5). The time-steppers -- CatchingUp (the thesis'
 scheme), MoreauJean at theta = 1/2 and PaoliSchatzman -- are swept by their step h, EventDriven
 (DOP853) by its relative tolerance; each nominal step h runs at ``PHASES`` perturbed copies
-h (1 + delta_j) (phase averaging, :mod:`impactbench.fitting`) and the findings use the median
-over the copies. Every run is measured against the cached DOP853 event-driven reference at rtol
-1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
+h (1 + delta_j) (phase averaging, :mod:`impactbench.analysis.fitting`) and the findings use the
+median over the copies. Every run is measured against the cached DOP853 event-driven reference at
+rtol 1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
 Hausdorff velocity errors, impact-time error, isolated reference impacts found / missed and
-spurious impacts (the matching rules of :mod:`impactbench.metrics`), penetration (on the
+spurious impacts (the matching rules of :mod:`impactbench.analysis.metrics`), penetration (on the
 nominal run of each step only: a Python loop over the samples), force
 evaluations and wall time (minimum of the repeats after a warm-up; the runs execute one at a
 time). Orders in h are fitted on the medians with their 95 % intervals, errors below ten times
-the reference's claimed accuracy excluded (:mod:`impactbench.fitting`).
+the reference's claimed accuracy excluded (:mod:`impactbench.analysis.fitting`).
 
 The report writes the reference curves it plots as tables next to the run table
 (``reference_curves.csv``, ``references.csv``, from the cached reference) and draws every figure
@@ -34,14 +34,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from impactbench.fitting import fit_order, phase_medians
-from impactbench.impact_events import isolated_impacts as isolated_mask
-from impactbench.impact_events import matching_window
-from impactbench.method import EVENT_DRIVEN, TIME_STEPPING
-from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman, get_method
-from impactbench.metrics import error_floor
-from impactbench.problems import DoublePendulum
-from impactbench.report import (
+from impactbench.analysis.fitting import fit_order, phase_medians
+from impactbench.analysis.impact_events import isolated_impacts as isolated_mask
+from impactbench.analysis.impact_events import matching_window
+from impactbench.analysis.metrics import error_floor
+from impactbench.bench.report import (
     format_number,
     markdown_table,
     method_style,
@@ -49,10 +46,17 @@ from impactbench.report import (
     plot_methods,
     save_figure,
 )
-from impactbench.results import read_artefact, read_table, write_table
-from impactbench.runner import FAILED, Case, Grid, Run, expand
-from impactbench.study import Section, Study, StudyReport
-from impactbench.trajectory_figure import stored_trajectory, trajectory_artefact, trajectory_figure
+from impactbench.bench.results import read_artefact, read_table, write_table
+from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.trajectory_figure import (
+    stored_trajectory,
+    trajectory_artefact,
+    trajectory_figure,
+)
+from impactbench.core.method import EVENT_DRIVEN, TIME_STEPPING
+from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman, get_method
+from impactbench.problems import DoublePendulum
 
 from ._reference import event_driven_reference, stored_event_driven_reference
 
@@ -154,7 +158,7 @@ def write_references(table: pd.DataFrame, folder: Path) -> None:
     configuration with t0, t_end, the wall line x_wall = -d, the contact points, the impact
     times (JSON list) and how the reference was computed. The reference is read from the cache
     of :func:`impactbench.reference`, where the runs put it (a report never simulates: a
-    missing one is :class:`impactbench.reference.MissingReferenceError`).
+    missing one is :class:`impactbench.analysis.reference.MissingReferenceError`).
     """
     curves, rows = [], []
     for name in pd.unique(table["problem"]):
@@ -229,8 +233,8 @@ def _impact_times(references: pd.DataFrame) -> dict[str, np.ndarray]:
 def isolated_impacts(times: np.ndarray, window: float) -> int:
     """Number of reference impacts farther than 2 ``window`` from both neighbours.
 
-    The impacts :func:`impactbench.metrics.missed_impacts` checks one by one
-    (:func:`impactbench.impact_events.isolated_impacts`).
+    The impacts :func:`impactbench.analysis.metrics.missed_impacts` checks one by one
+    (:func:`impactbench.analysis.impact_events.isolated_impacts`).
     """
     return int(np.count_nonzero(isolated_mask(np.sort(times), window)))
 
@@ -255,8 +259,8 @@ AGGREGATED = (
 
 def families(table: pd.DataFrame) -> pd.DataFrame:
     """One row per phase family (time-steppers: nominal h; EventDriven: rtol) with the medians
-    of :data:`AGGREGATED` (:func:`impactbench.fitting.phase_medians`) and ``resolution`` (the
-    nominal h or the rtol)."""
+    of :data:`AGGREGATED` (:func:`impactbench.analysis.fitting.phase_medians`) and ``resolution``
+    (the nominal h or the rtol)."""
     medians = phase_medians(table, AGGREGATED, keys=("family", "t_end"))
     return medians.assign(resolution=medians["h"].fillna(medians["tolerance"]))
 
@@ -402,7 +406,7 @@ def _finest_finding(problem: str, group: pd.DataFrame) -> str:
 
 def _floors(problem: str, t_end: float) -> dict[str, float]:
     """Floor of each fitted error on a configuration: ten times the reference's claimed
-    accuracy, or round-off (:func:`impactbench.metrics.error_floor`)."""
+    accuracy, or round-off (:func:`impactbench.analysis.metrics.error_floor`)."""
     if problem not in CONFIGURATIONS:
         return dict.fromkeys(FITTED, 0.0)
     instance = CONFIGURATIONS[problem]()
@@ -627,7 +631,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "interval (t-interval of the regression slope); errors below the floor (ten times "
             "the reference's claimed accuracy, or 100 eps times the problem's scale) excluded; "
             "a sweep within a factor 2 or with an interval containing 0 is flat, fewer than 6 "
-            "points or 1 decade is not resolved (impactbench.fitting). Hausdorff: "
+            "points or 1 decade is not resolved (impactbench.analysis.fitting). Hausdorff: "
             "distance between the velocity graphs, time in units of the horizon and velocity "
             "in units of the reference's largest speed.\n\n"
             + markdown_table(orders(families(table))),

@@ -18,15 +18,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from impactbench import runner
-from impactbench.impact_events import (
+from impactbench.analysis.impact_events import (
     impact_events,
     isolated_impacts,
     matching_window,
     nearest_impacts,
 )
-from impactbench.methods import MoreauJean
-from impactbench.metrics import (
+from impactbench.analysis.metrics import (
     METRICS,
     energy_at_end,
     energy_error_at_end,
@@ -43,10 +41,12 @@ from impactbench.metrics import (
     spurious_impacts,
     velocity_error_at_end,
 )
+from impactbench.analysis.reference import Reference
+from impactbench.bench import runner
+from impactbench.core.trajectory import ImpactLog, Status, Trajectory
+from impactbench.methods import MoreauJean
 from impactbench.problems import BouncingBall, TightJoint
-from impactbench.reference import Reference
 from impactbench.studies import energy_decay
-from impactbench.trajectory import ImpactLog, Status, Trajectory
 
 BALL = BouncingBall(q0=1.0, gravity=2.0, mass=1.0)
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from impactbench import Method
-from impactbench.cli import main
+from impactbench.bench.cli import main
+from impactbench.bench.study import Study, StudyReport
 from impactbench.methods import METHODS
 from impactbench.studies import STUDIES, convergence
-from impactbench.study import Study, StudyReport
 
 from conftest import assert_study_table, plant_pickle
 from test_runner import probe_runs

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from impactbench import simulate, style
-from impactbench.cli import main
-from impactbench.impact_events import impact_events
+from impactbench import simulate
+from impactbench.analysis.impact_events import impact_events
+from impactbench.analysis.reference import Reference
+from impactbench.bench import style
+from impactbench.bench.cli import main
+from impactbench.bench.trajectory_figure import REFERENCE_POINTS, trajectory_figure
 from impactbench.methods import MoreauJean
 from impactbench.problems import SlantedWall
-from impactbench.reference import Reference
-from impactbench.trajectory_figure import REFERENCE_POINTS, trajectory_figure
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from scipy.spatial import cKDTree
 
 from impactbench import ImpactLog, Reference, Status, Trajectory, simulate
-from impactbench.fitting import (
+from impactbench.analysis.fitting import (
     FLAT,
     FLOOR,
     GROWS,
@@ -29,9 +29,9 @@ from impactbench.fitting import (
     phase_medians,
     phase_offsets,
 )
+from impactbench.analysis.metrics import METRICS, graph_distance
+from impactbench.analysis.metrics import error_floor as metric_floor
 from impactbench.methods import MoreauJean
-from impactbench.metrics import METRICS, graph_distance
-from impactbench.metrics import error_floor as metric_floor
 from impactbench.problems import BouncingBall, ImpactingOscillator
 from impactbench.studies import convergence
 

@@ -39,10 +39,9 @@ import pandas as pd
 import pytest
 
 from impactbench import Method, simulate
-from impactbench.cli import main
-from impactbench.fitting import observed_order
-from impactbench.impact_events import impact_events
-from impactbench.long_time import (
+from impactbench.analysis.fitting import observed_order
+from impactbench.analysis.impact_events import impact_events
+from impactbench.analysis.long_time import (
     decreasing_envelope,
     fit_log_linear,
     fit_power_law,
@@ -53,9 +52,10 @@ from impactbench.long_time import (
     pre_impact_kinetic_energies,
     thinning_indices,
 )
+from impactbench.bench.cli import main
+from impactbench.bench.results import MissingArtefactError
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import TightJoint
-from impactbench.results import MissingArtefactError
 from impactbench.studies import energy_decay
 
 from conftest import assert_study_table, step_grid
@@ -95,7 +95,7 @@ import ctypes, json, sys
 from impactbench import simulate
 from impactbench.methods import MoreauJean
 from impactbench.problems import TightJoint
-from impactbench.results import MissingArtefactError
+from impactbench.bench.results import MissingArtefactError
 
 problem = TightJoint(stiffness=1.0, restitution=1.0, clearance=0.1, v0=1.0)
 method = MoreauJean(theta=0.5, log_capacity=int(sys.argv[1]))

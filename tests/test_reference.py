@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 import impactbench as ib
-from impactbench.fitting import observed_order
+from impactbench.analysis.fitting import observed_order
+from impactbench.analysis.metrics import METRICS
+from impactbench.analysis.reference import problem_fingerprint
 from impactbench.methods import (
     CatchingUp,
     EventDriven,
@@ -25,9 +27,7 @@ from impactbench.methods import (
     PaoliSchatzman,
     reference_method,
 )
-from impactbench.metrics import METRICS
 from impactbench.problems import BouncingBall, DoublePendulum, TightJoint, TightJoint2D
-from impactbench.reference import problem_fingerprint
 
 from conftest import plant_pickle, step_grid
 

@@ -17,22 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from impactbench import (
-    CacheWarning,
-    ImpactLog,
-    Problem,
-    Status,
-    Trajectory,
-    runner,
-    simulate,
-    versioning,
-)
-from impactbench.fitting import phase_offsets
+from impactbench import CacheWarning, ImpactLog, Problem, Status, Trajectory, simulate
+from impactbench.analysis.fitting import phase_offsets
+from impactbench.analysis.metrics import METRICS, Reference
+from impactbench.bench import runner
+from impactbench.bench.results import TIMING_COLUMNS, build_table, table_csv, write_table
+from impactbench.bench.runner import Case, Grid, Run, execute, expand
+from impactbench.core import versioning
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.metrics import METRICS, Reference
 from impactbench.problems import BouncingBall, SlantedWall
-from impactbench.results import TIMING_COLUMNS, build_table, table_csv, write_table
-from impactbench.runner import Case, Grid, Run, execute, expand
 
 #: Initial heights at which ProbeBall raises KeyboardInterrupt (the interruption test sets it).
 INTERRUPT_AT: set[float] = set()
@@ -198,8 +191,8 @@ def test_code_version_follows_the_sources_a_run_depends_on():
     from impactbench.studies.energy_decay import energy_artefacts
 
     stored = versioning._module_sources(energy_artefacts, presentation_too=True)
-    assert {"impactbench.studies.energy_decay", "impactbench.long_time"} <= set(stored)
-    assert "impactbench.long_time" not in versioning._module_sources(energy_artefacts)
+    assert {"impactbench.studies.energy_decay", "impactbench.analysis.long_time"} <= set(stored)
+    assert "impactbench.analysis.long_time" not in versioning._module_sources(energy_artefacts)
     with_artefact = Run(BouncingBall, MoreauJean, 1.0, h=0.1, artefact=energy_artefacts)
     assert runner.code_version(with_artefact) != runner.code_version(ball_mj)
     key = runner.run_key(ball_mj, runner.code_version(ball_mj))

@@ -21,8 +21,8 @@ and 18 with another. The rule here:
 The raw log stays available (``Trajectory.impacts``, and the ``impact_log_entries`` column of
 the result tables).
 
-Matching impacts of a run with reference impacts (:mod:`impactbench.metrics`, the studies) uses
-the helpers here and nothing else: the window :func:`matching_window`
+Matching impacts of a run with reference impacts (:mod:`impactbench.analysis.metrics`, the studies)
+uses the helpers here and nothing else: the window :func:`matching_window`
 ``w = max(WINDOW_STEPS h, WINDOW_FRACTION (T - t0))`` (the impact times of a first-order scheme
 drift by a few h over a few impacts), the nearest impact :func:`nearest_impacts`, and the
 reference impacts that can be matched one by one, :func:`isolated_impacts` (farther than
@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .trajectory import Trajectory
+from ..core.trajectory import Trajectory
 
 #: Clusters of at most this many consecutive-step entries are impacts, longer ones contact phases.
 IMPACT_STEPS = 2

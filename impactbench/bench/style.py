@@ -32,7 +32,7 @@ import matplotlib as mpl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._files import write_atomic
+from ..core._files import write_atomic
 
 #: Width of one journal column and of the text block (two columns), inches.
 COLUMN_WIDTH = 3.5

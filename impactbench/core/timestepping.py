@@ -1,17 +1,18 @@
 """Fixed-step (time-stepping) methods: the shared front end around the one time loop.
 
 A time-stepping method subclasses :class:`TimeStepping`, describes its scheme as an
-:class:`impactbench.driver.Scheme` (five small functions: start, step, commit, sample, current,
+:class:`impactbench.core.driver.Scheme` (five small functions: start, step, commit, sample, current,
 and its buffer layout) and returns, from ``_make_loop(kernels, n_dof, n_constraints, compile,
-**options)``, the driver's loop for it: :func:`impactbench.driver.make_loop` binds the scheme's
+**options)``, the driver's loop for it: :func:`impactbench.core.driver.make_loop` binds the scheme's
 functions to the problem's kernels and to the instance's compile-time options and inlines them
-into the one loop of :mod:`impactbench.driver`, which owns the buffers, output sampling and
+into the one loop of :mod:`impactbench.core.driver`, which owns the buffers, output sampling and
 decimation, finite checks, the impact log, counters and statuses. A new scheme is one file (see
 methods/moreau_jean.py and methods/paoli_schatzman.py). The same source is compiled by numba for
 built-in problems (their kernels are numba functions) and runs as plain Python for a user's
 plain-Python problem (its methods wrapped, with every returned value checked, by
-:func:`impactbench.problem.python_kernels`) or when the method is built with ``compiled=False``.
-Statuses, counters and the two reporting kernels are in :mod:`impactbench.status_codes`.
+:func:`impactbench.core.problem.python_kernels`) or when the method is built with
+``compiled=False``. Statuses, counters and the two reporting kernels are in
+:mod:`impactbench.core.status_codes`.
 
 Loop signature (arrays preallocated here; the loop allocates nothing)::
 
@@ -151,7 +152,8 @@ class TimeStepping(Method):
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
         """Build the time loop for a problem (see the module docstring for its signature):
-        usually ``impactbench.driver.make_loop(SCHEME, bindings, n_dof, n_constraints, compile)``.
+        usually ``impactbench.core.driver.make_loop(SCHEME, bindings, n_dof, n_constraints,
+        compile)``.
 
         The loops bind ``n_dof`` and ``n_constraints`` as compile-time constants: numba then
         unrolls the small linear algebra completely (measured: a 1 x 1 solve in a loop goes from
@@ -174,7 +176,8 @@ class TimeStepping(Method):
     def loop_for(self, problem: Problem) -> tuple[Callable, CheckedCalls | None]:
         """The loop used for ``problem`` (compiled once per class, sizes
         and loop options), and None if it is compiled or
-        else the checked calls of the problem it runs (:func:`impactbench.problem.python_kernels`).
+        else the checked calls of the problem it runs
+        (:func:`impactbench.core.problem.python_kernels`).
         """
         kernels = problem.kernels()
         n, m = problem.n_dof, problem.n_constraints

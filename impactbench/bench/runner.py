@@ -66,17 +66,17 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import _checks
-from ._files import CacheWarning, write_atomic
-from .fitting import perturbed_steps
-from .impact_events import impact_events
-from .method import Method
-from .metrics import METRICS
-from .problem import Problem
-from .reference import Reference
-from .simulate import simulate
-from .trajectory import Status, Trajectory
-from .versioning import source_digest
+from ..analysis.fitting import perturbed_steps
+from ..analysis.impact_events import impact_events
+from ..analysis.metrics import METRICS
+from ..analysis.reference import Reference
+from ..core import _checks
+from ..core._files import CacheWarning, write_atomic
+from ..core.method import Method
+from ..core.problem import Problem
+from ..core.simulate import simulate
+from ..core.trajectory import Status, Trajectory
+from ..core.versioning import source_digest
 
 ProblemFactory = Callable[..., Problem]
 ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
@@ -156,7 +156,7 @@ class Run:
     output_every : int
         Output decimation passed to :func:`impactbench.simulate`.
     metrics : sequence of str
-        Names from :data:`impactbench.metrics.METRICS`.
+        Names from :data:`impactbench.analysis.metrics.METRICS`.
     repeats : int
         Number of timed repetitions after the warm-up run.
     tolerance : str or None
@@ -170,8 +170,8 @@ class Run:
         Label in tables; default: the factory's name.
     nominal_h : float or None
         Time-stepping only: the nominal step of the phase family the run belongs to
-        (``h = nominal_h (1 + delta)``, :func:`impactbench.fitting.perturbed_steps`); a label
-        (column ``h_nominal`` of the tables), not part of the cache key. Default: ``h``.
+        (``h = nominal_h (1 + delta)``, :func:`impactbench.analysis.fitting.perturbed_steps`); a
+        label (column ``h_nominal`` of the tables), not part of the cache key. Default: ``h``.
     artefact : callable or None
         Module-level function ``artefact(run, problem, trajectory) -> {name: DataFrame}``: what
         the study's report needs from the trajectory beyond the metrics (an energy curve, fitted
@@ -303,7 +303,7 @@ def expand(
     """Expand a study grid into runs: cases x grids x parameter combinations (x steps x phases).
 
     Time-stepping methods (``requires_step``) get ``phases`` runs per nominal step h in
-    ``steps``, at the steps h (1 + delta_j) of :func:`impactbench.fitting.perturbed_steps`
+    ``steps``, at the steps h (1 + delta_j) of :func:`impactbench.analysis.fitting.perturbed_steps`
     (delta_0 = 0: with ``phases=1`` the nominal steps alone), each labelled with its nominal
     step; adaptive methods one run per parameter combination. The order is that of the loops:
     cases, grids, parameter combinations (first parameter slowest), steps, phases.
@@ -381,7 +381,7 @@ def package_versions() -> dict[str, str]:
 def git_revision() -> str:
     """Commit of the source tree of this package (``-dirty`` if a tracked source file outside
     ``reports/`` is modified), else "unknown"."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -417,8 +417,8 @@ class Outcome:
         Metric name -> value (NaN when the run failed or no reference exists).
     cost : dict
         ``h_used`` (None for adaptive methods), ``steps``, ``force_evaluations``, ``impacts``
-        (impact events, :mod:`impactbench.impact_events`), ``impact_log_entries`` (the raw log),
-        ``contact_phases`` and ``contact_time`` (persistent contact).
+        (impact events, :mod:`impactbench.analysis.impact_events`), ``impact_log_entries`` (the raw
+        log), ``contact_phases`` and ``contact_time`` (persistent contact).
     timing : dict
         ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``
         and ``warmup_time``.

@@ -21,7 +21,7 @@ STATUS_PROJECTION_NOT_CONVERGED = 3
 STATUS_MASS_NOT_SPD = 4
 STATUS_GAP_NOT_FINITE = 5
 #: A constraint in contact has a vanishing gradient: its Delassus number grad g^T M^-1 grad g is
-#: not positive (the contact helpers return :data:`impactbench.contact.DEGENERATE_GRADIENT`).
+#: not positive (the contact helpers return :data:`impactbench.core.contact.DEGENERATE_GRADIENT`).
 STATUS_DEGENERATE_GRADIENT = 6
 
 FAILURE_REASONS = {

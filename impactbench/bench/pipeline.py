@@ -54,7 +54,7 @@ class StudyResult:
         The stored table (``folder/results.csv``), one row per run.
     folder : Path
         Where the table, its provenance, the Parquet copy, the runs' artefacts
-        (:func:`impactbench.results.write_artefacts`) and the report were written.
+        (:func:`impactbench.bench.results.write_artefacts`) and the report were written.
     elapsed : float
         Wall time of the runs, in seconds.
     """
@@ -121,7 +121,7 @@ def _store_references(runs: Sequence[Run], outcomes: Sequence[Outcome]) -> None:
 
 
 def _study(study: Study | str) -> Study:
-    from .studies import STUDIES
+    from ..studies import STUDIES
 
     if isinstance(study, Study):
         return study
@@ -148,12 +148,12 @@ def run_study(
     Parameters
     ----------
     study : Study or str
-        A :class:`impactbench.study.Study` (a user's, or one of ``impactbench.studies.STUDIES``)
-        or the name of a built-in study.
+        A :class:`impactbench.bench.study.Study` (a user's, or one of
+        ``impactbench.studies.STUDIES``) or the name of a built-in study.
     quick : bool
         The quick grid (seconds; the tests' grid) instead of the full one.
     jobs, backend, scheduler, cache_dir, use_cache, retries
-        As :func:`impactbench.runner.execute`; ``jobs`` is capped by the study's ``max_jobs``.
+        As :func:`impactbench.bench.runner.execute`; ``jobs`` is capped by the study's ``max_jobs``.
     output : path, optional
         Parent folder of the study's folder; default ``reports`` (``reports-quick`` when
         ``quick``).

@@ -4,14 +4,14 @@ Columns, in this order:
 
 * the run: ``study``, ``problem``, ``method`` (name with its parameters except the tolerance,
   e.g. ``MoreauJean[theta=0.5]``), ``family``, ``h`` (requested step; NaN for adaptive methods),
-  ``h_nominal`` (the nominal step of the run's phase family, :class:`impactbench.runner.Run`;
+  ``h_nominal`` (the nominal step of the run's phase family, :class:`impactbench.bench.runner.Run`;
   equal to ``h`` outside phase families, NaN for adaptive methods), ``tolerance`` (the swept
   tolerance of an adaptive method; NaN otherwise), ``t_end``,
   ``output_every``, ``repeats``, then ``problem.<name>`` and ``method.<name>`` for every
   constructor parameter given (lists and dicts as JSON);
-* the metrics (:data:`impactbench.metrics.METRICS` order; NaN for a failed run);
+* the metrics (:data:`impactbench.analysis.metrics.METRICS` order; NaN for a failed run);
 * the cost: ``h_used`` (the step actually used), ``steps``, ``force_evaluations``, ``impacts``
-  (impact events, one definition for every method: :mod:`impactbench.impact_events`),
+  (impact events, one definition for every method: :mod:`impactbench.analysis.impact_events`),
   ``impact_log_entries`` (the method's raw impact log), ``contact_phases`` and ``contact_time``
   (persistent contact);
 * ``status`` and ``error``;
@@ -19,8 +19,8 @@ Columns, in this order:
   ``impactbench``, ``numpy``, ``scipy``, ``numba``;
 * timing, last: :data:`TIMING_COLUMNS`.
 
-Rows follow the order of the study's runs (:func:`impactbench.runner.expand` order), which does
-not depend on the order in which the runs finished. Floats are written with the shortest repr
+Rows follow the order of the study's runs (:func:`impactbench.bench.runner.expand` order), which
+does not depend on the order in which the runs finished. Floats are written with the shortest repr
 that reads back exactly, so the same study run twice, serially or in parallel, gives a
 byte-identical table apart from the timing columns (compare with ``timing=False``). The time the
 table was written and how it was produced go in a separate provenance file
@@ -38,8 +38,8 @@ from typing import Any
 
 import pandas as pd
 
-from ._files import CacheWarning, write_atomic
-from .metrics import METRICS
+from ..analysis.metrics import METRICS
+from ..core._files import CacheWarning, write_atomic
 from .runner import FAILED, PACKAGES, Outcome, Run
 
 RUN_COLUMNS = (
@@ -93,7 +93,7 @@ def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) ->
     study : str
         Study name (the ``study`` column).
     runs, outcomes : sequence
-        The runs and what :func:`impactbench.runner.execute` returned for them.
+        The runs and what :func:`impactbench.bench.runner.execute` returned for them.
     """
     rows = []
     parameters: dict[str, None] = {}

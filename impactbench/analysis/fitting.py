@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .trajectory import Status
+from ..core.trajectory import Status
 
 #: Statuses of a fitted sweep (:attr:`OrderFit.status`).
 ORDER = "order"

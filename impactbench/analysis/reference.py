@@ -6,7 +6,8 @@ high-accuracy run of the given method with dense output (typically
 ``impactbench.methods.reference_method()``: DOP853 event-driven at rtol 1e-12), stored on disk so
 a study computes it once. The cache key is a digest of the problem (class and every attribute),
 the horizon, the method's name and parameters, and the code version of the core, the problem's
-module and the method's module (:mod:`impactbench.versioning`): editing any of them recomputes it.
+module and the method's module (:mod:`impactbench.core.versioning`): editing any of them recomputes
+it.
 
 Cache location: ``$IMPACTBENCH_REFERENCE_DIR`` if set, else
 ``$XDG_CACHE_HOME/impactbench/references`` (default ``~/.cache/impactbench/references``).
@@ -15,7 +16,7 @@ it.
 
 Entries are data, never code (a cache folder is shared and copied between machines). An entry
 ``<key>.npz`` is an uncompressed NumPy archive, written atomically, read member by member
-without unpickling (:func:`impactbench._files.read_npz`). It holds ``header``, a JSON text
+without unpickling (:func:`impactbench.core._files.read_npz`). It holds ``header``, a JSON text
 (schema version, key, the description the key was hashed from, and the reference's
 ``parameters``), and the arrays of the dense output: ``breaks`` (k + 1,), ``values``
 (k, d + 1, 2 n) and ``impacts`` (m,), float64 (:class:`impactbench.DenseOutput`). On load the
@@ -41,13 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from ._files import CacheWarning, read_npz, write_atomic
-from .dense import DenseOutput
-from .method import Method
-from .problem import Problem
-from .simulate import simulate
-from .trajectory import Status, Trajectory
-from .versioning import source_digest
+from ..core._files import CacheWarning, read_npz, write_atomic
+from ..core.dense import DenseOutput
+from ..core.method import Method
+from ..core.problem import Problem
+from ..core.simulate import simulate
+from ..core.trajectory import Status, Trajectory
+from ..core.versioning import source_digest
 
 State = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -91,7 +92,7 @@ class Reference:
         closed form (exact up to round-off); for a run of a method with a relative tolerance
         rtol, :data:`RUN_ACCURACY_FACTOR` rtol (see there); NaN when it claims nothing (a
         trajectory without tolerance, interpolated linearly). Errors of a run below ten times
-        this say nothing about the run (:func:`impactbench.fitting.error_floor`).
+        this say nothing about the run (:func:`impactbench.analysis.fitting.error_floor`).
     """
 
     kind: str

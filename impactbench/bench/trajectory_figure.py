@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .energy import kinetic_energy, potential_energy
-from .impact_events import impact_events
-from .method import Method
-from .problem import Problem
-from .reference import Reference
+from ..analysis.impact_events import impact_events
+from ..analysis.reference import Reference
+from ..core.energy import kinetic_energy, potential_energy
+from ..core.method import Method
+from ..core.problem import Problem
+from ..core.trajectory import ImpactLog, Status, Trajectory
 from .style import new_figure
-from .trajectory import ImpactLog, Status, Trajectory
 
 #: Points at which the reference is drawn (and evaluated for the energy error).
 REFERENCE_POINTS = 2000

@@ -6,7 +6,7 @@ run stores: its samples ``(t, q, v)``, the energy at the samples and the impact-
 
 Impacts. A time-stepping run logs every step at which a constraint received an impulse, so one
 physical impact can be several consecutive entries (Paoli-Schatzman logs two: its reflection
-spans two steps); :func:`impactbench.impact_events.impact_events` merges them into impact
+spans two steps); :func:`impactbench.analysis.impact_events.impact_events` merges them into impact
 events, the one clustering rule of the package. An event-driven run logs each located impact once
 and stores the states just before and just after it as two samples with the same time
 (:func:`impact_sample_pairs`).
@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..core.trajectory import Trajectory
 from .impact_events import impact_events
-from .trajectory import Trajectory
 
 
 class LogFit(NamedTuple):
@@ -48,9 +48,9 @@ def pre_impact_kinetic_energies(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Times of the impact events of a run and the normal kinetic energy m u^2 / 2 before them.
 
-    The events are those of :func:`impactbench.impact_events.impact_events`; the first log entry
-    of each gives its normal velocity u. For a 1-DOF system with |grad g| = 1 and mass ``mass``
-    this is the kinetic energy before impact.
+    The events are those of :func:`impactbench.analysis.impact_events.impact_events`; the first log
+    entry of each gives its normal velocity u. For a 1-DOF system with |grad g| = 1 and mass
+    ``mass`` this is the kinetic energy before impact.
 
     Returns
     -------

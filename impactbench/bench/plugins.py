@@ -8,7 +8,7 @@ A package adds to impactbench without editing it by declaring entry points in it
     [project.entry-points."impactbench.problems"]
     MyModel = "my_package.models:MyModel"             # a Problem subclass (or factory)
     [project.entry-points."impactbench.studies"]
-    my_study = "my_package.study:STUDY"               # an impactbench.study.Study
+    my_study = "my_package.study:STUDY"               # an impactbench.bench.study.Study
 
 Once installed, each is in ``METHODS``, ``PROBLEMS`` or ``STUDIES`` under its entry-point name (a
 study under its own ``name``): it is listed by ``impactbench list`` and runs by name in
@@ -90,7 +90,7 @@ def load_study_file(path: Path | str) -> Any:
     ------
     ValueError
         If ``path`` is not a ``.py`` file, or the file defines no ``STUDY`` (an
-        :class:`impactbench.study.Study`), or its module name is taken by another module.
+        :class:`impactbench.bench.study.Study`), or its module name is taken by another module.
     """
     from .study import Study
 
@@ -121,7 +121,7 @@ def load_study_file(path: Path | str) -> Any:
     study = getattr(sys.modules[name], "STUDY", None)
     if not isinstance(study, Study):
         raise ValueError(
-            f"study file {str(path)!r} must define STUDY, an impactbench.study.Study, got "
+            f"study file {str(path)!r} must define STUDY, an impactbench.bench.study.Study, got "
             f"{study!r:.100}"
         )
     return study

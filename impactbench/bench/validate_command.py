@@ -1,5 +1,5 @@
-"""``impactbench validate METHOD``: the conformance suite (:func:`impactbench.testing.check_method`)
-on the command line.
+"""``impactbench validate METHOD``: the conformance suite
+(:func:`impactbench.bench.testing.check_method`) on the command line.
 
 METHOD is a built-in name with optional parameters (``MoreauJean[theta=0.5]``) or a class of
 another module, ``MODULE:CLASS[param=value,...]`` (``my_package.schemes:MyScheme[order=2]``);
@@ -16,8 +16,8 @@ import re
 import sys
 from typing import Any
 
-from . import names
-from .method import Method
+from ..core import names
+from ..core.method import Method
 from .testing import LEVELS, check_method
 
 _EXTERNAL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*(\w+)\s*(\[.*\])?\s*$")
@@ -32,7 +32,7 @@ def load_method(spec: str) -> Method:
         For a malformed spec, a module that cannot be imported, a missing class, a class that
         is not a :class:`impactbench.Method`, or parameters the class rejects.
     """
-    from .methods import METHODS
+    from ..methods import METHODS
 
     match = _EXTERNAL.match(spec) if isinstance(spec, str) else None
     if match is None:

@@ -345,7 +345,7 @@ def impact_velocity(
     return v_plus, ws[4][: rows.shape[0]].copy()
 
 
-# Names bound per problem by :func:`make_metric_projection` (see impactbench._jit.specialize).
+# Names bound per problem by :func:`make_metric_projection` (see impactbench.core._jit.specialize).
 gap = gap_gradient = None
 AFFINE_GAP = SINGLE_CONSTRAINT = False
 

@@ -145,8 +145,8 @@ class Problem(ABC):
 
         The values returned at (t0, q0, v0) must have the contract's shapes, be real and finite,
         and the mass matrix must be symmetric positive definite and well conditioned
-        (:func:`impactbench._checks.spd_matrix`). During a run the plain-Python path checks every
-        returned value again (:class:`CheckedCalls`).
+        (:func:`impactbench.core._checks.spd_matrix`). During a run the plain-Python path checks
+        every returned value again (:class:`CheckedCalls`).
 
         Raises
         ------
@@ -255,7 +255,7 @@ def _first_non_finite(a):
 @kernel
 def _matrix_defect(a, tol, max_condition, work):
     """0 if the square matrix ``a`` is finite, symmetric (max |a - a^T| <= tol max |a|),
-    positive definite (:func:`impactbench.contact.ldl_factor` succeeds, into ``work``) and not
+    positive definite (:func:`impactbench.core.contact.ldl_factor` succeeds, into ``work``) and not
     numerically singular, else the code of the first defect found.
 
     Numerically singular: a pivot d_j of the LDL^T factorisation below max |a| / max_condition.
@@ -371,9 +371,9 @@ class CheckedCalls:
     problem method and the expected and actual shape or value. Checked on every call: real
     numbers, exactly the contract's shape ((n,) forces, (m,) gap, (m, n) gap gradient, (n, n)
     mass matrix), finite; the mass matrix symmetric (relative
-    :data:`impactbench._checks.SYMMETRY_TOLERANCE`), positive definite (its LDL^T
-    factorisation, :func:`impactbench.contact.ldl_factor`, the test the loops apply) and not
-    numerically singular (no pivot below max |M| / :data:`impactbench._checks.MAX_CONDITION`,
+    :data:`impactbench.core._checks.SYMMETRY_TOLERANCE`), positive definite (its LDL^T
+    factorisation, :func:`impactbench.core.contact.ldl_factor`, the test the loops apply) and not
+    numerically singular (no pivot below max |M| / :data:`impactbench.core._checks.MAX_CONDITION`,
     which accepts every M that :meth:`Problem.check` accepts at q0); no row of
     the gap gradient zero where its gap is <= 0 (in contact the impulse and projection
     direction M^-1 grad g_i is then undefined). A value of the right shape is passed on

@@ -3,8 +3,8 @@
 ``reports/<study>/README.md`` holds a study's header (what it measures, the grid, provenance),
 the sections its report function returns (tables and figures), its failed runs, and its key
 findings; ``reports/README.md`` indexes the studies with their findings. Every figure follows
-:mod:`impactbench.style` (journal column sizes, fonts, a fixed colour and marker per method, PNG
-with PDF and SVG next to it); figures use matplotlib's Agg renderer through
+:mod:`impactbench.bench.style` (journal column sizes, fonts, a fixed colour and marker per method,
+PNG with PDF and SVG next to it); figures use matplotlib's Agg renderer through
 :class:`matplotlib.figure.Figure` (no pyplot state) and are written atomically.
 """
 
@@ -22,9 +22,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..analysis.fitting import ORDER, OrderFit
+from ..core._files import write_atomic
 from . import style
-from ._files import write_atomic
-from .fitting import ORDER, OrderFit
 from .results import PROVENANCE_COLUMNS, read_provenance, read_table
 from .runner import FAILED
 from .study import Study, StudyReport
@@ -71,7 +71,7 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
 def new_figure(
     panels: int, *, width: float = 5.0, height: float = 4.0
 ) -> tuple[Figure, list[Axes]]:
-    """A journal-sized figure with ``panels`` axes (:func:`impactbench.style.new_figure`).
+    """A journal-sized figure with ``panels`` axes (:func:`impactbench.bench.style.new_figure`).
 
     ``width`` and ``height`` (inches) give the panels' aspect ratio, not the figure's size; a
     single panel asked 6 in wide or more gets the text width instead of one column.
@@ -103,7 +103,7 @@ def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = 
 def plot_medians(ax: Axes, medians: pd.DataFrame, x: str, y: str) -> None:
     """Phase-averaged errors: per method the medians joined by a line, and the smallest to the
     largest error of each phase family as a vertical bar (columns ``y``, ``y_min``, ``y_max`` of
-    :func:`impactbench.fitting.phase_medians`); log-log, non-positive values left out."""
+    :func:`impactbench.analysis.fitting.phase_medians`); log-log, non-positive values left out."""
     for name, group in medians.groupby("method", sort=True):
         group = group[(group[x] > 0) & (group[y] > 0)].sort_values(x, kind="stable")
         if group.empty:

@@ -9,7 +9,7 @@ step selection, step-size controller (safety 0.9, factors in [0.2, 10], exponent
 interpolant with three extra stages). The formulas follow scipy's ``scipy.integrate._ivp.rk``
 and Hairer, Norsett & Wanner, *Solving Ordinary Differential Equations I*, Sec. II.4-II.6.
 
-Each function is a template (see :mod:`impactbench._jit`) whose free globals are the right-hand
+Each function is a template (see :mod:`impactbench.core._jit`) whose free globals are the right-hand
 side ``rhs(t, y, p, out, ws)`` (writes ``y' = f(t, y)`` into ``out``; ``p`` parameters, ``ws`` its
 scratch) and the method's tableau, bound per problem by :func:`make_rk_integrator`. Nothing
 allocates per step: the stages live in a preallocated array ``K`` (:meth:`RungeKuttaIntegrator.

@@ -19,7 +19,7 @@ driver reads its first rows:
 The scheme's own rows start at ``FIRST_SCHEME_ROW``. ``Z`` (2, n) holds the candidate new state,
 ``Z[NEXT_Q]`` and ``Z[NEXT_V]``, checked for finiteness by the driver before the scheme commits
 it (so that a failure reports the last finite state). ``rows`` (int64, max(m, 1)) and ``ws``
-(:func:`impactbench.contact.make_workspace`) complete the work space.
+(:func:`impactbench.core.contact.make_workspace`) complete the work space.
 
 Three compilation choices keep the driver as fast as a hand-written loop per scheme (measured
 with benchmarks/loops.py):
@@ -28,12 +28,12 @@ with benchmarks/loops.py):
   in it allocates (the buffers are allocated by :func:`make_loop`'s wrapper), and every array
   passed to an inlined scheme function, and every slice of it, would otherwise be
   reference-counted at each step (measured 60-230 ns/step against 6-60 for the whole step);
-* ``X`` is seen through :func:`impactbench._jit.constant_shape_view` (plain Python: a
+* ``X`` is seen through :func:`impactbench.core._jit.constant_shape_view` (plain Python: a
   reshape), whose shape and strides are compile-time constants: slices of it at constant
   offsets are then provably disjoint for LLVM, which keeps values in registers across the
   stores of a step (with the argument's run-time strides, or with ``reshape``, the pendulum's
   step cost 2x);
-* ``Z`` is an array on the loop's stack (:func:`impactbench._jit.stack_array`; plain Python:
+* ``Z`` is an array on the loop's stack (:func:`impactbench.core._jit.stack_array`; plain Python:
   zeros): LLVM promotes it to registers, so the candidate state costs no stores (in ``X`` its
   four stores per step on a 2-DOF problem cost up to 1.2 ns/step, 20 % of the slanted wall's
   step).
@@ -181,12 +181,12 @@ def _time_loop(
 
 
 def _zeros(height: int, width: int) -> np.ndarray:
-    """Plain-Python counterpart of :func:`impactbench._jit.stack_array`."""
+    """Plain-Python counterpart of :func:`impactbench.core._jit.stack_array`."""
     return np.zeros((height, width))
 
 
 def _reshaped(buffer: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Plain-Python counterpart of :func:`impactbench._jit.constant_shape_view`."""
+    """Plain-Python counterpart of :func:`impactbench.core._jit.constant_shape_view`."""
     return buffer.reshape((height, width))
 
 
@@ -211,14 +211,14 @@ def make_loop(
     n_dof, n_constraints : int
         Sizes, bound as compile-time constants (numba then unrolls the small linear algebra).
     compile : bool
-        Compile with numba (cached on disk, see :func:`impactbench._jit.specialize`), or return
+        Compile with numba (cached on disk, see :func:`impactbench.core._jit.specialize`), or return
         the plain-Python loop.
 
     Returns
     -------
     function
         ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
-        log_u, counters, state)`` (see :mod:`impactbench.timestepping`); the work buffers are
+        log_u, counters, state)`` (see :mod:`impactbench.core.timestepping`); the work buffers are
         allocated on each call, before the loop.
     """
     sizes = {

@@ -91,7 +91,7 @@ class Trajectory:
     dense : DenseOutput or None
         Interpolant of the whole run, evaluable at any time in [t0, t_end]: ``dense(t)`` gives
         the right-continuous (q, v) (post-impact at an impact), ``dense.left(t)`` the left limit
-        (see :mod:`impactbench.dense`). Only from methods that offer it and were asked for it
+        (see :mod:`impactbench.core.dense`). Only from methods that offer it and were asked for it
         (``EventDriven(dense_output=True)``); None otherwise.
     """
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: Core modules that only analyse or present results: they do not change a computed number.
+#: Modules that only analyse or present results: they do not change a computed number.
 PRESENTATION_MODULES = frozenset(
     {
         "cli.py",
@@ -44,11 +44,17 @@ def _digest(path: Path) -> str:
     return _file_digest(str(path), stat.st_mtime_ns, stat.st_size)
 
 
+#: The layers of the package; every module of theirs but the presentation modules counts in a
+#: code version (the runner, in the benchmarking layer, computes a run's metrics and costs).
+COMPUTATIONAL_LAYERS = ("core", "analysis", "bench")
+
+
 def _core_sources() -> dict[str, Path]:
-    folder = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent
     return {
-        f"{__package__}.{path.stem}": path
-        for path in sorted(folder.glob("*.py"))
+        f"{root.name}.{layer}.{path.stem}": path
+        for layer in COMPUTATIONAL_LAYERS
+        for path in sorted((root / layer).glob("*.py"))
         if path.name not in PRESENTATION_MODULES
     }
 
@@ -64,7 +70,12 @@ def _module_sources(obj: Any, presentation_too: bool = False) -> dict[str, Path]
     """
     root = sys.modules[obj.__module__]
     package = root.__name__.partition(".")[0]
-    presentation = {f"{__package__}.{Path(name).stem}" for name in PRESENTATION_MODULES}
+    root_package = Path(__file__).resolve().parent.parent.name
+    presentation = {
+        f"{root_package}.{layer}.{Path(name).stem}"
+        for layer in COMPUTATIONAL_LAYERS
+        for name in PRESENTATION_MODULES
+    }
     found: dict[str, Any] = {}
     stack = [root]
     while stack:

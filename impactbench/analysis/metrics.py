@@ -20,11 +20,13 @@ Impact matching
 The run's impacts are the times in its impact log (time-stepping: the end of each step with a
 positive impulse, so a persistent contact logs every step). A run impact and a reference impact
 match when they are at most ``w = max(10 h, 2e-2 (T - t0))`` apart
-(:func:`impactbench.impact_events.matching_window`; h the step used, 0 for adaptive runs).
+(:func:`impactbench.analysis.impact_events.matching_window`; h the step used, 0 for adaptive runs).
 Reference impacts closer than ``2 w`` to a neighbour (an accumulation) are not counted as
-missed; the run's impacts are its impact events (:func:`impactbench.impact_events.impact_events`:
-a persistent contact is one event) and an event is spurious when no reference impact lies within
-``w`` of it. The window and the nearest-impact search are those of :mod:`impactbench.impact_events`.
+missed; the run's impacts are its impact events
+(:func:`impactbench.analysis.impact_events.impact_events`: a persistent contact is one event) and
+an event is spurious when no reference impact lies within ``w`` of it. The window and the
+nearest-impact search are those of
+:mod:`impactbench.analysis.impact_events`.
 
 Graph distance
 --------------
@@ -43,13 +45,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core._jit import kernel
+from ..core.energy import energy
+from ..core.problem import Problem
+from ..core.trajectory import Trajectory
 from . import fitting
-from ._jit import kernel
-from .energy import energy
 from .impact_events import impact_events, isolated_impacts, matching_window, nearest_impacts
-from .problem import Problem
 from .reference import Reference
-from .trajectory import Trajectory
 
 #: Relative accuracy to which :func:`graph_distance` resolves the supremum along segments.
 GRAPH_RTOL = 1e-3
@@ -272,7 +274,7 @@ def missed_impacts(problem: Problem, trajectory: Trajectory, reference: Referenc
 def spurious_impacts(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
     """Number of impact events of the run with no reference impact within the window.
 
-    The events are those of :func:`impactbench.impact_events.impact_events` (a persistent
+    The events are those of :func:`impactbench.analysis.impact_events.impact_events` (a persistent
     contact is one event); an event from ``first`` to ``last`` entry matches when a reference
     impact lies in [first - w, last + w].
     """
@@ -358,8 +360,8 @@ SCALE_SAMPLES = 2001
 def error_floor(metric: str, problem: Problem, reference: Reference, t_end: float) -> float:
     """Smallest value of an error metric that says something about a run.
 
-    :func:`impactbench.fitting.error_floor` (max(100 eps S, 10 A)) with the metric's scale S
-    and the reference's claimed accuracy A (:attr:`Reference.accuracy`, absolute in q and v;
+    :func:`impactbench.analysis.fitting.error_floor` (max(100 eps S, 10 A)) with the metric's scale
+    S and the reference's claimed accuracy A (:attr:`Reference.accuracy`, absolute in q and v;
     NaN counts as 0) in the metric's unit. With Q and V the largest |q_i| and |v_i| of the
     reference on [t0, t_end] (sampled at :data:`SCALE_SAMPLES` times and its impacts) and
     tau = t_end - t0: position S = Q, accuracy A; velocity S = V, A; velocity x time (L1)

@@ -34,14 +34,14 @@ def simulate(
     h : float, optional
         Step of a time-stepping method (required there, with 0 < h <= t_end - t0, and h at
         least 4 eps max(|t0|, |t_end|) so that the times t0 + k h advance; see
-        :func:`impactbench.timestepping.step_count`). When h does not divide t_end - t0 the
+        :func:`impactbench.core.timestepping.step_count`). When h does not divide t_end - t0 the
         method uses the largest step below h that does (the step used is ``Trajectory.h``).
         Event-driven methods are adaptive and reject h (ValueError).
     output_every : int
         Keep every ``output_every``-th step (always the first and the last), so long runs keep
         bounded memory; a value at least the number of steps keeps the first and the last only.
         A time-stepping run whose samples would exceed
-        ``impactbench.timestepping.MAX_OUTPUT_BYTES`` (2 GiB) is refused (ValueError). For
+        ``impactbench.core.timestepping.MAX_OUTPUT_BYTES`` (2 GiB) is refused (ValueError). For
         event-driven runs it decimates the solver's accepted steps; the states just before and
         after each impact are always kept.
 

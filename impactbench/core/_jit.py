@@ -168,7 +168,7 @@ def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
     Its shape and strides are compile-time constants, unlike those of ``buffer.reshape(...)``
     (computed at run time): the row offsets of a buffer passed to a loop then fold into
     constants, and LLVM can prove its rows disjoint. The caller guarantees
-    ``buffer.size == height * width`` (:func:`impactbench.driver.make_loop` does).
+    ``buffer.size == height * width`` (:func:`impactbench.core.driver.make_loop` does).
     """
     if not (
         isinstance(height, numba_types.IntegerLiteral)

@@ -5,7 +5,7 @@ methods pass and returns a :class:`ValidationReport` (in the spirit of scikit-le
 Properties checked (each a row of the report: measured value, threshold, verdict)
 ----------------------------------------------------------------------------------
 order through impacts
-    Phase-averaged observed orders (:mod:`impactbench.fitting`: each nominal step h run at
+    Phase-averaged observed orders (:mod:`impactbench.analysis.fitting`: each nominal step h run at
     h (1 + delta_j), the median error of each family fitted with its 95 % interval, errors at
     the round-off floor excluded) of the position error (max norm) and of the Hausdorff distance
     between the velocity graphs, against the closed forms of the bouncing ball through its
@@ -59,12 +59,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import fitting, metrics
-from .method import Method
-from .problem import Problem
-from .reference import Reference
-from .simulate import simulate
-from .trajectory import SimulationError, Trajectory
+from ..analysis import fitting, metrics
+from ..analysis.reference import Reference
+from ..core.method import Method
+from ..core.problem import Problem
+from ..core.simulate import simulate
+from ..core.trajectory import SimulationError, Trajectory
 
 #: Smallest fitted order through impacts accepted for a time-stepping method.
 MIN_ORDER = 0.8
@@ -78,7 +78,7 @@ DEPTH_CONSTANT = 4.0
 #: Relative round-off allowed on energies and gaps.
 ROUND_OFF = 1e-12
 
-#: Error metrics whose order is fitted (impactbench.metrics).
+#: Error metrics whose order is fitted (impactbench.analysis.metrics).
 ORDER_METRICS = ("max_position_error", "hausdorff_velocity_distance")
 
 
@@ -240,7 +240,7 @@ def _fmt(value: float) -> str:
 
 
 def _closed_forms() -> list[tuple[str, Callable[[], Problem], Callable[[Problem], float]]]:
-    from .problems import BouncingBall, ImpactingOscillator, SlantedWall
+    from ..problems import BouncingBall, ImpactingOscillator, SlantedWall
 
     return [
         (
@@ -326,7 +326,7 @@ def _scale(metric: str, problem: Problem, reference: Reference, t_end: float) ->
 
 
 def _kinetic_metric_check(method: Method, level: Level, tolerance: str) -> Check:
-    from .problems import SlantedWall
+    from ..problems import SlantedWall
 
     wall = SlantedWall(restitution=0.7)
     name = f"{wall.name} (non-diagonal M)"
@@ -355,7 +355,7 @@ def _kinetic_metric_check(method: Method, level: Level, tolerance: str) -> Check
 
 
 def _depth(problem: Problem, run: Trajectory, start: float, end: float) -> float:
-    from .metrics import penetration_depths
+    from ..analysis.metrics import penetration_depths
 
     window = (run.t >= start) & (run.t <= end)
     return float(np.max(penetration_depths(problem, run.q[window]), initial=0.0))
@@ -415,7 +415,7 @@ def _tolerance_of(method: Method) -> float:
 
 
 def _energy_check(method: Method, level: Level) -> Check:
-    from .problems import BouncingBall
+    from ..problems import BouncingBall
 
     ball = BouncingBall(q0=1.0, v0=0.0, restitution=0.8)
     t_end = 0.9 * ball.accumulation_time
@@ -457,7 +457,7 @@ def _energy_check(method: Method, level: Level) -> Check:
 
 
 def _bad_input_check(method: Method) -> Check:
-    from .problems import BouncingBall
+    from ..problems import BouncingBall
 
     ball = BouncingBall(q0=1.0, v0=0.0, restitution=0.8)
     h = 1e-2 if method.requires_step else None
@@ -499,7 +499,7 @@ def _bad_input_check(method: Method) -> Check:
 
 
 def _determinism_check(method: Method, level: Level) -> Check:
-    from .problems import SlantedWall
+    from ..problems import SlantedWall
 
     wall = SlantedWall(restitution=0.7)
     h = level.steps[0] if method.requires_step else None

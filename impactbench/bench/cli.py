@@ -23,19 +23,21 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import SimulationError, names, simulate, style
-from ._files import CacheWarning, write_atomic
-from .energy import energy
-from .methods import METHODS, reference_method
-from .metrics import METRICS, Reference
+from .. import SimulationError, simulate
+from ..analysis.metrics import METRICS, Reference
+from ..analysis.reference import reference
+from ..core import names
+from ..core._files import CacheWarning, write_atomic
+from ..core.energy import energy
+from ..methods import METHODS, reference_method
+from ..problems import PROBLEMS
+from ..studies import STUDIES
+from . import style
 from .pipeline import DEFAULT_OUTPUT, run_study
 from .plugins import load_study_file
-from .problems import PROBLEMS
-from .reference import reference
 from .report import TABLE_FILE, write_index, write_study_report
 from .results import format_float
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
-from .studies import STUDIES
 from .study import Study
 from .trajectory_figure import trajectory_figure
 from .validate_command import add_parser as add_validate_parser
@@ -48,7 +50,7 @@ class UsageError(ValueError):
 
 
 def parse_spec(text: str, table: dict[str, Any], kind: str) -> tuple[Any, dict[str, Any]]:
-    """:func:`impactbench.names.parse_spec`, raising :class:`UsageError` (exit code 2)."""
+    """:func:`impactbench.core.names.parse_spec`, raising :class:`UsageError` (exit code 2)."""
     try:
         return names.parse_spec(text, table, kind)
     except ValueError as error:
