@@ -5,7 +5,8 @@
 closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and the
 exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators, the
 slanted wall and the undamped, unforced 1-DOF tight joint. The 2-DOF tight joint and the double
-pendulum have none (references are accurate event-driven runs), nor has the column of beads.
+pendulum have none (references are accurate event-driven runs), nor have the column of beads
+and Newton's cradle.
 """
 
 import inspect
@@ -17,6 +18,7 @@ from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
+from .newtons_cradle import NewtonsCradle
 from .slanted_wall import SlantedWall
 from .tight_joint import TightJoint, TightJoint2D
 
@@ -29,6 +31,7 @@ PROBLEMS = {
     "TightJoint2D": TightJoint2D,
     "DoublePendulum": DoublePendulum,
     "ColumnOfBeads": ColumnOfBeads,
+    "NewtonsCradle": NewtonsCradle,
 }
 PROBLEMS.update(
     discover(
@@ -49,6 +52,7 @@ __all__ = [
     "DoublePendulum",
     "ForcedImpactOscillator",
     "ImpactingOscillator",
+    "NewtonsCradle",
     "SlantedWall",
     "TightJoint",
     "TightJoint2D",
