@@ -18,6 +18,7 @@ from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
+from .impacting_bar import ImpactingBar
 from .newtons_cradle import NewtonsCradle
 from .slanted_wall import SlantedWall
 from .tight_joint import TightJoint, TightJoint2D
@@ -32,6 +33,7 @@ PROBLEMS = {
     "DoublePendulum": DoublePendulum,
     "ColumnOfBeads": ColumnOfBeads,
     "NewtonsCradle": NewtonsCradle,
+    "ImpactingBar": ImpactingBar,
 }
 PROBLEMS.update(
     discover(
@@ -51,6 +53,7 @@ __all__ = [
     "ColumnOfBeads",
     "DoublePendulum",
     "ForcedImpactOscillator",
+    "ImpactingBar",
     "ImpactingOscillator",
     "NewtonsCradle",
     "SlantedWall",
