@@ -59,6 +59,8 @@ from impactbench import _checks
 from impactbench._jit import kernel
 from impactbench.problem import CompiledProblem, ProblemKernels
 
+from .bouncing_ball import _validated_times
+
 
 @kernel
 def _bar_mass_matrix(q, p, out):
@@ -198,6 +200,17 @@ class ImpactingBar(CompiledProblem):
         """rho L v0^2 / 2, the conserved energy of the continuous bar."""
         return 0.5 * self.density * self.length * self.speed**2
 
+    def impact_times(self, t_end: float, max_count: int = 1) -> np.ndarray:
+        """The impact of the continuous bar in [t0, t_end]: [t1] or empty.
+
+        The bar hits the wall once (at t1 = t0 + d / v0); the release at t1 + 2L/c is not an
+        impact. A discrete bar with e = 0 has many small impacts of its end node during the
+        contact (chattering as the compression wave reflects between nodes).
+        """
+        _checks.positive_int(max_count, "max_count")
+        t_end = _checks.finite_scalar(t_end, "t_end")
+        return np.array([self.contact_time]) if self.contact_time <= t_end else np.zeros(0)
+
     def exact_solution(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Nodal values of the continuous solution (module notes).
 
@@ -211,8 +224,13 @@ class ImpactingBar(CompiledProblem):
         q, v : ndarray, shape (T, N + 1)
             u(x_i, t) and u_t(x_i, t) at the nodes. At a wave front (a set of measure zero)
             the velocity takes the value behind the front.
+
+        Raises
+        ------
+        ValueError
+            If t is not finite, not 1-D or below t0.
         """
-        t = np.atleast_1d(np.asarray(t, dtype=float))[:, None]
+        t = _validated_times(t, self.t0)[:, None]
         x = self.nodes[None, :]
         c, v0, d, length = self.wave_speed, self.speed, self.initial_gap, self.length
         s = t - self.contact_time
