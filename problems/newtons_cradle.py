@@ -82,8 +82,8 @@ class NewtonsCradle(CompiledProblem):
       v^+ = ((2 - N) v0 / N, 2 v0 / N, ..., 2 v0 / N). ``PaoliSchatzman`` (position-level
       Newton law on the step's active set, every contact closed in the impact step) produces
       exactly this. ``MoreauJean`` (theta = 1/2, position activation) produces it for N = 3;
-      for N >= 4 the row's contacts open after the first step at different steps and further
-      LCPs follow (measured: v = (-v0/3, 0, 0, 2 v0/3, 2 v0/3) for N = 5, k = 1, at h = 1e-3
+      for N >= 4 its first-step active set and later LCPs give a different split (mechanism not
+      analysed; measured: v = (-v0/3, 0, 0, 2 v0/3, 2 v0/3) for N = 5, k = 1, at h = 1e-3
       and 3e-3). None of the time-stepping answers is the cradle's.
 
     Parameters
