@@ -23,7 +23,7 @@ def __getattr__(name: str):
     """``run_study`` and ``StudyResult`` are imported on first use (they load the studies and
     the plotting stack, which ``import impactbench`` does not need)."""
     if name in ("run_study", "StudyResult"):
-        from . import pipeline
+        from .bench import pipeline
 
         return getattr(pipeline, name)
     raise AttributeError(f"module 'impactbench' has no attribute {name!r}")
