@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib import image as mpl_image
 
 from impactbench import Method
 from impactbench.bench.cli import main
@@ -45,6 +46,8 @@ def test_quick_run_of_every_study_succeeds(quick):
         for figure in folder.glob("*.png"):
             assert f"]({figure.name})" in readme
             assert figure.read_bytes().startswith(b"\x89PNG")
+            pixels = mpl_image.imread(figure)  # as a reader sees it: sized, and not blank
+            assert min(pixels.shape[:2]) >= 300 and pixels[..., :3].std() > 0.01, figure.name
             assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
             assert b"<svg" in figure.with_suffix(".svg").read_bytes()
         assert list(folder.glob("*.png")), name
