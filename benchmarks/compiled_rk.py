@@ -13,8 +13,8 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from impactbench._jit import kernel
-from impactbench.compiled_rk import make_rk_integrator
+from impactbench.core._jit import kernel
+from impactbench.core.compiled_rk import make_rk_integrator
 
 PARAMETERS = np.array([4.0, 0.1, 1.0, 1.3])
 Y0 = np.array([1.0, 0.0])

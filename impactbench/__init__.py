@@ -6,15 +6,15 @@ The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`si
 (name table ``PROBLEMS``).
 """
 
-from ._files import CacheWarning
-from .dense import DenseOutput
-from .energy import energy, kinetic_energy, potential_energy
-from .method import Method
-from .problem import CompiledProblem, Problem, ProblemKernels
-from .reference import Reference, reference
-from .simulate import simulate
-from .timestepping import TimeStepping
-from .trajectory import ImpactLog, SimulationError, Status, Trajectory
+from .analysis.reference import Reference, reference
+from .core._files import CacheWarning
+from .core.dense import DenseOutput
+from .core.energy import energy, kinetic_energy, potential_energy
+from .core.method import Method
+from .core.problem import CompiledProblem, Problem, ProblemKernels
+from .core.simulate import simulate
+from .core.timestepping import TimeStepping
+from .core.trajectory import ImpactLog, SimulationError, Status, Trajectory
 
 __version__ = "0.1.0"
 
@@ -23,7 +23,7 @@ def __getattr__(name: str):
     """``run_study`` and ``StudyResult`` are imported on first use (they load the studies and
     the plotting stack, which ``import impactbench`` does not need)."""
     if name in ("run_study", "StudyResult"):
-        from . import pipeline
+        from .bench import pipeline
 
         return getattr(pipeline, name)
     raise AttributeError(f"module 'impactbench' has no attribute {name!r}")

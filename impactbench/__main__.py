@@ -1,7 +1,7 @@
-"""``python -m impactbench``: the command line (see :mod:`impactbench.cli`)."""
+"""``python -m impactbench``: the command line (see :mod:`impactbench.bench.cli`)."""
 
 import sys
 
-from .cli import main
+from .bench.cli import main
 
 sys.exit(main())

@@ -2,16 +2,16 @@
 generalized-alpha, D1MinusLinear, Moreau-Jean with position projection) and event-driven.
 
 ``METHODS`` maps each class name to its class, followed by the methods of installed third-party
-packages (entry-point group ``impactbench.methods``, :mod:`impactbench.plugins`);
+packages (entry-point group ``impactbench.methods``, :mod:`impactbench.bench.plugins`);
 :func:`get_method` builds an instance from a name such as ``"MoreauJean"`` or
 ``"MoreauJean[theta=0.5]"`` (the form of ``Method.name``).
 """
 
 from __future__ import annotations
 
-from impactbench.method import Method
-from impactbench.names import parse_spec
-from impactbench.plugins import discover
+from impactbench.bench.plugins import discover
+from impactbench.core.method import Method
+from impactbench.core.names import parse_spec
 
 from .d1_minus_linear import D1MinusLinear
 from .event_driven import EventDriven

@@ -77,8 +77,8 @@ from typing import Any
 import numpy as np
 
 from impactbench import TimeStepping
-from impactbench._jit import hot_kernel, specialize
-from impactbench.contact import (
+from impactbench.core._jit import hot_kernel, specialize
+from impactbench.core.contact import (
     CURVATURE_FD_STEP,
     DEGENERATE_GRADIENT,
     delassus,
@@ -87,7 +87,7 @@ from impactbench.contact import (
     metric_row,
     solve_lcp,
 )
-from impactbench.driver import (
+from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
     NEXT_Q,
@@ -97,8 +97,8 @@ from impactbench.driver import (
     Scheme,
     make_loop,
 )
-from impactbench.problem import ProblemKernels
-from impactbench.status_codes import (
+from impactbench.core.problem import ProblemKernels
+from impactbench.core.status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
@@ -109,12 +109,12 @@ from impactbench.status_codes import (
 #: Factor of the round-off tolerance tau_i of a vanishing normal velocity (module docstring).
 VANISHING_FACTOR = 64.0 * float(np.finfo(float).eps)
 
-# Names bound per problem by impactbench.driver.make_loop.
+# Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = 0
 
-# The scheme's rows of the driver's buffer X (impactbench.driver): vectors of length n or m,
+# The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
 # then the matrices M_{k+1}, the factors of M_k and M_{k+1}, G and the gradients at the shifted
 # points of the curvature differences.
 (
@@ -133,12 +133,12 @@ def complementarity_update(n, G, rows, k, x_free, L, ws, x_out):  # noqa: N803
     """x_out = x_free + M^-1 G_A^T P with 0 <= P _|_ W P + b >= 0 on A = ``rows[:k]``.
 
     ``b`` is read from ws[3][:k] (the caller writes it), W = G_A M^-1 G_A^T is formed by the
-    shared :func:`impactbench.contact.delassus` (``L`` the factor of M) and the LCP solved by
-    the shared :func:`impactbench.contact.solve_lcp` (for k = 1 the closed form with
-    :func:`impactbench.contact.metric_row`); P is left in
+    shared :func:`impactbench.core.contact.delassus` (``L`` the factor of M) and the LCP solved by
+    the shared :func:`impactbench.core.contact.solve_lcp` (for k = 1 the closed form with
+    :func:`impactbench.core.contact.metric_row`); P is left in
     ws[4][:k]. Used at acceleration level (x = a, b = G a_free + curvature) and at velocity level
     (x = v, b = (1 + e_i) G v_free). Returns the pivot count, -1 on failure or
-    :data:`impactbench.contact.DEGENERATE_GRADIENT` when an active gradient vanishes.
+    :data:`impactbench.core.contact.DEGENERATE_GRADIENT` when an active gradient vanishes.
     """
     Y = ws[1]  # noqa: N806
     W = ws[2]  # noqa: N806
@@ -424,7 +424,7 @@ def _helpers(
     }
 
 
-#: The D1MinusLinear scheme as the one time loop runs it (impactbench.driver).
+#: The D1MinusLinear scheme as the one time loop runs it (impactbench.core.driver).
 D1_MINUS_LINEAR_SCHEME = Scheme(
     start=_start, step=_step, commit=_commit, sample=_state, current=_state, rows=_rows
 )

@@ -4,8 +4,8 @@
 ODE solvers (state ``y = (q, v)``), stepping the solver by hand as
 :func:`scipy.integrate.solve_ivp` does, so that every accepted step comes with its dense output.
 It locates each impact, applies Newton's law in the kinetic metric through the shared
-:func:`impactbench.contact.impact_velocity`, and restarts the solver. An accumulation of impacts
-(Zeno) is cut by thresholds and continued as persistent contact.
+:func:`impactbench.core.contact.impact_velocity`, and restarts the solver. An accumulation of
+impacts (Zeno) is cut by thresholds and continued as persistent contact.
 
 Design rules (each is covered by ``tests/test_event_driven.py``)
 -----------------------------------------------------------------
@@ -79,19 +79,19 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import integrate, optimize
 
-from impactbench import _checks
-from impactbench.contact import CURVATURE_FD_STEP, impact_velocity, make_workspace, solve_lcp
-from impactbench.dense import DenseOutputBuilder
-from impactbench.method import EVENT_DRIVEN, Method
-from impactbench.methods.free_flight import free_flight_rhs
-from impactbench.problem import CheckedCalls, Problem
-from impactbench.trajectory import (
+from impactbench.core import _checks
+from impactbench.core.contact import CURVATURE_FD_STEP, impact_velocity, make_workspace, solve_lcp
+from impactbench.core.dense import DenseOutputBuilder
+from impactbench.core.method import EVENT_DRIVEN, Method
+from impactbench.core.problem import CheckedCalls, Problem
+from impactbench.core.trajectory import (
     IMPACT_LOG_CAPACITY,
     ImpactLog,
     SimulationError,
     Status,
     Trajectory,
 )
+from impactbench.methods.free_flight import free_flight_rhs
 
 #: scipy ODE solvers accepted as ``integrator``.
 INTEGRATORS: dict[str, type[integrate.OdeSolver]] = {
@@ -246,9 +246,9 @@ class EventDriven(Method):
 class _Model:
     """The problem's mechanics in the form the integrator needs, counting force evaluations.
 
-    Every value the problem returns is checked (:class:`impactbench.problem.CheckedCalls`: shape,
-    real and finite, M symmetric positive definite, no vanishing gradient in contact); a bad one
-    raises :class:`impactbench.SimulationError` with the t, q, v of the call.
+    Every value the problem returns is checked (:class:`impactbench.core.problem.CheckedCalls`:
+    shape, real and finite, M symmetric positive definite, no vanishing gradient in contact); a bad
+    one raises :class:`impactbench.SimulationError` with the t, q, v of the call.
     """
 
     def __init__(self, problem: Problem, length: float) -> None:

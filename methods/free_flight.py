@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from impactbench._jit import specialize
-from impactbench.contact import ldl_factor, ldl_solve
-from impactbench.problem import ProblemKernels
+from impactbench.core._jit import specialize
+from impactbench.core.contact import ldl_factor, ldl_solve
+from impactbench.core.problem import ProblemKernels
 
-# Names bound per problem by impactbench._jit.specialize in free_flight_rhs.
+# Names bound per problem by impactbench.core._jit.specialize in free_flight_rhs.
 mass_matrix = forces = None
 N_DOF = 0
 

@@ -8,7 +8,7 @@ and q_p the point where the contact and the smooth forces are evaluated:
     0 <= P  _|_  G v_{k+1} + e G v_k >= 0      on the active set A,
 
 with M = M(q_p), G = grad g(q_p). One constraint: closed-form P; several: the shared LCP solver
-(Murty's principal pivoting, :func:`impactbench.contact.solve_lcp`).
+(Murty's principal pivoting, :func:`impactbench.core.contact.solve_lcp`).
 
 Activation (``activation=``):
 
@@ -53,8 +53,9 @@ from typing import Any
 
 import numpy as np
 
-from impactbench import TimeStepping, _checks
-from impactbench.contact import (
+from impactbench import TimeStepping
+from impactbench.core import _checks
+from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
     impulse,
     impulse_single,
@@ -62,7 +63,7 @@ from impactbench.contact import (
     ldl_solve,
     metric_row,
 )
-from impactbench.driver import (
+from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
     NEXT_Q,
@@ -72,8 +73,8 @@ from impactbench.driver import (
     Scheme,
     make_loop,
 )
-from impactbench.problem import ProblemKernels
-from impactbench.status_codes import (
+from impactbench.core.problem import ProblemKernels
+from impactbench.core.status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
@@ -81,12 +82,12 @@ from impactbench.status_codes import (
     STATUS_OK,
 )
 
-# Names bound per problem by impactbench.driver.make_loop.
+# Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = None
 CONSTANT_MASS = AFFINE_GAP = POSITION_FIRST = SINGLE_CONSTRAINT = APPROACHING_ONLY = False
 N_DOF = N_CONSTRAINTS = 0
 
-# The scheme's rows of the driver's buffer X (impactbench.driver): vectors of length n or m,
+# The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
 # then the matrices M, its factor L, G = grad g and Y = M^-1 G^T (rows), then two scalars.
 _Q, _V, _QP, _F, _ACC, _VFREE, _V1, _GAP = range(FIRST_SCHEME_ROW, FIRST_SCHEME_ROW + 8)
 _MATRICES = FIRST_SCHEME_ROW + 8
@@ -216,7 +217,7 @@ def _state(X, Z, q_out, v_out):  # noqa: N803
         v_out[j] = X[_V, j]
 
 
-#: Moreau's velocity schemes as the one time loop runs them (impactbench.driver).
+#: Moreau's velocity schemes as the one time loop runs them (impactbench.core.driver).
 VELOCITY_SCHEME = Scheme(
     start=_start, step=_step, commit=_commit, sample=_state, current=_state, rows=_rows
 )

@@ -13,7 +13,7 @@ K = {q : g(q) >= 0} in the kinetic metric; the velocity is left as the velocity 
             = qt + M^-1 grad g(q_{k+1})^T mu,   0 <= mu  _|_  g(q_{k+1}) >= 0,
 
 at every step (a no-op when qt is in K), with the shared projection
-(:func:`impactbench.contact.make_metric_projection`: exact in one step for an affine gap, SQP
+(:func:`impactbench.core.contact.make_metric_projection`: exact in one step for an affine gap, SQP
 with the Hessian of the Lagrangian otherwise, to ``projection_tol``) in the metric of M(q_p),
 the matrix already factored by the velocity step. This is Siconos' direct projection with the
 projection on all of K (not only on the index set of the velocity step) and without its
@@ -52,12 +52,13 @@ from typing import Any
 
 import numpy as np
 
-from impactbench import TimeStepping, _checks
-from impactbench._jit import specialize
-from impactbench.contact import DEGENERATE_GRADIENT, make_metric_projection
-from impactbench.driver import FIRST_SCHEME_ROW, NEXT_Q, Scheme, make_loop
-from impactbench.problem import ProblemKernels
-from impactbench.status_codes import (
+from impactbench import TimeStepping
+from impactbench.core import _checks
+from impactbench.core._jit import specialize
+from impactbench.core.contact import DEGENERATE_GRADIENT, make_metric_projection
+from impactbench.core.driver import FIRST_SCHEME_ROW, NEXT_Q, Scheme, make_loop
+from impactbench.core.problem import ProblemKernels
+from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
@@ -66,7 +67,7 @@ from impactbench.status_codes import (
 from . import moreau_jean
 from .moreau_jean import VELOCITY_SCHEME
 
-# Names bound per problem by impactbench.driver.make_loop.
+# Names bound per problem by impactbench.core.driver.make_loop.
 velocity_step = project = None
 N_DOF = N_CONSTRAINTS = PROJECTION_ROW = 0
 
@@ -107,7 +108,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     return STATUS_OK, contact, used + projected
 
 
-#: Moreau-Jean with position projection as the one time loop runs it (impactbench.driver).
+#: Moreau-Jean with position projection as the one time loop runs it (impactbench.core.driver).
 PROJECTED_SCHEME = Scheme(
     start=VELOCITY_SCHEME.start,
     step=_step,

@@ -26,9 +26,9 @@ tolerance; exact for an affine gap) and velocity (Newton's law on the active set
 acceleration level is not enforced: contact forces of a persistent contact are represented by
 the impulses P (O(h) per step), as in Moreau-Jean, so a, vdot and the smooth part only ever
 see the smooth forces F. The impulse is the shared impact law
-(:func:`impactbench.contact.impulse`: closed form for one constraint, Murty's LCP for several),
-the projection the shared metric projection (:func:`impactbench.contact.make_metric_projection`;
-closed form for one affine constraint).
+(:func:`impactbench.core.contact.impulse`: closed form for one constraint, Murty's LCP for several),
+the projection the shared metric projection
+(:func:`impactbench.core.contact.make_metric_projection`; closed form for one affine constraint).
 
 Choices stated here:
 
@@ -68,8 +68,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from impactbench import TimeStepping, _checks
-from impactbench.contact import (
+from impactbench import TimeStepping
+from impactbench.core import _checks
+from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
     affine_projection_step,
     impulse,
@@ -79,7 +80,7 @@ from impactbench.contact import (
     make_metric_projection,
     metric_row,
 )
-from impactbench.driver import (
+from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
     NEXT_Q,
@@ -89,8 +90,8 @@ from impactbench.driver import (
     Scheme,
     make_loop,
 )
-from impactbench.problem import ProblemKernels
-from impactbench.status_codes import (
+from impactbench.core.problem import ProblemKernels
+from impactbench.core.status_codes import (
     FAILURE_REASONS,
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
@@ -103,7 +104,7 @@ from impactbench.status_codes import (
 #: The fixed-point iteration of the smooth part did not converge within ``iteration_max``.
 STATUS_ITERATION_NOT_CONVERGED = 100
 
-# Names bound per problem by impactbench.driver.make_loop.
+# Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = project = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = 0
@@ -114,7 +115,7 @@ _ROUND_OFF = 4.0 * float(np.finfo(float).eps)
 # Entries of the method vector mp.
 _ALPHA_M, _ALPHA_F, _GAMMA, _BETA, _ITER_TOL, _ITER_MAX, _PROJ_TOL, _PROJ_MAX = range(8)
 
-# The scheme's rows of the driver's buffer X (impactbench.driver): vectors of length n or m,
+# The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
 # then M, its factor, G = grad g and Y = M^-1 G^T (rows), then two scalars (1 / Delassus number
 # and whether it is ready).
 _Q, _V, _A, _VDOT, _BASE_Q, _BASE_V, _F, _VDOT_NEW, _A_NEW, _QT, _VT, _V1, _X, _DX, _GAP = range(
@@ -317,7 +318,7 @@ def _state(X, Z, q_out, v_out):  # noqa: N803
         v_out[j] = X[_V, j]
 
 
-#: The nonsmooth generalized-alpha scheme as the one time loop runs it (impactbench.driver).
+#: The nonsmooth generalized-alpha scheme as the one time loop runs it (impactbench.core.driver).
 GENERALIZED_ALPHA_SCHEME = Scheme(
     start=_start, step=_step, commit=_commit, sample=_state, current=_state, rows=_rows
 )

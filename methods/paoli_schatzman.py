@@ -6,7 +6,7 @@ With q^{k-1}, q^k known (docs/design.md section 5):
     q^{k+1} = -e q^{k-1} + (1 + e) Proj_K^{M(q^k)}( (z + e q^{k-1}) / (1 + e) )
 
 where Proj_K^M is the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x, computed by the
-shared :func:`impactbench.contact.make_metric_projection` (Newton/SQP on the KKT system, the
+shared :func:`impactbench.core.contact.make_metric_projection` (Newton/SQP on the KKT system, the
 LCP for several constraints; exact in one iteration for an affine gap). In 1-D this is
 q^{k+1} = -e q^{k-1} + (1+e) max(0, (2q^k - (1-e) q^{k-1} + h^2 f^k)/(1+e)).
 
@@ -30,8 +30,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from impactbench import TimeStepping, _checks
-from impactbench.contact import (
+from impactbench import TimeStepping
+from impactbench.core import _checks
+from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
     affine_projection_step,
     ldl_factor,
@@ -39,7 +40,7 @@ from impactbench.contact import (
     make_metric_projection,
     metric_row,
 )
-from impactbench.driver import (
+from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
     NEXT_Q,
@@ -49,8 +50,8 @@ from impactbench.driver import (
     Scheme,
     make_loop,
 )
-from impactbench.problem import ProblemKernels
-from impactbench.status_codes import (
+from impactbench.core.problem import ProblemKernels
+from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
@@ -58,12 +59,12 @@ from impactbench.status_codes import (
     STATUS_PROJECTION_NOT_CONVERGED,
 )
 
-# Names bound per problem by impactbench.driver.make_loop.
+# Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = project = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = 0
 
-# The scheme's rows of the driver's buffer X (impactbench.driver): q^{k-2}, q^{k-1}, q^k, the
+# The scheme's rows of the driver's buffer X (impactbench.core.driver): q^{k-2}, q^{k-1}, q^k, the
 # velocity inside F, vectors of length n or m, then M, its factor, G = grad g and Y = M^-1 G^T
 # (rows), then two scalars (1 / Delassus number and whether it is ready).
 _Q_OLD, _Q_PREV, _Q, _VT, _F, _ACC, _Y, _X, _DX, _GAP = range(
@@ -219,7 +220,7 @@ def _current(X, Z, q_out, v_out):  # noqa: N803
         v_out[j] = X[_VT, j]
 
 
-#: The Paoli-Schatzman scheme as the one time loop runs it (impactbench.driver).
+#: The Paoli-Schatzman scheme as the one time loop runs it (impactbench.core.driver).
 PAOLI_SCHATZMAN = Scheme(
     start=_start,
     step=_step,

@@ -1,22 +1,26 @@
 """Built-in problems.
 
 ``PROBLEMS`` maps each class name to its class. Every problem is an
-:class:`impactbench.problem.CompiledProblem` (physics written once as numba kernels). Those with a
-closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and the
-exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators, the
-slanted wall and the undamped, unforced 1-DOF tight joint. The 2-DOF tight joint and the double
-pendulum have none (references are accurate event-driven runs), nor has the column of beads.
+:class:`impactbench.core.problem.CompiledProblem` (physics written once as numba kernels). Those
+with a closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and
+the exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators,
+the slanted wall, the undamped, unforced 1-DOF tight joint and the impacting bar (the continuous
+bar's solution at the nodes). The 2-DOF tight joint and the double pendulum have none (references
+are accurate event-driven runs), nor have the column of beads and Newton's cradle. Installed
+third-party problems follow (entry-point group ``impactbench.problems``).
 """
 
 import inspect
 
-from impactbench.plugins import discover
-from impactbench.problem import Problem
+from impactbench.bench.plugins import discover
+from impactbench.core.problem import Problem
 
 from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
+from .impacting_bar import ImpactingBar
+from .newtons_cradle import NewtonsCradle
 from .slanted_wall import SlantedWall
 from .tight_joint import TightJoint, TightJoint2D
 
@@ -29,6 +33,8 @@ PROBLEMS = {
     "TightJoint2D": TightJoint2D,
     "DoublePendulum": DoublePendulum,
     "ColumnOfBeads": ColumnOfBeads,
+    "NewtonsCradle": NewtonsCradle,
+    "ImpactingBar": ImpactingBar,
 }
 PROBLEMS.update(
     discover(
@@ -48,7 +54,9 @@ __all__ = [
     "ColumnOfBeads",
     "DoublePendulum",
     "ForcedImpactOscillator",
+    "ImpactingBar",
     "ImpactingOscillator",
+    "NewtonsCradle",
     "SlantedWall",
     "TightJoint",
     "TightJoint2D",

@@ -12,9 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from impactbench import _checks
-from impactbench._jit import kernel
-from impactbench.problem import CompiledProblem, ProblemKernels
+from impactbench.core import _checks
+from impactbench.core._jit import kernel
+from impactbench.core.problem import CompiledProblem, ProblemKernels
 
 #: Default cap on the number of impacts returned by ``impact_times``.
 MAX_IMPACT_COUNT = 10_000

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from impactbench import _checks
-from impactbench._jit import kernel
-from impactbench.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
+from impactbench.core import _checks
+from impactbench.core._jit import kernel
+from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
 #: Default start, in radii: the bottom centre at 10 r, the centres 2.5 r apart (gaps r / 2).
 #: For r = 0.1 these are the heights of Siconos' ColumnOfBeads example (1.0, 1.25, 1.5, ...).

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from impactbench import _checks
-from impactbench._jit import kernel
-from impactbench.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
+from impactbench.core import _checks
+from impactbench.core._jit import kernel
+from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
 #: Obstacle configurations: which points touch the wall x = -d (rows: coefficients of
 #: x1 = l1 sin q1 and of l2 sin q2 in g_i = d + a_i l1 sin q1 + b_i l2 sin q2).

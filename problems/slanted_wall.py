@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from impactbench import _checks
-from impactbench._jit import kernel
-from impactbench.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
+from impactbench.core import _checks
+from impactbench.core._jit import kernel
+from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
 from .bouncing_ball import (
     MAX_IMPACT_COUNT,

@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from impactbench import _checks
-from impactbench._jit import kernel
-from impactbench.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
+from impactbench.core import _checks
+from impactbench.core._jit import kernel
+from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
 from .bouncing_ball import MAX_IMPACT_COUNT, _validated_times
 

@@ -1,7 +1,7 @@
 """Study definitions, one per module; ``STUDIES`` maps each study's name to its definition.
 
-A module of this package that defines ``STUDY`` (an :class:`impactbench.study.Study`) is a study:
-adding a file here adds a study to ``impactbench list`` and ``impactbench run``. Installed as
+A module of this package that defines ``STUDY`` (an :class:`impactbench.bench.study.Study`) is a
+study: adding a file here adds a study to ``impactbench list`` and ``impactbench run``. Installed as
 the subpackage ``impactbench.studies``.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from impactbench.plugins import discover
-from impactbench.study import Study
+from impactbench.bench.plugins import discover
+from impactbench.bench.study import Study
 
 
 def _discover() -> dict[str, Study]:
@@ -25,7 +25,7 @@ def _discover() -> dict[str, Study]:
 
 
 #: Every study of this package, by name (alphabetical), then those of installed third-party
-#: packages (entry-point group ``impactbench.studies``, :mod:`impactbench.plugins`).
+#: packages (entry-point group ``impactbench.studies``, :mod:`impactbench.bench.plugins`).
 STUDIES: dict[str, Study] = _discover()
 STUDIES.update(
     {
@@ -33,7 +33,7 @@ STUDIES.update(
         for study in discover(
             "impactbench.studies",
             lambda value: isinstance(value, Study) and value.name not in STUDIES,
-            "an impactbench.study.Study whose name is not a built-in study's",
+            "an impactbench.bench.study.Study whose name is not a built-in study's",
             STUDIES,
         ).values()
     }

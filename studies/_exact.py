@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from impactbench.analysis.metrics import error_floor
+from impactbench.analysis.reference import Reference
+from impactbench.bench.runner import Case
 from impactbench.problems import (
     BouncingBall,
     ForcedImpactOscillator,
     ImpactingOscillator,
     SlantedWall,
 )
-from impactbench.reference import Reference
-from impactbench.run_metrics import error_floor
-from impactbench.runner import Case
 
 
 def exact_cases(quick: bool) -> list[Case]:
@@ -43,7 +43,7 @@ def exact_cases(quick: bool) -> list[Case]:
 def exact_floors(table: pd.DataFrame, metrics: tuple[str, ...]) -> dict[tuple[str, str], float]:
     """The floor of each metric on each problem of ``table``: (problem, metric) -> floor.
 
-    :func:`impactbench.run_metrics.error_floor` against the closed form, for the cases of the
+    :func:`impactbench.analysis.metrics.error_floor` against the closed form, for the cases of the
     quick and the full grid (found by label and horizon); 0 for a problem of neither.
     """
     cases = {}

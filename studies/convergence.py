@@ -3,7 +3,7 @@
 Every time-stepping method of ``METHODS`` on every problem with a closed form, over nominal step
 sizes spaced geometrically (ratio 1.35, quick grid 1.48: never a power of 2) over more than 1.5
 decades, each run at ``PHASES`` perturbed copies h (1 + delta_j) of its nominal step (phase
-averaging, :mod:`impactbench.fitting`), and the event-driven method over its relative
+averaging, :mod:`impactbench.analysis.fitting`), and the event-driven method over its relative
 tolerance. Orders are fitted on the median error of each phase family, with their 95 %
 t-intervals, after the floors (round-off, the reference's accuracy) are excluded; flat,
 growing and unresolved sweeps are reported as such (docs/design.md section 7).
@@ -17,16 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from impactbench.fitting import (
+from impactbench.analysis.fitting import (
     FIT_COLUMNS,
     ORDER,
     fit_order,
     fit_row,
     phase_medians,
 )
-from impactbench.method import TIME_STEPPING
-from impactbench.methods import METHODS
-from impactbench.report import (
+from impactbench.bench.report import (
     format_number,
     markdown_table,
     method_style,
@@ -35,9 +33,11 @@ from impactbench.report import (
     plot_medians,
     save_figure,
 )
-from impactbench.results import write_table
-from impactbench.runner import FAILED, Grid, Run, expand
-from impactbench.study import Section, Study, StudyReport
+from impactbench.bench.results import write_table
+from impactbench.bench.runner import FAILED, Grid, Run, expand
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.core.method import TIME_STEPPING
+from impactbench.methods import METHODS
 
 from ._exact import exact_cases, exact_floors
 

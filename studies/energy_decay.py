@@ -30,15 +30,15 @@ settles to. Its decay rate is therefore fitted over t - t0 <= 30 only (:data:`FI
 horizon of the quick grid is shorter anyway), its level at T over the whole run.
 
 Phase averaging. Each nominal step h runs at ``PHASES`` perturbed copies h (1 + delta_j)
-(:func:`impactbench.fitting.perturbed_steps`); the fitted laws of every copy are stored, the
-report's tables show the median over the copies of each step with the smallest and largest
+(:func:`impactbench.analysis.fitting.perturbed_steps`); the fitted laws of every copy are stored,
+the report's tables show the median over the copies of each step with the smallest and largest
 relative error, and the order of the relative error in h is fitted on those medians with its
-95 % interval (:func:`impactbench.fitting.fit_order`). Only the nominal run of each step
+95 % interval (:func:`impactbench.analysis.fitting.fit_order`). Only the nominal run of each step
 (delta = 0) keeps its energy curve.
 
 How the curves are stored. The runner keeps one row of scalar metrics per run; the energy
 curves and the fitted laws need the trajectory, so each run's artefact function
-(:func:`energy_artefacts`, :class:`impactbench.runner.Run`) computes them right after the run
+(:func:`energy_artefacts`, :class:`impactbench.bench.runner.Run`) computes them right after the run
 and the runner stores them with the row: ``energy_curve.artefact.csv`` (the energy at at most
 :data:`CURVE_POINTS` output samples of each nominal run) and ``decay_law.artefact.csv`` (one row
 of fitted laws per run), keyed by the run's cache key. The report reads them back, adds the
@@ -59,19 +59,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from impactbench.energy import kinetic_energy, potential_energy
-from impactbench.fitting import error_floor, fit_order, perturbed_steps, phase_medians
-from impactbench.long_time import (
+from impactbench.analysis.fitting import error_floor, fit_order, perturbed_steps, phase_medians
+from impactbench.analysis.impact_events import impact_events, nearest_impacts
+from impactbench.analysis.long_time import (
     fit_log_linear,
     flight_medians,
-    impact_clusters,
     impact_sample_pairs,
     joint_excess_energy,
     power_law_coefficient,
     pre_impact_kinetic_energies,
     thinning_indices,
 )
-from impactbench.method import TIME_STEPPING
+from impactbench.bench.report import (
+    format_number,
+    markdown_table,
+    method_style,
+    new_figure,
+    save_figure,
+)
+from impactbench.bench.results import read_artefact, read_table, write_table
+from impactbench.bench.runner import FAILED, Case, Run
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.core.energy import kinetic_energy, potential_energy
+from impactbench.core.method import TIME_STEPPING
+from impactbench.core.problem import Problem
+from impactbench.core.trajectory import Trajectory
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
@@ -81,19 +93,7 @@ from impactbench.methods import (
     NonsmoothGeneralizedAlpha,
     PaoliSchatzman,
 )
-from impactbench.problem import Problem
 from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
-from impactbench.report import (
-    format_number,
-    markdown_table,
-    method_style,
-    new_figure,
-    save_figure,
-)
-from impactbench.results import read_artefact, read_table, write_table
-from impactbench.runner import FAILED, Case, Run
-from impactbench.study import Section, Study, StudyReport
-from impactbench.trajectory import Trajectory
 
 from ._reference import event_driven_reference, stored_event_driven_reference
 
@@ -105,8 +105,9 @@ RATES_FILE = "decay_rates.csv"
 CURVE_POINTS = 160
 #: Points of the exact, law and reference curves (half uniform, half geometric in time).
 REFERENCE_POINTS = 400
-#: Samples closer than this fraction of the horizon (or CLUSTER_STEPS steps) to an impact of the
-#: run or of the reference are left out of the decay-rate fit of the cases without closed form.
+#: Samples closer than this fraction of the horizon (or IMPACT_MARGIN_STEPS steps) to an impact
+#: of the run or of the reference are left out of the decay-rate fit of the cases without
+#: closed form.
 IMPACT_MARGIN = 1e-6
 
 SPRING = "TightJoint[k=1]"
@@ -158,8 +159,9 @@ FREE_TOLERANCES = {"full": [1e-8], "quick": [1e-8]}
 SAMPLE_SPACING = {SPRING: 0.04}
 SAMPLES = {"full": 10_000, "quick": 1_000}
 
-#: Impact-log entries closer than this many steps are one impact (Paoli-Schatzman logs two).
-CLUSTER_STEPS = 10.0
+#: Samples closer than this many steps to an impact of the run or of the reference are left out
+#: of the decay-rate fit of the cases without closed form (with IMPACT_MARGIN).
+IMPACT_MARGIN_STEPS = 10.0
 #: Samples closer than this many steps to an impact are left out of the per-flight energy.
 MARGIN_STEPS = 3.0
 
@@ -415,7 +417,7 @@ def _fit_law(
     run: Run, problem: Problem, trajectory: Trajectory, excess: np.ndarray, law: str
 ) -> dict[str, float]:
     h = trajectory.h
-    impacts = impact_clusters(trajectory.impacts.t, CLUSTER_STEPS * h if h else 0.0)
+    impacts = impact_events(trajectory).times
     e = problem.restitution
     if law == LAW_SPRING:
         if h is None:
@@ -439,9 +441,7 @@ def _fit_law(
             deviation,
         )
     if law == LAW_FREE:
-        times, pre_impact = pre_impact_kinetic_energies(
-            trajectory.impacts, problem.mass, CLUSTER_STEPS * h if h else 0.0
-        )
+        times, pre_impact = pre_impact_kinetic_energies(trajectory, problem.mass)
         origin = problem.decay_time_origin
         coefficient, spread = power_law_coefficient(times, pre_impact, origin)
         exact = 2.0 * problem.mass * problem.clearance**2 / (1.0 - e) ** 2
@@ -457,7 +457,7 @@ def _fit_law(
     reference = event_driven_reference(problem, run.t_end)
     # the run's samples away from its impacts and the reference's (at an impact step a scheme's
     # velocity is mid-reflection, and a pre-impact sample of one is post-impact in the other)
-    margin = max(CLUSTER_STEPS * (h or 0.0), IMPACT_MARGIN * (run.t_end - problem.t0))
+    margin = max(IMPACT_MARGIN_STEPS * (h or 0.0), IMPACT_MARGIN * (run.t_end - problem.t0))
     reference_impacts = np.asarray(reference.impact_times)
     away = ~(_near(trajectory.t, reference_impacts, margin) | _near(trajectory.t, impacts, margin))
     window = FIT_WINDOW.get(run.problem_name)
@@ -476,10 +476,7 @@ def _near(times: np.ndarray, events: np.ndarray, margin: float) -> np.ndarray:
     """Mask of the ``times`` within ``margin`` of one of the sorted ``events``."""
     if events.size == 0:
         return np.zeros(times.shape, dtype=bool)
-    index = np.clip(np.searchsorted(events, times), 1, events.size)
-    below = np.abs(times - events[index - 1])
-    above = np.abs(events[np.minimum(index, events.size - 1)] - times)
-    return np.minimum(below, above) <= margin
+    return np.abs(nearest_impacts(events, times) - times) <= margin
 
 
 def reference_curves(case: Case) -> pd.DataFrame:
@@ -554,7 +551,8 @@ def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd
 
     Raises
     ------
-    impactbench.results.MissingArtefactError, impactbench.reference.MissingReferenceError
+    impactbench.bench.results.MissingArtefactError,
+    impactbench.analysis.reference.MissingReferenceError
         When a run's artefact or a case's reference is not stored (rerun the study).
     """
     done = table[table["status"] != FAILED]

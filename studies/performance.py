@@ -17,7 +17,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from impactbench.method import EVENT_DRIVEN, TIME_STEPPING
+from impactbench.bench.report import (
+    format_number,
+    markdown_table,
+    method_style,
+    new_figure,
+    save_figure,
+)
+from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.core.method import EVENT_DRIVEN, TIME_STEPPING
 from impactbench.methods import METHODS
 from impactbench.problems import (
     BouncingBall,
@@ -27,15 +36,6 @@ from impactbench.problems import (
     SlantedWall,
     TightJoint,
 )
-from impactbench.report import (
-    format_number,
-    markdown_table,
-    method_style,
-    new_figure,
-    save_figure,
-)
-from impactbench.runner import FAILED, Case, Grid, Run, expand
-from impactbench.study import Section, Study, StudyReport
 
 H = 1e-3
 #: Steps per run: compiled loops, plain-Python loops; horizon of the event-driven runs.

@@ -28,7 +28,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from impactbench.fitting import ORDER, error_floor, fit_order, phase_medians
+from impactbench.analysis.fitting import ORDER, error_floor, fit_order, phase_medians
+from impactbench.bench.report import (
+    format_number,
+    markdown_table,
+    new_figure,
+    plot_methods,
+    save_figure,
+)
+from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.core.problem import Problem
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
@@ -37,7 +47,6 @@ from impactbench.methods import (
     NonsmoothGeneralizedAlpha,
     PaoliSchatzman,
 )
-from impactbench.problem import Problem
 from impactbench.problems import (
     BouncingBall,
     ColumnOfBeads,
@@ -45,9 +54,6 @@ from impactbench.problems import (
     TightJoint,
     TightJoint2D,
 )
-from impactbench.report import format_number, markdown_table, new_figure, plot_methods, save_figure
-from impactbench.runner import FAILED, Case, Grid, Run, expand
-from impactbench.study import Section, Study, StudyReport
 
 
 def resting_ball() -> BouncingBall:
@@ -146,7 +152,7 @@ ENERGY_GRID = METHOD_GRIDS[1]
 STEP = 2e-3
 HORIZONS = {"full": [30.0, 100.0, 300.0, 1000.0, 3000.0], "quick": [30.0, 100.0]}
 STEPS = {"full": np.geomspace(1e-4, 5e-3, 10), "quick": np.geomspace(5e-4, 5e-3, 4)}
-#: Phase family of each nominal step of the depth-against-h sweep (impactbench.fitting).
+#: Phase family of each nominal step of the depth-against-h sweep (impactbench.analysis.fitting).
 PHASES = {"full": 3, "quick": 1}
 STEP_HORIZON = 100.0
 ENERGY_STEPS = {"full": [1e-2, 5e-3, 2e-3], "quick": [5e-3]}
@@ -238,7 +244,7 @@ def depth_against_time(table: pd.DataFrame) -> pd.DataFrame:
 
 def depth_against_step(table: pd.DataFrame) -> pd.DataFrame:
     """Per problem and method: the order of the depth at T = 100 against h, fitted on the
-    median over each phase family (:mod:`impactbench.fitting`: 95 % interval; depths below
+    median over each phase family (:mod:`impactbench.analysis.fitting`: 95 % interval; depths below
     100 eps times the case's position scale are round-off), and the largest depth /
     (alpha h^2) over every run."""
     done = _ok(table)
@@ -437,7 +443,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "at a phase family h (1 + delta_j); order = least-squares slope of the median depth "
             "per family on h in log scale with its 95 % t-interval; depths below 100 eps times "
             "the largest |q| of the case are round-off and are not fitted "
-            "(impactbench.fitting).\n\n" + markdown_table(by_step.drop(columns="order")),
+            "(impactbench.analysis.fitting).\n\n" + markdown_table(by_step.drop(columns="order")),
         ),
         Section(
             "Largest energy increase per step",

@@ -7,15 +7,15 @@ configurations: the tip against the wall (:class:`DoublePendulum` defaults, hori
 :meth:`DoublePendulum.two_contact`, T = 2.5). The time-steppers -- CatchingUp (the thesis'
 scheme), MoreauJean at theta = 1/2 and PaoliSchatzman -- are swept by their step h, EventDriven
 (DOP853) by its relative tolerance; each nominal step h runs at ``PHASES`` perturbed copies
-h (1 + delta_j) (phase averaging, :mod:`impactbench.fitting`) and the findings use the median
-over the copies. Every run is measured against the cached DOP853 event-driven reference at rtol
-1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
+h (1 + delta_j) (phase averaging, :mod:`impactbench.analysis.fitting`) and the findings use the
+median over the copies. Every run is measured against the cached DOP853 event-driven reference at
+rtol 1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
 Hausdorff velocity errors, impact-time error, isolated reference impacts found / missed and
-spurious impacts (the matching rules of :mod:`impactbench.run_metrics`), penetration (on the
+spurious impacts (the matching rules of :mod:`impactbench.analysis.metrics`), penetration (on the
 nominal run of each step only: a Python loop over the samples), force
 evaluations and wall time (minimum of the repeats after a warm-up; the runs execute one at a
 time). Orders in h are fitted on the medians with their 95 % intervals, errors below ten times
-the reference's claimed accuracy excluded (:mod:`impactbench.fitting`).
+the reference's claimed accuracy excluded (:mod:`impactbench.analysis.fitting`).
 
 The report writes the reference curves it plots as tables next to the run table
 (``reference_curves.csv``, ``references.csv``, from the cached reference) and draws every figure
@@ -34,11 +34,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from impactbench.fitting import fit_order, phase_medians
-from impactbench.method import EVENT_DRIVEN, TIME_STEPPING
-from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman, get_method
-from impactbench.problems import DoublePendulum
-from impactbench.report import (
+from impactbench.analysis.fitting import fit_order, phase_medians
+from impactbench.analysis.impact_events import isolated_impacts as isolated_mask
+from impactbench.analysis.impact_events import matching_window
+from impactbench.analysis.metrics import error_floor
+from impactbench.bench.report import (
     format_number,
     markdown_table,
     method_style,
@@ -46,11 +46,17 @@ from impactbench.report import (
     plot_methods,
     save_figure,
 )
-from impactbench.results import read_artefact, read_table, write_table
-from impactbench.run_metrics import WINDOW_FRACTION, WINDOW_STEPS, error_floor
-from impactbench.runner import FAILED, Case, Grid, Run, expand
-from impactbench.study import Section, Study, StudyReport
-from impactbench.trajectory_figure import stored_trajectory, trajectory_artefact, trajectory_figure
+from impactbench.bench.results import read_artefact, read_table, write_table
+from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.trajectory_figure import (
+    stored_trajectory,
+    trajectory_artefact,
+    trajectory_figure,
+)
+from impactbench.core.method import EVENT_DRIVEN, TIME_STEPPING
+from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman, get_method
+from impactbench.problems import DoublePendulum
 
 from ._reference import event_driven_reference, stored_event_driven_reference
 
@@ -152,7 +158,7 @@ def write_references(table: pd.DataFrame, folder: Path) -> None:
     configuration with t0, t_end, the wall line x_wall = -d, the contact points, the impact
     times (JSON list) and how the reference was computed. The reference is read from the cache
     of :func:`impactbench.reference`, where the runs put it (a report never simulates: a
-    missing one is :class:`impactbench.reference.MissingReferenceError`).
+    missing one is :class:`impactbench.analysis.reference.MissingReferenceError`).
     """
     curves, rows = [], []
     for name in pd.unique(table["problem"]):
@@ -227,18 +233,15 @@ def _impact_times(references: pd.DataFrame) -> dict[str, np.ndarray]:
 def isolated_impacts(times: np.ndarray, window: float) -> int:
     """Number of reference impacts farther than 2 ``window`` from both neighbours.
 
-    The impacts :func:`impactbench.run_metrics.missed_impacts` checks one by one.
+    The impacts :func:`impactbench.analysis.metrics.missed_impacts` checks one by one
+    (:func:`impactbench.analysis.impact_events.isolated_impacts`).
     """
-    times = np.sort(times)
-    if times.size == 0:
-        return 0
-    far = np.diff(times) > 2.0 * window
-    return int(np.count_nonzero(np.concatenate([[True], far]) & np.concatenate([far, [True]])))
+    return int(np.count_nonzero(isolated_mask(np.sort(times), window)))
 
 
 def _window(row: pd.Series, t0: float) -> float:
-    h = row["h_used"] if row["family"] == TIME_STEPPING else 0.0
-    return max(WINDOW_STEPS * (0.0 if pd.isna(h) else h), WINDOW_FRACTION * (row["t_end"] - t0))
+    h = row["h_used"] if row["family"] == TIME_STEPPING else None
+    return matching_window(None if pd.isna(h) else h, row["t_end"] - t0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,8 +259,8 @@ AGGREGATED = (
 
 def families(table: pd.DataFrame) -> pd.DataFrame:
     """One row per phase family (time-steppers: nominal h; EventDriven: rtol) with the medians
-    of :data:`AGGREGATED` (:func:`impactbench.fitting.phase_medians`) and ``resolution`` (the
-    nominal h or the rtol)."""
+    of :data:`AGGREGATED` (:func:`impactbench.analysis.fitting.phase_medians`) and ``resolution``
+    (the nominal h or the rtol)."""
     medians = phase_medians(table, AGGREGATED, keys=("family", "t_end"))
     return medians.assign(resolution=medians["h"].fillna(medians["tolerance"]))
 
@@ -403,7 +406,7 @@ def _finest_finding(problem: str, group: pd.DataFrame) -> str:
 
 def _floors(problem: str, t_end: float) -> dict[str, float]:
     """Floor of each fitted error on a configuration: ten times the reference's claimed
-    accuracy, or round-off (:func:`impactbench.run_metrics.error_floor`)."""
+    accuracy, or round-off (:func:`impactbench.analysis.metrics.error_floor`)."""
     if problem not in CONFIGURATIONS:
         return dict.fromkeys(FITTED, 0.0)
     instance = CONFIGURATIONS[problem]()
@@ -628,7 +631,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "interval (t-interval of the regression slope); errors below the floor (ten times "
             "the reference's claimed accuracy, or 100 eps times the problem's scale) excluded; "
             "a sweep within a factor 2 or with an interval containing 0 is flat, fewer than 6 "
-            "points or 1 decade is not resolved (impactbench.fitting). Hausdorff: "
+            "points or 1 decade is not resolved (impactbench.analysis.fitting). Hausdorff: "
             "distance between the velocity graphs, time in units of the horizon and velocity "
             "in units of the reference's largest speed.\n\n"
             + markdown_table(orders(families(table))),

@@ -1,9 +1,9 @@
 """Work-precision: error against cost for both families, one chart per problem.
 
 Time-stepping methods are swept by their step h, each nominal step run at ``PHASES`` perturbed
-copies h (1 + delta_j) (phase averaging, :mod:`impactbench.fitting`), the event-driven method by
-its relative tolerance; the cost is the wall time (min over repeats after a warm-up; the runs
-execute one at a time so that they do not compete for the machine) and the number of force
+copies h (1 + delta_j) (phase averaging, :mod:`impactbench.analysis.fitting`), the event-driven
+method by its relative tolerance; the cost is the wall time (min over repeats after a warm-up; the
+runs execute one at a time so that they do not compete for the machine) and the number of force
 evaluations, which does not depend on the machine. A step's error and cost are the medians over
 its copies, so a step that happens to put an impact at a lucky grid phase does not pass for a
 cheap accurate run; the slope of the error against the force evaluations, error ~
@@ -18,10 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from impactbench.fitting import ORDER, OrderFit, fit_order, phase_medians
-from impactbench.method import TIME_STEPPING
-from impactbench.methods import METHODS
-from impactbench.report import (
+from impactbench.analysis.fitting import ORDER, OrderFit, fit_order, phase_medians
+from impactbench.bench.report import (
     format_number,
     markdown_table,
     method_style,
@@ -29,8 +27,10 @@ from impactbench.report import (
     plot_methods,
     save_figure,
 )
-from impactbench.runner import Grid, Run, expand
-from impactbench.study import Section, Study, StudyReport
+from impactbench.bench.runner import Grid, Run, expand
+from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.core.method import TIME_STEPPING
+from impactbench.methods import METHODS
 
 from ._exact import exact_cases, exact_floors
 
@@ -61,7 +61,7 @@ def runs(quick: bool) -> list[Run]:
 
 def families(table: pd.DataFrame) -> pd.DataFrame:
     """One row per phase family (time-steppers: nominal h; EventDriven: rtol): the median error
-    and costs over its finished runs (:func:`impactbench.fitting.phase_medians`)."""
+    and costs over its finished runs (:func:`impactbench.analysis.fitting.phase_medians`)."""
     medians = phase_medians(table, (METRIC, *COSTS), keys=("family",))
     return medians[medians[METRIC].notna()]
 
@@ -89,7 +89,7 @@ def cheapest(medians: pd.DataFrame, cost: str) -> pd.DataFrame:
 
 def slopes(medians: pd.DataFrame, floors: dict[tuple[str, str], float]) -> pd.DataFrame:
     """The fitted p of error ~ evaluations^-p per problem and method (median errors and costs;
-    :func:`impactbench.fitting.fit_order` on 1 / evaluations), as table cells."""
+    :func:`impactbench.analysis.fitting.fit_order` on 1 / evaluations), as table cells."""
     rows = []
     for problem, group in medians.groupby("problem", sort=False):
         row = {"problem": problem}

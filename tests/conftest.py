@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from impactbench import Problem
-from impactbench.results import (
+from impactbench.bench.results import (
     COST_COLUMNS,
     PROVENANCE_COLUMNS,
     RUN_COLUMNS,
@@ -88,7 +88,7 @@ def step_grid(h_min: float, h_max: float, count: int, seed: int) -> np.ndarray:
 
 def assert_study_table(table, *columns: str) -> None:
     """A study's results table carries every column of the run-table schema
-    (:mod:`impactbench.results`) and ``columns``, with the timing columns last."""
+    (:mod:`impactbench.bench.results`) and ``columns``, with the timing columns last."""
     required = (*RUN_COLUMNS, *COST_COLUMNS, *STATUS_COLUMNS, *PROVENANCE_COLUMNS, *columns)
     missing = [name for name in required if name not in table.columns]
     assert not missing, missing

@@ -11,12 +11,13 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib import image as mpl_image
 
 from impactbench import Method
-from impactbench.cli import main
+from impactbench.bench.cli import main
+from impactbench.bench.study import Study, StudyReport
 from impactbench.methods import METHODS
 from impactbench.studies import STUDIES, convergence
-from impactbench.study import Study, StudyReport
 
 from conftest import assert_study_table, plant_pickle
 from test_runner import probe_runs
@@ -45,6 +46,8 @@ def test_quick_run_of_every_study_succeeds(quick):
         for figure in folder.glob("*.png"):
             assert f"]({figure.name})" in readme
             assert figure.read_bytes().startswith(b"\x89PNG")
+            pixels = mpl_image.imread(figure)  # as a reader sees it: sized, and not blank
+            assert min(pixels.shape[:2]) >= 300 and pixels[..., :3].std() > 0.01, figure.name
             assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
             assert b"<svg" in figure.with_suffix(".svg").read_bytes()
         assert list(folder.glob("*.png")), name

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import impactbench.cli as cli
-from impactbench.cli import main
-from impactbench.names import parse_spec
-from impactbench.pipeline import study_provenance
+import impactbench.bench.cli as cli
+from impactbench.bench.cli import main
+from impactbench.bench.pipeline import study_provenance
+from impactbench.core.names import parse_spec
 from impactbench.problems import PROBLEMS
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.integrate import DOP853, RK45, solve_ivp
 
-from impactbench._jit import kernel
-from impactbench.compiled_rk import make_rk_integrator
+from impactbench.core._jit import kernel
+from impactbench.core.compiled_rk import make_rk_integrator
 
 SCIPY_SOLVERS = {"RK45": RK45, "DOP853": DOP853}
 # Forced damped oscillator x'' + c x' + k x = F cos(W t): p = (k, c, F, W).

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from impactbench.contact import (
+from impactbench.core.contact import (
     impact_velocity,
     ldl_factor,
     ldl_solve,
@@ -16,7 +16,7 @@ from impactbench.contact import (
     make_workspace,
     solve_lcp,
 )
-from impactbench.problem import ProblemKernels
+from impactbench.core.problem import ProblemKernels
 
 
 def random_spd(rng, n):

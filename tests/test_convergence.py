@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from impactbench import simulate
-from impactbench.fitting import observed_order
+from impactbench.analysis.fitting import observed_order
+from impactbench.analysis.metrics import l1_velocity_error, max_position_error
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
-from impactbench.metrics import l1_velocity_error, max_position_error
 from impactbench.problems import BouncingBall, ImpactingOscillator, SlantedWall
 
 from conftest import step_grid

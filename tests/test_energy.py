@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from impactbench import energy, simulate
-from impactbench.fitting import observed_order
+from impactbench.analysis.fitting import observed_order
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, SlantedWall
 

@@ -913,7 +913,7 @@ def test_dense_is_far_more_accurate_than_linear_interpolation():
 @pytest.mark.parametrize("integrator", sorted(event_driven.INTEGRATORS))
 def test_dense_reproduces_each_solvers_interpolant(integrator):
     # a pendulum (no polynomial solution): the stored pieces equal scipy's dense output
-    from impactbench.dense import DenseOutputBuilder
+    from impactbench.core.dense import DenseOutputBuilder
 
     solver = event_driven.INTEGRATORS[integrator](
         lambda t, y: np.array([y[1], -np.sin(y[0])]), 0.0, np.array([2.0, 0.0]), 20.0, rtol=1e-8

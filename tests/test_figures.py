@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from impactbench import simulate, style
-from impactbench.cli import main
+from impactbench import simulate
+from impactbench.analysis.impact_events import impact_events
+from impactbench.analysis.reference import Reference
+from impactbench.bench import style
+from impactbench.bench.cli import main
+from impactbench.bench.trajectory_figure import REFERENCE_POINTS, trajectory_figure
 from impactbench.methods import MoreauJean
 from impactbench.problems import SlantedWall
-from impactbench.reference import Reference
-from impactbench.trajectory_figure import REFERENCE_POINTS, trajectory_figure
 
 
 @pytest.mark.parametrize(
@@ -86,8 +88,14 @@ def test_trajectory_figure_draws_the_exact_solution():
         np.testing.assert_array_equal(line.get_ydata(), q_exact[:, i])
     impact_map = figure.axes[3]
     run_points = impact_map.lines[0]
-    np.testing.assert_array_equal(run_points.get_xdata(), run.impacts.t)
-    np.testing.assert_array_equal(run_points.get_ydata(), -run.impacts.normal_velocity_before)
+    # one point per impact event (the first entry of its cluster), not one per resting step
+    events = impact_events(run)
+    assert len(run_points.get_xdata()) == events.impacts < len(run.impacts.t)
+    np.testing.assert_array_equal(run_points.get_xdata(), events.times)
+    first = np.searchsorted(run.impacts.t, events.times)
+    np.testing.assert_array_equal(
+        run_points.get_ydata(), -run.impacts.normal_velocity_before[first]
+    )
     figure.savefig(io.BytesIO(), format="png")
 
 

@@ -16,7 +16,7 @@ import pytest
 from scipy.spatial import cKDTree
 
 from impactbench import ImpactLog, Reference, Status, Trajectory, simulate
-from impactbench.fitting import (
+from impactbench.analysis.fitting import (
     FLAT,
     FLOOR,
     GROWS,
@@ -29,11 +29,10 @@ from impactbench.fitting import (
     phase_medians,
     phase_offsets,
 )
+from impactbench.analysis.metrics import METRICS, graph_distance
+from impactbench.analysis.metrics import error_floor as metric_floor
 from impactbench.methods import MoreauJean
-from impactbench.metrics import graph_distance
 from impactbench.problems import BouncingBall, ImpactingOscillator
-from impactbench.run_metrics import METRICS
-from impactbench.run_metrics import error_floor as metric_floor
 from impactbench.studies import convergence
 
 EPS = np.finfo(float).eps

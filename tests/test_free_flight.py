@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from impactbench import SimulationError, simulate
-from impactbench._jit import kernel
+from impactbench.core._jit import kernel
+from impactbench.core.problem import ProblemKernels
 from impactbench.methods import EventDriven, event_driven
 from impactbench.methods.free_flight import free_flight_rhs
-from impactbench.problem import ProblemKernels
 from impactbench.problems import (
     BouncingBall,
     DoublePendulum,

@@ -32,12 +32,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from impactbench import cli, pipeline, simulate
+from impactbench import simulate
+from impactbench.bench import cli, pipeline
+from impactbench.bench.runner import MAX_JOBS_PER_CPU, MAX_RETRIES
+from impactbench.bench.runner import execute as real_execute
+from impactbench.core.timestepping import MAX_LOG_CAPACITY
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall
-from impactbench.runner import MAX_JOBS_PER_CPU, MAX_RETRIES
-from impactbench.runner import execute as real_execute
-from impactbench.timestepping import MAX_LOG_CAPACITY
 
 FUZZ_EXAMPLES = int(os.environ.get("IMPACTBENCH_FUZZ_EXAMPLES", "40"))
 

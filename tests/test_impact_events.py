@@ -1,5 +1,5 @@
-"""One definition of an impact event across methods (impactbench/impact_events.py): logs built
-by hand with known answers, then the counts of every method on problems with known impacts."""
+"""One definition of an impact event across methods (impactbench/analysis/impact_events.py): logs
+built by hand with known answers, then the counts of every method on problems with known impacts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from impactbench import ImpactLog, simulate
-from impactbench.impact_events import impact_events
+from impactbench.analysis.impact_events import impact_events
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, DoublePendulum, TightJoint
 

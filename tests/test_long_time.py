@@ -39,23 +39,23 @@ import pandas as pd
 import pytest
 
 from impactbench import Method, simulate
-from impactbench.cli import main
-from impactbench.fitting import observed_order
-from impactbench.long_time import (
+from impactbench.analysis.fitting import observed_order
+from impactbench.analysis.impact_events import impact_events
+from impactbench.analysis.long_time import (
     decreasing_envelope,
     fit_log_linear,
     fit_power_law,
     flight_medians,
-    impact_clusters,
     impact_sample_pairs,
     joint_excess_energy,
     power_law_coefficient,
     pre_impact_kinetic_energies,
     thinning_indices,
 )
+from impactbench.bench.cli import main
+from impactbench.bench.results import MissingArtefactError
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import TightJoint
-from impactbench.results import MissingArtefactError
 from impactbench.studies import energy_decay
 
 from conftest import assert_study_table, step_grid
@@ -95,7 +95,7 @@ import ctypes, json, sys
 from impactbench import simulate
 from impactbench.methods import MoreauJean
 from impactbench.problems import TightJoint
-from impactbench.results import MissingArtefactError
+from impactbench.bench.results import MissingArtefactError
 
 problem = TightJoint(stiffness=1.0, restitution=1.0, clearance=0.1, v0=1.0)
 method = MoreauJean(theta=0.5, log_capacity=int(sys.argv[1]))
@@ -200,11 +200,8 @@ def test_1e7_steps_with_decimated_output_keep_memory_bounded(memory):
 # --------------------------------------------------------------------------------------------
 
 
-def test_impact_clusters_and_flight_medians():
-    log = np.array([1.0, 1.001, 2.0, 3.0, 3.0005, 3.001, 5.0])
-    impacts = impact_clusters(log, 0.01)
-    np.testing.assert_array_equal(impacts, [1.0, 2.0, 3.0, 5.0])
-    np.testing.assert_array_equal(impact_clusters(log, 0.0), np.unique(log))
+def test_flight_medians():
+    impacts = np.array([1.0, 2.0, 3.0, 5.0])
     t = np.linspace(0.0, 6.0, 601)
     values = np.floor(t) + 0.5  # one level per unit interval
     medians = flight_medians(t, values, impacts, margin=0.05)
@@ -286,7 +283,7 @@ def spring_sweep():
         for h in steps:
             every = max(1, round(SAMPLE_SPACING / h))
             run = simulate(problem, method, t_end, h=h, output_every=every)
-            impacts = impact_clusters(run.impacts.t, 10 * h)
+            impacts = impact_events(run).times
             excess = joint_excess_energy(problem, run.q, run.v)
             flights = flight_medians(run.t, excess, impacts, 3 * h)
             fit = fit_log_linear(np.arange(1, len(flights) + 1), flights)
@@ -384,7 +381,7 @@ def free_sweep():
     for method in TIME_STEPPERS:
         for h in steps:
             run = simulate(problem, method, t_end, h=h, output_every=10_000)
-            times, energy = pre_impact_kinetic_energies(run.impacts, problem.mass, 10 * h)
+            times, energy = pre_impact_kinetic_energies(run, problem.mass)
             deviation = law_deviation(problem, times, energy)
             coefficient, _ = power_law_coefficient(times, energy, problem.decay_time_origin)
             rows.append(
@@ -488,10 +485,10 @@ def _no_simulation(*args, **kwargs):
 def test_pre_impact_kinetic_energies_take_the_first_entry_of_each_impact():
     log = SimpleNamespace(
         t=np.array([1.0, 1.001, 2.0, 3.0, 3.0005]),
+        constraint=np.zeros(5, dtype=np.int64),
         normal_velocity_before=np.array([-2.0, 0.5, -1.0, -3.0, 0.1]),
     )
-    times, energies = pre_impact_kinetic_energies(log, 2.0, 0.01)
+    run = SimpleNamespace(impacts=log, h=0.001, stats={})  # entries <= 1.5 h apart: one impact
+    times, energies = pre_impact_kinetic_energies(run, 2.0)
     np.testing.assert_array_equal(times, [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(energies, [4.0, 1.0, 9.0])
-    with pytest.raises(ValueError, match="separation"):
-        pre_impact_kinetic_energies(log, 2.0, -1.0)

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import threadpoolctl
 
-from impactbench.machine import cpu_model, machine_info
+from impactbench.bench.machine import cpu_model, machine_info
 
 
 def test_cpu_model_from_cpuinfo(tmp_path):

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from impactbench import simulate
-from impactbench.energy import energy
-from impactbench.fitting import fit_order, observed_order, perturbed_steps
+from impactbench.analysis.fitting import fit_order, observed_order, perturbed_steps
+from impactbench.analysis.metrics import max_position_error, penetration_depths
+from impactbench.bench.testing import check_method
+from impactbench.core.energy import energy
 from impactbench.methods import METHODS, MoreauJeanProjection, get_method
-from impactbench.metrics import max_position_error, penetration_depths
 from impactbench.problems import BouncingBall, ImpactingOscillator, SlantedWall
 from impactbench.studies.persistent_contact import CASES
-from impactbench.testing import check_method
 
 from conftest import step_grid
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from impactbench import SimulationError, simulate
-from impactbench._jit import kernel
+from impactbench.core._jit import kernel
+from impactbench.core.problem import CompiledProblem, ProblemKernels
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
-from impactbench.problem import CompiledProblem, ProblemKernels
 
 
 @kernel

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from impactbench import SimulationError, simulate
-from impactbench.energy import energy
-from impactbench.fitting import fit_order, observed_order, perturbed_steps
+from impactbench.analysis.fitting import fit_order, observed_order, perturbed_steps
+from impactbench.analysis.metrics import l1_velocity_error, max_position_error, penetration_depths
+from impactbench.core.energy import energy
 from impactbench.methods import METHODS, NonsmoothGeneralizedAlpha
 from impactbench.methods.nonsmooth_generalized_alpha import generalized_alpha_parameters
-from impactbench.metrics import l1_velocity_error, max_position_error, penetration_depths
 from impactbench.problems import BouncingBall, ImpactingOscillator, SlantedWall
 from impactbench.studies.persistent_contact import CASES
 

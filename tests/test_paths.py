@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from impactbench import simulate
-from impactbench._jit import kernel
+from impactbench.analysis.metrics import max_position_error
+from impactbench.core._jit import kernel
+from impactbench.core.problem import CompiledProblem, ProblemKernels
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.metrics import max_position_error
-from impactbench.problem import CompiledProblem, ProblemKernels
 from impactbench.problems import (
     BouncingBall,
     ForcedImpactOscillator,

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from impactbench import simulate
-from impactbench.fitting import observed_order
+from impactbench.analysis.fitting import observed_order
+from impactbench.analysis.metrics import penetration_depths
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
-from impactbench.metrics import penetration_depths
 from impactbench.studies.persistent_contact import CASES
 
 from conftest import step_grid

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 import impactbench
+from impactbench.bench.runner import Run
+from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.methods import MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall
-from impactbench.runner import Run
-from impactbench.study import Section, Study, StudyReport
 
 
 def _tiny_runs(quick: bool) -> list[Run]:

@@ -4,6 +4,7 @@ virtual environment) and study files (``impactbench run path/to/study.py``)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from impactbench.cli import main
-from impactbench.plugins import discover
+from impactbench.bench.cli import main
+from impactbench.bench.plugins import discover
 
 PACKAGE = Path(__file__).parent / "data" / "third_party_package"
 
@@ -30,9 +31,11 @@ def plugin_python(tmp_path_factory) -> Path:
     )
     python = root / "bin" / "python"
     build = tmp_path_factory.mktemp("build")
+    source = build / "third_party_package"  # a copy: the build writes next to the sources
+    shutil.copytree(PACKAGE, source)
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-         "--no-build-isolation", "--no-index", str(PACKAGE)],
+         "--no-build-isolation", "--no-index", str(source)],
         check=True,
         cwd=build,
     )  # fmt: skip
@@ -91,8 +94,8 @@ import numpy as np
 
 from impactbench import Problem
 from impactbench.methods import MoreauJean, PaoliSchatzman
-from impactbench.runner import Run
-from impactbench.study import Section, Study, StudyReport
+from impactbench.bench.runner import Run
+from impactbench.bench.study import Section, Study, StudyReport
 
 
 class Floor(Problem):

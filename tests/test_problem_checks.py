@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from impactbench import Problem, SimulationError, simulate
-from impactbench.contact import (
+from impactbench.bench.runner import Run, RunCache, execute
+from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
     affine_projection_step,
     impact_velocity,
@@ -28,9 +29,8 @@ from impactbench.contact import (
     solve_lcp,
     solve_lcp_single,
 )
+from impactbench.core.status_codes import FAILURE_REASONS, STATUS_DEGENERATE_GRADIENT
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.runner import Run, RunCache, execute
-from impactbench.status_codes import FAILURE_REASONS, STATUS_DEGENERATE_GRADIENT
 
 H = 1e-2
 T_END = 1.0
@@ -330,7 +330,7 @@ def test_metric_row_flags_a_zero_gradient_and_the_impulse_refuses_it():
 
 
 def impulse_single_code(n, G, v, inv_w, P, v_out):
-    from impactbench.contact import impulse_single
+    from impactbench.core.contact import impulse_single
 
     return impulse_single(n, G, 0, v, v, 0.5, np.zeros((1, n)), inv_w, P, v_out)
 

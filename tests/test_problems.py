@@ -15,7 +15,7 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from impactbench.problem import CompiledProblem
+from impactbench.core.problem import CompiledProblem
 from impactbench.problems import (
     PROBLEMS,
     BouncingBall,

@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 import impactbench as ib
-from impactbench.fitting import observed_order
+from impactbench.analysis.fitting import observed_order
+from impactbench.analysis.metrics import METRICS
+from impactbench.analysis.reference import problem_fingerprint
 from impactbench.methods import (
     CatchingUp,
     EventDriven,
@@ -26,8 +28,6 @@ from impactbench.methods import (
     reference_method,
 )
 from impactbench.problems import BouncingBall, DoublePendulum, TightJoint, TightJoint2D
-from impactbench.reference import problem_fingerprint
-from impactbench.run_metrics import METRICS
 
 from conftest import plant_pickle, step_grid
 

@@ -19,10 +19,10 @@ from scipy.optimize import brentq
 
 import impactbench as ib
 from impactbench import energy, simulate
-from impactbench.fitting import observed_order
+from impactbench.analysis.fitting import observed_order
+from impactbench.analysis.metrics import max_position_error
+from impactbench.core.problem import CompiledProblem
 from impactbench.methods import METHODS, CatchingUp, MoreauJean, PaoliSchatzman, reference_method
-from impactbench.metrics import max_position_error
-from impactbench.problem import CompiledProblem
 from impactbench.problems import PROBLEMS, DoublePendulum, TightJoint, TightJoint2D
 
 from conftest import H_FD, smooth_grid, step_grid

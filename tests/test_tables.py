@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from impactbench.report import latex_table
-from impactbench.results import read_parquet_provenance, write_parquet
+from impactbench.bench.report import latex_table
+from impactbench.bench.results import read_parquet_provenance, write_parquet
 
 
 def test_latex_table_has_booktabs_rules_and_escapes():

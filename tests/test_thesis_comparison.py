@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from impactbench.cli import main
+from impactbench.bench.cli import main
+from impactbench.bench.trajectory_figure import ARTEFACT_SAMPLES
 from impactbench.studies import STUDIES
 from impactbench.studies.thesis_comparison import (
     CONFIGURATIONS,
@@ -19,7 +20,6 @@ from impactbench.studies.thesis_comparison import (
     REFERENCES_FILE,
     isolated_impacts,
 )
-from impactbench.trajectory_figure import ARTEFACT_SAMPLES
 
 from conftest import assert_study_table
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from impactbench.cli import main
+from impactbench.bench.cli import main
 
 THIRD_PARTY = Path(__file__).parent / "data" / "third_party"
 

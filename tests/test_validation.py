@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from impactbench import SimulationError, simulate
+from impactbench.core.timestepping import MAX_LOG_CAPACITY, step_count
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman, get_method
 from impactbench.problems import BouncingBall, SlantedWall
-from impactbench.timestepping import MAX_LOG_CAPACITY, step_count
 
 from conftest import PythonBall
 

@@ -1,5 +1,5 @@
-"""The conformance suite (impactbench.testing.check_method): it passes every built-in method and
-fails deliberately wrong methods on the property they break, and only there.
+"""The conformance suite (impactbench.bench.testing.check_method): it passes every built-in method
+and fails deliberately wrong methods on the property they break, and only there.
 
 The wrong methods are written here as a third party would: a plain-Python Moreau-Jean midpoint
 scheme (theta = 1/2, position activation, impulse by LCP enumeration) whose impulse direction is
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from impactbench import ImpactLog, Method, Status, Trajectory
+from impactbench.bench.testing import LEVELS, PROPERTIES, check_method
+from impactbench.core.timestepping import step_count
 from impactbench.methods import METHODS, MoreauJean
-from impactbench.testing import LEVELS, PROPERTIES, check_method
-from impactbench.timestepping import step_count
 
 from reference_moreau_jean import solve_lcp_by_enumeration
 

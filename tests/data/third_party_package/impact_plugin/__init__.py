@@ -3,9 +3,9 @@
 import numpy as np
 
 from impactbench import Problem
+from impactbench.bench.runner import Run
+from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.methods import MoreauJean
-from impactbench.runner import Run
-from impactbench.study import Section, Study, StudyReport
 
 
 class PluginMoreauJean(MoreauJean):

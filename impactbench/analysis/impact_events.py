@@ -1,0 +1,180 @@
+"""One definition of an impact event, so that impact counts compare across methods.
+
+The raw impact logs of the methods do not count the same thing: an event-driven run logs each
+located impact once, Moreau-Jean logs every step on which a constraint takes an impulse (a
+resting contact: every step), Paoli-Schatzman logs the steps on which the projection acts (two
+consecutive steps per impact). Counted raw, a ball in a box gives 36 "impacts" with one scheme
+and 18 with another. The rule here:
+
+* an **impact event** is a cluster of log entries of one constraint whose consecutive entries
+  are at most ``1.5 h`` apart (consecutive steps: no free step between them) -- the contact did
+  not open in between; a cluster separated from the next by at least one free step (free flight)
+  is a separate event. Event-driven runs locate each impact: every entry is an event;
+* a **contact phase** is an event whose cluster spans more than :data:`IMPACT_STEPS` steps
+  (longer than any scheme needs to resolve one impact: Paoli-Schatzman acts on two consecutive
+  steps), i.e. a persistent (resting or sliding) contact; its duration is
+  ``last - first + h``. Contact phases are reported apart (their number and the total time in
+  contact); each also counts as one impact event, the impact that closed it. An event-driven run
+  reports its persistent contacts itself (``stats["contact_phases"]`` and
+  ``stats["contact_duration"]``: the phases of its acceleration-level contact dynamics).
+
+The raw log stays available (``Trajectory.impacts``, and the ``impact_log_entries`` column of
+the result tables).
+
+Matching impacts of a run with reference impacts (:mod:`impactbench.analysis.metrics`, the studies)
+uses the helpers here and nothing else: the window :func:`matching_window`
+``w = max(WINDOW_STEPS h, WINDOW_FRACTION (T - t0))`` (the impact times of a first-order scheme
+drift by a few h over a few impacts), the nearest impact :func:`nearest_impacts`, and the
+reference impacts that can be matched one by one, :func:`isolated_impacts` (farther than
+``2 w`` from both neighbours: not part of an accumulation).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core.trajectory import Trajectory
+
+#: Clusters of at most this many consecutive-step entries are impacts, longer ones contact phases.
+IMPACT_STEPS = 2
+#: Entries at most this many steps apart belong to one cluster (consecutive steps; the factor
+#: absorbs the rounding of t0 + k h).
+CLUSTER_STEPS = 1.5
+
+#: Impact-matching window: ``WINDOW_STEPS`` steps of the run ...
+WINDOW_STEPS = 10.0
+#: ... and at least this fraction of the horizon T - t0.
+WINDOW_FRACTION = 2e-2
+
+
+class ImpactEvents(NamedTuple):
+    """Impact events of a run (see the module docstring).
+
+    Attributes
+    ----------
+    impacts : int
+        Number of impact events (contact phases included, one each).
+    contact_phases : int
+        Number of persistent-contact phases.
+    contact_time : float
+        Total duration of the contact phases.
+    times : ndarray, shape (impacts,)
+        Time of each event (its first entry), increasing.
+    ends : ndarray, shape (impacts,)
+        Time of the last entry of each event, in the order of ``times`` (equal to it for an
+        event of one entry and for every event-driven event).
+    first_entries : ndarray of int, shape (impacts,)
+        Index in the impact log of the first entry of each event, in the order of ``times``.
+    """
+
+    impacts: int
+    contact_phases: int
+    contact_time: float
+    times: np.ndarray
+    ends: np.ndarray
+    first_entries: np.ndarray
+
+
+def impact_events(trajectory: Trajectory) -> ImpactEvents:
+    """Cluster the impact log of ``trajectory`` into impact events and contact phases.
+
+    A time-stepping run (``trajectory.h`` set) is clustered by the rule of the module docstring;
+    an event-driven run (``trajectory.h`` None) counts each log entry as an event and takes its
+    contact phases from its stats. Entries beyond the log's capacity are not seen: a run whose
+    log overflowed (``impacts.total > len(impacts.t)``) is counted from the entries kept.
+    """
+    log, h = trajectory.impacts, trajectory.h
+    t = np.asarray(log.t, dtype=float)
+    constraint = np.asarray(log.constraint)
+    if h is None:
+        stats = trajectory.stats
+        order = np.argsort(t, kind="stable")
+        return ImpactEvents(
+            len(t),
+            int(stats.get("contact_phases", 0)),
+            float(stats.get("contact_duration", 0.0)),
+            t[order],
+            t[order],
+            order,
+        )
+    if not (math.isfinite(h) and h > 0):
+        raise ValueError(f"trajectory.h must be a finite positive number or None, got {h!r}")
+    starts, ends, entries, phases, contact_time = [], [], [], 0, 0.0
+    for index in np.unique(constraint):
+        rows = np.flatnonzero(constraint == index)
+        rows = rows[np.argsort(t[rows], kind="stable")]
+        breaks = np.flatnonzero(np.diff(t[rows]) > CLUSTER_STEPS * h) + 1
+        for cluster in np.split(rows, breaks):
+            first, last = t[cluster[0]], t[cluster[-1]]
+            starts.append(first)
+            ends.append(last)
+            entries.append(cluster[0])
+            if len(cluster) > IMPACT_STEPS:
+                phases += 1
+                contact_time += float(last - first) + h
+    order = np.argsort(np.asarray(starts, dtype=float), kind="stable")
+    return ImpactEvents(
+        len(starts),
+        phases,
+        contact_time,
+        np.asarray(starts, dtype=float)[order],
+        np.asarray(ends, dtype=float)[order],
+        np.asarray(entries, dtype=np.int64)[order],
+    )
+
+
+def matching_window(h: float | None, span: float) -> float:
+    """Distance within which a run impact and a reference impact match.
+
+    Parameters
+    ----------
+    h : float or None
+        Step of a time-stepping run, None (or 0) for an adaptive run.
+    span : float
+        Horizon T - t0 of the run, >= 0.
+
+    Returns
+    -------
+    float
+        ``max(WINDOW_STEPS h, WINDOW_FRACTION span)``.
+    """
+    if not (math.isfinite(span) and span >= 0):
+        raise ValueError(f"span must be finite and >= 0, got {span!r}")
+    step = 0.0 if h is None or math.isnan(h) else float(h)
+    return max(WINDOW_STEPS * step, WINDOW_FRACTION * span)
+
+
+def nearest_impacts(impacts: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """For each target, the nearest element of the sorted, non-empty array ``impacts``.
+
+    Parameters
+    ----------
+    impacts : ndarray, shape (k,)
+        Increasing times, k >= 1.
+    targets : ndarray, shape (m,)
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        The nearest impact time of each target (the earlier one at a tie).
+    """
+    impacts = np.asarray(impacts, dtype=float)
+    targets = np.asarray(targets, dtype=float)
+    if impacts.size == 0:
+        raise ValueError("impacts must not be empty")
+    index = np.searchsorted(impacts, targets)
+    left = impacts[np.clip(index - 1, 0, len(impacts) - 1)]
+    right = impacts[np.clip(index, 0, len(impacts) - 1)]
+    return np.where(np.abs(targets - left) <= np.abs(right - targets), left, right)
+
+
+def isolated_impacts(times: np.ndarray, window: float) -> np.ndarray:
+    """Mask of the sorted ``times`` farther than ``2 window`` from both neighbours, shape (k,)."""
+    times = np.asarray(times, dtype=float)
+    if times.size == 0:
+        return np.zeros(0, dtype=bool)
+    far = np.diff(times) > 2.0 * window
+    return np.concatenate([[True], far]) & np.concatenate([far, [True]])

@@ -1,0 +1,424 @@
+"""The ``impactbench`` command: list, run studies, rebuild reports, simulate one run.
+
+Exit codes: 0 success; 1 a run failed (the tables and reports are still written), there was
+nothing to report, or a file or the Dask scheduler could not be reached; 2 a usage error
+(unknown name, bad value, malformed scheduler address, a size beyond its limit), reported as a
+message without a traceback; 130 interrupted (finished runs are cached: run the same command
+again to resume). Cache warnings (an ignored entry, a cache that cannot be written) are printed
+as ``impactbench: warning: ...`` and do not change the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .. import SimulationError, simulate
+from ..analysis.metrics import METRICS, Reference
+from ..analysis.reference import reference
+from ..core import names
+from ..core._files import CacheWarning, write_atomic
+from ..core.energy import energy
+from ..methods import METHODS, reference_method
+from ..problems import PROBLEMS
+from ..studies import STUDIES
+from . import style
+from .pipeline import DEFAULT_OUTPUT, run_study
+from .plugins import load_study_file
+from .report import TABLE_FILE, write_index, write_study_report
+from .results import format_float
+from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
+from .study import Study
+from .trajectory_figure import trajectory_figure
+from .validate_command import add_parser as add_validate_parser
+
+_SIMULATE_METRICS = ("max_position_error", "l1_velocity_error", "position_error_at_end")
+
+
+class UsageError(ValueError):
+    """A bad command line (exit code 2)."""
+
+
+def parse_spec(text: str, table: dict[str, Any], kind: str) -> tuple[Any, dict[str, Any]]:
+    """:func:`impactbench.core.names.parse_spec`, raising :class:`UsageError` (exit code 2)."""
+    try:
+        return names.parse_spec(text, table, kind)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if jobs == 0 or jobs < -1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {jobs}")
+    return jobs
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= value <= MAX_RETRIES:
+        raise argparse.ArgumentTypeError(f"must lie in 0..{MAX_RETRIES}, got {value}")
+    return value
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+# --------------------------------------------------------------------------------------------
+# list
+
+
+def _list(args: argparse.Namespace) -> int:
+    print("Problems:")
+    for name, factory in PROBLEMS.items():
+        print(f"  {name:24} {_first_line(factory.__doc__)}")
+    print("Methods:")
+    for name, method in METHODS.items():
+        print(f"  {name:24} {method.family:14} {_first_line(method.__doc__)}")
+    print("Studies:")
+    for name, study in STUDIES.items():
+        counts = f"quick {len(study.runs(True))} runs, full {len(study.runs(False))} runs"
+        print(f"  {name:24} {study.title} ({counts})")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# run and report
+
+
+def _studies(names: Sequence[str]) -> dict[str, Study]:
+    """The studies named on the command line (names, or paths of files defining ``STUDY``)."""
+    chosen: dict[str, Study] = {}
+    for name in names:
+        if name.endswith(".py"):
+            try:
+                study = load_study_file(name)
+            except ValueError as error:
+                raise UsageError(str(error)) from None
+        elif name in STUDIES:
+            study = STUDIES[name]
+        else:
+            raise UsageError(
+                f"unknown study {name!r}; known: {', '.join(STUDIES)}, or the path of a .py "
+                "file defining STUDY"
+            )
+        chosen.setdefault(study.name, study)
+    return chosen or dict(STUDIES)
+
+
+def _write_reports(output: Path, extra: Mapping[str, Study] | None = None) -> int:
+    """Rebuild the report of every study with a table in ``output`` (the built-in and plug-in
+    studies, and ``extra``), and the index.
+
+    Shows a progress bar on a terminal. Returns the number of studies found.
+    """
+    known = {**STUDIES, **(extra or {})}
+    present = [study for name, study in known.items() if (output / name / TABLE_FILE).exists()]
+    reports = [
+        (study, write_study_report(study, output / study.name))
+        for study in tqdm(present, desc="reports", unit="study", disable=None)
+    ]
+    if reports:
+        write_index(output, reports)
+    return len(reports)
+
+
+def _run(args: argparse.Namespace) -> int:
+    studies = _studies(args.studies)
+    if args.backend == "dask" and not args.scheduler:
+        raise UsageError("--backend dask needs --scheduler ADDRESS")
+    if args.backend != "dask" and args.scheduler:
+        raise UsageError("--scheduler is only used with --backend dask")
+    try:  # every option before any study runs
+        check_options(
+            jobs=args.jobs,
+            backend=args.backend,
+            scheduler=args.scheduler,
+            retries=args.retry_failed,
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    output = args.output or DEFAULT_OUTPUT["quick" if args.quick else "full"]
+    any_failed = False
+    for name, study in studies.items():
+        try:
+            result = run_study(
+                study,
+                quick=args.quick,
+                jobs=args.jobs,
+                backend=args.backend,
+                scheduler=args.scheduler,
+                cache_dir=args.cache_dir,
+                use_cache=not args.no_cache,
+                retries=args.retry_failed,
+                output=output,
+                report=False,
+            )
+        except ValueError as error:  # the Dask client refused the scheduler address
+            raise UsageError(str(error)) from None
+        failed = result.failed
+        print(
+            f"{name}: {len(result.runs)} runs ({result.cached} from the cache, {len(failed)} "
+            f"failed) in {result.elapsed:.1f} s -> {result.folder / TABLE_FILE}"
+        )
+        for outcome in failed[:5]:
+            print(f"  failed: {outcome.error}", file=sys.stderr)
+        any_failed = any_failed or bool(failed)
+    _write_reports(output, {name: s for name, s in studies.items() if name not in STUDIES})
+    print(f"reports: {output / 'README.md'}")
+    return 1 if any_failed else 0
+
+
+def _has_tables(folder: Path) -> bool:
+    return any((folder / name / TABLE_FILE).exists() for name in STUDIES)
+
+
+def _report(args: argparse.Namespace) -> int:
+    output = args.output
+    if output is None:  # the full reports, else those of `run --quick`
+        output = DEFAULT_OUTPUT["full"]
+        if not _has_tables(output) and _has_tables(DEFAULT_OUTPUT["quick"]):
+            output = DEFAULT_OUTPUT["quick"]
+            print(f"no stored tables in {DEFAULT_OUTPUT['full']}: reporting {output} (--quick)")
+    if not _write_reports(output):
+        hint = "`impactbench run` (or `run --quick`, then `report --output reports-quick`)"
+        print(f"no stored study tables in {output}; run {hint} first", file=sys.stderr)
+        return 1
+    print(f"reports: {output / 'README.md'}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# simulate
+
+
+def _trajectory_frame(problem: Any, trajectory: Any) -> pd.DataFrame:
+    columns: dict[str, np.ndarray] = {"t": trajectory.t}
+    for i in range(trajectory.q.shape[1]):
+        columns[f"q{i}"] = trajectory.q[:, i]
+    for i in range(trajectory.v.shape[1]):
+        columns[f"v{i}"] = trajectory.v[:, i]
+    columns["energy"] = energy(problem, trajectory)
+    return pd.DataFrame(columns)
+
+
+def _plot(problem: Any, trajectory: Any, path: Path) -> str:
+    """Draw the run against its exact solution, else against a reference run; returns which."""
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in style.FORMATS:
+        raise UsageError(f"--plot must end in one of .png, .pdf, .svg, got {str(path)!r}")
+    if problem.has_exact_solution:
+        solution = Reference.exact(problem, trajectory.t[-1])
+    else:  # computed once, then read from the reference cache
+        solution = reference(problem, float(trajectory.t[-1]), reference_method())
+    with mpl.rc_context(style.RC):
+        figure = trajectory_figure(problem, trajectory, solution)
+        style.save(figure, path, formats=(suffix,))
+    return solution.kind
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    problem_factory, problem_kwargs = parse_spec(args.problem, PROBLEMS, "problem")
+    method_factory, method_kwargs = parse_spec(args.method, METHODS, "method")
+    try:
+        problem = problem_factory(**problem_kwargs)
+        method = method_factory(**method_kwargs)
+        warmup = None
+        if args.warmup:  # compilation and first-call costs, kept out of the run's wall time
+            start = time.perf_counter()
+            simulate(problem, method, args.t_end, h=args.h, output_every=args.output_every)
+            warmup = time.perf_counter() - start
+        trajectory = simulate(problem, method, args.t_end, h=args.h, output_every=args.output_every)
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    except SimulationError as error:
+        print(f"run failed: {error}", file=sys.stderr)
+        return 1
+    stats = trajectory.stats
+    print(f"{problem.name} with {method.name} to t = {args.t_end:g}: {trajectory.status.value}")
+    print(f"  {trajectory.message}")
+    if trajectory.h is not None:
+        print(f"  step used: {trajectory.h!r}")
+    print(
+        f"  steps {stats['steps']}, force evaluations {stats['force_evaluations']}, "
+        f"impacts {stats['impacts']}, samples {len(trajectory.t)}, "
+        f"wall time {stats['wall_time']:.4g} s"
+    )
+    if warmup is not None:
+        print(
+            f"  warm-up run (numba compilation or cache loading, first calls): {warmup:.4g} s, "
+            "not in the wall time"
+        )
+    print(f"  q(T) = {trajectory.q[-1].tolist()}, v(T) = {trajectory.v[-1].tolist()}")
+    if problem.has_exact_solution:
+        reference = Reference.exact(problem, args.t_end)
+        for name in _SIMULATE_METRICS:
+            value = METRICS[name].function(problem, trajectory, reference)
+            print(f"  {name.replace('_', ' ')} (exact solution): {value:.6g}")
+    frame = _trajectory_frame(problem, trajectory)
+    if args.csv:
+        write_atomic(
+            args.csv, frame.to_csv(index=False, float_format=format_float, lineterminator="\n")
+        )
+        print(f"  samples written to {args.csv}")
+    if args.plot:
+        kind = _plot(problem, trajectory, args.plot)
+        print(f"  figure written to {args.plot} (against the {kind} solution)")
+    return 0 if trajectory.success else 1
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``impactbench`` command."""
+    parser = argparse.ArgumentParser(
+        prog="impactbench",
+        description="Comparative studies of numerical methods for mechanical systems with "
+        "unilateral constraints and impacts.",
+        epilog="Exit codes: 0 success, 1 a run failed, 2 usage error, 130 interrupted.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="list the problems, methods and studies")
+    listing.set_defaults(handler=_list, parser=listing)
+
+    run = commands.add_parser(
+        "run",
+        help="run studies (all when none is named) and write their tables and reports",
+        description="Run studies: expand their grids into runs, execute them in parallel "
+        "(finished runs are cached; an interrupted study resumes), write one table per study "
+        "and the reports.",
+    )
+    run.add_argument(
+        "studies",
+        nargs="*",
+        metavar="STUDY",
+        help="study names, or paths of .py files defining STUDY (default: every study)",
+    )
+    run.add_argument("--quick", action="store_true", help="the small grids (seconds)")
+    run.add_argument("--jobs", type=_jobs, default=-1, help="parallel jobs (default -1: all cores)")
+    run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
+    run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
+    run.add_argument(
+        "--retry-failed",
+        type=_retries,
+        default=0,
+        metavar="N",
+        help="rerun the failed runs (errors, crashed workers) up to N more times in this "
+        f"invocation (0..{MAX_RETRIES}, default 0)",
+    )
+    run.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help=f"run cache folder (default: {default_cache_dir()})",
+    )
+    run.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="output folder (default: reports, or reports-quick with --quick)",
+    )
+    run.set_defaults(handler=_run, parser=run)
+
+    report = commands.add_parser(
+        "report",
+        help="rebuild the reports from the stored tables",
+        description="Rebuild <output>/<study>/README.md and the figures of every study with a "
+        "stored table in the output folder, and the index <output>/README.md (no run is "
+        "executed).",
+    )
+    report.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="reports folder (default: reports, else reports-quick when only it has tables)",
+    )
+    report.set_defaults(handler=_report, parser=report)
+
+    sim = commands.add_parser(
+        "simulate",
+        help="simulate one problem with one method",
+        description="Simulate one run and print its summary (with its errors when the "
+        "problem has an exact solution). PROBLEM and METHOD are names with optional "
+        "parameters, e.g. 'BouncingBall[restitution=0.5]' 'MoreauJean[theta=0.5]'.",
+    )
+    sim.add_argument("problem", metavar="PROBLEM", help=f"one of {', '.join(PROBLEMS)}")
+    sim.add_argument("method", metavar="METHOD", help=f"one of {', '.join(METHODS)}")
+    sim.add_argument("--t-end", type=float, required=True, help="final time")
+    sim.add_argument("--h", type=float, default=None, help="step (time-stepping methods)")
+    sim.add_argument("--output-every", type=_positive_int, default=1, help="keep every K-th step")
+    sim.add_argument(
+        "--plot",
+        type=Path,
+        help="write a figure (.png, .pdf or .svg) of the run against the exact solution, or "
+        "against a reference run (DOP853, rtol 1e-12, cached) when there is none: q, v, phase "
+        "portrait, impact map, gap, energy error",
+    )
+    sim.add_argument("--csv", type=Path, help="write the samples (t, q, v, energy) as CSV")
+    sim.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help="time the first run, compilation included (default: run once untimed first)",
+    )
+    sim.set_defaults(handler=_simulate, parser=sim)
+
+    add_validate_parser(commands, UsageError)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Cache warnings as one line on stderr, other warnings in Python's format."""
+    if issubclass(category, CacheWarning):
+        print(f"impactbench: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.handler(args)
+    except UsageError as error:  # the subcommand's usage line, not the top-level one
+        getattr(args, "parser", parser).error(str(error))
+    except OSError as error:  # unwritable output, unreachable scheduler
+        print(f"impactbench: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are cached; run again to resume", file=sys.stderr)
+        return 130

@@ -1,0 +1,218 @@
+"""The main job as a Python function: run a study, store its table, provenance and report.
+
+:func:`run_study` is what ``impactbench run`` does for each study, callable from a notebook, a
+script or CI without going through the command line::
+
+    from impactbench import run_study
+    result = run_study("convergence", quick=True, jobs=2, output="reports-quick")
+    result.table          # the flat table, one row per run (as stored in results.csv)
+    result.failed         # the failed outcomes (their rows are in the table, with the error)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from .machine import machine_info
+from .report import PARQUET_FILE, PROVENANCE_FILE, TABLE_FILE, write_study_report
+from .results import (
+    build_table,
+    read_provenance,
+    write_artefacts,
+    write_parquet,
+    write_provenance,
+    write_table,
+)
+from .runner import FAILED, Outcome, Run, check_options, execute
+from .study import Study
+
+#: Output folders of the full and the quick grids (the quick grid never overwrites the full one).
+DEFAULT_OUTPUT = {"full": Path("reports"), "quick": Path("reports-quick")}
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What :func:`run_study` produced.
+
+    Attributes
+    ----------
+    study : Study
+    runs : list of Run
+        The runs of the grid, in the order of the table's rows.
+    outcomes : list of Outcome
+        One per run (failed ones included).
+    table : pandas.DataFrame
+        The stored table (``folder/results.csv``), one row per run.
+    folder : Path
+        Where the table, its provenance, the Parquet copy, the runs' artefacts
+        (:func:`impactbench.bench.results.write_artefacts`) and the report were written.
+    elapsed : float
+        Wall time of the runs, in seconds.
+    """
+
+    study: Study
+    runs: list[Run]
+    outcomes: list[Outcome]
+    table: pd.DataFrame
+    folder: Path
+    elapsed: float
+
+    @property
+    def failed(self) -> list[Outcome]:
+        """The failed outcomes."""
+        return [outcome for outcome in self.outcomes if outcome.status == FAILED]
+
+    @property
+    def cached(self) -> int:
+        """Number of runs read from the run cache."""
+        return sum(outcome.cached for outcome in self.outcomes)
+
+
+def study_provenance(study: Study) -> dict[str, str]:
+    """The module defining ``study`` (a user's or ours): its name, the digest of its source and
+    the git revision of the repository holding it ("-dirty" if modified, "unknown" outside git)."""
+    module = sys.modules.get(getattr(study.runs, "__module__", ""), None)
+    path = Path(getattr(module, "__file__", "") or "")
+    if not path.is_file():
+        return {"study_module": str(getattr(module, "__name__", "unknown"))}
+
+    def git(*command: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(path.parent), *command],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
+
+    try:
+        revision = git("rev-parse", "--short=12", "HEAD")
+        if git("status", "--porcelain", "--untracked-files=no", "--", str(path)):
+            revision += "-dirty"
+    except (OSError, subprocess.SubprocessError):
+        revision = "unknown"
+    return {
+        "study_module": module.__name__,
+        "study_digest": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
+        "study_git_revision": revision,
+    }
+
+
+def _store_references(runs: Sequence[Run], outcomes: Sequence[Outcome]) -> None:
+    """Make sure the reference of every finished run is in the reference cache (a run read
+    from the run cache did not need it): the report reads references and never computes one."""
+    done = set()
+    for run, outcome in zip(runs, outcomes, strict=True):
+        if run.reference is None or outcome.status == FAILED:
+            continue
+        key = (run.reference, run.problem, repr(run.problem_kwargs), run.t_end)
+        if key not in done:
+            done.add(key)
+            run.reference(run.problem(**run.problem_kwargs), run.t_end)
+
+
+def _study(study: Study | str) -> Study:
+    from ..studies import STUDIES
+
+    if isinstance(study, Study):
+        return study
+    if isinstance(study, str) and study in STUDIES:
+        return STUDIES[study]
+    raise ValueError(f"study must be a Study or one of {list(STUDIES)}, got {study!r}")
+
+
+def run_study(
+    study: Study | str,
+    *,
+    quick: bool = False,
+    jobs: int = -1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    cache_dir: Path | str | None = None,
+    use_cache: bool = True,
+    retries: int = 0,
+    output: Path | str | None = None,
+    report: bool = True,
+) -> StudyResult:
+    """Run a study's grid, store its table with provenance, and (by default) its report.
+
+    Parameters
+    ----------
+    study : Study or str
+        A :class:`impactbench.bench.study.Study` (a user's, or one of
+        ``impactbench.studies.STUDIES``) or the name of a built-in study.
+    quick : bool
+        The quick grid (seconds; the tests' grid) instead of the full one.
+    jobs, backend, scheduler, cache_dir, use_cache, retries
+        As :func:`impactbench.bench.runner.execute`; ``jobs`` is capped by the study's ``max_jobs``.
+    output : path, optional
+        Parent folder of the study's folder; default ``reports`` (``reports-quick`` when
+        ``quick``).
+    report : bool
+        Also write the study's report (``README.md`` and figures, drawn from the stored table).
+        The index of all studies (``output/README.md``) is written by ``impactbench run`` and
+        ``impactbench report``.
+
+    Returns
+    -------
+    StudyResult
+
+    Raises
+    ------
+    ValueError
+        For an unknown study name or a bad execution option (before any run starts).
+    """
+    study = _study(study)
+    if not isinstance(quick, bool):
+        raise ValueError(f"quick must be True or False, got {quick!r}")
+    check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
+    grid = "quick" if quick else "full"
+    folder = Path(output if output is not None else DEFAULT_OUTPUT[grid]) / study.name
+    runs = study.runs(quick)
+    if study.max_jobs is not None and (jobs == -1 or jobs > study.max_jobs):
+        jobs = study.max_jobs
+    start = time.perf_counter()
+    outcomes = execute(
+        runs,
+        jobs=jobs,
+        backend=backend,
+        scheduler=scheduler,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        retries=retries,
+        description=study.name,
+    )
+    _store_references(runs, outcomes)
+    elapsed = time.perf_counter() - start
+    table = build_table(study.name, runs, outcomes)
+    write_table(table, folder / TABLE_FILE)
+    cached = sum(outcome.cached for outcome in outcomes)
+    write_provenance(
+        folder / PROVENANCE_FILE,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        grid=grid,
+        jobs=jobs,
+        backend=backend,
+        runs=len(runs),
+        computed=len(runs) - cached,
+        cached=cached,
+        failed=sum(outcome.status == FAILED for outcome in outcomes),
+        retry_failed=retries,
+        elapsed=f"{elapsed:.1f} s",
+        machine=machine_info(),
+        **study_provenance(study),
+    )
+    write_parquet(table, folder / PARQUET_FILE, read_provenance(folder / PROVENANCE_FILE))
+    write_artefacts(outcomes, folder)
+    if report:
+        write_study_report(study, folder)
+    return StudyResult(study, runs, outcomes, table, folder, elapsed)

@@ -1,0 +1,299 @@
+"""Markdown reports with figures (PNG, PDF, SVG), drawn only from the stored result tables.
+
+``reports/<study>/README.md`` holds a study's header (what it measures, the grid, provenance),
+the sections its report function returns (tables and figures), its failed runs, and its key
+findings; ``reports/README.md`` indexes the studies with their findings. Every figure follows
+:mod:`impactbench.bench.style` (journal column sizes, fonts, a fixed colour and marker per method,
+PNG with PDF and SVG next to it); figures use matplotlib's Agg renderer through
+:class:`matplotlib.figure.Figure` (no pyplot state) and are written atomically.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ..analysis.fitting import ORDER, OrderFit
+from ..core._files import write_atomic
+from . import style
+from .results import PROVENANCE_COLUMNS, read_provenance, read_table
+from .runner import FAILED
+from .study import Study, StudyReport
+from .style import method_style
+
+TABLE_FILE = "results.csv"
+PARQUET_FILE = "results.parquet"
+#: Folder (in a study's report folder) of the LaTeX versions of its report tables.
+LATEX_FOLDER = "tables"
+
+#: Tables made by :func:`markdown_table` while a report is being written (LaTeX copies).
+_tables: ContextVar[list[pd.DataFrame] | None] = ContextVar("_tables", default=None)
+PROVENANCE_FILE = "provenance.json"
+README_FILE = "README.md"
+
+
+def format_number(value: Any, digits: int = 3) -> str:
+    """A table cell: floats with ``digits`` significant digits, NaN and None as "-"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "-"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.{digits}g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
+    """A DataFrame as a Markdown table (numbers right-aligned); "None." when it has no rows.
+
+    While :func:`write_study_report` runs, the table is also kept for its LaTeX copy.
+    """
+    if frame.empty:
+        return "None.\n"
+    recorded = _tables.get()
+    if recorded is not None:
+        recorded.append(frame.map(lambda value: format_number(value, digits)))
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    align = ["---:" if pd.api.types.is_numeric_dtype(frame[c]) else ":---" for c in frame.columns]
+    lines = [header, "| " + " | ".join(align) + " |"]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(format_number(v, digits) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def new_figure(
+    panels: int, *, width: float = 5.0, height: float = 4.0
+) -> tuple[Figure, list[Axes]]:
+    """A journal-sized figure with ``panels`` axes (:func:`impactbench.bench.style.new_figure`).
+
+    ``width`` and ``height`` (inches) give the panels' aspect ratio, not the figure's size; a
+    single panel asked 6 in wide or more gets the text width instead of one column.
+    """
+    return style.new_figure(panels, aspect=height / width, wide=width >= 6.0)
+
+
+def save_figure(figure: Figure, path: Path) -> None:
+    """Write ``figure`` as ``path`` (PNG) and as PDF and SVG next to it, atomically."""
+    style.save(figure, path)
+
+
+def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = "") -> None:
+    """One line per method (column ``method``) through the points (x, y), log-log.
+
+    The points of a line are joined in the order of the column ``order`` (default: ``x``);
+    points whose x or y is not finite and positive are left out.
+    """
+    for name, group in frame.groupby("method", sort=True):
+        group = group[(group[x] > 0) & (group[y] > 0)].sort_values(order or x, kind="stable")
+        if group.empty:
+            continue
+        ax.plot(group[x], group[y], label=str(name), **method_style(str(name)))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_medians(ax: Axes, medians: pd.DataFrame, x: str, y: str) -> None:
+    """Phase-averaged errors: per method the medians joined by a line, and the smallest to the
+    largest error of each phase family as a vertical bar (columns ``y``, ``y_min``, ``y_max`` of
+    :func:`impactbench.analysis.fitting.phase_medians`); log-log, non-positive values left out."""
+    for name, group in medians.groupby("method", sort=True):
+        group = group[(group[x] > 0) & (group[y] > 0)].sort_values(x, kind="stable")
+        if group.empty:
+            continue
+        style = method_style(str(name))
+        low = np.clip(group[y] - group[f"{y}_min"], 0.0, None)
+        high = np.clip(group[f"{y}_max"] - group[y], 0.0, None)
+        ax.errorbar(
+            group[x],
+            group[y],
+            yerr=[low, high],
+            label=str(name),
+            capsize=2,
+            elinewidth=0.8,
+            **style,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_fit(
+    ax: Axes, fit: OrderFit, parameter: np.ndarray, color: str, label: str = "fit"
+) -> None:
+    """A fitted order as a dashed line over the range of ``parameter`` with its 95 % band.
+
+    Only for a fitted order (``fit.status == ORDER``); anything else draws nothing. The legend
+    entry is ``label`` followed by the order and its interval.
+    """
+    if fit.status != ORDER:
+        return
+    parameter = np.asarray(parameter, dtype=float)
+    span = np.geomspace(parameter.min(), parameter.max(), 50)
+    center, low, high = fit.line(span)
+    ax.fill_between(span, low, high, color=color, alpha=0.18, linewidth=0)
+    ax.plot(span, center, color=color, linewidth=0.9, linestyle="--", label=f"{label} {fit.text()}")
+
+
+def reference_slopes(
+    ax: Axes, x: Sequence[float], y: Sequence[float], slopes: Iterable[int]
+) -> None:
+    """Dashed grey lines of the given slopes (log-log), drawn below the data they accompany."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    keep = (x > 0) & (y > 0) & np.isfinite(x) & np.isfinite(y)
+    if not keep.any():
+        return
+    x, y = x[keep], y[keep]
+    span = np.array([x.min(), x.max()])
+    anchor = y[x == x.max()].min() / 3.0
+    for slope, dash in zip(slopes, ("--", ":", "-."), strict=False):
+        ax.plot(
+            span,
+            anchor * (span / span[1]) ** slope,
+            linestyle=dash,
+            color="0.4",
+            linewidth=1,
+            label=f"slope {slope}",
+        )
+
+
+def _provenance_section(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
+    lines = []
+    for column in PROVENANCE_COLUMNS:
+        if column != "key" and column in table:
+            values = sorted(str(v) for v in table[column].dropna().unique())
+            lines.append(f"- {column.replace('_', ' ')}: {', '.join(values) or '-'}")
+    names = ("created", "grid", "jobs", "backend", "computed", "cached", "failed", "elapsed")
+    study = ("study_module", "study_digest", "study_git_revision")
+    for name in (*names, *study):
+        if name in provenance:
+            lines.append(f"- {name}: {provenance[name]}")
+    machine = provenance.get("machine")
+    if isinstance(machine, dict):
+        lines.append(
+            "- machine: " + ", ".join(f"{key.replace('_', ' ')} {machine[key]}" for key in machine)
+        )
+    lines.append(
+        "- timings: the minimum over the repeats after a warm-up (`wall_time`); "
+        "`wall_time_median` and `wall_time_max` in the table give their spread"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _dirty_warning(table: pd.DataFrame) -> str:
+    """A visible warning when any run was computed from a modified working tree."""
+    revisions = sorted(
+        str(r) for r in table.get("git_revision", pd.Series(dtype=str)).dropna().unique()
+    )
+    dirty = [r for r in revisions if r.endswith("-dirty")]
+    if not dirty:
+        return ""
+    return (
+        f"> **Warning: generated from a modified working tree** (git revision "
+        f"{', '.join(dirty)}): these numbers may not correspond to any commit.\n"
+    )
+
+
+def _failed_section(table: pd.DataFrame) -> str:
+    failed = table[table["status"] == FAILED]
+    if failed.empty:
+        return "None.\n"
+    columns = ["problem", "method", "h", "tolerance", "error"]
+    return markdown_table(failed[columns])
+
+
+def write_study_report(study: Study, folder: Path) -> StudyReport:
+    """Regenerate ``folder/README.md`` and the figures from ``folder/results.csv``.
+
+    Returns
+    -------
+    StudyReport
+        What the study's report function returned, with the number of failed runs as a first
+        finding when there are any (the findings feed the index).
+
+    Raises
+    ------
+    FileNotFoundError
+        When the study has no stored table in ``folder``.
+    """
+    folder = Path(folder)
+    table = read_table(folder / TABLE_FILE)
+    provenance = read_provenance(folder / PROVENANCE_FILE)
+    recorded: list[pd.DataFrame] = []
+    token = _tables.set(recorded)
+    try:
+        with mpl.rc_context(style.RC):  # every artist of the study's figures in the house style
+            report = study.report(table, folder)
+    finally:
+        _tables.reset(token)
+    latex = _write_latex(recorded, folder / LATEX_FOLDER)
+    failed = int((table["status"] == FAILED).sum())
+    if failed:
+        report = StudyReport(
+            report.sections,
+            [f"{failed} of {len(table)} runs failed (listed in the report).", *report.findings],
+        )
+    parts = [
+        f"# {study.title}\n",
+        *filter(None, [_dirty_warning(table)]),
+        f"{study.description}\n",
+        f"{len(table)} runs ({failed} failed), {provenance.get('grid', 'unknown')} grid. "
+        f"Every figure and table below is generated from [{TABLE_FILE}]({TABLE_FILE}) "
+        f"(one row per run) by `impactbench report`.\n",
+        "## Key findings\n",
+        "".join(f"- {finding}\n" for finding in report.findings) or "None.\n",
+    ]
+    for section in report.sections:
+        parts += [f"## {section.title}\n", section.body]
+    if latex:
+        parts += [
+            "## Tables for a paper\n",
+            "Every table above as LaTeX (booktabs), in order: "
+            + ", ".join(f"[{name}]({LATEX_FOLDER}/{name})" for name in latex)
+            + "; the full table also as [results.parquet](results.parquet) when written by "
+            "`impactbench run` (provenance in its metadata).\n",
+        ]
+    parts += ["## Failed runs\n", _failed_section(table)]
+    parts += ["## Provenance\n", _provenance_section(table, provenance)]
+    write_atomic(folder / README_FILE, "\n".join(parts))
+    return report
+
+
+def latex_table(frame: pd.DataFrame) -> str:
+    """A table of text cells as LaTeX with booktabs rules (``\\usepackage{booktabs}``)."""
+    columns = [str(c).replace("_", " ") for c in frame.columns]
+    body = frame.set_axis(columns, axis=1)
+    return body.to_latex(index=False, escape=True, column_format="l" * len(columns))
+
+
+def _write_latex(tables: list[pd.DataFrame], folder: Path) -> list[str]:
+    """Write each table as ``table<k>.tex``; remove stale ones; return the names written."""
+    names = [f"table{k + 1}.tex" for k in range(len(tables))]
+    if folder.exists():
+        for stale in folder.glob("table*.tex"):
+            if stale.name not in names:
+                stale.unlink()
+    for name, frame in zip(names, tables, strict=True):
+        write_atomic(folder / name, latex_table(frame))
+    return names
+
+
+def write_index(output: Path, reports: Sequence[tuple[Study, StudyReport]]) -> None:
+    """Write ``output/README.md``: each study with a link and its key findings."""
+    parts = [
+        "# impactbench reports\n",
+        "Generated by `impactbench run` / `impactbench report` from the stored result tables; "
+        "do not edit by hand.\n",
+    ]
+    for study, report in reports:
+        parts.append(f"## [{study.title}]({study.name}/{README_FILE})\n")
+        parts.append("".join(f"- {finding}\n" for finding in report.findings) or "No findings.\n")
+    write_atomic(Path(output) / README_FILE, "\n".join(parts))

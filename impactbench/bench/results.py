@@ -1,0 +1,299 @@
+"""The tidy result table of a study: one row per run, written as a reproducible CSV.
+
+Columns, in this order:
+
+* the run: ``study``, ``problem``, ``method`` (name with its parameters except the tolerance,
+  e.g. ``MoreauJean[theta=0.5]``), ``family``, ``h`` (requested step; NaN for adaptive methods),
+  ``h_nominal`` (the nominal step of the run's phase family, :class:`impactbench.bench.runner.Run`;
+  equal to ``h`` outside phase families, NaN for adaptive methods), ``tolerance`` (the swept
+  tolerance of an adaptive method; NaN otherwise), ``t_end``,
+  ``output_every``, ``repeats``, then ``problem.<name>`` and ``method.<name>`` for every
+  constructor parameter given (lists and dicts as JSON);
+* the metrics (:data:`impactbench.analysis.metrics.METRICS` order; NaN for a failed run);
+* the cost: ``h_used`` (the step actually used), ``steps``, ``force_evaluations``, ``impacts``
+  (impact events, one definition for every method: :mod:`impactbench.analysis.impact_events`),
+  ``impact_log_entries`` (the method's raw impact log), ``contact_phases`` and ``contact_time``
+  (persistent contact);
+* ``status`` and ``error``;
+* provenance: ``key``, ``code_version``, ``git_revision`` and the versions ``python``,
+  ``impactbench``, ``numpy``, ``scipy``, ``numba``;
+* timing, last: :data:`TIMING_COLUMNS`.
+
+Rows follow the order of the study's runs (:func:`impactbench.bench.runner.expand` order), which
+does not depend on the order in which the runs finished. Floats are written with the shortest repr
+that reads back exactly, so the same study run twice, serially or in parallel, gives a
+byte-identical table apart from the timing columns (compare with ``timing=False``). The time the
+table was written and how it was produced go in a separate provenance file
+(:func:`write_provenance`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..analysis.metrics import METRICS
+from ..core._files import CacheWarning, write_atomic
+from .runner import FAILED, PACKAGES, Outcome, Run
+
+RUN_COLUMNS = (
+    "study",
+    "problem",
+    "method",
+    "family",
+    "h",
+    "h_nominal",
+    "tolerance",
+    "t_end",
+    "output_every",
+    "repeats",
+)
+COST_COLUMNS = (
+    "h_used",
+    "steps",
+    "force_evaluations",
+    "impacts",
+    "impact_log_entries",
+    "contact_phases",
+    "contact_time",
+)
+STATUS_COLUMNS = ("status", "error")
+PROVENANCE_COLUMNS = (
+    "key",
+    "code_version",
+    "git_revision",
+    "python_version",
+    *(f"{name}_version" for name in PACKAGES),
+)
+#: Columns that change from one execution to the next; always the last ones.
+TIMING_COLUMNS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else value
+
+
+def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) -> pd.DataFrame:
+    """One row per run (see the module docstring for the columns).
+
+    Parameters
+    ----------
+    study : str
+        Study name (the ``study`` column).
+    runs, outcomes : sequence
+        The runs and what :func:`impactbench.bench.runner.execute` returned for them.
+    """
+    rows = []
+    parameters: dict[str, None] = {}
+    for run, outcome in zip(runs, outcomes, strict=True):
+        row: dict[str, Any] = {
+            "study": study,
+            "problem": run.problem_name,
+            "method": run.method_name,
+            "family": run.method.family,
+            "h": _number(run.h),
+            "h_nominal": _number(run.nominal_h),
+            "tolerance": _number(run.tolerance_value),
+            "t_end": run.t_end,
+            "output_every": run.output_every,
+            "repeats": run.repeats,
+        }
+        for prefix, kwargs in (("problem", run.problem_kwargs), ("method", run.method_kwargs)):
+            for name, value in kwargs.items():
+                row[f"{prefix}.{name}"] = _cell(value)
+                parameters.setdefault(f"{prefix}.{name}")
+        row.update(outcome.metrics)
+        row.update({name: _number(value) for name, value in outcome.cost.items()})
+        row.update(status=outcome.status, error=outcome.error)
+        row.update(key=outcome.key, code_version=outcome.code_version)
+        row.update(outcome.provenance)
+        row.update(outcome.timing)
+        rows.append(row)
+    problem_params = [name for name in parameters if name.startswith("problem.")]
+    method_params = [name for name in parameters if name.startswith("method.")]
+    metrics = [name for name in METRICS if any(name in run.metrics for run in runs)]
+    columns = [
+        *RUN_COLUMNS,
+        *problem_params,
+        *method_params,
+        *metrics,
+        *COST_COLUMNS,
+        *STATUS_COLUMNS,
+        *PROVENANCE_COLUMNS,
+        *TIMING_COLUMNS,
+    ]
+    table = pd.DataFrame(rows, columns=columns)
+    for name in (
+        "h",
+        "h_nominal",
+        "tolerance",
+        "h_used",
+        "contact_time",
+        *metrics,
+        *TIMING_COLUMNS,
+    ):
+        table[name] = table[name].astype(float)
+    for name in ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases"):
+        table[name] = table[name].astype("Int64")
+    return table
+
+
+def format_float(value: float) -> str:
+    """The shortest text that reads back as exactly ``value`` (Python's float repr)."""
+    return repr(float(value))
+
+
+def table_csv(table: pd.DataFrame, *, timing: bool = True) -> str:
+    """The table as CSV text (shortest exact float repr, "\\n" line ends, empty for NaN).
+
+    With ``timing=False`` the :data:`TIMING_COLUMNS` are left out: the text is then identical
+    for two executions of the same study.
+    """
+    if not timing:
+        table = table.drop(columns=[name for name in TIMING_COLUMNS if name in table])
+    return table.to_csv(index=False, float_format=format_float, lineterminator="\n", na_rep="")
+
+
+def write_table(table: pd.DataFrame, path: Path | str, *, timing: bool = True) -> None:
+    """Write :func:`table_csv` atomically to ``path``."""
+    write_atomic(Path(path), table_csv(table, timing=timing))
+
+
+#: Key of the provenance (JSON) in the Parquet file's schema metadata.
+PARQUET_PROVENANCE_KEY = b"impactbench.provenance"
+
+
+def write_parquet(table: pd.DataFrame, path: Path | str, provenance: dict[str, Any]) -> None:
+    """Write ``table`` as Parquet, atomically, with ``provenance`` (JSON) in its metadata.
+
+    The CSV stays the byte-stable record; the Parquet file keeps the dtypes and carries how the
+    table was produced (:data:`PARQUET_PROVENANCE_KEY`), for tools that read tables alone.
+    """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    metadata = dict(arrow.schema.metadata or {})
+    metadata[PARQUET_PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
+    buffer = io.BytesIO()
+    pq.write_table(arrow.replace_schema_metadata(metadata), buffer)
+    write_atomic(Path(path), buffer.getvalue())
+
+
+def read_parquet_provenance(path: Path | str) -> dict[str, Any]:
+    """The provenance stored by :func:`write_parquet` in a Parquet file's metadata."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.read_schema(path).metadata or {}
+    return json.loads(metadata.get(PARQUET_PROVENANCE_KEY, b"{}"))
+
+
+def read_table(path: Path | str) -> pd.DataFrame:
+    """Read a table written by :func:`write_table`."""
+    return pd.read_csv(path)
+
+
+def write_provenance(path: Path | str, **info: Any) -> None:
+    """Write the sidecar of a table (JSON, sorted keys): when and how it was produced."""
+    text = json.dumps(info, indent=2, sort_keys=True, default=str) + "\n"
+    write_atomic(Path(path), text)
+
+
+def read_provenance(path: Path | str) -> dict[str, Any]:
+    """Read a provenance sidecar; an empty dict when there is none, or (with a
+    :class:`impactbench.CacheWarning`) when it is not a JSON object."""
+    try:
+        info = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (ValueError, RecursionError) as error:
+        info = error
+    if not isinstance(info, dict):
+        warnings.warn(
+            f"ignoring {path}: not a JSON object ({info!r:.100})", CacheWarning, stacklevel=2
+        )
+        return {}
+    return info
+
+
+#: Suffix of the stored artefact tables: ``<folder>/<name>.artefact.csv``.
+ARTEFACT_SUFFIX = ".artefact.csv"
+
+
+class MissingArtefactError(FileNotFoundError):
+    """A report needs a run's artefact that is not stored: the run must be redone."""
+
+
+def write_artefacts(outcomes: Sequence[Outcome], folder: Path | str) -> list[str]:
+    """Write the runs' artefacts, one table per name ``<folder>/<name>.artefact.csv``.
+
+    Each table stacks the frames of that name of every finished run, in the order of
+    ``outcomes``, after a first column ``key`` (the run's cache key, as in the study table).
+    Tables of names no run produced any more are removed. Returns the names written.
+    """
+    folder = Path(folder)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for outcome in outcomes:
+        if outcome.status == FAILED:
+            continue
+        for name, columns in outcome.artefacts.items():
+            frame = pd.DataFrame(columns)
+            frame.insert(0, "key", outcome.key)
+            frames.setdefault(name, []).append(frame)
+    for stale in folder.glob(f"*{ARTEFACT_SUFFIX}"):
+        if stale.name[: -len(ARTEFACT_SUFFIX)] not in frames:
+            stale.unlink()
+    for name, parts in frames.items():
+        write_table(pd.concat(parts, ignore_index=True), folder / f"{name}{ARTEFACT_SUFFIX}")
+    return sorted(frames)
+
+
+def read_artefact(
+    table: pd.DataFrame, folder: Path | str, name: str, *, required: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """The stored artefact ``name`` of the runs of ``table`` (rows of other keys dropped).
+
+    Parameters
+    ----------
+    table : DataFrame
+        The study table (columns ``key``, ``status``, ``study``, ``problem``, ``method``, ``h``).
+    folder : path
+        The study's folder.
+    name : str
+        Artefact name.
+    required : sequence of str, optional
+        Keys whose artefact must be present (default: every run of ``table`` not failed).
+
+    Raises
+    ------
+    MissingArtefactError
+        Naming the first run without it and the command that redoes it.
+    """
+    path = Path(folder) / f"{name}{ARTEFACT_SUFFIX}"
+    stored = read_table(path) if path.exists() else pd.DataFrame({"key": []})
+    if required is None:
+        required = list(table.loc[table["status"] != FAILED, "key"])
+    missing = [key for key in required if key not in set(stored["key"])]
+    if missing:
+        row = table[table["key"] == missing[0]].iloc[0]
+        study = row.get("study", "the study")
+        raise MissingArtefactError(
+            f"{len(missing)} run(s) of {study} have no stored {name} in {path}, e.g. "
+            f"{row['problem']} {row['method']} h={row.get('h')}: rerun `impactbench run {study}` "
+            "(runs whose artefacts are in the run cache are not recomputed)"
+        )
+    return stored[stored["key"].isin(set(table["key"]))].reset_index(drop=True)

@@ -1,0 +1,1060 @@
+"""Study runs: their specification, cache key, parallel execution and on-disk cache.
+
+A :class:`Run` is one simulation of a study: a problem factory with its parameters, a method
+class with its parameters, the horizon, the step (time-stepping) and the metrics wanted.
+:func:`expand` turns a study's grid into runs, named benchopt-style
+(``MoreauJean[theta=0.5]``). :func:`execute` runs them with joblib and returns one
+:class:`Outcome` per run.
+
+Cache. Each finished run is stored as one JSON file ``<cache_dir>/<key>.json``, written
+atomically as soon as the run returns, so an interrupted or crashed study loses only the runs in
+flight and resumes from the others; rerunning a finished study reads the cache and computes
+nothing. The key hashes the run's parameters and its *code version*: the source of the core
+package (except the modules that only present results), of the problem's module and of the
+method's module (each with the sibling modules of its package that it imports names from), so
+editing a method's source invalidates its runs and only those. Failed runs are never cached.
+The default folder is ``$IMPACTBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/impactbench/runs``,
+else ``~/.cache/impactbench/runs``; delete it to clear the cache. An entry is data only and is
+validated against its schema when read (:meth:`RunCache.load`): one that fails (wrong shape,
+wrong types, a stored failure, another run's spec, larger than :data:`MAX_ENTRY_BYTES`) is
+ignored with a :class:`impactbench.CacheWarning` and the run recomputed. A cache that cannot be
+written (e.g. a read-only folder) is reported by one CacheWarning; the study goes on and its
+outcomes are returned uncached.
+
+Failures. Whatever a run raises -- an exception, ``SystemExit``, any ``BaseException`` from the
+problem's or the method's code -- becomes a failed outcome with the message, and so does a
+``KeyboardInterrupt`` raised in a worker (a process or thread other than the caller of
+:func:`execute`). A KeyboardInterrupt in the calling thread itself (Ctrl-C, or the run's code
+when the runs execute serially in this process, which cannot be told apart) stops
+:func:`execute`: the finished runs are in the cache and the next call resumes. A worker that
+dies takes the runs not finished by then with it; they are failed outcomes saying so, and
+``retries`` reruns the failed runs (these and the others) in further passes.
+
+Timing. Each run is first simulated once in full as a warm-up (it absorbs compilation and
+first-call costs: numba compiles a helper called from plain Python only when a branch first
+reaches it, e.g. at the first impact, so a shortened warm-up would not do), then ``repeats``
+times; ``wall_time`` is the minimum over the repeats, ``wall_time_median`` and ``wall_time_max``
+their spread (``warmup_time`` the time of the warm-up),
+the metrics are those of the last repeat (the repeats are identical).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import hashlib
+import importlib.metadata
+import itertools
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..analysis.fitting import perturbed_steps
+from ..analysis.impact_events import impact_events
+from ..analysis.metrics import METRICS
+from ..analysis.reference import Reference
+from ..core import _checks
+from ..core._files import CacheWarning, write_atomic
+from ..core.method import Method
+from ..core.problem import Problem
+from ..core.simulate import simulate
+from ..core.trajectory import Status, Trajectory
+from ..core.versioning import source_digest
+
+ProblemFactory = Callable[..., Problem]
+ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
+ArtefactFactory = Callable[["Run", Problem, Trajectory], "dict[str, pd.DataFrame]"]
+
+#: Execution backends of :func:`execute`.
+BACKENDS = ("loky", "dask")
+
+#: Packages whose versions every outcome records.
+PACKAGES = ("impactbench", "numpy", "scipy", "numba")
+
+#: Largest run-cache entry read (bytes); an entry is a few kilobytes, with artefacts (energy
+#: curves of a few hundred samples) tens of kilobytes.
+MAX_ENTRY_BYTES = 4 * 1024**2
+
+#: Largest ``retries`` of :func:`execute` (each retry is a pass over the failed runs).
+MAX_RETRIES = 10
+
+#: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
+MAX_JOBS_PER_CPU = 4
+
+_CACHE_FORMAT = 3
+_KEY_LENGTH = 20
+
+FAILED = Status.FAILED.value
+
+#: What an artefact name must look like (it becomes a file name, ``<name>.csv``).
+ARTEFACT_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _reference_name(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _canonical(value: Any, name: str) -> Any:
+    """``value`` as JSON data (tuples become lists), or ValueError naming ``name``."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item, f"{name}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return {k: _canonical(v, f"{name}.{k}") for k, v in value.items()}
+    raise ValueError(
+        f"{name} must be JSON data (None, bool, int, float, str, lists, dicts), got {value!r}"
+    )
+
+
+def _check_factory(value: Any, name: str) -> None:
+    if not callable(value) or "<" in getattr(value, "__qualname__", "<"):
+        raise ValueError(
+            f"{name} must be a module-level class or function (it is named in the cache key "
+            f"and pickled by reference), got {value!r}"
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulation of a study.
+
+    Parameters
+    ----------
+    problem : callable
+        Problem factory called as ``problem(**problem_kwargs)``: a module-level class or
+        function (not a lambda, a local function or a partial).
+    method : type
+        :class:`impactbench.Method` subclass, called as ``method(**method_kwargs)``.
+    t_end : float
+        Final time.
+    h : float or None
+        Step; required for time-stepping methods (``method.requires_step``), None otherwise.
+    problem_kwargs, method_kwargs : mapping
+        Constructor parameters, JSON data (numbers, strings, booleans, lists, dicts).
+    output_every : int
+        Output decimation passed to :func:`impactbench.simulate`.
+    metrics : sequence of str
+        Names from :data:`impactbench.analysis.metrics.METRICS`.
+    repeats : int
+        Number of timed repetitions after the warm-up run.
+    tolerance : str or None
+        Name of the method parameter swept as the accuracy axis of an adaptive method (e.g.
+        ``"rtol"``); it is left out of :attr:`method_name`.
+    reference : callable or None
+        Module-level function ``reference(problem, t_end) -> Trajectory``, the reference run
+        errors are measured against; None: the problem's exact solution (metrics that need a
+        reference are NaN for a problem without one).
+    problem_name : str
+        Label in tables; default: the factory's name.
+    nominal_h : float or None
+        Time-stepping only: the nominal step of the phase family the run belongs to
+        (``h = nominal_h (1 + delta)``, :func:`impactbench.analysis.fitting.perturbed_steps`); a
+        label (column ``h_nominal`` of the tables), not part of the cache key. Default: ``h``.
+    artefact : callable or None
+        Module-level function ``artefact(run, problem, trajectory) -> {name: DataFrame}``: what
+        the study's report needs from the trajectory beyond the metrics (an energy curve, fitted
+        laws), computed by the runner after the run and stored with its row (in the cache, and by
+        :func:`impactbench.run_study` as ``<name>.csv`` next to the table), so that a report
+        reads it back and never simulates. Names are lowercase identifiers; the frames hold
+        numbers and strings.
+
+    Raises
+    ------
+    ValueError
+        For an invalid field (the message names it).
+    """
+
+    problem: ProblemFactory
+    method: type[Method]
+    t_end: float
+    h: float | None = None
+    problem_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    method_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    output_every: int = 1
+    metrics: Sequence[str] = ()
+    repeats: int = 1
+    tolerance: str | None = None
+    reference: ReferenceFactory | None = None
+    problem_name: str = ""
+    nominal_h: float | None = None
+    artefact: ArtefactFactory | None = None
+
+    def __post_init__(self) -> None:
+        _check_factory(self.problem, "problem")
+        if not (isinstance(self.method, type) and issubclass(self.method, Method)):
+            raise ValueError(f"method must be a Method subclass, got {self.method!r}")
+        set_field = functools.partial(object.__setattr__, self)
+        set_field("t_end", _checks.finite_scalar(self.t_end, "t_end"))
+        if self.method.requires_step:
+            set_field("h", _checks.positive_scalar(self.h, "h"))
+            nominal = self.h if self.nominal_h is None else self.nominal_h
+            set_field("nominal_h", _checks.positive_scalar(nominal, "nominal_h"))
+        elif self.h is not None or self.nominal_h is not None:
+            raise ValueError(
+                f"{self.method.__name__} is adaptive: h and nominal_h must be None, got "
+                f"{self.h!r}, {self.nominal_h!r}"
+            )
+        set_field("problem_kwargs", _canonical(dict(self.problem_kwargs), "problem_kwargs"))
+        set_field("method_kwargs", _canonical(dict(self.method_kwargs), "method_kwargs"))
+        set_field("output_every", _checks.positive_int(self.output_every, "output_every"))
+        set_field("repeats", _checks.positive_int(self.repeats, "repeats"))
+        unknown = [name for name in self.metrics if name not in METRICS]
+        if isinstance(self.metrics, str) or unknown:
+            raise ValueError(
+                f"metrics must be names from {sorted(METRICS)}, got {list(self.metrics)!r}"
+            )
+        set_field("metrics", tuple(self.metrics))
+        if self.tolerance is not None and self.tolerance not in self.method_kwargs:
+            raise ValueError(
+                f"tolerance must name a method parameter, got {self.tolerance!r} "
+                f"(method_kwargs {sorted(self.method_kwargs)})"
+            )
+        if self.reference is not None:
+            _check_factory(self.reference, "reference")
+        if self.artefact is not None:
+            _check_factory(self.artefact, "artefact")
+        set_field("problem_name", self.problem_name or self.problem.__name__)
+
+    @property
+    def method_name(self) -> str:
+        """The method and its parameters except the tolerance, e.g. ``MoreauJean[theta=0.5]``."""
+        params = ",".join(f"{k}={v}" for k, v in self.method_kwargs.items() if k != self.tolerance)
+        return f"{self.method.__name__}[{params}]" if params else self.method.__name__
+
+    @property
+    def tolerance_value(self) -> float | None:
+        """The value of the tolerance parameter, None without one."""
+        return None if self.tolerance is None else self.method_kwargs[self.tolerance]
+
+    def spec(self) -> dict[str, Any]:
+        """Everything that determines the outcome, as JSON data (labels excluded)."""
+        return {
+            "problem": _reference_name(self.problem),
+            "problem_kwargs": self.problem_kwargs,
+            "method": _reference_name(self.method),
+            "method_kwargs": self.method_kwargs,
+            "t_end": self.t_end,
+            "h": self.h,
+            "output_every": self.output_every,
+            "metrics": list(self.metrics),
+            "repeats": self.repeats,
+            "reference": None if self.reference is None else _reference_name(self.reference),
+            "artefact": None if self.artefact is None else _reference_name(self.artefact),
+        }
+
+
+@dataclass(frozen=True)
+class Case:
+    """A problem of a study grid: factory, parameters, horizon and label (see :class:`Run`)."""
+
+    problem: ProblemFactory
+    t_end: float
+    problem_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    problem_name: str = ""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A method and its parameter grid: every combination of the values becomes a run.
+
+    ``parameters`` maps a parameter name to the sequence of its values; ``tolerance`` names the
+    parameter that is the accuracy axis of an adaptive method (see :class:`Run`).
+    """
+
+    method: type[Method]
+    parameters: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    tolerance: str | None = None
+
+
+def expand(
+    cases: Sequence[Case],
+    grids: Sequence[Grid],
+    *,
+    steps: Sequence[float] = (),
+    phases: int = 1,
+    metrics: Sequence[str] = (),
+    output_every: int = 1,
+    repeats: int = 1,
+    reference: ReferenceFactory | None = None,
+    artefact: ArtefactFactory | None = None,
+) -> list[Run]:
+    """Expand a study grid into runs: cases x grids x parameter combinations (x steps x phases).
+
+    Time-stepping methods (``requires_step``) get ``phases`` runs per nominal step h in
+    ``steps``, at the steps h (1 + delta_j) of :func:`impactbench.analysis.fitting.perturbed_steps`
+    (delta_0 = 0: with ``phases=1`` the nominal steps alone), each labelled with its nominal
+    step; adaptive methods one run per parameter combination. The order is that of the loops:
+    cases, grids, parameter combinations (first parameter slowest), steps, phases.
+
+    Raises
+    ------
+    ValueError
+        If a time-stepping method is given without steps, ``phases`` is not a positive
+        integer, or a run is invalid.
+    """
+    family = perturbed_steps(list(steps), phases) if len(steps) else np.empty((0, phases))
+    runs = []
+    for case in cases:
+        for grid in grids:
+            if grid.method.requires_step and not steps:
+                raise ValueError(f"steps must be given for {grid.method.__name__}, got none")
+            names = list(grid.parameters)
+            for values in itertools.product(*grid.parameters.values()):
+                kwargs = dict(zip(names, values, strict=True))
+                pairs = [(None, None)]
+                if grid.method.requires_step:
+                    pairs = [
+                        (nominal, h)
+                        for nominal, row in zip(steps, family, strict=True)
+                        for h in row
+                    ]
+                for nominal, h in pairs:
+                    runs.append(
+                        Run(
+                            problem=case.problem,
+                            method=grid.method,
+                            t_end=case.t_end,
+                            h=None if h is None else float(h),
+                            nominal_h=None if nominal is None else float(nominal),
+                            problem_kwargs=case.problem_kwargs,
+                            method_kwargs=kwargs,
+                            output_every=output_every,
+                            metrics=metrics,
+                            repeats=repeats,
+                            tolerance=grid.tolerance,
+                            reference=reference,
+                            problem_name=case.problem_name,
+                            artefact=artefact,
+                        )
+                    )
+    return runs
+
+
+# --------------------------------------------------------------------------------------------
+# Code version and key
+
+
+def code_version(run: Run) -> str:
+    """Digest of the source the outcome of ``run`` depends on (see the module docstring)."""
+    return source_digest(run.problem, run.method, run.reference, stored=run.artefact)[:_KEY_LENGTH]
+
+
+def run_key(run: Run, version: str) -> str:
+    """Cache key of ``run`` under code version ``version``."""
+    payload = json.dumps({"run": run.spec(), "code_version": version}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:_KEY_LENGTH]
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of :data:`PACKAGES` in this process (keys ``<name>_version``)."""
+    versions = {"python_version": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[f"{name}_version"] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[f"{name}_version"] = "unknown"
+    return versions
+
+
+def git_revision() -> str:
+    """Commit of the source tree of this package (``-dirty`` if a tracked source file outside
+    ``reports/`` is modified), else "unknown"."""
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
+            return "unknown"
+        # the generated reports are outputs, not sources: rewriting them leaves the tree clean
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!reports")
+        return git("rev-parse", "--short=12", "HEAD") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+# --------------------------------------------------------------------------------------------
+# One run
+
+
+@dataclass
+class Outcome:
+    """The result of one run (one table row without the run's own parameters).
+
+    Attributes
+    ----------
+    status : str
+        ``"ok"``, ``"zeno-handled"`` (:class:`impactbench.Status`) or ``"failed"``.
+    error : str
+        Why the run failed ("" otherwise): the exception type and message (a
+        :class:`impactbench.SimulationError` message carries t, q and v).
+    metrics : dict
+        Metric name -> value (NaN when the run failed or no reference exists).
+    cost : dict
+        ``h_used`` (None for adaptive methods), ``steps``, ``force_evaluations``, ``impacts``
+        (impact events, :mod:`impactbench.analysis.impact_events`), ``impact_log_entries`` (the raw
+        log), ``contact_phases`` and ``contact_time`` (persistent contact).
+    timing : dict
+        ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``
+        and ``warmup_time``.
+    provenance : dict
+        Package versions (:func:`package_versions`, from the process that ran it) and
+        ``git_revision`` (of the process that launched it).
+    key, code_version : str
+        Cache key and code version of the run.
+    artefacts : dict
+        Name -> {column: list of values}: the frames of the run's ``artefact`` function as JSON
+        data (empty without one, or when the run failed).
+    cached : bool
+        True when read from the cache by the :func:`execute` call that returned it (not stored).
+    """
+
+    status: str
+    error: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    key: str = ""
+    code_version: str = ""
+    artefacts: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    cached: bool = False
+
+    @classmethod
+    def failure(cls, run: Run, error: str, provenance: dict[str, str]) -> Outcome:
+        """A failed run: NaN metrics and costs, and the error message."""
+        nan = float("nan")
+        return cls(
+            status=FAILED,
+            error=error,
+            metrics=dict.fromkeys(run.metrics, nan),
+            cost=dict.fromkeys(_COST_FIELDS, nan),
+            timing=dict.fromkeys(_TIMING_FIELDS, nan),
+            provenance=provenance,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (``cached`` excluded)."""
+        data = asdict(self)
+        del data["cached"]
+        return data
+
+
+def _reference(run: Run, problem: Problem) -> Reference | None:
+    if not any(METRICS[name].needs_reference for name in run.metrics):
+        return None
+    if run.reference is not None:
+        computed = run.reference(problem, run.t_end)
+        if isinstance(computed, Reference):
+            return computed
+        return Reference.from_trajectory(computed)
+    if problem.has_exact_solution:
+        return Reference.exact(problem, run.t_end)
+    return None
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def perform(run: Run, *, interruptible: bool = True) -> Outcome:
+    """Execute one run (warm-up, timed repeats, metrics); whatever it raises becomes a failure.
+
+    Parameters
+    ----------
+    run : Run
+    interruptible : bool
+        Let a KeyboardInterrupt through (default: in the process and thread a user can press
+        Ctrl-C in). False in a worker, where one can only come from the run's own code: it
+        then becomes a failed outcome like ``SystemExit`` and every other exception.
+
+    Returns
+    -------
+    Outcome
+        Without ``key``, ``code_version`` and ``git_revision`` (set by :func:`execute`).
+    """
+    provenance = package_versions()
+    try:
+        problem = run.problem(**run.problem_kwargs)
+        method = run.method(**run.method_kwargs)
+        options = {"h": run.h, "output_every": run.output_every}
+        warmup_time = simulate(problem, method, run.t_end, **options).stats["wall_time"]
+        times = []
+        for _ in range(run.repeats):
+            trajectory = simulate(problem, method, run.t_end, **options)
+            times.append(trajectory.stats["wall_time"])
+        if not trajectory.success:
+            return Outcome.failure(run, trajectory.message, provenance)
+        reference = _reference(run, problem)
+        artefacts = _artefacts(run, problem, trajectory)
+        values = {}
+        for name in run.metrics:
+            metric = METRICS[name]
+            if metric.needs_reference and reference is None:
+                values[name] = float("nan")
+                continue
+            try:
+                values[name] = float(metric.function(problem, trajectory, reference))
+            except Exception as error:
+                raise RuntimeError(f"metric {name} failed: {_describe(error)}") from error
+    except KeyboardInterrupt as error:
+        if interruptible:
+            raise
+        return Outcome.failure(run, _describe(error), provenance)
+    except BaseException as error:  # SystemExit and the like from the run's code: a failed row
+        return Outcome.failure(run, _describe(error), provenance)
+    events = impact_events(trajectory)
+    return Outcome(
+        status=trajectory.status.value,
+        metrics=values,
+        cost={
+            "h_used": trajectory.h,
+            "steps": int(trajectory.stats["steps"]),
+            "force_evaluations": int(trajectory.stats["force_evaluations"]),
+            "impacts": events.impacts,
+            "impact_log_entries": int(trajectory.stats["impacts"]),
+            "contact_phases": events.contact_phases,
+            "contact_time": events.contact_time,
+        },
+        timing={
+            "wall_time": min(times),
+            "wall_time_median": float(np.median(times)),
+            "wall_time_max": max(times),
+            "warmup_time": warmup_time,
+        },
+        provenance=provenance,
+        artefacts=artefacts,
+    )
+
+
+def _artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict[str, dict[str, list]]:
+    """The run's artefacts as JSON data (see :class:`Run`); TypeError if they are not frames."""
+    if run.artefact is None:
+        return {}
+    frames = run.artefact(run, problem, trajectory)
+    if not isinstance(frames, dict) or not all(
+        isinstance(name, str) and ARTEFACT_NAME.fullmatch(name) and isinstance(frame, pd.DataFrame)
+        for name, frame in frames.items()
+    ):
+        raise TypeError(
+            f"artefact {run.artefact.__name__} must return {{name: DataFrame}} with lowercase "
+            f"identifier names, got {frames!r:.200}"
+        )
+    return {
+        name: {str(column): frame[column].tolist() for column in frame.columns}
+        for name, frame in frames.items()
+    }
+
+
+def _task(key: str, run: Run, launcher: tuple[int, int]) -> tuple[str, Outcome]:
+    """Perform ``run`` in a worker; interruptible only in the launching process and thread."""
+    here = (os.getpid(), threading.get_ident())
+    return key, perform(run, interruptible=here == launcher)
+
+
+# --------------------------------------------------------------------------------------------
+# Cache
+
+
+def default_cache_dir() -> Path:
+    """Default cache folder (see the module docstring)."""
+    if os.environ.get("IMPACTBENCH_CACHE_DIR"):
+        return Path(os.environ["IMPACTBENCH_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "impactbench" / "runs"
+
+
+class RunCache:
+    """Finished runs on disk, one JSON file per key, written atomically."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+
+    def path(self, key: str) -> Path:
+        """File of the run with this key."""
+        return self.directory / f"{key}.json"
+
+    def load(self, key: str, run: Run | None = None) -> Outcome | None:
+        """The stored outcome of ``key``, or None.
+
+        None without a warning when there is no entry; None with a
+        :class:`impactbench.CacheWarning` when the entry cannot be read or fails validation:
+        a JSON object ``{"format", "key", "run", "stored", "outcome"}`` of this format and key,
+        whose outcome has exactly the fields of :class:`Outcome` with their types, a status
+        "ok" or "zeno-handled", finite non-negative timings and non-negative integer costs;
+        with ``run`` given, ``run`` must equal ``run.spec()`` and the metrics must be exactly
+        ``run.metrics``.
+        """
+        path = self.path(key)
+        try:
+            if path.stat().st_size > MAX_ENTRY_BYTES:
+                raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes")
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return _stored_outcome(data, key, run)
+        except (FileNotFoundError, NotADirectoryError):  # no entry (or no cache folder)
+            return None
+        except (OSError, ValueError, RecursionError) as error:
+            warnings.warn(
+                f"ignoring the run cache entry {path} ({_one_line(error)}); the run is recomputed",
+                CacheWarning,
+                stacklevel=2,
+            )
+            return None
+
+    def store(self, key: str, run: Run, outcome: Outcome) -> None:
+        """Store a finished run (a failed outcome is refused with ValueError).
+
+        Raises
+        ------
+        OSError
+            If the entry cannot be written.
+        """
+        if outcome.status == FAILED:
+            raise ValueError(f"failed runs are never cached, got a failed outcome for {key}")
+        data = {
+            "format": _CACHE_FORMAT,
+            "key": key,
+            "run": run.spec(),
+            "stored": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "outcome": outcome.to_json(),
+        }
+        write_atomic(self.path(key), json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+_OUTCOME_FIELDS = {
+    "artefacts",
+    "status",
+    "error",
+    "metrics",
+    "cost",
+    "timing",
+    "provenance",
+    "key",
+    "code_version",
+}
+_COST_FIELDS = (
+    "h_used",
+    "steps",
+    "force_evaluations",
+    "impacts",
+    "impact_log_entries",
+    "contact_phases",
+    "contact_time",
+)
+_COUNT_FIELDS = ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases")
+_TIMING_FIELDS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
+    """The outcome of a cache entry, or ValueError saying which check it fails."""
+    if not isinstance(data, dict) or set(data) != {"format", "key", "run", "stored", "outcome"}:
+        raise ValueError("not a run cache entry (an object with format, key, run, stored, outcome)")
+    if data["format"] != _CACHE_FORMAT or data["key"] != key:
+        raise ValueError(f"format {data['format']!r} and key {data['key']!r} are not this entry's")
+    if run is not None and data["run"] != json.loads(json.dumps(run.spec())):
+        raise ValueError("it stores another run's specification")
+    stored = data["outcome"]
+    if not isinstance(stored, dict) or set(stored) != _OUTCOME_FIELDS:
+        raise ValueError(f"outcome must be an object with the fields {sorted(_OUTCOME_FIELDS)}")
+    if stored["status"] not in ("ok", "zeno-handled"):
+        raise ValueError(f"status must be 'ok' or 'zeno-handled', got {stored['status']!r}")
+    for name in ("error", "key", "code_version"):
+        if not isinstance(stored[name], str):
+            raise ValueError(f"{name} must be a string, got {stored[name]!r}")
+    metrics = stored["metrics"]
+    names = set(METRICS) if run is None else set(run.metrics)
+    if not isinstance(metrics, dict) or not set(metrics) <= names:
+        raise ValueError(f"metrics must be an object with names from {sorted(names)}")
+    if run is not None and set(metrics) != names:
+        raise ValueError(f"metrics must be {sorted(names)}, got {sorted(metrics)}")
+    if not all(_is_number(value) for value in metrics.values()):
+        raise ValueError(f"metric values must be numbers, got {metrics}")
+    cost = stored["cost"]
+    if not isinstance(cost, dict) or set(cost) != set(_COST_FIELDS):
+        raise ValueError(f"cost must be an object with the fields {list(_COST_FIELDS)}")
+    h_used = cost["h_used"]
+    if h_used is not None and not (_is_number(h_used) and math.isfinite(h_used) and h_used > 0):
+        raise ValueError(f"h_used must be a positive number or null, got {h_used!r}")
+    for name in _COUNT_FIELDS:
+        value = cost[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    contact_time = cost["contact_time"]
+    if not (_is_number(contact_time) and math.isfinite(contact_time) and contact_time >= 0):
+        raise ValueError(f"contact_time must be a finite non-negative number, got {contact_time!r}")
+    timing = stored["timing"]
+    if not isinstance(timing, dict) or set(timing) != set(_TIMING_FIELDS):
+        raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")
+    if not all(_is_number(t) and math.isfinite(t) and t >= 0 for t in timing.values()):
+        raise ValueError(f"timings must be finite non-negative numbers, got {timing}")
+    provenance = stored["provenance"]
+    if not isinstance(provenance, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in provenance.items()
+    ):
+        raise ValueError("provenance must be an object of strings")
+    _check_artefacts(stored["artefacts"], run)
+    outcome = Outcome(**stored, cached=True)
+    outcome.metrics = {name: float(value) for name, value in metrics.items()}
+    outcome.timing = {name: float(value) for name, value in timing.items()}
+    return outcome
+
+
+def _check_artefacts(artefacts: Any, run: Run | None) -> None:
+    """ValueError unless ``artefacts`` is name -> {column: list of numbers, strings or null} with
+    columns of equal length (and, with ``run``, empty when the run has no artefact function)."""
+    if not isinstance(artefacts, dict):
+        raise ValueError(f"artefacts must be an object, got {type(artefacts).__name__}")
+    if run is not None and artefacts and run.artefact is None:
+        raise ValueError("artefacts are stored only for runs with an artefact function")
+    for name, frame in artefacts.items():
+        if not (ARTEFACT_NAME.fullmatch(name) and isinstance(frame, dict)):
+            raise ValueError(f"artefact {name!r} must be a lowercase name and an object")
+        lengths = set()
+        for column, values in frame.items():
+            if not isinstance(values, list) or not all(
+                value is None or isinstance(value, str) or _is_number(value) for value in values
+            ):
+                raise ValueError(f"artefact {name!r} column {column!r} must be a list of values")
+            lengths.add(len(values))
+        if len(lengths) > 1:
+            raise ValueError(f"artefact {name!r} has columns of different lengths")
+
+
+# --------------------------------------------------------------------------------------------
+# Execution
+
+
+def check_scheduler(scheduler: str) -> None:
+    """Check a Dask scheduler address without connecting to it.
+
+    The address must be ``[scheme://]location`` with a scheme Dask knows (``tcp``, ``tls``,
+    ``ws``, ``inproc``, ...); for an IP transport the location must be ``host:port`` with a
+    port in 1..65535. Whether a scheduler answers there is only known when connecting
+    (:func:`execute` raises OSError when it does not).
+
+    Raises
+    ------
+    ValueError
+        If the address is malformed or the ``distributed`` package is missing.
+    """
+    try:
+        from distributed.comm.addressing import parse_address
+        from distributed.comm.registry import get_backend
+    except ImportError:
+        raise ValueError(
+            "the dask backend needs the distributed package (pip install 'dask[distributed]')"
+        ) from None
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise ValueError(f"scheduler must be an address such as tcp://HOST:PORT, got {scheduler!r}")
+    try:
+        scheme, location = parse_address(scheduler)
+        try:
+            _, port = get_backend(scheme).get_address_host_port(location)
+        except NotImplementedError:  # not an IP transport (inproc): nothing more to check
+            return
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"scheduler must be a Dask address such as tcp://HOST:PORT, got {scheduler!r}: "
+            f"{_one_line(error)}"
+        ) from None
+    if not 1 <= port <= 65535:
+        raise ValueError(f"scheduler port must lie in 1..65535, got {scheduler!r}")
+
+
+@contextmanager
+def _backend_context(backend: str, scheduler: str | None) -> Iterator[tuple[type, ...]]:
+    """Set up the joblib backend; yield the exceptions that mean a worker was lost."""
+    if backend == "loky":
+        yield (concurrent.futures.BrokenExecutor,)
+        return
+    from distributed import Client, KilledWorker
+
+    try:
+        client = Client(scheduler)
+    except (ValueError, TypeError) as error:  # OSError (no scheduler there) goes through
+        raise ValueError(f"scheduler {scheduler!r} cannot be used: {_one_line(error)}") from None
+    with client, joblib.parallel_config(backend="dask"):
+        yield (KilledWorker, concurrent.futures.BrokenExecutor)
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def _one_line(error: BaseException, limit: int = 300) -> str:
+    text = " ".join(_describe(error).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_options(
+    *, jobs: int = 1, backend: str = "loky", scheduler: str | None = None, retries: int = 0
+) -> None:
+    """Check the execution options of :func:`execute` (which calls this first).
+
+    Raises
+    ------
+    ValueError
+        Naming the bad option: an unknown backend, jobs not -1 nor a positive integer (or more
+        than :data:`MAX_JOBS_PER_CPU` per CPU with loky), a scheduler missing for Dask, given
+        for loky or malformed (:func:`check_scheduler`), retries outside 0..MAX_RETRIES.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise ValueError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    most_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+    if backend == "loky" and jobs > most_jobs:
+        raise ValueError(
+            f"jobs must be at most {MAX_JOBS_PER_CPU} per CPU ({most_jobs} here), got {jobs!r}"
+        )
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+        raise ValueError(f"retries must be an integer in 0..{MAX_RETRIES}, got {retries!r}")
+    if backend == "dask":
+        if not scheduler:
+            raise ValueError("the dask backend needs scheduler=ADDRESS, got none")
+        check_scheduler(scheduler)
+    if backend == "loky" and scheduler:
+        raise ValueError(f"scheduler is only used by the dask backend, got {scheduler!r}")
+
+
+def execute(
+    runs: Sequence[Run],
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    cache_dir: Path | str | None = None,
+    use_cache: bool = True,
+    retries: int = 0,
+    progress: bool | None = None,
+    description: str = "runs",
+) -> list[Outcome]:
+    """Execute ``runs`` in parallel, reading and filling the run cache.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Independent runs; runs with equal keys are computed once.
+    jobs : int
+        Number of parallel jobs (joblib ``n_jobs``: -1 for all cores), at most
+        :data:`MAX_JOBS_PER_CPU` per CPU with the loky backend. With ``jobs=1`` and the loky
+        backend the runs execute in this process, one after the other.
+    backend : {"loky", "dask"}
+        joblib backend: local processes (loky), or a Dask distributed cluster through joblib's
+        Dask integration (needs the ``distributed`` package and ``scheduler``).
+    scheduler : str, optional
+        Address of the Dask scheduler, e.g. ``"tcp://127.0.0.1:8786"`` (dask backend only;
+        checked by :func:`check_scheduler` before anything runs).
+    cache_dir : path, optional
+        Run cache folder (default :func:`default_cache_dir`).
+    use_cache : bool
+        False: compute every run and neither read nor write the cache.
+    retries : int
+        Passes (0 to :data:`MAX_RETRIES`) that rerun the runs still failed after the previous
+        pass: those that raised and those lost with a crashed worker. Default 0.
+    progress : bool, optional
+        Show a progress bar; default: when stderr is a terminal and ``$CI`` is not set.
+    description : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    list of Outcome
+        One per run, in the order of ``runs``. A run that raised is a failed outcome with the
+        error message; when a worker process dies, the runs not finished by then are failed
+        outcomes with the crash message (the finished ones are cached and kept). See the
+        module notes for interruptions and cache warnings.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``jobs``, ``backend``, ``scheduler`` or ``retries``, also when the Dask
+        client refuses the scheduler address.
+    OSError
+        When no Dask scheduler answers at ``scheduler`` (only tried when a run is to compute).
+    """
+    check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
+    versions = [code_version(run) for run in runs]
+    keys = [run_key(run, version) for run, version in zip(runs, versions, strict=True)]
+    cache = RunCache(cache_dir or default_cache_dir()) if use_cache else None
+    outcomes: list[Outcome | None] = [
+        cache.load(key, run) if cache else None for key, run in zip(keys, runs, strict=True)
+    ]
+    pending: dict[str, list[int]] = {}
+    for position, (key, outcome) in enumerate(zip(keys, outcomes, strict=True)):
+        if outcome is None:
+            pending.setdefault(key, []).append(position)
+    done = len(runs) - sum(len(positions) for positions in pending.values())
+    with tqdm(
+        total=len(runs),
+        initial=done,
+        desc=description,
+        unit="run",
+        disable=not _show_progress(progress),
+    ) as bar:
+        if pending:
+            execution = _Execution(runs, versions, outcomes, cache, backend, scheduler, jobs, bar)
+            execution.run(pending)
+            for attempt in range(1, retries + 1):
+                failed = {
+                    key: positions
+                    for key, positions in pending.items()
+                    if outcomes[positions[0]].status == FAILED
+                }
+                if not failed:
+                    break
+                bar.total += sum(len(positions) for positions in failed.values())
+                bar.set_description(f"{description} (retry {attempt})")
+                execution.run(failed)
+    for outcome, key, version in zip(outcomes, keys, versions, strict=True):
+        outcome.key = key
+        outcome.code_version = version
+    return outcomes
+
+
+def _compiled_code_group(run: Run) -> tuple[Any, ...]:
+    """Runs of equal groups (very likely) run the same compiled code: the same method class and
+    problem factory, and the same parameters other than real numbers (the options a loop is
+    compiled for are strings and booleans, the sizes of a problem integers; theta, rtol or a
+    restitution are run-time values). Computed from the spec alone: no problem or method is
+    built in the launching process, whose code could fail or exit there."""
+
+    def discrete(kwargs: Mapping[str, Any]) -> str:
+        kept = {k: v for k, v in kwargs.items() if not isinstance(v, float)}
+        return json.dumps(kept, sort_keys=True)
+
+    return (
+        _reference_name(run.method),
+        _reference_name(run.problem),
+        discrete(run.method_kwargs),
+        discrete(run.problem_kwargs),
+    )
+
+
+def _one_per_compiled_code(
+    runs: Sequence[Run], todo: Mapping[str, list[int]]
+) -> dict[str, list[int]]:
+    """The entries of ``todo`` holding, for each :func:`_compiled_code_group`, its first run of
+    fewest steps."""
+    chosen: dict[tuple[Any, ...], tuple[float, str]] = {}
+    for key, positions in todo.items():
+        run = runs[positions[0]]
+        group = _compiled_code_group(run)
+        size = run.t_end / run.h if run.h else run.t_end
+        if group not in chosen or size < chosen[group][0]:
+            chosen[group] = (size, key)
+    return {key: todo[key] for _, key in chosen.values()}
+
+
+class _Execution:
+    """The passes of one :func:`execute` call: runs tasks, stores outcomes, handles crashes."""
+
+    def __init__(
+        self,
+        runs: Sequence[Run],
+        versions: list[str],
+        outcomes: list[Outcome | None],
+        cache: RunCache | None,
+        backend: str,
+        scheduler: str | None,
+        jobs: int,
+        bar: Any,
+    ) -> None:
+        self.runs, self.versions, self.outcomes, self.cache = runs, versions, outcomes, cache
+        self.backend, self.scheduler, self.jobs, self.bar = backend, scheduler, jobs, bar
+        self.revision = git_revision()
+        self.launcher = (os.getpid(), threading.get_ident())
+        self.cache_failed = False
+
+    def run(self, todo: Mapping[str, list[int]]) -> None:
+        """Execute the runs of ``todo`` (key -> positions in ``runs``), one task per key.
+
+        In parallel, one run per compiled-code group (:func:`_compiled_code_group`) goes first,
+        and the others only when these are done: each piece of compiled code is then
+        compiled by one worker while the others compile other pieces, and the later runs load it
+        from numba's disk cache (without this, the workers that start runs of the same loop
+        together all compile it).
+        """
+        if self.jobs == 1:
+            self._pass(todo)
+            return
+        first = _one_per_compiled_code(self.runs, todo)
+        self._pass(first)
+        self._pass({key: positions for key, positions in todo.items() if key not in first})
+
+    def _pass(self, todo: Mapping[str, list[int]]) -> None:
+        """Execute the runs of ``todo`` in one parallel pass."""
+        if not todo:
+            return
+        left = dict(todo)
+        tasks = [
+            joblib.delayed(_task)(key, self.runs[positions[0]], self.launcher)
+            for key, positions in left.items()
+        ]
+        with _backend_context(self.backend, self.scheduler) as crashes:
+            parallel = joblib.Parallel(
+                n_jobs=self.jobs,
+                backend="loky" if self.backend == "loky" else None,
+                return_as="generator_unordered",
+            )
+            try:
+                for key, outcome in parallel(tasks):
+                    self._finish(left.pop(key), key, outcome)
+            except crashes as crash:
+                message = f"worker crashed before this run finished: {_one_line(crash)}"
+                provenance = {**package_versions(), "git_revision": self.revision}
+                for positions in left.values():
+                    for position in positions:
+                        self.outcomes[position] = Outcome.failure(
+                            self.runs[position], message, dict(provenance)
+                        )
+
+    def _finish(self, positions: list[int], key: str, outcome: Outcome) -> None:
+        outcome.provenance["git_revision"] = self.revision
+        outcome.key, outcome.code_version = key, self.versions[positions[0]]
+        if self.cache is not None and outcome.status != FAILED:
+            try:
+                self.cache.store(key, self.runs[positions[0]], outcome)
+            except OSError as error:
+                if not self.cache_failed:
+                    warnings.warn(
+                        f"run cache not written ({_one_line(error)}); the study goes on and "
+                        "its runs are not cached",
+                        CacheWarning,
+                        stacklevel=4,
+                    )
+                self.cache_failed = True
+        for position in positions:
+            self.outcomes[position] = outcome
+        self.bar.update(len(positions))

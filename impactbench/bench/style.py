@@ -1,0 +1,170 @@
+"""One figure style for every study: sizes of a journal page, fonts, colours, file formats.
+
+Sizes. A figure is one journal column wide (:data:`COLUMN_WIDTH`, 3.5 in) when it has one panel
+and the text width (:data:`TEXT_WIDTH`, 7.0 in: two columns) otherwise, with at most
+:data:`MAX_COLUMNS` panels per row, so that it is printed at 100 % and its 8 pt text stays
+readable; a panel's height follows the aspect ratio its study asks for.
+
+Colours and markers. Each method family has a hue family and each built-in method a fixed
+colour, marker and line style (:data:`METHOD_STYLES`), the same in every figure; a method that
+is not built in gets a colour and marker derived from a digest of its class name.
+
+Axis conventions (every study): the step h or the cost on the horizontal axis, the error on the
+vertical axis, both logarithmic where they span decades; work-precision charts put the cost on
+the horizontal axis and the error on the vertical axis, as the thesis comparison does.
+
+Files. :func:`save` writes the PNG (:data:`PNG_DPI` dpi, linked from the Markdown reports) and
+the PDF and SVG next to it (for a paper), all three byte-reproducible: no creation dates, a fixed
+SVG id salt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ..core._files import write_atomic
+
+#: Width of one journal column and of the text block (two columns), inches.
+COLUMN_WIDTH = 3.5
+TEXT_WIDTH = 7.0
+#: Most panels side by side in one row.
+MAX_COLUMNS = 2
+#: Resolution of the PNG files.
+PNG_DPI = 200
+#: The formats :func:`save` writes, the first being the one the Markdown reports link.
+FORMATS = ("png", "pdf", "svg")
+
+#: matplotlib settings of every figure (applied with :func:`matplotlib.rc_context`).
+RC: dict[str, Any] = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 5.5,
+    "legend.handlelength": 1.5,
+    "legend.labelspacing": 0.25,
+    "legend.frameon": False,
+    "figure.titlesize": 9,
+    "font.family": "serif",
+    "mathtext.fontset": "cm",
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    "lines.linewidth": 1.0,
+    "lines.markersize": 3.5,
+    "axes.linewidth": 0.6,
+    "svg.hashsalt": "impactbench",
+    "svg.fonttype": "none",
+    "pdf.fonttype": 42,
+}
+
+#: Colour, marker and line style of each built-in method (class name): families share a hue
+#: (position schemes blue, velocity schemes orange/green/brown, event-driven red).
+METHOD_STYLES: dict[str, dict[str, str]] = {
+    "PaoliSchatzman": {"color": "#1f77b4", "marker": "o", "linestyle": "-"},
+    "MoreauJean": {"color": "#ff7f0e", "marker": "s", "linestyle": "-"},
+    "CatchingUp": {"color": "#2ca02c", "marker": "^", "linestyle": "-"},
+    "MoreauJeanProjection": {"color": "#bcbd22", "marker": "v", "linestyle": "--"},
+    "D1MinusLinear": {"color": "#8c564b", "marker": "P", "linestyle": "-."},
+    "NonsmoothGeneralizedAlpha": {"color": "#9467bd", "marker": "X", "linestyle": ":"},
+    "EventDriven": {"color": "#d62728", "marker": "D", "linestyle": "-"},
+}
+_PALETTE = ("#17becf", "#e377c2", "#7f7f7f", "#393b79", "#637939", "#843c39")
+_MARKERS = ("h", "<", ">", "*", "p", "d")
+
+
+def method_style(method: str) -> dict[str, str]:
+    """``color``, ``marker`` and ``linestyle`` of a method, by its class name (before "[")."""
+    base = method.partition("[")[0]
+    if base in METHOD_STYLES:
+        return dict(METHOD_STYLES[base])
+    index = int(hashlib.sha256(base.encode()).hexdigest(), 16)
+    return {
+        "color": _PALETTE[index % len(_PALETTE)],
+        "marker": _MARKERS[index % len(_MARKERS)],
+        "linestyle": "-",
+    }
+
+
+def new_figure(
+    panels: int, *, aspect: float = 0.8, wide: bool = False
+) -> tuple[Figure, list[Axes]]:
+    """A figure of ``panels`` axes in rows of at most :data:`MAX_COLUMNS`, journal-sized.
+
+    Parameters
+    ----------
+    panels : int
+        Number of axes (>= 1).
+    aspect : float
+        Height / width of one panel.
+    wide : bool
+        Give a single panel the text width (e.g. a bar chart with long labels).
+
+    Returns
+    -------
+    figure, axes
+        The figure (one column wide for one panel, the text width otherwise) and its axes in
+        reading order; unused cells of the last row are removed.
+    """
+    if not (isinstance(panels, int) and panels >= 1):
+        raise ValueError(f"panels must be a positive integer, got {panels!r}")
+    if not (math.isfinite(aspect) and aspect > 0):
+        raise ValueError(f"aspect must be a finite positive number, got {aspect!r}")
+    columns = min(panels, MAX_COLUMNS)
+    rows = -(-panels // columns)
+    width = COLUMN_WIDTH if panels == 1 and not wide else TEXT_WIDTH
+    height = rows * (width / columns) * aspect + 0.35
+    with mpl.rc_context(RC):
+        figure = Figure(figsize=(width, height), layout="constrained")
+        grid = figure.subplots(rows, columns, squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[panels:]:
+        ax.remove()
+    return figure, axes[:panels]
+
+
+def _wrap_suptitle(figure: Figure) -> None:
+    """Break a figure title that is wider than the figure into lines (at word boundaries)."""
+    title = figure._suptitle  # noqa: SLF001 - matplotlib's handle of the figure title
+    if title is None or not title.get_text():
+        return
+    # characters of this font size that fit the width (a character is ~0.55 em wide on average)
+    fitting = int(figure.get_figwidth() * 72 / (0.55 * title.get_fontsize()))
+    lines = textwrap.wrap(" ".join(title.get_text().split()), max(fitting, 20))
+    title.set_text("\n".join(lines))
+
+
+def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """Write ``figure`` in each of ``formats`` (``path`` with that suffix), atomically.
+
+    ``formats`` are among "png", "pdf", "svg" (default: all three). Returns the paths written,
+    in the order of ``formats``.
+    """
+    path = Path(path)
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown or not formats:
+        raise ValueError(f"formats must be among {FORMATS}, got {formats!r}")
+    written = []
+    metadata = {"png": {}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}
+    # fontTools (embedding the fonts in the PDF) warns about the fonts' zero timestamps
+    logging.getLogger("fontTools").setLevel(logging.ERROR)
+    _wrap_suptitle(figure)
+    with mpl.rc_context(RC):
+        for fmt in formats:
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=metadata[fmt])
+            target = path.with_suffix(f".{fmt}")
+            write_atomic(target, buffer.getvalue())
+            written.append(target)
+    return written

@@ -1,0 +1,601 @@
+"""Conformance suite for a method: :func:`check_method` runs the battery that the built-in
+methods pass and returns a :class:`ValidationReport` (in the spirit of scikit-learn's
+``check_estimator``).
+
+Properties checked (each a row of the report: measured value, threshold, verdict)
+----------------------------------------------------------------------------------
+order through impacts
+    Phase-averaged observed orders (:mod:`impactbench.analysis.fitting`: each nominal step h run at
+    h (1 + delta_j), the median error of each family fitted with its 95 % interval, errors at
+    the round-off floor excluded) of the position error (max norm) and of the Hausdorff distance
+    between the velocity graphs, against the closed forms of the bouncing ball through its
+    accumulation point into rest, the slanted wall (non-diagonal M) through its accumulation
+    point into sliding, and the impacting oscillator over several impacts. A time-stepping
+    method passes when the fit is an order >= :data:`MIN_ORDER` (first order is what the
+    field's event-capturing schemes achieve through impacts). An event-driven method
+    (``requires_step`` False) is swept over its relative tolerance instead; it passes when
+    every error is <= :data:`TOLERANCE_FACTOR` rtol times the solution's scale (its error is
+    controlled by rtol, including the impact times), whatever the fitted slope, because on
+    piecewise-polynomial solutions its error sits at round-off.
+kinetic metric
+    On the slanted wall, l(v) = w^T v with w orthogonal to M^-1 n is not changed by an impulse
+    along M^-1 n, so l(v(t)) = l(v0) + l(M^-1 F) (t - t0) exactly; a method applying the
+    impulse along the Euclidean normal n changes it at every impact. Threshold: relative
+    deviation <= :data:`METRIC_TOLERANCE`.
+resting contact, several contacts
+    A ball resting on the floor after its accumulation point, and (several simultaneous
+    contacts) a column of four beads resting on the floor (four active constraints). The
+    depth below the constraints after the contact has settled must stay <= DEPTH_CONSTANT
+    alpha h^2 (alpha the acceleration towards the constraint) and must not grow with time
+    (depth over the second half <= depth over the first part plus round-off). Event-driven:
+    depth <= TOLERANCE_FACTOR rtol.
+energy over impacts
+    The mechanical energy must not increase across an impact: at each logged impact of the
+    bouncing ball (before its accumulation point), E after minus E before <= h^2 F^T M^-1 F
+    (the free-flight drift a first-order step may have) plus round-off. Not applicable (not a
+    failure) to methods whose output velocity is not part of their state.
+bad inputs
+    ``simulate`` with t_end NaN, infinite or <= t0, output_every 0, a NaN initial velocity,
+    and h <= 0, NaN, infinite or missing (time-stepping) or given (event-driven) must raise a
+    ValueError whose message names the argument.
+determinism
+    Two runs of the same method on the same problem give identical arrays.
+
+Levels: ``"quick"`` fits over :data:`LEVELS` ["quick"] (7 nominal steps over 1.2 decades, 2
+phases each; resting contact to t = 100), ``"full"`` over 12 steps spanning 1.7 decades with 3
+phases and resting contact to t = 1000.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import fitting, metrics
+from ..analysis.reference import Reference
+from ..core.method import Method
+from ..core.problem import Problem
+from ..core.simulate import simulate
+from ..core.trajectory import SimulationError, Trajectory
+
+#: Smallest fitted order through impacts accepted for a time-stepping method.
+MIN_ORDER = 0.8
+#: An event-driven error must be <= TOLERANCE_FACTOR rtol times the solution's scale.
+TOLERANCE_FACTOR = 1e3
+#: Relative deviation of the tangential functional allowed by the kinetic-metric check.
+METRIC_TOLERANCE = 1e-9
+#: Depth of a resting contact allowed, in units of alpha h^2 (largest measured on the built-in
+#: schemes: 2.1 for Paoli-Schatzman, 1.1 for the velocity schemes).
+DEPTH_CONSTANT = 4.0
+#: Relative round-off allowed on energies and gaps.
+ROUND_OFF = 1e-12
+
+#: Error metrics whose order is fitted (impactbench.analysis.metrics).
+ORDER_METRICS = ("max_position_error", "hausdorff_velocity_distance")
+
+
+@dataclass(frozen=True)
+class Level:
+    """How much a level runs: nominal steps (time-stepping), phases per step, tolerances
+    (event-driven), the resting horizon and the step of the contact checks."""
+
+    steps: tuple[float, ...]
+    phases: int
+    tolerances: tuple[float, ...]
+    rest_horizon: float
+    stack_horizon: float
+    contact_step: float
+
+
+LEVELS = {
+    "quick": Level(
+        tuple(np.geomspace(5e-3, 2e-4, 9)), 3, tuple(10.0 ** -np.arange(4, 10)), 100.0, 30.0, 5e-3
+    ),
+    "full": Level(
+        tuple(np.geomspace(5e-3, 1e-4, 12)),
+        3,
+        tuple(10.0 ** -np.arange(3, 12)),
+        1000.0,
+        200.0,
+        5e-3,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of a report: a property on a problem, its measured value and verdict.
+
+    ``passed`` is None when the property does not apply to the method (not a failure).
+    """
+
+    property: str
+    problem: str
+    measured: str
+    threshold: str
+    passed: bool | None
+    detail: str = ""
+
+    def __post_init__(self) -> None:  # numpy booleans from comparisons become Python ones
+        if self.passed is not None:
+            object.__setattr__(self, "passed", bool(self.passed))
+
+    @property
+    def verdict(self) -> str:
+        return {True: "pass", False: "FAIL", None: "n/a"}[self.passed]
+
+
+@dataclass
+class ValidationReport:
+    """The result of :func:`check_method`: one :class:`Check` per property and problem."""
+
+    method: str
+    level: str
+    checks: list[Check] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """True when no check failed (checks that do not apply do not fail)."""
+        return all(check.passed is not False for check in self.checks)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [check for check in self.checks if check.passed is False]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per check: property, problem, measured, threshold, verdict, detail."""
+        rows = [{**asdict(check), "verdict": check.verdict} for check in self.checks]
+        columns = ["property", "problem", "measured", "threshold", "verdict", "detail"]
+        return pd.DataFrame(rows, columns=[*columns, "passed"])[columns]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "level": self.level,
+            "passed": self.passed,
+            "seconds": self.seconds,
+            "checks": [{**asdict(check), "verdict": check.verdict} for check in self.checks],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def table(self, rows: list[Check] | None = None) -> str:
+        """The checks as a fixed-width text table."""
+        rows = self.checks if rows is None else rows
+        header = ("property", "problem", "measured", "threshold", "verdict")
+        cells = [header] + [
+            (c.property, c.problem, c.measured, c.threshold, c.verdict) for c in rows
+        ]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+        lines = [
+            "  ".join(text.ljust(w) for text, w in zip(row, widths, strict=True)) for row in cells
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        for check in rows:
+            if check.passed is False and check.detail:
+                lines.append(f"  {check.property} / {check.problem}: {check.detail}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} checks)"
+        return (
+            f"{self.method} at level {self.level!r}: {verdict} in {self.seconds:.1f} s\n"
+            + self.table()
+        )
+
+    def assert_passed(self) -> None:
+        """Raise AssertionError listing the failing checks (for a pytest test)."""
+        if not self.passed:
+            raise AssertionError(f"{self.method} fails validation:\n{self.table(self.failures)}")
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+class _RunFailed(Exception):
+    """A run of the battery raised or stopped; the message says where."""
+
+
+def _run(
+    problem: Problem, method: Method, t_end: float, h: float | None, output_every: int = 1
+) -> Trajectory:
+    where = f"{problem.name}, t_end={t_end:g}" + ("" if h is None else f", h={h:.4g}")
+    try:
+        trajectory = simulate(problem, method, t_end, h=h, output_every=output_every)
+    except (SimulationError, ValueError, ArithmeticError) as error:
+        raise _RunFailed(f"{where}: {type(error).__name__}: {error}") from None
+    if not trajectory.success:
+        raise _RunFailed(f"{where}: {trajectory.message}")
+    return trajectory
+
+
+def _variants(method: Method, level: Level, tolerance: str) -> list[tuple[float, Method]]:
+    """An event-driven method rebuilt at each tolerance of the level (parameter ``tolerance``)."""
+    parameters = method.parameters()
+    if tolerance not in parameters:
+        raise ValueError(
+            f"tolerance must name a parameter of {type(method).__name__} "
+            f"({sorted(parameters)}), got {tolerance!r}"
+        )
+    return [(rtol, type(method)(**{**parameters, tolerance: rtol})) for rtol in level.tolerances]
+
+
+def _fmt(value: float) -> str:
+    return "nan" if not math.isfinite(value) else f"{value:.3g}"
+
+
+# --------------------------------------------------------------------------------------------
+# The properties
+
+
+def _closed_forms() -> list[tuple[str, Callable[[], Problem], Callable[[Problem], float]]]:
+    from ..problems import BouncingBall, ImpactingOscillator, SlantedWall
+
+    return [
+        (
+            "through accumulation",
+            lambda: BouncingBall(q0=1.0, v0=0.0, restitution=0.8),
+            lambda p: p.accumulation_time + 1.5,
+        ),
+        (
+            "non-diagonal M, through accumulation",
+            lambda: SlantedWall(restitution=0.7),
+            lambda p: p.accumulation_time + 1.0,
+        ),
+        (
+            "impacting oscillator",
+            lambda: ImpactingOscillator(restitution=0.8, x0=1.0, v0=0.0),
+            lambda p: 10.0,
+        ),
+    ]
+
+
+def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
+    checks = []
+    for label, factory, horizon in _closed_forms():
+        problem = factory()
+        t_end = horizon(problem)
+        reference = Reference.exact(problem, t_end)
+        name = f"{problem.name} ({label})"
+        errors = {metric: [] for metric in ORDER_METRICS}
+        try:
+            if method.requires_step:
+                parameter = np.array(level.steps)
+                for family in fitting.perturbed_steps(parameter, level.phases):
+                    runs = [_run(problem, method, t_end, h) for h in family]
+                    for metric in ORDER_METRICS:
+                        function = metrics.METRICS[metric].function
+                        values = [function(problem, run, reference) for run in runs]
+                        errors[metric].append(float(np.median(values)))
+            else:
+                variants = _variants(method, level, tolerance)
+                parameter = np.array([rtol for rtol, _ in variants])
+                for _, variant in variants:
+                    run = _run(problem, variant, t_end, None)
+                    for metric in ORDER_METRICS:
+                        function = metrics.METRICS[metric].function
+                        errors[metric].append(function(problem, run, reference))
+        except _RunFailed as failure:
+            checks.append(
+                Check("order through impacts", name, "run failed", "", False, str(failure))
+            )
+            continue
+        for metric in ORDER_METRICS:
+            error = np.array(errors[metric])
+            floor = metrics.error_floor(metric, problem, reference, t_end)
+            fit = fitting.fit_order(parameter, error, floor=floor)
+            prop = f"order of {metric}"
+            if method.requires_step:
+                passed = fit.status == fitting.ORDER and fit.order >= MIN_ORDER
+                detail = f"errors {_fmt(error.max())} .. {_fmt(error.min())} ({fit.text('h')})"
+                checks.append(
+                    Check(prop, name, fit.text("h"), f"order >= {MIN_ORDER}", passed, detail)
+                )
+            else:
+                scale = _scale(metric, problem, reference, t_end)
+                ratio = float(np.max(error / (parameter * scale)))
+                passed = bool(ratio <= TOLERANCE_FACTOR)
+                checks.append(
+                    Check(
+                        prop,
+                        name,
+                        f"max error / (rtol S) = {_fmt(ratio)}; {fit.text('rtol')}",
+                        f"<= {TOLERANCE_FACTOR:g}",
+                        passed,
+                        f"S = {_fmt(scale)}",
+                    )
+                )
+    return checks
+
+
+def _scale(metric: str, problem: Problem, reference: Reference, t_end: float) -> float:
+    """The metric's scale S: its round-off floor divided by 100 eps (see error_floor)."""
+    floor = metrics.error_floor(metric, problem, reference, t_end)
+    return floor / (fitting.ROUND_OFF_FACTOR * float(np.finfo(float).eps))
+
+
+def _kinetic_metric_check(method: Method, level: Level, tolerance: str) -> Check:
+    from ..problems import SlantedWall
+
+    wall = SlantedWall(restitution=0.7)
+    name = f"{wall.name} (non-diagonal M)"
+    threshold = f"<= {METRIC_TOLERANCE:g}"
+    h = level.steps[len(level.steps) // 2] if method.requires_step else None
+    try:
+        run = _run(wall, method, wall.accumulation_time + 0.5, h)
+    except _RunFailed as failure:
+        return Check("kinetic metric (jumps along M^-1 n)", name, "run failed", threshold, False,
+                     str(failure))  # fmt: skip
+    mass = wall.mass_matrix(wall.q0)
+    m_inv_n = np.linalg.solve(mass, wall.gap_gradient(wall.q0)[0])
+    w = np.array([-m_inv_n[1], m_inv_n[0]])  # w . (M^-1 n) = 0
+    accel = np.linalg.solve(mass, wall.forces(wall.t0, wall.q0, wall.v0))
+    expected = w @ wall.v0 + (w @ accel) * (run.t - wall.t0)
+    scale = float(np.abs(run.v).max() * np.linalg.norm(w))
+    deviation = float(np.max(np.abs(run.v @ w - expected)) / scale)
+    return Check(
+        "kinetic metric (jumps along M^-1 n)",
+        name,
+        f"relative deviation {_fmt(deviation)}",
+        threshold,
+        deviation <= METRIC_TOLERANCE,
+        f"{run.impacts.total} impacts logged",
+    )
+
+
+def _depth(problem: Problem, run: Trajectory, start: float, end: float) -> float:
+    from ..analysis.metrics import penetration_depths
+
+    window = (run.t >= start) & (run.t <= end)
+    return float(np.max(penetration_depths(problem, run.q[window]), initial=0.0))
+
+
+def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Check]:
+    from ..studies.persistent_contact import CASES
+
+    checks = []
+    cases = [
+        ("resting contact (no drift)", "resting ball", level.rest_horizon),
+        ("several simultaneous contacts", "resting stack", level.stack_horizon),
+    ]
+    keys = {"resting ball": "resting_contact", "resting stack": "several_contacts"}
+    for prop, label, t_end in cases:
+        if keys[label] not in selected:
+            continue
+        case = CASES[label]
+        problem = case.factory()
+        name = f"{problem.name} ({label}, t = {t_end:g})"
+        h = level.contact_step if method.requires_step else None
+        every = max(1, round(t_end / level.contact_step / 20_000)) if h else 1
+        if h is not None:
+            bound = DEPTH_CONSTANT * case.alpha * h**2
+            threshold = f"depth <= {DEPTH_CONSTANT:g} alpha h^2 = {bound:.3g}, no growth"
+        else:
+            bound = TOLERANCE_FACTOR * _tolerance_of(method) * max(1.0, case.alpha)
+            threshold = f"depth <= {bound:.3g}, no growth"
+        try:
+            run = _run(problem, method, t_end, h, output_every=every)
+        except _RunFailed as failure:
+            checks.append(Check(prop, name, "run failed", threshold, False, str(failure)))
+            continue
+        middle = 0.5 * (case.settled_after + t_end)
+        early = _depth(problem, run, case.settled_after, middle)
+        late = _depth(problem, run, middle, t_end)
+        gradient = float(np.abs(problem.gap_gradient(problem.q0)).max())
+        round_off = 1e-14 + 100 * np.finfo(float).eps * gradient * float(np.abs(run.q).max())
+        passed = max(early, late) <= bound and late <= early + round_off
+        checks.append(
+            Check(
+                prop,
+                name,
+                f"depth {_fmt(early)} on [{case.settled_after:g}, {middle:g}], "
+                f"{_fmt(late)} on [{middle:g}, {t_end:g}]",
+                threshold,
+                passed,
+                f"alpha = {case.alpha:.4g}",
+            )
+        )
+    return checks
+
+
+def _tolerance_of(method: Method) -> float:
+    """An event-driven method's rtol (1e-10 when it has none)."""
+    return float(method.parameters().get("rtol", 1e-10))
+
+
+def _energy_check(method: Method, level: Level) -> Check:
+    from ..problems import BouncingBall
+
+    ball = BouncingBall(q0=1.0, v0=0.0, restitution=0.8)
+    t_end = 0.9 * ball.accumulation_time
+    name = f"{ball.name} (impacts before accumulation)"
+    h = level.steps[len(level.steps) // 2] if method.requires_step else None
+    try:
+        run = _run(ball, method, t_end, h)
+    except _RunFailed as failure:
+        return Check("energy not increased by an impact", name, "run failed", "", False,
+                     str(failure))  # fmt: skip
+    if run.stats.get("velocity_output", "state") != "state":
+        return Check("energy not increased by an impact", name, "not applicable", "", None,
+                     f"output velocity: {run.stats['velocity_output']}")  # fmt: skip
+    mass = ball.mass_matrix(ball.q0)
+    force = ball.forces(ball.t0, ball.q0, ball.v0)
+    energies = np.array([ball.energy(q, v) for q, v in zip(run.q, run.v, strict=True)])
+    scale = float(np.abs(energies).max())
+    if h is not None:
+        allowed = h**2 * float(force @ np.linalg.solve(mass, force)) + ROUND_OFF * scale
+        threshold = f"<= h^2 F^T M^-1 F + round-off = {allowed:.3g}"
+    else:
+        allowed = TOLERANCE_FACTOR * _tolerance_of(method) * scale
+        threshold = f"<= {TOLERANCE_FACTOR:g} rtol E = {allowed:.3g}"
+    impacts = np.unique(run.impacts.t)
+    if impacts.size == 0:
+        return Check("energy not increased by an impact", name, "no impact logged", threshold,
+                     False, "the ball hits the floor: the run's impact log is empty")  # fmt: skip
+    after = np.searchsorted(run.t, impacts, side="right") - 1
+    after = after[after >= 1]
+    increase = float(np.max(energies[after] - energies[after - 1]))
+    return Check(
+        "energy not increased by an impact",
+        name,
+        f"largest increase {_fmt(increase)} over {after.size} impacts",
+        threshold,
+        increase <= allowed,
+        f"E up to {scale:.3g}",
+    )
+
+
+def _bad_input_check(method: Method) -> Check:
+    from ..problems import BouncingBall
+
+    ball = BouncingBall(q0=1.0, v0=0.0, restitution=0.8)
+    h = 1e-2 if method.requires_step else None
+    cases: list[tuple[str, str, Callable[[], Any]]] = [
+        ("t_end", "t_end=nan", lambda: simulate(ball, method, math.nan, h=h)),
+        ("t_end", "t_end=inf", lambda: simulate(ball, method, math.inf, h=h)),
+        ("t_end", "t_end < t0", lambda: simulate(ball, method, ball.t0 - 1.0, h=h)),
+        ("output_every", "output_every=0", lambda: simulate(ball, method, 1.0, h=h,
+                                                             output_every=0)),
+    ]  # fmt: skip
+    broken = BouncingBall(q0=1.0, v0=0.0, restitution=0.8)
+    broken.v0 = np.array([math.nan])
+    cases.append(("v0", "v0=[nan]", lambda: simulate(broken, method, 1.0, h=h)))
+    if method.requires_step:
+        for text, value in (("h=0", 0.0), ("h=-0.01", -0.01), ("h=nan", math.nan),
+                            ("h=inf", math.inf), ("h=None", None)):  # fmt: skip
+            cases.append(("h", text, lambda value=value: simulate(ball, method, 1.0, h=value)))
+    else:
+        cases.append(("h", "h=0.01 (adaptive method)", lambda: simulate(ball, method, 1.0, h=0.01)))
+    wrong = []
+    for argument, text, call in cases:
+        try:
+            call()
+        except ValueError as error:
+            if not re.search(rf"\b{re.escape(argument)}\b", str(error)):
+                wrong.append(f"{text}: ValueError not naming {argument!r}: {error}")
+        except Exception as error:  # noqa: BLE001 - any other outcome is the finding
+            wrong.append(f"{text}: {type(error).__name__} instead of ValueError: {error}")
+        else:
+            wrong.append(f"{text}: accepted")
+    return Check(
+        "bad inputs rejected",
+        ball.name,
+        f"{len(cases) - len(wrong)}/{len(cases)} rejected by name",
+        f"{len(cases)}/{len(cases)}",
+        not wrong,
+        "; ".join(wrong),
+    )
+
+
+def _determinism_check(method: Method, level: Level) -> Check:
+    from ..problems import SlantedWall
+
+    wall = SlantedWall(restitution=0.7)
+    h = level.steps[0] if method.requires_step else None
+    t_end = wall.accumulation_time + 0.5
+    try:
+        first, second = (_run(wall, method, t_end, h) for _ in range(2))
+    except _RunFailed as failure:
+        return Check("deterministic", wall.name, "run failed", "identical", False, str(failure))
+    same = first.t.shape == second.t.shape and all(
+        np.array_equal(a, b)
+        for a, b in (
+            (first.t, second.t),
+            (first.q, second.q),
+            (first.v, second.v),
+            (first.impacts.t, second.impacts.t),
+        )
+    )
+    return Check(
+        "deterministic",
+        wall.name,
+        "two runs identical" if same else "two runs differ",
+        "identical",
+        same,
+    )
+
+
+#: The properties :func:`check_method` can run, by key (all by default).
+PROPERTIES = (
+    "orders",
+    "kinetic_metric",
+    "resting_contact",
+    "several_contacts",
+    "energy",
+    "bad_inputs",
+    "determinism",
+)
+
+
+def check_method(
+    method: Method,
+    *,
+    level: str = "quick",
+    tolerance: str = "rtol",
+    properties: tuple[str, ...] = PROPERTIES,
+) -> ValidationReport:
+    """Run ``method`` through the conformance battery (module docstring) and report.
+
+    Parameters
+    ----------
+    method : Method
+        An instance. A time-stepping method (``requires_step`` True) is run over the level's
+        steps h; an event-driven one is rebuilt with each of the level's tolerances.
+    level : {"quick", "full"}
+        How much to run (:data:`LEVELS`).
+    tolerance : str
+        Name of the event-driven method's tolerance parameter (ignored for time-stepping).
+    properties : tuple of str
+        The properties to check, among :data:`PROPERTIES` (default: all).
+
+    Returns
+    -------
+    ValidationReport
+        Every check with its measured value, threshold and verdict; ``report.passed``,
+        ``report.assert_passed()``.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not a :class:`Method` instance, ``level`` or a property is unknown,
+        or an event-driven method has no parameter named ``tolerance``.
+    """
+    if not isinstance(method, Method):
+        raise ValueError(f"method must be an impactbench.Method instance, got {method!r}")
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
+    selected = set(properties)
+    if not selected or not selected <= set(PROPERTIES):
+        raise ValueError(f"properties must be among {PROPERTIES}, got {properties!r}")
+    if not method.requires_step:
+        _variants(method, LEVELS[level], tolerance)  # the tolerance parameter exists
+    start = time.perf_counter()
+    settings = LEVELS[level]
+    report = ValidationReport(method.name, level)
+    if "orders" in selected:
+        report.checks += _order_checks(method, settings, tolerance)
+    if "kinetic_metric" in selected:
+        report.checks.append(_kinetic_metric_check(method, settings, tolerance))
+    report.checks += _contact_checks(method, settings, selected)
+    if "energy" in selected:
+        report.checks.append(_energy_check(method, settings))
+    if "bad_inputs" in selected:
+        report.checks.append(_bad_input_check(method))
+    if "determinism" in selected:
+        report.checks.append(_determinism_check(method, settings))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+__all__ = ["LEVELS", "PROPERTIES", "Check", "ValidationReport", "check_method"]

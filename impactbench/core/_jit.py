@@ -1,0 +1,235 @@
+"""Numba configuration shared by the core kernels and the compiled time-stepping loops.
+
+Every kernel is an ordinary Python function; :data:`kernel` compiles module-level helpers (cached
+on disk). A time loop is a *template*: a module-level function whose problem-specific names
+(``mass_matrix``, ``forces``, ``gap``, ``gap_gradient`` and flags such as ``CONSTANT_MASS``) are
+free globals, bound per problem by :func:`specialize`. The bound copy is compiled by numba and
+cached on disk under a name that carries a digest of everything compiled into it, so a loop is
+compiled once per machine rather than once per process (closures over the kernels cannot be
+cached: numba keys them by a pickle of the closure cells, which differs in every process). With
+``compile=False`` the same template runs as plain Python (the path for problems numba cannot
+compile, and for debugging; ``NUMBA_DISABLE_JIT=1`` makes the helpers plain Python too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numba
+from numba.core import cgutils
+from numba.core import types as numba_types
+from numba.core.dispatcher import Dispatcher
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+
+#: Decorator for module-level numerical helpers and problem kernels.
+kernel = numba.njit(cache=True, nogil=True)
+
+#: Decorator for the small helpers called in every step (factorisations, solves, the impact law):
+#: compiled once (cached on disk) without reference counting and marked ``alwaysinline`` for
+#: LLVM, which inlines them into every loop that calls them. Both matter: an opaque call passes
+#: each array as a struct and reference-counts it (measured 20-200 ns per step, more than the
+#: arithmetic of a small system), and LLVM's own heuristics leave large helpers as calls (the
+#: double pendulum's step: 45 -> 141 ns). numba's IR-level inlining (``inline="always"``) gives
+#: the same machine code but copies and retypes the callee's IR at every call site: it was half
+#: of the compile time of a loop (the Paoli-Schatzman pendulum loop: 18 s with it, 6 s without).
+hot_kernel = numba.njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+
+#: Compiled copies without reference counting of the numba functions bound into loops.
+_NRT_FREE: dict[int, tuple[Dispatcher, Dispatcher]] = {}
+
+
+def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
+    """Feed ``value`` and everything it calls to ``hasher``.
+
+    A function (or numba dispatcher) contributes its module's source, and so does every function
+    and module it names as a global, recursively: the digest follows what is actually compiled
+    into a loop, so editing any helper it inlines gives the loop a new cache name. Other values
+    (compile-time constants) contribute their repr.
+    """
+    function = getattr(value, "py_func", value)
+    if isinstance(value, types.ModuleType):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        try:
+            hasher.update(inspect.getsource(value).encode())
+        except (OSError, TypeError):
+            hasher.update(value.__name__.encode())
+        return
+    if not isinstance(function, types.FunctionType):
+        hasher.update(repr(value).encode())
+        return
+    if id(function) in seen:
+        return
+    seen.add(id(function))
+    hasher.update(f"{function.__module__}.{function.__qualname__}".encode())
+    module = sys.modules.get(function.__module__)
+    if module is not None:
+        _digest(module, hasher, seen)
+    else:
+        hasher.update(function.__code__.co_code)
+    for name in sorted(_global_names(function.__code__)):
+        if name in function.__globals__:
+            target = function.__globals__[name]
+            if isinstance(target, (types.FunctionType, types.ModuleType, Dispatcher)):
+                _digest(target, hasher, seen)
+            elif isinstance(target, (bool, int, float)):
+                hasher.update(f"{name}={target!r}".encode())
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _global_names(constant)
+    return names
+
+
+def _nrt_free(value: Any) -> Any:
+    """A numba function as a loop calls it: compiled without reference counting and inlined by
+    LLVM (the options of :data:`hot_kernel`); any other value unchanged.
+
+    The copy is made once per process and cached on disk under its own name (numba's cache
+    index does not key on compile options, so sharing the original's name would let one load
+    the other's machine code).
+    """
+    if not isinstance(value, Dispatcher) or value.targetoptions.get("_nrt") is False:
+        return value
+    if id(value) not in _NRT_FREE:
+        original = value.py_func
+        copy = types.FunctionType(
+            original.__code__, original.__globals__, original.__name__, original.__defaults__
+        )
+        copy.__module__ = original.__module__
+        copy.__qualname__ = f"{original.__qualname__}_nrt_free"
+        _NRT_FREE[id(value)] = (value, hot_kernel(copy))
+    return _NRT_FREE[id(value)][1]
+
+
+def specialize(
+    template: Callable,
+    bindings: dict[str, Any],
+    compile: bool,
+    inline: bool = False,
+    nrt: bool = True,
+) -> Callable:
+    """Copy ``template`` with its free globals bound to ``bindings``; compile it if asked.
+
+    Parameters
+    ----------
+    template : function
+        A module-level function whose problem-specific names are globals.
+    bindings : dict
+        Name -> value for those globals (numba functions, or bools/ints, which numba treats as
+        compile-time constants, so branches on them are pruned). Compiled, the numba functions
+        are bound as their copies without reference counting (:func:`_nrt_free`), which LLVM
+        inlines: inlined, the kernels a step calls share their work (the same sin q evaluated
+        by the forces and the gap).
+    compile : bool
+        False: return the plain-Python copy. True: compile it with numba, cached on disk under a
+        name carrying a digest of every source compiled into it (:func:`_digest`).
+    inline : bool
+        Compile as a helper of a loop (the options of :data:`hot_kernel`: no reference counting,
+        inlined by LLVM into its caller); not cached itself, it is compiled into its caller.
+    nrt : bool
+        False: compile without numba's reference counting (``_nrt=False``), for a loop that
+        allocates nothing (its buffers are passed in): every array passed to an inlined helper
+        is otherwise reference-counted at each call.
+    """
+    namespace = dict(template.__globals__)
+    if compile:
+        bindings = {name: _nrt_free(value) for name, value in bindings.items()}
+    namespace.update(bindings)
+    function = types.FunctionType(
+        template.__code__, namespace, template.__name__, template.__defaults__
+    )
+    function.__module__ = template.__module__
+    if not compile:
+        return function
+    if inline:
+        return numba.njit(nogil=True, _nrt=False, forceinline=True)(function)
+    hasher = hashlib.sha256()
+    hasher.update(f"nrt={nrt}".encode())
+    _digest(function, hasher, set())
+    function.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
+    return numba.njit(cache=True, nogil=True, _nrt=nrt)(function)
+
+
+@intrinsic
+def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
+    """A 2-D C-contiguous view (height, width) of the float64 ``buffer``, with literal sizes.
+
+    Its shape and strides are compile-time constants, unlike those of ``buffer.reshape(...)``
+    (computed at run time): the row offsets of a buffer passed to a loop then fold into
+    constants, and LLVM can prove its rows disjoint. The caller guarantees
+    ``buffer.size == height * width`` (:func:`impactbench.core.driver.make_loop` does).
+    """
+    if not (
+        isinstance(height, numba_types.IntegerLiteral)
+        and isinstance(width, numba_types.IntegerLiteral)
+    ):
+        return None
+    rows = height.literal_value
+    columns = width.literal_value
+    view_type = numba_types.Array(numba_types.float64, 2, "C")
+
+    def codegen(context, builder, signature, arguments):
+        source = make_array(signature.args[0])(context, builder, arguments[0])
+        view = make_array(view_type)(context, builder)
+        intp = context.get_value_type(numba_types.intp)
+        populate_array(
+            view,
+            data=source.data,
+            shape=(intp(rows), intp(columns)),
+            strides=(intp(8 * columns), intp(8)),
+            itemsize=intp(8),
+            meminfo=source.meminfo,
+            parent=None,
+        )
+        return view._getvalue()
+
+    return view_type(buffer, height, width), codegen
+
+
+@intrinsic
+def stack_array(typingctx, height, width):  # noqa: ARG001
+    """A 2-D C-contiguous float64 array (height, width) on the stack of the calling function.
+
+    For the scratch values of one step that never outlive it (the candidate state of the time
+    loop): LLVM promotes a stack array indexed at constant offsets to registers, so its stores and
+    loads vanish, which a heap buffer (visible to the caller, possibly aliased by the output
+    arrays) does not allow. Literal sizes only; no reference counting (``meminfo`` is null), so
+    the array must not escape the function (compile its caller with ``_nrt=False``).
+    """
+    if not (
+        isinstance(height, numba_types.IntegerLiteral)
+        and isinstance(width, numba_types.IntegerLiteral)
+    ):
+        return None
+    rows = height.literal_value
+    columns = width.literal_value
+    array_type = numba_types.Array(numba_types.float64, 2, "C")
+
+    def codegen(context, builder, signature, arguments):
+        double = context.get_value_type(numba_types.float64)
+        data = cgutils.alloca_once(builder, double, size=rows * columns)
+        array = make_array(array_type)(context, builder)
+        intp = context.get_value_type(numba_types.intp)
+        populate_array(
+            array,
+            data=data,
+            shape=(intp(rows), intp(columns)),
+            strides=(intp(8 * columns), intp(8)),
+            itemsize=intp(8),
+            meminfo=None,
+            parent=None,
+        )
+        return array._getvalue()
+
+    return array_type(height, width), codegen

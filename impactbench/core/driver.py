@@ -1,0 +1,253 @@
+"""The one time loop of the fixed-step schemes, and the contract a scheme meets to run in it.
+
+The driver (:func:`_time_loop`) owns everything that is not the scheme: the work buffers
+(allocated once, in Python, before the loop), output sampling and decimation, the finite check
+of every new state, the impact log, the counters and the statuses, and the state reported at
+the end or at a failure. A scheme supplies five small functions and its buffer layout
+(:class:`Scheme`); they are bound per problem, with the problem's kernels and the scheme's
+compile-time options, by :func:`make_loop` and inlined by numba into one compiled loop (the same
+source runs as plain Python with ``compile=False``).
+
+Buffers. ``X`` is one float array of shape (FIRST_SCHEME_ROW + rows(n, m), max(n, m)); the
+driver reads its first rows:
+
+* ``X[IMPULSE, :m]``: the impulse (or projection multiplier) of each constraint on a step with
+  contact, 0 where the constraint took none;
+* ``X[NORMAL_BEFORE, :m]``, ``X[NORMAL_AFTER, :m]``: the normal velocities logged for each
+  constraint with a positive impulse.
+
+The scheme's own rows start at ``FIRST_SCHEME_ROW``. ``Z`` (2, n) holds the candidate new state,
+``Z[NEXT_Q]`` and ``Z[NEXT_V]``, checked for finiteness by the driver before the scheme commits
+it (so that a failure reports the last finite state). ``rows`` (int64, max(m, 1)) and ``ws``
+(:func:`impactbench.core.contact.make_workspace`) complete the work space.
+
+Three compilation choices keep the driver as fast as a hand-written loop per scheme (measured
+with benchmarks/loops.py):
+
+* the loop is compiled with numba's reference counting switched off (``_nrt=False``): nothing
+  in it allocates (the buffers are allocated by :func:`make_loop`'s wrapper), and every array
+  passed to an inlined scheme function, and every slice of it, would otherwise be
+  reference-counted at each step (measured 60-230 ns/step against 6-60 for the whole step);
+* ``X`` is seen through :func:`impactbench.core._jit.constant_shape_view` (plain Python: a
+  reshape), whose shape and strides are compile-time constants: slices of it at constant
+  offsets are then provably disjoint for LLVM, which keeps values in registers across the
+  stores of a step (with the argument's run-time strides, or with ``reshape``, the pendulum's
+  step cost 2x);
+* ``Z`` is an array on the loop's stack (:func:`impactbench.core._jit.stack_array`; plain Python:
+  zeros): LLVM promotes it to registers, so the candidate state costs no stores (in ``X`` its
+  four stores per step on a 2-DOF problem cost up to 1.2 ns/step, 20 % of the slanted wall's
+  step).
+
+Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``,
+``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT`` and the
+scheme's own options are bound by :func:`make_loop`):
+
+``start(t0, h, q0, v0, p, e, mp, X, rows, ws) -> (status, iterations, force_evaluations)``
+    Set the scheme's state from (q0, v0) (a two-step scheme computes its first step here).
+``step(k, t, t_next, h, p, e, mp, X, Z, rows, ws) -> (status, contact, iterations)``
+    Step k (t = t0 + k h, t_next = t0 + (k + 1) h): write the candidate state into
+    ``Z[NEXT_Q]`` and ``Z[NEXT_V]`` and, when ``contact``, the impulses and normal velocities of
+    the driver rows; leave the scheme's state unchanged (the driver commits it after its checks).
+``commit(X, Z)``
+    Make the candidate the current state.
+``sample(X, Z, q_out, v_out)``
+    The output (q, v) at t0 + (steps) h after a commit.
+``current(X, Z, q_out, v_out)``
+    The state reported at a failure of a step, at time t0 + (steps + lead) h (``Z`` may hold
+    the failed, non-finite candidate there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._jit import constant_shape_view, specialize, stack_array
+from .contact import make_workspace
+from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
+
+#: Rows of the work buffer ``X`` read by the driver (see the module docstring).
+IMPULSE = 0
+NORMAL_BEFORE = 1
+NORMAL_AFTER = 2
+#: First row of the scheme's own part of ``X``.
+FIRST_SCHEME_ROW = 3
+#: Rows of the candidate state ``Z`` (2, n), on the loop's stack.
+NEXT_Q = 0
+NEXT_V = 1
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A time-stepping scheme as the driver runs it (see the module docstring).
+
+    Attributes
+    ----------
+    start, step, commit, sample, current : function
+        Templates of the scheme's functions: module-level functions whose problem-specific names
+        are free globals.
+    rows : function
+        ``rows(n_dof, n_constraints) -> int``: the scheme's rows of ``X``.
+    lead : int
+        Steps by which :func:`current` is ahead of the last sample (1 for a two-step scheme
+        whose current position is q^{k+1} when q^k is the last sample).
+    """
+
+    start: Callable
+    step: Callable
+    commit: Callable
+    sample: Callable
+    current: Callable
+    rows: Callable[[int, int], int]
+    lead: int = 0
+
+
+# Names bound per problem and scheme by make_loop.
+scheme_start = scheme_step = scheme_commit = scheme_sample = scheme_current = shape_view = (
+    scratch
+) = None
+N_DOF = N_CONSTRAINTS = LEAD = HEIGHT = WIDTH = 0
+
+
+def _time_loop(
+    t0, h, n_steps, q0, v0, p, e, mp, every,
+    out_t, out_q, out_v, log_t, log_i, log_u, counters, state, buffer, rows, ws,
+):  # fmt: skip
+    # The buffer as a view of constant shape: its row offsets are compile-time constants, so
+    # LLVM can prove its rows disjoint (with buffer.reshape they would be run-time multiples).
+    X = shape_view(buffer, HEIGHT, WIDTH)  # noqa: N806
+    Z = scratch(2, N_DOF)  # noqa: N806
+    n = N_DOF
+    m = N_CONSTRAINTS
+    capacity = log_t.shape[0]
+    status, iterations, force_evaluations = scheme_start(t0, h, q0, v0, p, e, mp, X, rows, ws)
+    started = status == STATUS_OK
+    out_t[0] = t0
+    for j in range(n):
+        out_q[0, j] = q0[j]
+        out_v[0, j] = v0[j]
+    samples = 1
+    impacts = 0
+    logged = 0
+    steps = 0
+    countdown = every
+    if status == STATUS_OK:
+        for k in range(n_steps):
+            t = t0 + k * h
+            t_next = t0 + (k + 1) * h
+            status, contact, used = scheme_step(k, t, t_next, h, p, e, mp, X, Z, rows, ws)
+            if status != STATUS_OK:
+                break
+            check = 0.0
+            for j in range(n):
+                check += Z[NEXT_Q, j] + Z[NEXT_V, j]
+            if not np.isfinite(check):
+                status = STATUS_NOT_FINITE
+                break
+            if contact:
+                iterations += used
+                for i in range(m):
+                    if X[IMPULSE, i] > 0.0:
+                        impacts += 1
+                        if logged < capacity:
+                            logged = log_impact(
+                                log_t, log_i, log_u, logged, t_next, i,
+                                X[NORMAL_BEFORE, i], X[NORMAL_AFTER, i],
+                            )  # fmt: skip
+            scheme_commit(X, Z)
+            steps = k + 1
+            countdown -= 1
+            if countdown == 0 or steps == n_steps:
+                countdown = every
+                out_t[samples] = t_next
+                scheme_sample(X, Z, out_q[samples], out_v[samples])
+                samples += 1
+    force_evaluations += steps
+    store_counters(counters, status, steps, force_evaluations, impacts, logged, samples, iterations)
+    if status == STATUS_OK:
+        state[0] = t0 + steps * h
+        scheme_sample(X, Z, state[1 : 1 + n], state[1 + n :])
+    elif not started:  # the start failed: report the initial state
+        state[0] = t0
+        for j in range(n):
+            state[1 + j] = q0[j]
+            state[1 + n + j] = v0[j]
+    else:
+        state[0] = t0 + (steps + LEAD) * h
+        scheme_current(X, Z, state[1 : 1 + n], state[1 + n :])
+
+
+def _zeros(height: int, width: int) -> np.ndarray:
+    """Plain-Python counterpart of :func:`impactbench.core._jit.stack_array`."""
+    return np.zeros((height, width))
+
+
+def _reshaped(buffer: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Plain-Python counterpart of :func:`impactbench.core._jit.constant_shape_view`."""
+    return buffer.reshape((height, width))
+
+
+def make_loop(
+    scheme: Scheme,
+    bindings: dict[str, Any],
+    n_dof: int,
+    n_constraints: int,
+    compile: bool,
+) -> Callable:
+    """The driver's loop for one scheme and one problem.
+
+    Parameters
+    ----------
+    scheme : Scheme
+        The scheme's function templates and buffer layout.
+    bindings : dict
+        Name -> value of the globals of the scheme's templates: the problem's kernels
+        (``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``), its flags (``CONSTANT_MASS``,
+        ``AFFINE_GAP``) and the scheme's compile-time options. ``N_DOF``, ``N_CONSTRAINTS`` and
+        ``SINGLE_CONSTRAINT`` are added here.
+    n_dof, n_constraints : int
+        Sizes, bound as compile-time constants (numba then unrolls the small linear algebra).
+    compile : bool
+        Compile with numba (cached on disk, see :func:`impactbench.core._jit.specialize`), or return
+        the plain-Python loop.
+
+    Returns
+    -------
+    function
+        ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
+        log_u, counters, state)`` (see :mod:`impactbench.core.timestepping`); the work buffers are
+        allocated on each call, before the loop.
+    """
+    sizes = {
+        "N_DOF": n_dof,
+        "N_CONSTRAINTS": n_constraints,
+        "SINGLE_CONSTRAINT": n_constraints == 1,
+    }
+    bound = {**bindings, **sizes}
+    functions = {
+        "scheme_start": scheme.start,
+        "scheme_step": scheme.step,
+        "scheme_commit": scheme.commit,
+        "scheme_sample": scheme.sample,
+        "scheme_current": scheme.current,
+    }
+    loop_bindings = {
+        name: specialize(template, bound, compile, inline=True)
+        for name, template in functions.items()
+    }
+    width = max(n_dof, n_constraints, 1)
+    height = FIRST_SCHEME_ROW + scheme.rows(n_dof, n_constraints)
+    loop_bindings.update(sizes, LEAD=scheme.lead, HEIGHT=height, WIDTH=width)
+    loop_bindings["shape_view"] = constant_shape_view if compile else _reshaped
+    loop_bindings["scratch"] = stack_array if compile else _zeros
+    loop = specialize(_time_loop, loop_bindings, compile, nrt=False)
+
+    def run(*arguments: Any) -> None:
+        buffer = np.zeros(height * width)
+        rows = np.zeros(max(n_constraints, 1), dtype=np.int64)
+        loop(*arguments, buffer, rows, make_workspace(n_dof, max(n_constraints, 1)))
+
+    return run

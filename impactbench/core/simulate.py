@@ -1,0 +1,63 @@
+"""The single entry point that runs a method on a problem."""
+
+from __future__ import annotations
+
+from .method import Method
+from .problem import Problem
+from .trajectory import Trajectory
+
+
+def simulate(
+    problem: Problem,
+    method: Method,
+    t_end: float,
+    *,
+    h: float | None = None,
+    output_every: int = 1,
+) -> Trajectory:
+    """Integrate ``problem`` with ``method`` from ``problem.t0`` to ``t_end``.
+
+    Parameters
+    ----------
+    problem : Problem
+        The mechanical system; validated by ``problem.check()`` first, at every call. This is
+        the rule for attributes changed after construction: the attributes of the contract
+        (``n_dof``, ``n_constraints``, ``restitution``, ``t0``, ``q0``, ``v0``, and the mass
+        matrix, gap and forces at q0) are checked again here, so a mutated invalid value is a
+        ValueError naming it. A built-in problem's model parameters (a mass, a length, the
+        gravity) are checked by its constructor only: build a new problem rather than mutate
+        them.
+    method : Method
+        An instance such as ``MoreauJean(theta=0.5)`` or ``EventDriven(rtol=1e-10)``.
+    t_end : float
+        Final time, > problem.t0. The trajectory's last sample is at ``t_end``.
+    h : float, optional
+        Step of a time-stepping method (required there, with 0 < h <= t_end - t0, and h at
+        least 4 eps max(|t0|, |t_end|) so that the times t0 + k h advance; see
+        :func:`impactbench.core.timestepping.step_count`). When h does not divide t_end - t0 the
+        method uses the largest step below h that does (the step used is ``Trajectory.h``).
+        Event-driven methods are adaptive and reject h (ValueError).
+    output_every : int
+        Keep every ``output_every``-th step (always the first and the last), so long runs keep
+        bounded memory; a value at least the number of steps keeps the first and the last only.
+        A time-stepping run whose samples would exceed
+        ``impactbench.core.timestepping.MAX_OUTPUT_BYTES`` (2 GiB) is refused (ValueError). For
+        event-driven runs it decimates the solver's accepted steps; the states just before and
+        after each impact are always kept.
+
+    Returns
+    -------
+    Trajectory
+
+    Raises
+    ------
+    ValueError
+        On invalid arguments, including sizes beyond their limits (the message names the
+        argument and its value).
+    SimulationError
+        When the run cannot continue (a non-finite state, a failed contact solve); it carries the
+        time t and the state q, v where it stopped.
+    """
+    if not isinstance(method, Method):
+        raise ValueError(f"method must be an impactbench.Method instance, got {method!r}")
+    return method.solve(problem, t_end, h=h, output_every=output_every)
