@@ -8,8 +8,8 @@ Python wrapper :func:`simulate_compiled`; the same source runs as plain Python w
 ``compile=False``):
 
 * free flight y = (q, v), y' = (v, M(q)^-1 F(t, q, v)) (LDL^T of M from
-  :mod:`impactbench.contact`), stepped by the scipy-identical RK45 / DOP853 of
-  :mod:`impactbench.compiled_rk` (same step-size control, initial step and dense output);
+  :mod:`impactbench.core.contact`), stepped by the scipy-identical RK45 / DOP853 of
+  :mod:`impactbench.core.compiled_rk` (same step-size control, initial step and dense output);
 * event detection on every accepted step exactly as ``_gap_crossing`` of the Python path:
   ``_SUBINTERVALS`` = 4 sub-intervals, sign changes of g_i - level, interior minima of g_i
   (rate dg_i/dt = grad g_i . v changing sign) so that a grazing contact or a gap that closes
@@ -18,13 +18,13 @@ Python wrapper :func:`simulate_compiled`; the same source runs as plain Python w
 * root location by Brent's method (a port of scipy's ``brentq``, same tolerances
   ``xtol = 4 eps max(|a|, |b|)``, ``rtol = 4 eps``) on the dense output;
 * the impact map: Newton's law in the kinetic metric on the active set (event constraint plus
-  every near constraint approaching), through the shared :func:`impactbench.contact.impulse`
+  every near constraint approaching), through the shared :func:`impactbench.core.contact.impulse`
   (closed form for one row, LCP for several); projection of q onto g_i = 0 for g_i < 0
   (Gauss-Newton in the metric of M, as ``_Model.project_position``);
 * restart after an event (initial step re-selected, gaps within the contact tolerance
   disarmed to the level -tol_i), output decimation (every ``output_every``-th accepted step,
   plus the states before and after each impact and the final state), the impact log and the
-  counters of :mod:`impactbench.status_codes`.
+  counters of :mod:`impactbench.core.status_codes`.
 
 Verified (``tests/test_compiled_event_driven.py``): bouncing ball e = 0.8 up to 0.1 before the
 accumulation point (17 impacts; times and normal velocities on the closed form to 1e-8 at
@@ -64,16 +64,16 @@ from typing import Any
 
 import numpy as np
 
-from impactbench import _checks
-from impactbench._jit import specialize
-from impactbench.compiled_rk import (
+from impactbench.core import _checks
+from impactbench.core._jit import specialize
+from impactbench.core.compiled_rk import (
     METHODS,
     RTOL_FLOOR,
     STEP_ACCEPTED,
     RungeKuttaIntegrator,
     make_rk_integrator,
 )
-from impactbench.contact import (
+from impactbench.core.contact import (
     CURVATURE_FD_STEP,
     delassus,
     impulse,
@@ -81,8 +81,8 @@ from impactbench.contact import (
     ldl_solve,
     make_workspace,
 )
-from impactbench.problem import Problem
-from impactbench.status_codes import (
+from impactbench.core.problem import Problem
+from impactbench.core.status_codes import (
     COUNTER_FORCE_EVALUATIONS,
     COUNTER_IMPACTS,
     COUNTER_LOGGED,
@@ -99,7 +99,7 @@ from impactbench.status_codes import (
     STATUS_PROJECTION_NOT_CONVERGED,
     log_impact,
 )
-from impactbench.trajectory import IMPACT_LOG_CAPACITY, ImpactLog, Status, Trajectory
+from impactbench.core.trajectory import IMPACT_LOG_CAPACITY, ImpactLog, Status, Trajectory
 
 _EPS = float(np.finfo(float).eps)
 #: Sub-intervals per accepted step in the dense-output check (as the Python path).
@@ -109,7 +109,7 @@ _CONTACT_TOLERANCE_FACTOR = 10.0
 _PROJECTION_ITERATIONS = 20
 _BRENT_ITERATIONS = 100
 
-# Statuses of this engine beyond those of impactbench.status_codes.
+# Statuses of this engine beyond those of impactbench.core.status_codes.
 STATUS_STEP_TOO_SMALL = 20
 STATUS_PERSISTENT_CONTACT = 21
 STATUS_NO_PROGRESS = 22
@@ -673,7 +673,7 @@ def simulate_compiled(
     rtol, atol : float
         Solver tolerances (``rtol >= 100 eps``, ``atol > 0``), as ``EventDriven``.
     integrator : {"RK45", "DOP853"}
-        The Runge-Kutta pair (scipy-identical, :mod:`impactbench.compiled_rk`).
+        The Runge-Kutta pair (scipy-identical, :mod:`impactbench.core.compiled_rk`).
     output_every : int
         Keep every ``output_every``-th accepted step (events and the final state always).
     max_step : float

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import impactbench as ib
-from impactbench._jit import kernel
+from impactbench.core._jit import kernel
+from impactbench.core.problem import CompiledProblem, ProblemKernels
+from impactbench.core.trajectory import Status
 from impactbench.methods.compiled_event_driven import simulate_compiled
 from impactbench.methods.event_driven import EventDriven
-from impactbench.problem import CompiledProblem, ProblemKernels
 from impactbench.problems import BouncingBall, DoublePendulum, SlantedWall
-from impactbench.trajectory import Status
 
 RTOL, ATOL = 1e-10, 1e-12
 
