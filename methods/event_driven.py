@@ -158,7 +158,8 @@ class EventDriven(Method):
         algorithm in numba, scipy-identical RK45/DOP853) where it applies: a problem with
         compiled kernels, integrator "RK45" or "DOP853", no dense output. Elsewhere, and with
         ``compiled=False``, the scipy path below runs. ``stats["engine"]`` says which ran
-        ("compiled" or "scipy"). Part of the name only when it differs from the default.
+        ("compiled" or "scipy"). Always part of the name, so that tables and charts say which
+        engine a run asked for.
 
     Notes
     -----
@@ -204,11 +205,7 @@ class EventDriven(Method):
 
     family = EVENT_DRIVEN
     requires_step = False
-    name_omits: ClassVar[dict[str, Any]] = {
-        "max_step": math.inf,
-        "dense_output": False,
-        "compiled": COMPILED_BY_DEFAULT,
-    }
+    name_omits: ClassVar[dict[str, Any]] = {"max_step": math.inf, "dense_output": False}
 
     def __init__(
         self,
