@@ -61,10 +61,12 @@ ROUNDOFF_GEOMETRY = {"radius": 0.1, "gap": 0.1}
 #: An outcome matches an expectation when every velocity is within this many v0 of it.
 MATCH_TOLERANCE = 1e-9
 
-#: label -> (problem parameters, steps of the full grid, steps of the quick grid)
+#: label -> (problem parameters, steps of the full grid, steps of the quick grid). The quick grid
+#: leaves out N = 3 (the compiled loops are specialised on the number of DOF: one numba
+#: compilation per N and method, about 4 s each on a cold cache).
 CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[float], list[float]]] = {
-    "N=3, k=1": ({"n_balls": 3, "n_launched": 1, **EXACT_GEOMETRY}, [2**-10, 2**-8], [2**-8]),
-    "N=3, k=2": ({"n_balls": 3, "n_launched": 2, **EXACT_GEOMETRY}, [2**-10, 2**-8], [2**-8]),
+    "N=3, k=1": ({"n_balls": 3, "n_launched": 1, **EXACT_GEOMETRY}, [2**-10, 2**-8], []),
+    "N=3, k=2": ({"n_balls": 3, "n_launched": 2, **EXACT_GEOMETRY}, [2**-10, 2**-8], []),
     "N=5, k=1": ({"n_balls": 5, "n_launched": 1, **EXACT_GEOMETRY}, [2**-10, 2**-8], [2**-8]),
     "N=5, k=2": ({"n_balls": 5, "n_launched": 2, **EXACT_GEOMETRY}, [2**-10, 2**-8], [2**-8]),
     "N=5, k=1, e=0.5": (
@@ -107,9 +109,12 @@ def outcome_artefact(run: Run, problem: NewtonsCradle, trajectory: Trajectory) -
 
 
 def runs(quick: bool) -> list[Run]:
-    """Every configuration by every method of ``METHODS`` (time-steppers at each step)."""
+    """Every configuration (quick: those with quick steps) by every method of ``METHODS``
+    (time-steppers at each step)."""
     result = []
     for label, (kwargs, full_steps, quick_steps) in CONFIGURATIONS.items():
+        if quick and not quick_steps:
+            continue
         for method in METHODS.values():
             steps = (quick_steps if quick else full_steps) if method.requires_step else [None]
             for h in steps:
