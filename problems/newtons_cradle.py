@@ -108,10 +108,13 @@ class NewtonsCradle(CompiledProblem):
       0, 0) v0. Step 2: contact 3 closes (g_3(q_p) = 5.6e-17 - theta h (2/3) v0 < 0) with 2
       and 4 active: balls 2-5 at (2/3, 2/3, 0, 0) v0 collide as two blocks of two (N = 4,
       k = 2, e = 1 above): balls 2, 3 stop, balls 4, 5 take 2 v0 / 3. Result (-1/3, 0, 0, 2/3,
-      2/3) v0, momentum and energy kept: what MoreauJean, CatchingUp, MoreauJeanProjection,
-      NonsmoothGeneralizedAlpha and D1MinusLinear give at h = 1e-3 and 3e-3. With k = 2 the
-      launched balls' positions q + n h v0 carry round-off too, and the outcome depends on
-      the scheme and on h (the ``cradle`` study shows five different ones).
+      2/3) v0, momentum and energy kept. MoreauJean, CatchingUp and D1MinusLinear take
+      exactly these two steps (measured, h = 1e-3 and 3e-3 to t = 0.5);
+      MoreauJeanProjection and NonsmoothGeneralizedAlpha reach the same state at h = 3e-3
+      through two more steps of pairwise exchanges among balls 2-5, and MoreauJeanProjection
+      at h = 0.25 / 84 stops at (-1/2, 0, 1/2, 1/2, 1/2) v0. The split follows the round-off
+      of the positions, which depends on h; with k = 2 the launched balls' positions
+      q + n h v0 carry round-off too (the ``cradle`` study shows five different outcomes).
       ``PaoliSchatzman`` is immune: its impact step projects the position predictor onto K
       with all constraints at once, and a gap of 5.6e-17 is overrun by the neighbour's push,
       so it gives the all-contact LCP outcome for r = 0.1 too. None of the time-stepping

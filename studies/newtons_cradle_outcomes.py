@@ -25,8 +25,10 @@ activation g_i(q_p) <= 0 of the time-steppers puts all N - 1 contacts in the imp
 LCP. With radius 0.1 (the problem's default) the touching gaps evaluate to +-5.6e-17: a contact
 with a positive round-off gap is left out of the impact step and the row splits into blocks hit
 one step apart (the problem's docstring works the N = 5, k = 1 case by hand: (-1/3, 0, 0, 2/3,
-2/3) v0); these runs use h = 1e-3 and 3e-3, where for k = 2 the launched balls' positions carry
-round-off too and the outcome depends on h.
+2/3) v0); these runs use h = 1e-3 and 3e-3 (``simulate`` ends on t = 0.25 exactly, so the step
+used is 0.25 / ceil(0.25 / h): 0.25 / 84 for 3e-3; the binary steps are used as given), where
+the launched balls' positions carry round-off too and the outcome depends on the scheme and
+the step.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ def outcome_artefact(run: Run, problem: NewtonsCradle, trajectory: Trajectory) -
             "configuration": run.problem_name,
             "method": run.method_name,
             "h": np.nan if run.h is None else run.h,
+            "h_used": np.nan if trajectory.h is None else trajectory.h,
             "ball": np.arange(1, v.size + 1),
             "velocity": v,
             "physical": physical,
@@ -150,6 +153,7 @@ def outcomes(balls: pd.DataFrame) -> pd.DataFrame:
             "configuration": first["configuration"],
             "method": first["method"],
             "h": first["h"],
+            "h used": first["h_used"],
             "velocities": _vector(group["velocity"]),
         }
         matched = []

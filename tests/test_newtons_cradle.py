@@ -119,6 +119,12 @@ def test_round_off_gaps_split_the_lcp_n5():
     second = first.copy()
     second[1:] = lcp_all_contacts(first[1:], 1.0, [0, 1, 2])  # contacts 2, 3, 4
     np.testing.assert_allclose(second, [-1 / 3, 0, 0, 2 / 3, 2 / 3], rtol=0, atol=1e-15)
+    # MoreauJean takes exactly these two steps: the first velocity change is the 3-ball LCP
+    trajectory = run(p, MoreauJean(theta=0.5), 1e-3)
+    changed = np.flatnonzero(np.abs(np.diff(trajectory.v, axis=0)).max(axis=1) > 1e-12)
+    np.testing.assert_allclose(trajectory.v[changed[0] + 1], first, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(trajectory.v[changed[1] + 1], second, rtol=0, atol=1e-15)
+    assert changed.size == 2
     for method in TIME_STEPPERS:
         for h in (1e-3, 3e-3):
             final = run(p, method(), h).v[-1]
