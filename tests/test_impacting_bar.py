@@ -14,6 +14,8 @@ from impactbench import simulate
 from impactbench.analysis.fitting import ORDER, fit_order
 from impactbench.methods import MoreauJean, PaoliSchatzman
 from impactbench.problems import PROBLEMS, ImpactingBar
+from impactbench.studies import STUDIES
+from impactbench.studies import impacting_bar_mesh as study
 
 T_END = 2.6  # contact on [0.1, 2.1] for the defaults (L = c = v0 = 1, d = 0.1)
 CFL = 0.5
@@ -132,3 +134,15 @@ def test_invariants_of_the_runs(refinement):
 def test_bad_parameters(kwargs, name):
     with pytest.raises(ValueError, match=name):
         ImpactingBar(**kwargs)
+
+
+def test_mesh_study_grid():
+    """The ``impacting_bar`` study: 10 meshes over 1.5 decades, h = CFL stable_step on each."""
+    assert STUDIES["impacting_bar"] is study.STUDY
+    runs = study.runs(quick=False)
+    meshes = sorted({run.problem_kwargs["n_elements"] for run in runs})
+    assert len(meshes) >= 10 and np.log10(meshes[-1] / meshes[0]) >= 1.5
+    for run in runs:
+        n = run.problem_kwargs["n_elements"]
+        assert run.h == pytest.approx(study.CFL * ImpactingBar(n).stable_step, rel=1e-15)
+    assert {run.method.__name__ for run in runs} == set(study.METHOD_NAMES)
