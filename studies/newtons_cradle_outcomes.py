@@ -159,7 +159,7 @@ def outcomes(balls: pd.DataFrame) -> pd.DataFrame:
         matched = []
         for name in EXPECTATIONS:
             deviation = float((group["velocity"] - group[name]).abs().max())
-            row[f"max |v - {name}|"] = deviation
+            row[f"deviation from {name}"] = deviation
             if deviation <= MATCH_TOLERANCE:
                 matched.append(name)
         row["matches"] = ", ".join(matched) or "none"
@@ -307,8 +307,10 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         ),
         Section(
             "Outcome of every run",
-            f"Velocities at t = {T_END:g} (every ball separated), the largest deviation from "
-            f"each expectation and the ones matched to {MATCH_TOLERANCE:g} v0; impacts: "
+            f"Velocities at t = {T_END:g} (every ball separated); deviation from an "
+            "expectation: the largest |v_i - expected v_i| over the balls; matches: the "
+            f"expectations within {MATCH_TOLERANCE:g} v0; h used: the step ``simulate`` took "
+            f"to end on t = {T_END:g}; impacts: "
             "entries of the impact log (event-driven: binary impacts located; time-steppers: "
             f"(step, contact) pairs with a positive impulse). Also in [{OUTCOMES_FILE}]"
             f"({OUTCOMES_FILE}).\n\n" + markdown_table(shown, 4),
