@@ -112,9 +112,10 @@ class NewtonsCradle(CompiledProblem):
       exactly these two steps (measured, h = 1e-3 and 3e-3 to t = 0.5);
       MoreauJeanProjection and NonsmoothGeneralizedAlpha reach the same state at h = 3e-3
       through two more steps of pairwise exchanges among balls 2-5, and MoreauJeanProjection
-      at h = 0.25 / 84 stops at (-1/2, 0, 1/2, 1/2, 1/2) v0. The split follows the round-off
-      of the positions, which depends on h; with k = 2 the launched balls' positions
-      q + n h v0 carry round-off too (the ``cradle`` study shows five different outcomes).
+      at h = 0.25 / 84 ends (t = 0.25) with (-1/2, 0, 1/2, 1/2, 1/2) v0. The split follows
+      the round-off of the positions, which depends on h; with k = 2 the launched balls'
+      positions q + n h v0 carry round-off too (the ``cradle`` study shows five different
+      outcomes).
       ``PaoliSchatzman`` is immune: its impact step projects the position predictor onto K
       with all constraints at once, and a gap of 5.6e-17 is overrun by the neighbour's push,
       so it gives the all-contact LCP outcome for r = 0.1 too. None of the time-stepping
