@@ -1,0 +1,790 @@
+"""Compiled event-driven engine (issue 12, phase 1): the event loop of :mod:`event_driven` in numba.
+
+Status (phase 1 of several; not registered in ``METHODS``, not yet behind
+``EventDriven(compiled=True)``)
+------------------------------------------------------------------------------------------------
+Done, in one numba function compiled with ``_nrt=False`` (every buffer is allocated by the
+Python wrapper :func:`simulate_compiled`; the same source runs as plain Python with
+``compile=False``):
+
+* free flight y = (q, v), y' = (v, M(q)^-1 F(t, q, v)) (LDL^T of M from
+  :mod:`impactbench.core.contact`), stepped by the scipy-identical RK45 / DOP853 of
+  :mod:`impactbench.core.compiled_rk` (same step-size control, initial step and dense output);
+* event detection on every accepted step exactly as ``_gap_crossing`` of the Python path:
+  ``_SUBINTERVALS`` = 4 sub-intervals, sign changes of g_i - level, interior minima of g_i
+  (rate dg_i/dt = grad g_i . v changing sign) so that a grazing contact or a gap that closes
+  and reopens inside one step is found, re-arming of disarmed gaps at the first point (or
+  interior maximum) with g > 0;
+* root location by Brent's method (a port of scipy's ``brentq``, same tolerances
+  ``xtol = 4 eps max(|a|, |b|)``, ``rtol = 4 eps``) on the dense output;
+* the impact map: Newton's law in the kinetic metric on the active set (event constraint plus
+  every near constraint approaching), through the shared :func:`impactbench.core.contact.impulse`
+  (closed form for one row, LCP for several); projection of q onto g_i = 0 for g_i < 0
+  (Gauss-Newton in the metric of M, as ``_Model.project_position``);
+* restart after an event (initial step re-selected, gaps within the contact tolerance
+  disarmed to the level -tol_i), output decimation (every ``output_every``-th accepted step,
+  plus the states before and after each impact and the final state), the impact log and the
+  counters of :mod:`impactbench.core.status_codes`.
+
+Verified (``tests/test_compiled_event_driven.py``): bouncing ball e = 0.8 up to 0.1 before the
+accumulation point (17 impacts; times and normal velocities on the closed form to 1e-8 at
+rtol 1e-10), slanted wall (non-diagonal M) impact times and post-impact states, the double
+pendulum (tip wall and two contacts, T = 5.5) against ``EventDriven(integrator="DOP853")``: the
+same accepted steps, impact sequence, impact times within 1e-9 and final state within a few
+rtol (measured: 3e-14), compiled against plain Python, a grazing crossing (a gap that closes
+and reopens inside one accepted step: missed without the interior-minimum check), output
+decimation, the accumulation reported as a failure.
+
+Cost (``benchmarks/compiled_event_driven.py``, double pendulum tip wall, T = 5.5, rtol 1e-10,
+shared 2-core machine, same process, best of 5 against best of 3): DOP853 212 steps, 0.49-0.51
+ms per run (2.3 us per accepted step, wrapper included) against 50-69 ms for the scipy path
+(ratio 97-137x); RK45 899 steps, 0.83-0.85 ms (0.93 us/step) against 131-212 ms (155-254x).
+Compiling one engine (one problem class, sizes and pair) takes ~20 s, cached on disk (the
+test file: 133 s cold on one core, 18 s warm).
+
+Missing (next phases):
+
+* accumulation (Zeno) cut-off and persistent contact (the index-1 contact dynamics, release by
+  the root of lambda, drift projections): the engine *detects* the situation where the Python
+  path would switch to persistent contact -- a near constraint whose normal velocity after the
+  event is at most the rest speed ``rest_velocity sqrt(2 |a_i| |grad g_i| L)`` (or impacts
+  closer than ``min_impact_interval (t_end - t0)``) and whose free normal acceleration a_i
+  points into the obstacle -- and stops with status FAILED and a message saying so (it does not
+  loop). The closing test is per constraint (a_i < 0), not the Python path's LCP over all slow
+  constraints;
+* integration as ``EventDriven(compiled=True)`` (stats names, ``SimulationError`` on failure,
+  dense output of the run), problems without kernels, ``max_step`` tests, time-dependent gaps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from impactbench.core import _checks
+from impactbench.core._jit import specialize
+from impactbench.core.compiled_rk import (
+    METHODS,
+    RTOL_FLOOR,
+    STEP_ACCEPTED,
+    STEP_NOT_FINITE,
+    RungeKuttaIntegrator,
+    make_rk_integrator,
+)
+from impactbench.core.contact import (
+    CURVATURE_FD_STEP,
+    delassus,
+    impulse,
+    ldl_factor,
+    ldl_solve,
+    make_workspace,
+)
+from impactbench.core.problem import Problem
+from impactbench.core.status_codes import (
+    COUNTER_FORCE_EVALUATIONS,
+    COUNTER_IMPACTS,
+    COUNTER_LOGGED,
+    COUNTER_SAMPLES,
+    COUNTER_STATUS,
+    COUNTER_STEPS,
+    FAILURE_REASONS,
+    N_COUNTERS,
+    STATUS_CONTACT_SOLVE_FAILED,
+    STATUS_DEGENERATE_GRADIENT,
+    STATUS_MASS_NOT_SPD,
+    STATUS_NOT_FINITE,
+    STATUS_OK,
+    STATUS_PROJECTION_NOT_CONVERGED,
+    log_impact,
+)
+from impactbench.core.trajectory import IMPACT_LOG_CAPACITY, ImpactLog, Status, Trajectory
+
+_EPS = float(np.finfo(float).eps)
+#: Sub-intervals per accepted step in the dense-output check (as the Python path).
+_SUBINTERVALS = 4
+#: Contact tolerance in units of the solver's error scale atol + rtol L (as the Python path).
+_CONTACT_TOLERANCE_FACTOR = 10.0
+_PROJECTION_ITERATIONS = 20
+_BRENT_ITERATIONS = 100
+
+# Statuses of this engine beyond those of impactbench.core.status_codes.
+STATUS_STEP_TOO_SMALL = 20
+STATUS_PERSISTENT_CONTACT = 21
+STATUS_NO_PROGRESS = 22
+STATUS_PENETRATION = 23
+STATUS_OUTPUT_FULL = 24
+#: Counter slots of the located events (slot 6) and of the solver restarts, the start included.
+COUNTER_EVENTS = 6
+COUNTER_SEGMENTS = 7
+
+# Which function of the dense output a root search evaluates.
+_GAP = 0
+_RATE = 1
+
+# Names bound per problem by _make_engine.
+mass_matrix = forces = gap = gap_gradient = None
+rk_initial_step = rk_step = rk_dense_prepare = rk_dense_evaluate = None
+N_DOF = N_CONSTRAINTS = N_STAGES = 0
+
+
+def _rhs(t, y, p, out, ws):
+    """out = (v, M(q)^-1 F(t, q, v)); ``ws`` (2n + 2, n): M, its factor, a, failure flag."""
+    n = N_DOF
+    q = y[:n]
+    v = y[n:]
+    M = ws[:n]  # noqa: N806
+    L = ws[n : 2 * n]  # noqa: N806
+    a = ws[2 * n]
+    mass_matrix(q, p, M)
+    if not ldl_factor(M, n, L):
+        ws[2 * n + 1, 0] = 1.0
+        for j in range(2 * n):
+            out[j] = math.nan
+        return
+    forces(t, q, v, p, a)
+    ldl_solve(L, n, a, a)
+    for j in range(n):
+        out[j] = v[j]
+        out[n + j] = a[j]
+
+
+def _event_value(kind, i, level, s, t_old, h, y_old, dense, y, p, g, G):  # noqa: N803
+    """g_i(s) - level (kind _GAP) or dg_i/dt(s) (kind _RATE) on the step's dense output."""
+    n = N_DOF
+    rk_dense_evaluate(s, t_old, h, y_old, dense, y)
+    if kind == _GAP:
+        gap(y[:n], p, g)
+        return g[i] - level
+    gap_gradient(y[:n], p, G)
+    rate = 0.0
+    for j in range(n):
+        rate += G[i, j] * y[n + j]
+    return rate
+
+
+def _root(kind, i, level, a, b, t_old, h, y_old, dense, y, p, g, G):  # noqa: N803
+    """Root in [a, b] of :func:`_event_value` (the Python path's ``_root``): brentq when the
+    signs bracket, else the endpoint of smaller magnitude."""
+    fa = _event_value(kind, i, level, a, t_old, h, y_old, dense, y, p, g, G)
+    fb = _event_value(kind, i, level, b, t_old, h, y_old, dense, y, p, g, G)
+    if fa == 0.0:
+        return a
+    if fb == 0.0 or (fa > 0.0) == (fb > 0.0):
+        return b if abs(fb) <= abs(fa) else a
+    xtol = 4.0 * _EPS * max(abs(a), abs(b))
+    rtol = 4.0 * _EPS
+    # scipy's brentq (scipy/optimize/Zeros/brentq.c).
+    x_pre, x_cur, f_pre, f_cur = a, b, fa, fb
+    x_blk = 0.0
+    f_blk = 0.0
+    s_pre = 0.0
+    s_cur = 0.0
+    for _ in range(_BRENT_ITERATIONS):
+        if f_pre != 0.0 and f_cur != 0.0 and ((f_pre < 0.0) != (f_cur < 0.0)):
+            x_blk = x_pre
+            f_blk = f_pre
+            s_pre = x_cur - x_pre
+            s_cur = s_pre
+        if abs(f_blk) < abs(f_cur):
+            x_pre = x_cur
+            x_cur = x_blk
+            x_blk = x_pre
+            f_pre = f_cur
+            f_cur = f_blk
+            f_blk = f_pre
+        delta = 0.5 * (xtol + rtol * abs(x_cur))
+        s_bis = 0.5 * (x_blk - x_cur)
+        if f_cur == 0.0 or abs(s_bis) < delta:
+            return x_cur
+        if abs(s_pre) > delta and abs(f_cur) < abs(f_pre):
+            if x_pre == x_blk:
+                s_try = -f_cur * (x_cur - x_pre) / (f_cur - f_pre)
+            else:
+                d_pre = (f_pre - f_cur) / (x_pre - x_cur)
+                d_blk = (f_blk - f_cur) / (x_blk - x_cur)
+                s_try = -f_cur * (f_blk * d_blk - f_pre * d_pre) / (d_blk * d_pre * (f_blk - f_pre))
+            if 2.0 * abs(s_try) < min(abs(s_pre), 3.0 * abs(s_bis) - delta):
+                s_pre = s_cur
+                s_cur = s_try
+            else:
+                s_pre = s_bis
+                s_cur = s_bis
+        else:
+            s_pre = s_bis
+            s_cur = s_bis
+        x_pre = x_cur
+        f_pre = f_cur
+        if abs(s_cur) > delta:
+            x_cur += s_cur
+        else:
+            x_cur += delta if s_bis > 0.0 else -delta
+        f_cur = _event_value(kind, i, level, x_cur, t_old, h, y_old, dense, y, p, g, G)
+    return x_cur
+
+
+def _gap_crossing(i, tau, gs, rs, armed, floor, start, t_old, h, y_old, dense, y, p, g, G):  # noqa: N803
+    """The Python path's ``_gap_crossing`` for constraint ``i``: (t_hit or nan, armed after),
+    with ``gs``, ``rs`` (k + 1, m) the gaps and rates at the sub-interval ends ``tau``."""
+    k_max = tau.shape[0] - 1
+    for k in range(k_max):
+        if not armed and tau[k] > start and gs[k, i] > 0.0:
+            armed = True
+        lo = tau[k]
+        hi = tau[k + 1]
+        g_lo = gs[k, i]
+        r_lo = rs[k, i]
+        if not armed and gs[k + 1, i] <= 0.0 and r_lo > 0.0 > rs[k + 1, i]:
+            t_max = _root(_RATE, i, 0.0, lo, hi, t_old, h, y_old, dense, y, p, g, G)
+            g_max = _event_value(_GAP, i, 0.0, t_max, t_old, h, y_old, dense, y, p, g, G)
+            if g_max > 0.0:
+                armed = True
+                lo = t_max
+                g_lo = g_max
+                r_lo = 0.0
+        level = 0.0 if armed else floor
+        if g_lo > level >= gs[k + 1, i]:
+            return _root(_GAP, i, level, lo, hi, t_old, h, y_old, dense, y, p, g, G), armed
+        if g_lo > level and gs[k + 1, i] > level and r_lo < 0.0 < rs[k + 1, i]:
+            t_min = _root(_RATE, i, 0.0, lo, hi, t_old, h, y_old, dense, y, p, g, G)
+            if _event_value(_GAP, i, level, t_min, t_old, h, y_old, dense, y, p, g, G) <= 0.0:
+                return _root(_GAP, i, level, lo, t_min, t_old, h, y_old, dense, y, p, g, G), armed
+    if not armed and tau[k_max] > start and gs[k_max, i] > 0.0:
+        armed = True
+    return math.nan, armed
+
+
+def _add_sample(out_t, out_q, out_v, samples, t, y):
+    """Append (t, y) unless it repeats the last sample; returns the count (-1 when full)."""
+    n = N_DOF
+    if samples > 0 and out_t[samples - 1] == t:
+        same = True
+        for j in range(n):
+            if out_q[samples - 1, j] != y[j] or out_v[samples - 1, j] != y[n + j]:
+                same = False
+        if same:
+            return samples
+    if samples == out_t.shape[0]:
+        return -1
+    out_t[samples] = t
+    for j in range(n):
+        out_q[samples, j] = y[j]
+        out_v[samples, j] = y[n + j]
+    return samples + 1
+
+
+def _project_position(y, p, rows, k, length, g, G, M, F, Y, W, WF, x, cws):  # noqa: N803
+    """q = y[:n] moved to g_rows(q) = 0 in the metric of M (Gauss-Newton, as the Python path's
+    ``project_position``); returns a status."""
+    n = N_DOF
+    q = y[:n]
+    for _ in range(_PROJECTION_ITERATIONS):
+        gap(q, p, g)
+        gap_gradient(q, p, G)
+        done = True
+        for a in range(k):
+            i = rows[a]
+            norm = 0.0
+            for j in range(n):
+                norm += G[i, j] * G[i, j]
+            if abs(g[i]) > 8.0 * _EPS * length * math.sqrt(norm):
+                done = False
+        if done:
+            return STATUS_OK
+        mass_matrix(q, p, M)
+        if not ldl_factor(M, n, F):
+            return STATUS_MASS_NOT_SPD
+        delassus(G, rows, k, F, n, Y, W)
+        if not ldl_factor(W, k, WF):
+            return STATUS_DEGENERATE_GRADIENT
+        for a in range(k):
+            x[a] = g[rows[a]]
+        ldl_solve(WF, k, x, x)
+        for j in range(n):
+            s = 0.0
+            for a in range(k):
+                s += Y[a, j] * x[a]
+            q[j] -= s
+    return STATUS_PROJECTION_NOT_CONVERGED
+
+
+def _resolve(
+    t, y, event, p, e, tolerance, length, rest_velocity, impact_interval,
+    last_impact, log_t, log_i, log_u, logged, impacts, info, y_ahead,
+    g, G, Gp, Gm, M, F, tol, u, u_after, rows, v_new, rws, accel, W, WF, x, cws,
+):  # fmt: skip
+    """Impact law at an event (constraint ``event``, -1 at the start), the persistent-contact
+    test and the projection of q; updates ``y`` in place.
+
+    Returns ``(status, logged, impacts)``; status :data:`STATUS_PERSISTENT_CONTACT` (with
+    ``info`` = constraint, normal velocity after, rest speed, 1 if it was an accumulation) when
+    the Python path would switch to persistent contact, which this phase does not integrate.
+    """
+    n = N_DOF
+    m = N_CONSTRAINTS
+    q = y[:n]
+    v = y[n:]
+    gap(q, p, g)
+    gap_gradient(q, p, G)
+    k = 0
+    approaching = False
+    for i in range(m):
+        norm = 0.0
+        speed = 0.0
+        for j in range(n):
+            norm += G[i, j] * G[i, j]
+            speed += G[i, j] * v[j]
+        tol[i] = tolerance * math.sqrt(norm)
+        u[i] = speed
+        u_after[i] = speed
+        if (g[i] <= tol[i] and speed < 0.0) or i == event:
+            rows[k] = i
+            k += 1
+            if speed < 0.0:
+                approaching = True
+    if approaching:
+        mass_matrix(q, p, M)
+        if not ldl_factor(M, n, F):
+            return STATUS_MASS_NOT_SPD, logged, impacts
+        used = impulse(n, G, rows, k, v, v, e, F, cws, v_new)
+        if used == -2:
+            return STATUS_DEGENERATE_GRADIENT, logged, impacts
+        if used < 0:
+            return STATUS_CONTACT_SOLVE_FAILED, logged, impacts
+        for j in range(n):
+            v[j] = v_new[j]
+        for i in range(m):
+            speed = 0.0
+            for j in range(n):
+                speed += G[i, j] * v[j]
+            u_after[i] = speed
+        for a in range(k):
+            i = rows[a]
+            if u[i] < 0.0:
+                impacts += 1
+                if logged < log_t.shape[0]:
+                    logged = log_impact(log_t, log_i, log_u, logged, t, i, u[i], u_after[i])
+    # Persistent-contact test: free normal accelerations a_i = grad g_i . M^-1 F + (dG/dt) v.
+    _rhs(t, y, p, accel, rws)
+    speed = 0.0
+    d = 0.0
+    for j in range(n):
+        speed = max(speed, abs(v[j]))
+    if speed > 0.0:
+        d = CURVATURE_FD_STEP * length / speed
+        for j in range(n):
+            y_ahead[j] = q[j] + d * v[j]
+        gap_gradient(y_ahead[:n], p, Gp)
+        for j in range(n):
+            y_ahead[j] = q[j] - d * v[j]
+        gap_gradient(y_ahead[:n], p, Gm)
+    for i in range(m):
+        a_i = 0.0
+        for j in range(n):
+            a_i += G[i, j] * accel[n + j]
+            if speed > 0.0:
+                a_i += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
+        rest = rest_velocity * math.sqrt(2.0 * abs(a_i) * tol[i] / tolerance * length)
+        crowded = u[i] < 0.0 and approaching and t - last_impact[i] < impact_interval
+        if u[i] < 0.0 and approaching:
+            last_impact[i] = t
+        if g[i] <= tol[i] and (abs(u_after[i]) <= rest or crowded) and a_i < 0.0:
+            info[0] = i
+            info[1] = u_after[i]
+            info[2] = rest
+            info[3] = 1.0 if (u[i] < 0.0 and approaching) else 0.0
+            return STATUS_PERSISTENT_CONTACT, logged, impacts
+    # Admissibility: project q onto g_i = 0 for every g_i < 0.
+    k = 0
+    for i in range(m):
+        if g[i] < 0.0:
+            rows[k] = i
+            k += 1
+    if k > 0:
+        status = _project_position(y, p, rows, k, length, g, G, M, F, cws[1], W, WF, x, cws)
+        if status != STATUS_OK:
+            return status, logged, impacts
+    return STATUS_OK, logged, impacts
+
+
+def _event_loop(
+    t0, t_end, q0, v0, p, e, rtol, atol, max_step, every,
+    length, rest_velocity, impact_interval,
+    out_t, out_q, out_v, log_t, log_i, log_u, counters, state, info,
+    K, Yb, dense, rws, tau, gs, rs, armed, armed_next, floor, last_impact,
+    g, G, Gp, Gm, M, F, tol, u, u_after, rows, W, WF, x, cws,
+):  # fmt: skip
+    """The whole event-driven run (see the module docstring); writes the outputs and counters."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    y = Yb[0]
+    f = Yb[1]
+    y_new = Yb[2]
+    f_new = Yb[3]
+    y_probe = Yb[4]
+    y_ahead = Yb[5]
+    v_new = Yb[6, :n]
+    y_before = Yb[7]
+    tolerance = _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length)
+    for j in range(n):
+        y[j] = q0[j]
+        y[n + j] = v0[j]
+    samples = _add_sample(out_t, out_q, out_v, 0, t0, y)
+    logged = 0
+    impacts = 0
+    steps = 0
+    evaluations = 0
+    segments = 0
+    events = 0
+    stalled = 0
+    status = STATUS_OK
+    t = t0
+    event = -1
+    while True:
+        # Restart: impact law at the event, re-arming, new initial step.
+        impacts_before = impacts
+        for j in range(2 * n):
+            y_before[j] = y[j]
+        status, logged, impacts = _resolve(
+            t, y, event, p, e, tolerance, length, rest_velocity, impact_interval,
+            last_impact, log_t, log_i, log_u, logged, impacts, info, y_ahead,
+            g, G, Gp, Gm, M, F, tol, u, u_after, rows, v_new, rws, f, W, WF, x, cws,
+        )  # fmt: skip
+        evaluations += 1
+        if status != STATUS_OK:
+            break
+        if impacts > impacts_before:  # the pre-impact state, then the post-impact one
+            samples = _add_sample(out_t, out_q, out_v, samples, t, y_before)
+        if samples >= 0:
+            samples = _add_sample(out_t, out_q, out_v, samples, t, y)
+        if samples < 0:
+            status = STATUS_OUTPUT_FULL
+            break
+        gap(y[:n], p, g)
+        for i in range(m):
+            armed[i] = g[i] > tol[i]
+            floor[i] = -tol[i]
+        start = t
+        segments += 1
+        if t >= t_end:
+            break
+        rws[2 * n + 1, 0] = 0.0
+        _rhs(t, y, p, f, rws)
+        h_abs = rk_initial_step(t, y, f, t_end, max_step, rtol, atol, p, K, rws)
+        evaluations += 2
+        event = -1
+        while event < 0 and t < t_end:
+            step_status, t_new, h, h_abs, attempts = rk_step(
+                t, y, f, h_abs, t_end, max_step, rtol, atol, p, K, y_new, f_new, rws
+            )
+            evaluations += N_STAGES * attempts
+            if rws[2 * n + 1, 0] != 0.0:
+                status = STATUS_MASS_NOT_SPD
+                break
+            if step_status == STEP_NOT_FINITE:
+                status = STATUS_NOT_FINITE
+                break
+            if step_status != STEP_ACCEPTED:
+                status = STATUS_STEP_TOO_SMALL
+                break
+            check = 0.0
+            for j in range(2 * n):
+                check += y_new[j]
+            if not np.isfinite(check):
+                status = STATUS_NOT_FINITE
+                break
+            steps += 1
+            evaluations += rk_dense_prepare(t, h, y, y_new, f_new, p, K, dense, rws)
+            # Dense-output check on _SUBINTERVALS sub-intervals (np.linspace(t, t_new, 5)).
+            for k in range(_SUBINTERVALS + 1):
+                tau[k] = t + k * (h / _SUBINTERVALS)
+            tau[_SUBINTERVALS] = t_new
+            for k in range(_SUBINTERVALS + 1):
+                rk_dense_evaluate(tau[k], t, h, y, dense, y_probe)
+                gap(y_probe[:n], p, g)
+                gap_gradient(y_probe[:n], p, G)
+                for i in range(m):
+                    gs[k, i] = g[i]
+                    rate = 0.0
+                    for j in range(n):
+                        rate += G[i, j] * y_probe[n + j]
+                    rs[k, i] = rate
+            t_event = math.inf
+            for i in range(m):
+                t_hit, armed_i = _gap_crossing(
+                    i, tau, gs, rs, armed[i], floor[i], start, t, h, y, dense, y_probe, p, g, G
+                )
+                armed_next[i] = armed_i
+                if t_hit < t_event:  # nan compares False
+                    t_event = t_hit
+                    event = i
+            if event >= 0:
+                events += 1
+                stalled = stalled + 1 if t_event == t else 0
+                if stalled > 2 * m + 2:
+                    status = STATUS_NO_PROGRESS
+                    break
+                rk_dense_evaluate(t_event, t, h, y, dense, y_probe)
+                for j in range(2 * n):
+                    y[j] = y_probe[j]
+                t = t_event
+                break
+            for i in range(m):
+                armed[i] = armed_next[i]
+            t = t_new
+            for j in range(2 * n):
+                y[j] = y_new[j]
+                f[j] = f_new[j]
+            if steps % every == 0:
+                samples = _add_sample(out_t, out_q, out_v, samples, t, y)
+                if samples < 0:
+                    status = STATUS_OUTPUT_FULL
+                    break
+        if status != STATUS_OK or event < 0:
+            break
+    if status == STATUS_OK:
+        # Final state: admissible up to twice the contact tolerance.
+        gap(y[:n], p, g)
+        gap_gradient(y[:n], p, G)
+        for i in range(m):
+            norm = 0.0
+            for j in range(n):
+                norm += G[i, j] * G[i, j]
+            if g[i] < -2.0 * tolerance * math.sqrt(norm):
+                status = STATUS_PENETRATION
+                info[0] = i
+                info[1] = g[i]
+        if status == STATUS_OK:
+            samples = _add_sample(out_t, out_q, out_v, samples, t, y)
+            if samples < 0:
+                status = STATUS_OUTPUT_FULL
+    counters[COUNTER_STATUS] = status
+    counters[COUNTER_STEPS] = steps
+    counters[COUNTER_FORCE_EVALUATIONS] = evaluations
+    counters[COUNTER_IMPACTS] = impacts
+    counters[COUNTER_LOGGED] = logged
+    counters[COUNTER_SAMPLES] = max(samples, 0)
+    counters[COUNTER_EVENTS] = events
+    counters[COUNTER_SEGMENTS] = segments
+    state[0] = t
+    for j in range(2 * n):
+        state[1 + j] = y[j]
+
+
+_ENGINES: dict[tuple[Any, ...], tuple[Callable, RungeKuttaIntegrator]] = {}
+
+
+def make_engine(
+    problem: Problem, integrator: str, compile: bool = True
+) -> tuple[Callable, RungeKuttaIntegrator]:
+    """The compiled event loop for the kernels of ``problem`` and the RK pair ``integrator``.
+
+    Returns
+    -------
+    loop : function
+        :func:`_event_loop` with the problem's kernels, sizes and the RK pair bound (compiled
+        with ``_nrt=False`` and cached on disk when ``compile``, else plain Python).
+    rk : RungeKuttaIntegrator
+        The pair bound to the free-flight right-hand side (its ``stage_buffer`` sizes ``K``).
+    """
+    kernels = problem.kernels()
+    if kernels is None:
+        raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
+    if integrator not in METHODS:
+        raise ValueError(f"integrator must be one of {METHODS}, got {integrator!r}")
+    n, m = int(problem.n_dof), int(problem.n_constraints)
+    key = (kernels, n, m, integrator, compile)
+    if key in _ENGINES:
+        return _ENGINES[key]
+    problem_bindings = {
+        "mass_matrix": kernels.mass_matrix,
+        "forces": kernels.forces,
+        "gap": kernels.gap,
+        "gap_gradient": kernels.gap_gradient,
+        "N_DOF": n,
+        "N_CONSTRAINTS": m,
+    }
+    rhs = specialize(_rhs, problem_bindings, compile, inline=True)
+    rk = make_rk_integrator(rhs, integrator, compile=compile)
+    rk_inlined = {
+        "rk_initial_step": rk.initial_step,
+        "rk_step": rk.step,
+        "rk_dense_prepare": rk.dense_prepare,
+        "rk_dense_evaluate": rk.dense_evaluate,
+        "N_STAGES": rk.n_stages,
+    }
+    bindings = {**problem_bindings, **rk_inlined}
+    helpers = {}
+    for name, template in (
+        ("_rhs", _rhs),
+        ("_event_value", _event_value),
+        ("_root", _root),
+        ("_gap_crossing", _gap_crossing),
+        ("_add_sample", _add_sample),
+        ("_project_position", _project_position),
+        ("_resolve", _resolve),
+    ):
+        helpers[name] = specialize(template, {**bindings, **helpers}, compile, inline=True)
+    loop = specialize(_event_loop, {**bindings, **helpers}, compile, nrt=False)
+    _ENGINES[key] = (loop, rk)
+    return loop, rk
+
+
+def _failure_message(status: int, t: float, info: np.ndarray) -> str:
+    if status == STATUS_PERSISTENT_CONTACT:
+        what = "an accumulation of impacts (Zeno)" if info[3] else "a contact at rest"
+        return (
+            f"{what} on constraint {int(info[0])} at t={t!r} (normal velocity after the event "
+            f"{info[1]:.3g}, rest speed {info[2]:.3g}): persistent contact is not implemented "
+            "in the compiled event-driven engine yet (phase 1); use EventDriven()"
+        )
+    reasons = {
+        STATUS_STEP_TOO_SMALL: "the RK step size fell below the spacing of floats near t",
+        STATUS_NO_PROGRESS: "events repeat without progress",
+        STATUS_PENETRATION: (
+            f"run ended inside the obstacle: gap {int(info[0])} = {info[1]:.3g} < -2 x "
+            "contact tolerance"
+        ),
+        STATUS_OUTPUT_FULL: "output buffer full",
+        **FAILURE_REASONS,
+    }
+    return f"{reasons.get(status, f'status {status}')} at t={t!r}"
+
+
+def simulate_compiled(
+    problem: Problem,
+    t_end: float,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    integrator: str = "DOP853",
+    output_every: int = 1,
+    max_step: float = math.inf,
+    rest_velocity: float = 1e-6,
+    min_impact_interval: float = 1e-12,
+    compile: bool = True,
+    capacity: int = 4096,
+) -> Trajectory:
+    """Run the compiled event-driven engine from the problem's initial state to ``t_end``.
+
+    Parameters
+    ----------
+    problem : Problem
+        A problem with compiled kernels (``problem.kernels()`` not None); time-independent gaps.
+    t_end : float
+        Final time, > ``problem.t0``.
+    rtol, atol : float
+        Solver tolerances (``rtol >= 100 eps``, ``atol > 0``), as ``EventDriven``.
+    integrator : {"RK45", "DOP853"}
+        The Runge-Kutta pair (scipy-identical, :mod:`impactbench.core.compiled_rk`).
+    output_every : int
+        Keep every ``output_every``-th accepted step (events and the final state always).
+    max_step : float
+        Largest step size (inf allowed).
+    rest_velocity, min_impact_interval : float
+        The Python path's accumulation thresholds, used here to detect (and stop at) the switch
+        to persistent contact.
+    compile : bool
+        numba (cached on disk) or the same source as plain Python.
+    capacity : int
+        Initial number of output samples; the run is repeated with twice the capacity when the
+        output fills up.
+
+    Returns
+    -------
+    Trajectory
+        Samples of shape (N,), (N, n), (N, n); status OK or FAILED (message says why, the
+        samples up to the failure are kept; ``stats`` holds ``steps``, ``force_evaluations``,
+        ``impacts``, ``events``, ``segments``, ``t_stop``, ``state_stop``).
+    """
+    if problem.kernels() is None:
+        raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
+    t0 = float(problem.t0)
+    t_end = _checks.finite_scalar(t_end, "t_end")
+    if not t_end > t0:
+        raise ValueError(f"t_end must be > t0 = {t0!r}, got {t_end!r}")
+    rtol = _checks.positive_scalar(rtol, "rtol")
+    if rtol < RTOL_FLOOR:
+        raise ValueError(f"rtol must be >= 100 eps = {RTOL_FLOOR:.3g}, got {rtol!r}")
+    atol = _checks.positive_scalar(atol, "atol")
+    if not (isinstance(output_every, (int, np.integer)) and output_every >= 1):
+        raise ValueError(f"output_every must be an integer >= 1, got {output_every!r}")
+    if not float(max_step) > 0.0:
+        raise ValueError(f"max_step must be > 0 (inf allowed), got {max_step!r}")
+    rest_velocity = _checks.in_interval(rest_velocity, "rest_velocity", 0.0, 1.0)
+    min_impact_interval = _checks.in_interval(min_impact_interval, "min_impact_interval", 0.0, 1.0)
+    if not (isinstance(capacity, (int, np.integer)) and capacity >= 2):
+        raise ValueError(f"capacity must be an integer >= 2, got {capacity!r}")
+    loop, rk = make_engine(problem, integrator, compile)
+    n, m = int(problem.n_dof), int(problem.n_constraints)
+    q0 = np.array(problem.q0, dtype=float)
+    v0 = np.array(problem.v0, dtype=float)
+    p = np.ascontiguousarray(problem.kernel_parameters(), dtype=float)
+    length = max(1.0, float(np.abs(q0).max()))
+    while True:
+        out_t = np.empty(capacity)
+        out_q = np.empty((capacity, n))
+        out_v = np.empty((capacity, n))
+        log_t = np.empty(IMPACT_LOG_CAPACITY)
+        log_i = np.empty(IMPACT_LOG_CAPACITY, dtype=np.int64)
+        log_u = np.empty((IMPACT_LOG_CAPACITY, 2))
+        counters = np.zeros(N_COUNTERS, dtype=np.int64)
+        state = np.empty(1 + 2 * n)
+        info = np.zeros(4)
+        loop(
+            t0, t_end, q0, v0, p, float(problem.restitution), rtol, atol, float(max_step),
+            int(output_every), length, rest_velocity, min_impact_interval * (t_end - t0),
+            out_t, out_q, out_v, log_t, log_i, log_u, counters, state, info,
+            rk.stage_buffer(2 * n), np.zeros((8, 2 * n)), rk.dense_buffer(2 * n),
+            np.zeros((2 * n + 2, n)), np.zeros(_SUBINTERVALS + 1),
+            np.zeros((_SUBINTERVALS + 1, m)), np.zeros((_SUBINTERVALS + 1, m)),
+            np.zeros(m, dtype=np.bool_), np.zeros(m, dtype=np.bool_), np.zeros(m),
+            np.full(m, -math.inf), np.zeros(m), np.zeros((m, n)), np.zeros((m, n)),
+            np.zeros((m, n)), np.zeros((n, n)), np.zeros((n, n)), np.zeros(m), np.zeros(m),
+            np.zeros(m), np.zeros(m, dtype=np.int64), np.zeros((m, m)), np.zeros((m, m)),
+            np.zeros(m), make_workspace(n, m),
+        )  # fmt: skip
+        status = int(counters[COUNTER_STATUS])
+        if status != STATUS_OUTPUT_FULL:
+            break
+        capacity *= 2
+    count = int(counters[COUNTER_SAMPLES])
+    logged = int(counters[COUNTER_LOGGED])
+    t_stop = float(state[0])
+    impacts = ImpactLog(
+        t=log_t[:logged].copy(),
+        constraint=log_i[:logged].copy(),
+        normal_velocity_before=log_u[:logged, 0].copy(),
+        normal_velocity_after=log_u[:logged, 1].copy(),
+        total=int(counters[COUNTER_IMPACTS]),
+    )
+    if status == STATUS_OK:
+        run_status = Status.OK
+        message = f"reached t_end={t_stop!r} with {impacts.total} impacts"
+    else:
+        run_status = Status.FAILED
+        message = _failure_message(status, t_stop, info)
+    stats = {
+        "steps": int(counters[COUNTER_STEPS]),
+        "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
+        "impacts": impacts.total,
+        "segments": int(counters[COUNTER_SEGMENTS]),
+        "events": int(counters[COUNTER_EVENTS]),
+        "t_stop": t_stop,
+        "state_stop": state[1:].copy(),
+        "contact_tolerance": _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length),
+        "length_scale": length,
+    }
+    return Trajectory(
+        t=out_t[:count].copy(),
+        q=out_q[:count].copy(),
+        v=out_v[:count].copy(),
+        impacts=impacts,
+        status=run_status,
+        message=message,
+        stats=stats,
+        method=f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})",
+        problem=problem.name,
+        h=None,
+    )
