@@ -57,8 +57,8 @@ from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
-    impulse,
     factor_mass,
+    impulse,
     impulse_single,
     metric_row,
     solve_mass,

@@ -241,7 +241,8 @@ def delassus(G, rows, k, F, n, Y, W):  # noqa: N803
 
 @hot_kernel
 def metric_row(n, G, i, L, Y):  # noqa: N803
-    """Y[0] = M^-1 grad g_i for the factor ``L`` of M (:func:`factor_mass`); returns 1 / (grad g_i^T M^-1 grad g_i).
+    """Y[0] = M^-1 grad g_i for the factor ``L`` of M (:func:`factor_mass`); returns
+    1 / (grad g_i^T M^-1 grad g_i).
 
     The loops keep both while M and grad g_i stay constant (constant mass, affine gap), so that
     :func:`impulse_single` and :func:`affine_projection_step` need neither a solve nor a division.
@@ -515,8 +516,9 @@ def make_metric_projection(
     The returned function ``project(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws)`` (inlined
     into the compiled loop that calls it) writes argmin {|x - y|_M : g(x) >= 0} into ``x``
     (``M`` the mass matrix, (n, n), or (1, n) holding the diagonal when ``diagonal_mass``;
-    ``L`` its factor from :func:`factor_mass`) and returns the number of iterations (0 if y is admissible), -1 if it did not converge or
-    :data:`DEGENERATE_GRADIENT` if a violated constraint has a vanishing gradient.
+    ``L`` its factor from :func:`factor_mass`) and returns the number of iterations (0 if y is
+    admissible), -1 if it did not converge or :data:`DEGENERATE_GRADIENT` if a violated
+    constraint has a vanishing gradient.
 
     Method: Newton's method on the KKT system M (x - y) = G(x)^T lambda,
     0 <= lambda _|_ g(x) >= 0, i.e. sequential quadratic programming: each iteration solves the
