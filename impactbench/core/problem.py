@@ -241,15 +241,15 @@ class Problem(ABC):
             i, j = np.unravel_index(int(np.argmax(np.abs(off))), off.shape)
             raise ValueError(
                 f"mass_structure='diagonal' but mass_matrix(q0) is not diagonal: its entry "
-                f"[{i}, {j}] is {mass[i, j]!r}"
+                f"[{i}, {j}] is {float(mass[i, j])!r}"
             )
         scale = float(diagonal.max())
         worst = int(np.argmax(np.abs(np.diagonal(mass) - diagonal)))
         if abs(mass[worst, worst] - diagonal[worst]) > _checks.SYMMETRY_TOLERANCE * scale:
             raise ValueError(
                 f"mass_diagonal(q0) must be the diagonal of mass_matrix(q0), got "
-                f"mass_diagonal(q0)[{worst}] = {diagonal[worst]!r} and mass_matrix(q0)"
-                f"[{worst}, {worst}] = {mass[worst, worst]!r}"
+                f"mass_diagonal(q0)[{worst}] = {float(diagonal[worst])!r} and "
+                f"mass_matrix(q0)[{worst}, {worst}] = {float(mass[worst, worst])!r}"
             )
 
     def __repr__(self) -> str:
