@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from impactbench import TimeStepping
+from impactbench import SimulationError, TimeStepping
 from impactbench.analysis.cost_scaling import fit_cost_exponent
 from impactbench.methods import METHODS
 from impactbench.problems import ColumnOfBeads, ImpactingBar
@@ -126,7 +126,12 @@ def main() -> None:
             series = []
             for n in sizes:
                 problem, h, t_end = bar(n, structure)
-                cost, steps = time_per_step(method, problem, t_end, h)
+                try:
+                    cost, steps = time_per_step(method, problem, t_end, h)
+                except SimulationError as error:  # recorded, left out of the fit
+                    print(f"  ImpactingBar {name} {structure} n={n} h={h:.3g}: failed: "
+                          f"{error.reason.split(' at t=')[0][-160:]}", flush=True)  # fmt: skip
+                    continue
                 row = dict(
                     problem="ImpactingBar", method=name, structure=structure, n=n, steps=steps,
                     ns_per_step=1e9 * cost,
@@ -144,7 +149,12 @@ def main() -> None:
                 else:
                     problem = resting_column(n)
                     t_end = RESTING_STEPS * BEADS_STEP
-                cost, steps = time_per_step(method, problem, t_end, BEADS_STEP)
+                try:
+                    cost, steps = time_per_step(method, problem, t_end, BEADS_STEP)
+                except SimulationError as error:
+                    print(f"  ColumnOfBeads/{kind} {name} n={n}: failed: "
+                          f"{error.reason.split(' at t=')[0][-160:]}", flush=True)  # fmt: skip
+                    continue
                 row = dict(
                     problem=f"ColumnOfBeads/{kind}", method=name, structure="diagonal", n=n,
                     steps=steps, ns_per_step=1e9 * cost,
