@@ -70,6 +70,7 @@ from impactbench.core.compiled_rk import (
     METHODS,
     RTOL_FLOOR,
     STEP_ACCEPTED,
+    STEP_NOT_FINITE,
     RungeKuttaIntegrator,
     make_rk_integrator,
 )
@@ -481,6 +482,9 @@ def _event_loop(
             evaluations += N_STAGES * attempts
             if rws[2 * n + 1, 0] != 0.0:
                 status = STATUS_MASS_NOT_SPD
+                break
+            if step_status == STEP_NOT_FINITE:
+                status = STATUS_NOT_FINITE
                 break
             if step_status != STEP_ACCEPTED:
                 status = STATUS_STEP_TOO_SMALL
