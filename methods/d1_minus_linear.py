@@ -82,10 +82,10 @@ from impactbench.core.contact import (
     CURVATURE_FD_STEP,
     DEGENERATE_GRADIENT,
     delassus,
-    ldl_factor,
-    ldl_solve,
+    factor_mass,
     metric_row,
     solve_lcp,
+    solve_mass,
 )
 from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
@@ -96,6 +96,7 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
+    mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
@@ -112,7 +113,7 @@ VANISHING_FACTOR = 64.0 * float(np.finfo(float).eps)
 # Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
-N_DOF = N_CONSTRAINTS = 0
+N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
 # The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
 # then the matrices M_{k+1}, the factors of M_k and M_{k+1}, G and the gradients at the shifted
@@ -124,8 +125,8 @@ N_DOF = N_CONSTRAINTS = 0
 _MATRICES = FIRST_SCHEME_ROW + 16
 
 
-def _rows(n: int, m: int) -> int:
-    return 16 + 3 * n + 3 * m
+def _rows(n: int, m: int, mass_rows: int) -> int:
+    return 16 + 3 * mass_rows + 3 * m
 
 
 @hot_kernel
@@ -196,8 +197,9 @@ def _contact_forces(q, w, p, h, G, L, a_free, a_out, X, rows, closed, ws):  # no
             size = max(size, abs(q[j]))
             speed = max(speed, abs(w[j]))
         shift = X[_SHIFT, :n]
-        plus = X[_MATRICES + 3 * n + m : _MATRICES + 3 * n + 2 * m, :n]
-        minus = X[_MATRICES + 3 * n + 2 * m : _MATRICES + 3 * n + 3 * m, :n]
+        mr = MASS_ROWS
+        plus = X[_MATRICES + 3 * mr + m : _MATRICES + 3 * mr + 2 * m, :n]
+        minus = X[_MATRICES + 3 * mr + 2 * m : _MATRICES + 3 * mr + 3 * m, :n]
         if speed > 0.0:
             s = CURVATURE_FD_STEP * size / speed
             for j in range(n):
@@ -257,13 +259,14 @@ def _closed_rows(g, q, p, G, rows):  # noqa: N803
 def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     """q, v from (q0, v0); M(q0) factored; g(q0)."""
     n = N_DOF
-    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
-    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
+    mr = MASS_ROWS
+    M = X[_MATRICES : _MATRICES + mr, :n]  # noqa: N806
+    L = X[_MATRICES + mr : _MATRICES + 2 * mr, :n]  # noqa: N806
     for j in range(n):
         X[_Q, j] = q0[j]
         X[_V, j] = v0[j]
     mass_matrix(q0, p, M)
-    if not ldl_factor(M, n, L):
+    if not factor_mass(M, n, L):
         return STATUS_MASS_NOT_SPD, 0, 0
     gap(q0, p, X[_GAP, :N_CONSTRAINTS])
     for i in range(N_CONSTRAINTS):
@@ -289,14 +292,15 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     v_next = X[_V_NEXT, :n]
     g = X[_GAP, :m]
     g1 = X[_GAP_NEXT, :m]
-    M1 = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
-    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
-    L1 = X[_MATRICES + 2 * n : _MATRICES + 3 * n, :n]  # noqa: N806
-    G = X[_MATRICES + 3 * n : _MATRICES + 3 * n + m, :n]  # noqa: N806
+    mr = MASS_ROWS
+    M1 = X[_MATRICES : _MATRICES + mr, :n]  # noqa: N806
+    L = X[_MATRICES + mr : _MATRICES + 2 * mr, :n]  # noqa: N806
+    L1 = X[_MATRICES + 2 * mr : _MATRICES + 3 * mr, :n]  # noqa: N806
+    G = X[_MATRICES + 3 * mr : _MATRICES + 3 * mr + m, :n]  # noqa: N806
     used = 0
     # left end: a_k+ with the contact forces on I_2 at (q_k, v_k)
     forces(t, q, v, p, f)
-    ldl_solve(L, n, f, a_free)
+    solve_mass(L, n, f, a_free)
     status, closed = _closed_rows(g, q, p, G, rows)
     if status != STATUS_OK:
         return status, False, 0
@@ -320,13 +324,13 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     # right end: M_{k+1}, F at (t_{k+1}, q_{k+1}, v_k1), the index sets at q_{k+1}
     if not CONSTANT_MASS:
         mass_matrix(q1, p, M1)
-        if not ldl_factor(M1, n, L1):
+        if not factor_mass(M1, n, L1):
             return STATUS_MASS_NOT_SPD, False, 0
         right = L1
     else:
         right = L
     forces(t_next, q1, v1, p, f)
-    ldl_solve(right, n, f, a_right_free)
+    solve_mass(right, n, f, a_right_free)
     gap(q1, p, g1)
     status, closed = _closed_rows(g1, q1, p, G, rows)
     if status != STATUS_OK:
@@ -402,9 +406,10 @@ def _commit(X, Z):  # noqa: N803
     for i in range(N_CONSTRAINTS):
         X[_GAP, i] = X[_GAP_NEXT, i]
     if not CONSTANT_MASS:  # M_{k+1} is the next step's M_k
-        for r in range(n):
+        mr = MASS_ROWS
+        for r in range(mr):
             for c in range(n):
-                X[_MATRICES + n + r, c] = X[_MATRICES + 2 * n + r, c]
+                X[_MATRICES + mr + r, c] = X[_MATRICES + 2 * mr + r, c]
 
 
 def _state(X, Z, q_out, v_out):  # noqa: N803
@@ -457,7 +462,7 @@ class D1MinusLinear(TimeStepping):
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
         bindings = {
-            "mass_matrix": kernels.mass_matrix,
+            **mass_bindings(kernels, n_dof, compile),
             "forces": kernels.forces,
             "gap": kernels.gap,
             "gap_gradient": kernels.gap_gradient,

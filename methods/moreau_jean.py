@@ -57,11 +57,11 @@ from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
+    factor_mass,
     impulse,
     impulse_single,
-    ldl_factor,
-    ldl_solve,
     metric_row,
+    solve_mass,
 )
 from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
@@ -72,6 +72,7 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
+    mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
@@ -85,23 +86,24 @@ from impactbench.core.status_codes import (
 # Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = None
 CONSTANT_MASS = AFFINE_GAP = POSITION_FIRST = SINGLE_CONSTRAINT = APPROACHING_ONLY = False
-N_DOF = N_CONSTRAINTS = 0
+N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
 # The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
-# then the matrices M, its factor L, G = grad g and Y = M^-1 G^T (rows), then two scalars.
+# then the matrices M, its factor L (MASS_ROWS rows each), G = grad g and Y = M^-1 G^T (rows),
+# then two scalars.
 _Q, _V, _QP, _F, _ACC, _VFREE, _V1, _GAP = range(FIRST_SCHEME_ROW, FIRST_SCHEME_ROW + 8)
 _MATRICES = FIRST_SCHEME_ROW + 8
 
 
-def _rows(n: int, m: int) -> int:
-    return 8 + 2 * n + 2 * m + 2
+def _rows(n: int, m: int, mass_rows: int) -> int:
+    return 8 + 2 * mass_rows + 2 * m + 2
 
 
 def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     for j in range(N_DOF):
         X[_Q, j] = q0[j]
         X[_V, j] = v0[j]
-    X[_MATRICES + 2 * N_DOF + 2 * N_CONSTRAINTS + 1, 0] = 0.0  # the metric row is not ready
+    X[_MATRICES + 2 * MASS_ROWS + 2 * N_CONSTRAINTS + 1, 0] = 0.0  # the metric row is not ready
     return STATUS_OK, 0, 0
 
 
@@ -118,11 +120,12 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     vfree = X[_VFREE, :n]
     v1 = X[_V1, :n]
     g = X[_GAP, :m]
-    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
-    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]  # noqa: N806
-    Y = X[_MATRICES + 2 * n + m : _MATRICES + 2 * n + 2 * m, :n]  # noqa: N806
-    inv_w_row = _MATRICES + 2 * n + 2 * m
+    r = MASS_ROWS
+    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
+    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
+    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
+    Y = X[_MATRICES + 2 * r + m : _MATRICES + 2 * r + 2 * m, :n]  # noqa: N806
+    inv_w_row = _MATRICES + 2 * r + 2 * m
     if POSITION_FIRST:
         for j in range(n):
             qp[j] = q[j] + h * v[j]
@@ -133,10 +136,10 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         tp = t + h_theta
     if k == 0 or not CONSTANT_MASS:
         mass_matrix(qp, p, M)
-        if not ldl_factor(M, n, L):
+        if not factor_mass(M, n, L):
             return STATUS_MASS_NOT_SPD, False, 0
     forces(tp, qp, v, p, f)
-    ldl_solve(L, n, f, acc)
+    solve_mass(L, n, f, acc)
     gap(qp, p, g)
     closed = False
     for i in range(m):
@@ -223,10 +226,12 @@ VELOCITY_SCHEME = Scheme(
 )
 
 
-def _bindings(kernels: ProblemKernels, position_first: bool, activation: str) -> dict[str, Any]:
+def _bindings(
+    kernels: ProblemKernels, n_dof: int, compile: bool, position_first: bool, activation: str
+) -> dict[str, Any]:
     """Globals of the scheme's functions for one problem and one set of options."""
     return {
-        "mass_matrix": kernels.mass_matrix,
+        **mass_bindings(kernels, n_dof, compile),
         "forces": kernels.forces,
         "gap": kernels.gap,
         "gap_gradient": kernels.gap_gradient,
@@ -282,7 +287,7 @@ class MoreauJean(TimeStepping):
     def _make_loop(
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
-        bindings = _bindings(kernels, False, options["activation"])
+        bindings = _bindings(kernels, n_dof, compile, False, options["activation"])
         return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
 
     def _method_vector(self) -> np.ndarray:
@@ -316,7 +321,7 @@ class CatchingUp(TimeStepping):
     def _make_loop(
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
-        bindings = _bindings(kernels, True, options["activation"])
+        bindings = _bindings(kernels, n_dof, compile, True, options["activation"])
         return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
 
     def _method_vector(self) -> np.ndarray:

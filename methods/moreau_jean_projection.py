@@ -67,6 +67,7 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
+    mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
@@ -80,7 +81,7 @@ from .moreau_jean import VELOCITY_SCHEME
 
 # Names bound per problem by impactbench.core.driver.make_loop.
 velocity_step = project = None
-N_DOF = N_CONSTRAINTS = PROJECTION_ROW = 0
+N_DOF = N_CONSTRAINTS = PROJECTION_ROW = MASS_ROWS = 0
 
 # Entries of the method vector mp (_THETA is the velocity step's).
 _THETA, _PROJ_TOL, _PROJ_MAX = range(3)
@@ -90,9 +91,9 @@ _MASS = moreau_jean._MATRICES
 _VELOCITY = moreau_jean._V
 
 
-def _rows(n: int, m: int) -> int:
+def _rows(n: int, m: int, mass_rows: int) -> int:
     """The velocity step's rows, then y, x, g (vectors) and G (m rows) of the projection."""
-    return moreau_jean._rows(n, m) + 3 + m
+    return moreau_jean._rows(n, m, mass_rows) + 3 + m
 
 
 def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
@@ -106,8 +107,8 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     x = X[base + 1, :n]
     g = X[base + 2, :m]
     G = X[base + 3 : base + 3 + m, :n]  # noqa: N806
-    M = X[_MASS : _MASS + n, :n]  # noqa: N806
-    L = X[_MASS + n : _MASS + 2 * n, :n]  # noqa: N806
+    M = X[_MASS : _MASS + MASS_ROWS, :n]  # noqa: N806
+    L = X[_MASS + MASS_ROWS : _MASS + 2 * MASS_ROWS, :n]  # noqa: N806
     for j in range(n):
         y[j] = Z[NEXT_Q, j]
     projected = project(y, n, m, p, mp[_PROJ_TOL], int(mp[_PROJ_MAX]), M, L, x, g, G, ws)
@@ -187,8 +188,9 @@ class MoreauJeanProjection(TimeStepping):
     def _make_loop(
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
+        mass = mass_bindings(kernels, n_dof, compile)
         velocity = {
-            "mass_matrix": kernels.mass_matrix,
+            **mass,
             "forces": kernels.forces,
             "gap": kernels.gap,
             "gap_gradient": kernels.gap_gradient,
@@ -203,9 +205,18 @@ class MoreauJeanProjection(TimeStepping):
         bindings = {
             "velocity_step": specialize(VELOCITY_SCHEME.step, velocity, compile, inline=True),
             "project": make_metric_projection(
-                kernels.gap, kernels.gap_gradient, kernels.affine_gap, n_constraints, compile
+                kernels.gap,
+                kernels.gap_gradient,
+                kernels.affine_gap,
+                n_constraints,
+                compile,
+                mass["DIAGONAL_MASS"],
             ),
-            "PROJECTION_ROW": FIRST_SCHEME_ROW + moreau_jean._rows(n_dof, n_constraints),
+            "PROJECTION_ROW": FIRST_SCHEME_ROW
+            + moreau_jean._rows(n_dof, n_constraints, mass["MASS_ROWS"]),
+            "MASS_ROWS": mass["MASS_ROWS"],
+            "DIAGONAL_MASS": mass["DIAGONAL_MASS"],
+            "AFFINE_GAP": kernels.affine_gap,
         }
         return make_loop(PROJECTED_SCHEME, bindings, n_dof, n_constraints, compile)
 

@@ -73,12 +73,12 @@ from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
     affine_projection_step,
+    factor_mass,
     impulse,
     impulse_single,
-    ldl_factor,
-    ldl_solve,
     make_metric_projection,
     metric_row,
+    solve_mass,
 )
 from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
@@ -89,6 +89,7 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
+    mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
@@ -107,7 +108,7 @@ STATUS_ITERATION_NOT_CONVERGED = 100
 # Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = project = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
-N_DOF = N_CONSTRAINTS = 0
+N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
 #: Relative size below which a change of the smooth (qt, vt) is round-off (4 eps).
 _ROUND_OFF = 4.0 * float(np.finfo(float).eps)
@@ -124,27 +125,28 @@ _Q, _V, _A, _VDOT, _BASE_Q, _BASE_V, _F, _VDOT_NEW, _A_NEW, _QT, _VT, _V1, _X, _
 _MATRICES = FIRST_SCHEME_ROW + 15
 
 
-def _rows(n: int, m: int) -> int:
-    return 15 + 2 * n + 2 * m + 2
+def _rows(n: int, m: int, mass_rows: int) -> int:
+    return 15 + 2 * mass_rows + 2 * m + 2
 
 
 def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     """q, v from (q0, v0); a_0 = vdot_0 = M(q0)^-1 F(t0, q0, v0)."""
     n = N_DOF
     m = N_CONSTRAINTS
-    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
-    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
+    r = MASS_ROWS
+    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
+    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
     f = X[_F, :n]
     vdot = X[_VDOT, :n]
-    X[_MATRICES + 2 * n + 2 * m + 1, 0] = 0.0  # the metric row is not ready
+    X[_MATRICES + 2 * r + 2 * m + 1, 0] = 0.0  # the metric row is not ready
     for j in range(n):
         X[_Q, j] = q0[j]
         X[_V, j] = v0[j]
     mass_matrix(q0, p, M)
-    if not ldl_factor(M, n, L):
+    if not factor_mass(M, n, L):
         return STATUS_MASS_NOT_SPD, 0, 1
     forces(t0, q0, v0, p, f)
-    ldl_solve(L, n, f, vdot)
+    solve_mass(L, n, f, vdot)
     for j in range(n):
         X[_A, j] = vdot[j]
     return STATUS_OK, 0, 1
@@ -179,11 +181,12 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     x = X[_X, :n]
     dx = X[_DX, :n]
     g = X[_GAP, :m]
-    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
-    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]  # noqa: N806
-    Y = X[_MATRICES + 2 * n + m : _MATRICES + 2 * n + 2 * m, :n]  # noqa: N806
-    inv_w_row = _MATRICES + 2 * n + 2 * m
+    r = MASS_ROWS
+    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
+    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
+    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
+    Y = X[_MATRICES + 2 * r + m : _MATRICES + 2 * r + 2 * m, :n]  # noqa: N806
+    inv_w_row = _MATRICES + 2 * r + 2 * m
     for j in range(n):
         base_q[j] = q[j] + h * v[j] + (0.5 - beta) * h * h * a[j]
         base_v[j] = v[j] + (1.0 - gamma) * h * a[j]
@@ -196,10 +199,10 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             vt[j] = base_v[j] + h_gamma * a_new[j]
         if not CONSTANT_MASS:
             mass_matrix(qt, p, M)
-            if not ldl_factor(M, n, L):
+            if not factor_mass(M, n, L):
                 return STATUS_MASS_NOT_SPD, False, 0
         forces(t_next, qt, vt, p, f)
-        ldl_solve(L, n, f, vdot_new)
+        solve_mass(L, n, f, vdot_new)
         change = 0.0
         size = 0.0
         q_size = 0.0
@@ -324,15 +327,23 @@ GENERALIZED_ALPHA_SCHEME = Scheme(
 )
 
 
-def _bindings(kernels: ProblemKernels, n_constraints: int, compile: bool) -> dict[str, Any]:
+def _bindings(
+    kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
+) -> dict[str, Any]:
     """Globals of the scheme's functions for one problem."""
+    mass = mass_bindings(kernels, n_dof, compile)
     return {
-        "mass_matrix": kernels.mass_matrix,
+        **mass,
         "forces": kernels.forces,
         "gap": kernels.gap,
         "gap_gradient": kernels.gap_gradient,
         "project": make_metric_projection(
-            kernels.gap, kernels.gap_gradient, kernels.affine_gap, n_constraints, compile
+            kernels.gap,
+            kernels.gap_gradient,
+            kernels.affine_gap,
+            n_constraints,
+            compile,
+            mass["DIAGONAL_MASS"],
         ),
         "CONSTANT_MASS": kernels.constant_mass,
         "AFFINE_GAP": kernels.affine_gap,
@@ -420,7 +431,7 @@ class NonsmoothGeneralizedAlpha(TimeStepping):
     def _make_loop(
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
-        bindings = _bindings(kernels, n_constraints, compile)
+        bindings = _bindings(kernels, n_dof, n_constraints, compile)
         return make_loop(GENERALIZED_ALPHA_SCHEME, bindings, n_dof, n_constraints, compile)
 
     def _method_vector(self) -> np.ndarray:

@@ -35,10 +35,10 @@ from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
     affine_projection_step,
-    ldl_factor,
-    ldl_solve,
+    factor_mass,
     make_metric_projection,
     metric_row,
+    solve_mass,
 )
 from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
@@ -49,6 +49,7 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
+    mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
@@ -62,7 +63,7 @@ from impactbench.core.status_codes import (
 # Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = project = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
-N_DOF = N_CONSTRAINTS = 0
+N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
 # The scheme's rows of the driver's buffer X (impactbench.core.driver): q^{k-2}, q^{k-1}, q^k, the
 # velocity inside F, vectors of length n or m, then M, its factor, G = grad g and Y = M^-1 G^T
@@ -73,8 +74,8 @@ _Q_OLD, _Q_PREV, _Q, _VT, _F, _ACC, _Y, _X, _DX, _GAP = range(
 _MATRICES = FIRST_SCHEME_ROW + 10
 
 
-def _rows(n: int, m: int) -> int:
-    return 10 + 2 * n + 2 * m + 2
+def _rows(n: int, m: int, mass_rows: int) -> int:
+    return 10 + 2 * mass_rows + 2 * m + 2
 
 
 def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
@@ -87,17 +88,18 @@ def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     acc = X[_ACC, :n]
     y = X[_Y, :n]
     g = X[_GAP, :m]
-    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
-    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]  # noqa: N806
-    X[_MATRICES + 2 * n + 2 * m + 1, 0] = 0.0  # the metric row is not ready
+    r = MASS_ROWS
+    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
+    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
+    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
+    X[_MATRICES + 2 * r + 2 * m + 1, 0] = 0.0  # the metric row is not ready
     for j in range(n):
         X[_Q_PREV, j] = q0[j]
     mass_matrix(q0, p, M)
-    if not ldl_factor(M, n, L):
+    if not factor_mass(M, n, L):
         return STATUS_MASS_NOT_SPD, 0, 1
     forces(t0, q0, v0, p, f)
-    ldl_solve(L, n, f, acc)
+    solve_mass(L, n, f, acc)
     for j in range(n):
         y[j] = q0[j] + h * v0[j] + 0.5 * h * h * acc[j]
         vt[j] = v0[j] + h * acc[j]
@@ -129,21 +131,22 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     x = X[_X, :n]
     dx = X[_DX, :n]
     g = X[_GAP, :m]
-    M = X[_MATRICES : _MATRICES + n, :n]  # noqa: N806
-    L = X[_MATRICES + n : _MATRICES + 2 * n, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * n : _MATRICES + 2 * n + m, :n]  # noqa: N806
-    Y = X[_MATRICES + 2 * n + m : _MATRICES + 2 * n + 2 * m, :n]  # noqa: N806
-    inv_w_row = _MATRICES + 2 * n + 2 * m
+    r = MASS_ROWS
+    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
+    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
+    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
+    Y = X[_MATRICES + 2 * r + m : _MATRICES + 2 * r + 2 * m, :n]  # noqa: N806
+    inv_w_row = _MATRICES + 2 * r + 2 * m
     tk = t_next
     if k >= 1:
         for j in range(n):
             vt[j] = (3.0 * q[j] - 4.0 * q_prev[j] + q_old[j]) * half_inv_h
     if not CONSTANT_MASS:
         mass_matrix(q, p, M)
-        if not ldl_factor(M, n, L):
+        if not factor_mass(M, n, L):
             return STATUS_MASS_NOT_SPD, False, 0
     forces(tk, q, vt, p, f)
-    ldl_solve(L, n, f, acc)
+    solve_mass(L, n, f, acc)
     for j in range(n):
         # y = (z + e q^{k-1}) / (1 + e) with z = 2 q^k - q^{k-1} + h^2 M^-1 F, written so that
         # q^k (the loop-carried value) enters through one multiply-add
@@ -236,11 +239,17 @@ def make_paoli_schatzman_loop(
     kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
 ) -> Callable:
     """Time loop of the Paoli-Schatzman scheme for the given problem kernels."""
+    mass = mass_bindings(kernels, n_dof, compile)
     bindings = {
-        "mass_matrix": kernels.mass_matrix,
+        **mass,
         "forces": kernels.forces,
         "project": make_metric_projection(
-            kernels.gap, kernels.gap_gradient, kernels.affine_gap, n_constraints, compile
+            kernels.gap,
+            kernels.gap_gradient,
+            kernels.affine_gap,
+            n_constraints,
+            compile,
+            mass["DIAGONAL_MASS"],
         ),
         "gap": kernels.gap,
         "gap_gradient": kernels.gap_gradient,

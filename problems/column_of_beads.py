@@ -6,7 +6,12 @@ import numpy as np
 
 from impactbench.core import _checks
 from impactbench.core._jit import kernel
-from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
+from impactbench.core.problem import (
+    ADMISSIBILITY_TOLERANCE,
+    CompiledProblem,
+    ProblemKernels,
+    valid_mass_structure,
+)
 
 #: Default start, in radii: the bottom centre at 10 r, the centres 2.5 r apart (gaps r / 2).
 #: For r = 0.1 these are the heights of Siconos' ColumnOfBeads example (1.0, 1.25, 1.5, ...).
@@ -21,6 +26,12 @@ def _beads_mass_matrix(q, p, out):
         for j in range(n):
             out[i, j] = 0.0
         out[i, i] = p[0]
+
+
+@kernel
+def _beads_mass_diagonal(q, p, out):
+    for i in range(q.shape[0]):
+        out[i] = p[0]
 
 
 @kernel
@@ -98,6 +109,9 @@ class ColumnOfBeads(CompiledProblem):
         Initial velocities; default zeros.
     t0 : float, default 0.0
         Initial time.
+    mass_structure : {"diagonal", "dense"}, default "diagonal"
+        How the loops store and solve with m I: its diagonal (O(n) per solve) or the dense
+        (N, N) array (the same trajectory to round-off, kept to measure the difference).
 
     Raises
     ------
@@ -121,6 +135,7 @@ class ColumnOfBeads(CompiledProblem):
         _beads_gap_gradient,
         affine_gap=True,
         constant_mass=True,
+        mass_diagonal=_beads_mass_diagonal,
     )
 
     def __init__(
@@ -133,6 +148,7 @@ class ColumnOfBeads(CompiledProblem):
         q0: np.ndarray | tuple | None = None,
         v0: np.ndarray | tuple | None = None,
         t0: float = 0.0,
+        mass_structure: str = "diagonal",
     ) -> None:
         n = _checks.positive_int(n_beads, "n_beads")
         self.n_beads = n
@@ -141,6 +157,7 @@ class ColumnOfBeads(CompiledProblem):
         self.gravity = _checks.positive_scalar(gravity, "gravity")
         self.restitution = _checks.restitution(restitution)
         self.t0 = _checks.finite_scalar(t0, "t0")
+        self.mass_structure = valid_mass_structure(mass_structure)
         if q0 is None:
             q0 = self.radius * (DEFAULT_BOTTOM_HEIGHT + DEFAULT_SPACING * np.arange(n))
         q0 = _checks.vector(q0, "q0", n)

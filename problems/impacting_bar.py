@@ -57,7 +57,7 @@ import numpy as np
 
 from impactbench.core import _checks
 from impactbench.core._jit import kernel
-from impactbench.core.problem import CompiledProblem, ProblemKernels
+from impactbench.core.problem import CompiledProblem, ProblemKernels, valid_mass_structure
 
 
 @kernel
@@ -69,6 +69,15 @@ def _bar_mass_matrix(q, p, out):
         out[i, i] = p[0]
     out[0, 0] = 0.5 * p[0]
     out[n - 1, n - 1] = 0.5 * p[0]
+
+
+@kernel
+def _bar_mass_diagonal(q, p, out):
+    n = q.shape[0]
+    for i in range(n):
+        out[i] = p[0]
+    out[0] = 0.5 * p[0]
+    out[n - 1] = 0.5 * p[0]
 
 
 @kernel
@@ -117,6 +126,10 @@ class ImpactingBar(CompiledProblem):
         e in [0, 1], the Newton coefficient of the contact node.
     t0 : float, default 0.0
         Initial time.
+    mass_structure : {"diagonal", "dense"}, default "diagonal"
+        How the loops store and solve with the lumped mass matrix: its diagonal (O(n) per step)
+        or the dense (n, n) array (O(n^2) per step; the same trajectory to round-off, kept to
+        measure the difference).
 
     Raises
     ------
@@ -132,6 +145,7 @@ class ImpactingBar(CompiledProblem):
         _bar_gap_gradient,
         affine_gap=True,
         constant_mass=True,
+        mass_diagonal=_bar_mass_diagonal,
     )
 
     def __init__(
@@ -144,6 +158,7 @@ class ImpactingBar(CompiledProblem):
         gap: float = 0.1,
         restitution: float = 0.0,
         t0: float = 0.0,
+        mass_structure: str = "diagonal",
     ) -> None:
         self.n_elements = _checks.positive_int(n_elements, "n_elements")
         self.length = _checks.positive_scalar(length, "length")
@@ -153,6 +168,7 @@ class ImpactingBar(CompiledProblem):
         self.initial_gap = _checks.positive_scalar(gap, "gap")
         self.restitution = _checks.restitution(restitution)
         self.t0 = _checks.finite_scalar(t0, "t0")
+        self.mass_structure = valid_mass_structure(mass_structure)
         n = self.n_elements + 1
         self.element_size = self.length / self.n_elements
         self.wave_speed = float(np.sqrt(self.young_modulus / self.density))

@@ -75,11 +75,50 @@ def ldl_solve(F, n, b, x):  # noqa: N803
         x[i] = s
 
 
+@hot_kernel
+def factor_mass(M, n, F):  # noqa: N803
+    """Factor the mass matrix ``M`` into ``F`` for :func:`solve_mass`, either structure.
+
+    ``M`` is (n, n) for a dense mass matrix (:func:`ldl_factor`) or (1, n) for a diagonal one
+    (row 0 holds the diagonal; ``F`` (1, n) then receives the reciprocals, O(n)). For n = 1 both
+    forms coincide. Returns False if M is not (numerically) positive definite.
+    """
+    if M.shape[0] == 1:
+        for j in range(n):
+            d = M[0, j]
+            if not d > 0.0:
+                return False
+            F[0, j] = 1.0 / d
+        return True
+    return ldl_factor(M, n, F)
+
+
+@hot_kernel
+def solve_mass(F, n, b, x):  # noqa: N803
+    """Solve M x = b with the factor ``F`` of :func:`factor_mass` (O(n) when F is (1, n), the
+    reciprocals of a diagonal M; :func:`ldl_solve` when F is (n, n)); ``x`` may be ``b``."""
+    if F.shape[0] == 1:
+        for i in range(n):
+            x[i] = b[i] * F[0, i]
+    else:
+        ldl_solve(F, n, b, x)
+
+
 @kernel
-def make_workspace(n, m):
-    """Buffers for :func:`solve_lcp`, :func:`impulse` and the metric projection (allocated once)."""
+def make_workspace(n, m, factor_rows=None, hessian_size=None):
+    """Buffers for :func:`solve_lcp`, :func:`impulse` and the metric projection (allocated once).
+
+    ``factor_rows`` is n (the default) for a dense mass matrix and 1 for a diagonal one (the
+    rows of its factor, :func:`factor_mass`); ``hessian_size`` the size of the Hessian of the
+    Lagrangian of the metric projection: n (the default), or 1 where the projection never forms
+    it (an affine gap).
+    """
+    if factor_rows is None:
+        factor_rows = n
+    if hessian_size is None:
+        hessian_size = n
     return (
-        np.empty((n, n)),  # 0 F: LDL^T factor of M (for callers without their own)
+        np.empty((factor_rows, n)),  # 0 F: factor of M (for callers without their own)
         np.empty((m, n)),  # 1 Y: rows M^-1 grad g_i
         np.empty((m, m)),  # 2 W: Delassus matrix
         np.empty(m),  # 3 b: LCP right-hand side
@@ -90,8 +129,8 @@ def make_workspace(n, m):
         np.empty((m, m)),  # 8 Lsub
         np.empty(m),  # 9 xsub
         np.empty(m, dtype=np.int64),  # 10 rows: constraint index of each LCP row
-        np.empty((n, n)),  # 11 H: Hessian of the Lagrangian (metric projection)
-        np.empty((n, n)),  # 12 its factor
+        np.empty((hessian_size, hessian_size)),  # 11 H: Hessian of the Lagrangian (projection)
+        np.empty((hessian_size, hessian_size)),  # 12 its factor
         np.empty((m, n)),  # 13 gap gradient at x + eps e_j
         np.empty((m, n)),  # 14 gap gradient at x - eps e_j
         np.empty(n),  # 15 shifted point / Newton step
@@ -181,27 +220,38 @@ def solve_lcp(W, b, k, P, ws):  # noqa: N803
 def delassus(G, rows, k, F, n, Y, W):  # noqa: N803
     """Rows Y_a = A^-1 grad g_{rows[a]} and W = G_A A^-1 G_A^T for the k constraints ``rows[:k]``.
 
-    ``F`` is the factor (:func:`ldl_factor`) of the metric A: the mass matrix M for the impact
+    ``F`` is the factor (:func:`factor_mass`) of the metric A: the mass matrix M for the impact
     law, the Hessian of the Lagrangian in the metric projection. Shared by :func:`impulse` and
-    :func:`make_metric_projection`.
+    :func:`make_metric_projection`. The products W_ac = grad g_i . Y_c run over the columns from
+    the first to the last nonzero entry of grad g_i only (the terms left out are exact zeros, so
+    W is the same to the last bit for finite Y): cost O(k n^2 + k n) for a dense factor, O(k n +
+    k^2 b) for a diagonal one, b the widest span of nonzeros of an active gradient (2 for
+    neighbouring beads, 1 for one node of a bar).
     """
     for a in range(k):
         i = rows[a]
         for j in range(n):
             Y[a, j] = G[i, j]
-        ldl_solve(F, n, Y[a], Y[a])
+        solve_mass(F, n, Y[a], Y[a])
     for a in range(k):
         i = rows[a]
+        first = 0
+        while first < n and G[i, first] == 0.0:
+            first += 1
+        last = n - 1
+        while last > first and G[i, last] == 0.0:
+            last -= 1
         for c in range(k):
             s = 0.0
-            for j in range(n):
+            for j in range(first, last + 1):
                 s += G[i, j] * Y[c, j]
             W[a, c] = s
 
 
 @hot_kernel
 def metric_row(n, G, i, L, Y):  # noqa: N803
-    """Y[0] = M^-1 grad g_i for the factor ``L`` of M; returns 1 / (grad g_i^T M^-1 grad g_i).
+    """Y[0] = M^-1 grad g_i for the factor ``L`` of M (:func:`factor_mass`); returns
+    1 / (grad g_i^T M^-1 grad g_i).
 
     The loops keep both while M and grad g_i stay constant (constant mass, affine gap), so that
     :func:`impulse_single` and :func:`affine_projection_step` need neither a solve nor a division.
@@ -211,7 +261,7 @@ def metric_row(n, G, i, L, Y):  # noqa: N803
     """
     for j in range(n):
         Y[0, j] = G[i, j]
-    ldl_solve(L, n, Y[0], Y[0])
+    solve_mass(L, n, Y[0], Y[0])
     w = 0.0
     for j in range(n):
         w += G[i, j] * Y[0, j]
@@ -267,7 +317,7 @@ def affine_projection_step(n, g_y, Y, inv_w, P, dx):  # noqa: N803
 
 @kernel
 def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
-    """Newton impact law at velocity level in the kinetic metric (``L``: factor of M, ldl_factor).
+    """Newton impact law at velocity level in the kinetic metric (``L``: factor of M, factor_mass).
 
     Solves v_out = vfree + M^-1 G_A^T P with 0 <= P _|_ G_A v_out + e G_A v >= 0 over the k
     constraints ``rows[:k]`` (the active set A). With vfree = v this is the impact map: the normal
@@ -347,7 +397,7 @@ def impact_velocity(
 
 # Names bound per problem by :func:`make_metric_projection` (see impactbench.core._jit.specialize).
 gap = gap_gradient = None
-AFFINE_GAP = SINGLE_CONSTRAINT = False
+AFFINE_GAP = SINGLE_CONSTRAINT = DIAGONAL_MASS = False
 
 
 def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # noqa: N803
@@ -410,7 +460,10 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
                     d[c] = x[c] - eps
                     gap_gradient(d, p, Gm)
                     for j in range(n):
-                        s = M[j, c]
+                        if DIAGONAL_MASS:  # a compile-time constant: M is (1, n)
+                            s = M[0, j] if j == c else 0.0
+                        else:
+                            s = M[j, c]
                         for i in range(m):
                             s -= lam[i] * (Gp[i, j] - Gm[i, j]) / (2.0 * eps)
                         H[j, c] = s
@@ -421,12 +474,16 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
                         H[c, j] = s
                 if ldl_factor(H, n, HF):
                     factor = HF
-        for j in range(n):
-            s = 0.0
-            for c in range(n):
-                s -= M[j, c] * (x[c] - y[c])
-            r[j] = s
-        ldl_solve(factor, n, r, r)
+        if DIAGONAL_MASS:  # a compile-time constant: O(n) instead of O(n^2)
+            for j in range(n):
+                r[j] = -M[0, j] * (x[j] - y[j])
+        else:
+            for j in range(n):
+                s = 0.0
+                for c in range(n):
+                    s -= M[j, c] * (x[c] - y[c])
+                r[j] = s
+        solve_mass(factor, n, r, r)
         delassus(Gbuf, rows, m, factor, n, Y, W)
         for a in range(m):
             s = gbuf[a]
@@ -456,15 +513,21 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
 
 
 def make_metric_projection(
-    gap: Callable, gap_gradient: Callable, affine: bool, n_constraints: int, compile: bool
+    gap: Callable,
+    gap_gradient: Callable,
+    affine: bool,
+    n_constraints: int,
+    compile: bool,
+    diagonal_mass: bool = False,
 ) -> Callable:
     """Build the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x.
 
     The returned function ``project(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws)`` (inlined
     into the compiled loop that calls it) writes argmin {|x - y|_M : g(x) >= 0} into ``x``
-    (``M`` the (n, n) mass matrix, ``L`` its factor from :func:`ldl_factor`) and returns the
-    number of iterations (0 if y is admissible), -1 if it did not converge or
-    :data:`DEGENERATE_GRADIENT` if a violated constraint has a vanishing gradient.
+    (``M`` the mass matrix, (n, n), or (1, n) holding the diagonal when ``diagonal_mass``;
+    ``L`` its factor from :func:`factor_mass`) and returns the number of iterations (0 if y is
+    admissible), -1 if it did not converge or :data:`DEGENERATE_GRADIENT` if a violated
+    constraint has a vanishing gradient.
 
     Method: Newton's method on the KKT system M (x - y) = G(x)^T lambda,
     0 <= lambda _|_ g(x) >= 0, i.e. sequential quadratic programming: each iteration solves the
@@ -474,7 +537,9 @@ def make_metric_projection(
     ``gap_gradient`` (step CURVATURE_FD_STEP max(1, |x|)); this changes the convergence speed
     only, not the converged point, which satisfies the exact KKT conditions. The first iteration
     uses H = M (no multipliers yet), and so does any iteration where H is not positive definite.
-    An affine gap is projected exactly in one iteration.
+    An affine gap is projected exactly in one iteration. With a diagonal M an iteration costs
+    O(n m^2) (the Delassus matrix of the m constraints) plus, for a nonlinear gap, the O(n^3)
+    Hessian step (its workspace is (n, n)).
     """
     return specialize(
         _metric_projection,
@@ -483,6 +548,7 @@ def make_metric_projection(
             "gap_gradient": gap_gradient,
             "AFFINE_GAP": affine,
             "SINGLE_CONSTRAINT": n_constraints == 1,
+            "DIAGONAL_MASS": diagonal_mass,
         },
         compile,
         inline=True,

@@ -42,6 +42,12 @@ Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gr
 ``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT`` and the
 scheme's own options are bound by :func:`make_loop`):
 
+Mass matrix. ``mass_bindings`` binds ``mass_matrix``, ``DIAGONAL_MASS`` and ``MASS_ROWS``: a
+scheme keeps M and its factor as blocks of ``MASS_ROWS`` rows of ``X`` (n for a dense M; 1 for a
+diagonal M, whose kernel then writes the diagonal into that row) and factors and solves with
+:func:`impactbench.core.contact.factor_mass` and :func:`impactbench.core.contact.solve_mass`,
+which take both forms: with a diagonal M no step does O(n^2) work or stores an (n, n) array.
+
 ``start(t0, h, q0, v0, p, e, mp, X, rows, ws) -> (status, iterations, force_evaluations)``
     Set the scheme's state from (q0, v0) (a two-step scheme computes its first step here).
 ``step(k, t, t_next, h, p, e, mp, X, Z, rows, ws) -> (status, contact, iterations)``
@@ -67,6 +73,7 @@ import numpy as np
 
 from ._jit import constant_shape_view, specialize, stack_array
 from .contact import make_workspace
+from .problem import ProblemKernels
 from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
 
 #: Rows of the work buffer ``X`` read by the driver (see the module docstring).
@@ -90,7 +97,8 @@ class Scheme:
         Templates of the scheme's functions: module-level functions whose problem-specific names
         are free globals.
     rows : function
-        ``rows(n_dof, n_constraints) -> int``: the scheme's rows of ``X``.
+        ``rows(n_dof, n_constraints, mass_rows) -> int``: the scheme's rows of ``X``
+        (``mass_rows`` = ``MASS_ROWS``, the rows of a block holding M or its factor).
     lead : int
         Steps by which :func:`current` is ahead of the last sample (1 for a two-step scheme
         whose current position is q^{k+1} when q^k is the last sample).
@@ -180,6 +188,47 @@ def _time_loop(
         scheme_current(X, Z, state[1 : 1 + n], state[1 + n :])
 
 
+# Name bound per problem by mass_bindings.
+mass_diagonal = None
+
+
+def _diagonal_mass_row(q, p, out):
+    """The loops' mass kernel for a diagonal M: its diagonal into row 0 of ``out`` (1, n)."""
+    mass_diagonal(q, p, out[0])
+
+
+def mass_bindings(kernels: ProblemKernels, n_dof: int, compile: bool) -> dict[str, Any]:
+    """The mass-matrix globals of a scheme's functions for one problem's kernels.
+
+    Parameters
+    ----------
+    kernels : ProblemKernels
+        The problem's kernels; ``kernels.mass_structure`` chooses the form of M.
+    n_dof : int
+    compile : bool
+        As for :func:`make_loop`.
+
+    Returns
+    -------
+    dict
+        ``mass_matrix``: the kernel writing M(q) into a block of ``MASS_ROWS`` rows (the dense
+        kernel, or for a diagonal M the problem's ``mass_diagonal`` writing row 0);
+        ``DIAGONAL_MASS``; ``MASS_ROWS`` (n or 1).
+    """
+    if kernels.mass_structure == "dense":
+        return {"mass_matrix": kernels.mass_matrix, "DIAGONAL_MASS": False, "MASS_ROWS": n_dof}
+    if kernels.mass_structure != "diagonal" or kernels.mass_diagonal is None:
+        raise ValueError(
+            f"kernels.mass_structure must be 'dense', or 'diagonal' with a mass_diagonal "
+            f"kernel, got mass_structure={kernels.mass_structure!r} and "
+            f"mass_diagonal={kernels.mass_diagonal!r}"
+        )
+    row = specialize(
+        _diagonal_mass_row, {"mass_diagonal": kernels.mass_diagonal}, compile, inline=True
+    )
+    return {"mass_matrix": row, "DIAGONAL_MASS": True, "MASS_ROWS": 1}
+
+
 def _zeros(height: int, width: int) -> np.ndarray:
     """Plain-Python counterpart of :func:`impactbench.core._jit.stack_array`."""
     return np.zeros((height, width))
@@ -205,8 +254,9 @@ def make_loop(
         The scheme's function templates and buffer layout.
     bindings : dict
         Name -> value of the globals of the scheme's templates: the problem's kernels
-        (``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``), its flags (``CONSTANT_MASS``,
-        ``AFFINE_GAP``) and the scheme's compile-time options. ``N_DOF``, ``N_CONSTRAINTS`` and
+        (:func:`mass_bindings`, ``forces``, ``gap``, ``gap_gradient``), its flags
+        (``CONSTANT_MASS``, ``AFFINE_GAP``) and the scheme's compile-time options. Without
+        ``MASS_ROWS`` the mass matrix is dense (``MASS_ROWS`` = n). ``N_DOF``, ``N_CONSTRAINTS`` and
         ``SINGLE_CONSTRAINT`` are added here.
     n_dof, n_constraints : int
         Sizes, bound as compile-time constants (numba then unrolls the small linear algebra).
@@ -226,6 +276,10 @@ def make_loop(
         "N_CONSTRAINTS": n_constraints,
         "SINGLE_CONSTRAINT": n_constraints == 1,
     }
+    mass_rows = bindings.get("MASS_ROWS", n_dof)
+    diagonal = bindings.get("DIAGONAL_MASS", False)
+    sizes["MASS_ROWS"] = mass_rows
+    sizes["DIAGONAL_MASS"] = diagonal
     bound = {**bindings, **sizes}
     functions = {
         "scheme_start": scheme.start,
@@ -239,7 +293,9 @@ def make_loop(
         for name, template in functions.items()
     }
     width = max(n_dof, n_constraints, 1)
-    height = FIRST_SCHEME_ROW + scheme.rows(n_dof, n_constraints)
+    height = FIRST_SCHEME_ROW + scheme.rows(n_dof, n_constraints, mass_rows)
+    # the projection's Hessian is formed only for a nonlinear gap; a dense M keeps n x n
+    hessian = 1 if diagonal and bindings.get("AFFINE_GAP", False) else n_dof
     loop_bindings.update(sizes, LEAD=scheme.lead, HEIGHT=height, WIDTH=width)
     loop_bindings["shape_view"] = constant_shape_view if compile else _reshaped
     loop_bindings["scratch"] = stack_array if compile else _zeros
@@ -248,6 +304,7 @@ def make_loop(
     def run(*arguments: Any) -> None:
         buffer = np.zeros(height * width)
         rows = np.zeros(max(n_constraints, 1), dtype=np.int64)
-        loop(*arguments, buffer, rows, make_workspace(n_dof, max(n_constraints, 1)))
+        m = max(n_constraints, 1)
+        loop(*arguments, buffer, rows, make_workspace(n_dof, m, mass_rows, hessian))
 
     return run

@@ -27,6 +27,22 @@ from .trajectory import SimulationError
 #: Tolerance on g(q0) >= 0, relative to max(1, |q0|).
 ADMISSIBILITY_TOLERANCE = 1e-10
 
+#: The structures a problem may declare for its mass matrix (:attr:`Problem.mass_structure`).
+MASS_STRUCTURES = ("dense", "diagonal")
+
+#: Largest n for which :meth:`Problem.check` forms the dense M(q0) of a problem that declares a
+#: diagonal mass matrix, to verify that its off-diagonal entries are zero (32 MiB); above it
+#: only the diagonal is checked (forming M would cost the O(n^2) memory the declaration avoids).
+DIAGONAL_CHECK_MAX_DOF = 2048
+
+
+def valid_mass_structure(value: Any) -> str:
+    """``value`` if it is one of :data:`MASS_STRUCTURES`, else ValueError naming
+    ``mass_structure`` and the value."""
+    if not isinstance(value, str) or value not in MASS_STRUCTURES:
+        raise ValueError(f"mass_structure must be one of {MASS_STRUCTURES}, got {value!r}")
+    return value
+
 
 class ProblemKernels(NamedTuple):
     """Numba-compilable versions of a problem's functions, all writing into preallocated output.
@@ -37,6 +53,13 @@ class ProblemKernels(NamedTuple):
     ``gap_gradient(q, p, out)`` out (m, n). ``affine_gap`` declares g(q) = G q + c with constant G
     (the metric projection then needs no Newton iteration); ``constant_mass`` declares M(q) = M
     (the loops then factorise it once per run instead of once per step).
+
+    ``mass_diagonal(q, p, out)``, out (n,), writes the diagonal of M(q) for a problem whose mass
+    matrix is diagonal (None if it has none); ``mass_structure`` (one of
+    :data:`MASS_STRUCTURES`) says which of the two mass kernels the time-stepping loops call:
+    with ``"diagonal"`` they keep M and its factor as length-n rows and every solve with M costs
+    O(n) (:func:`impactbench.core.contact.factor_mass`). :meth:`Problem.kernels` sets it from
+    the problem's declaration :attr:`Problem.mass_structure`.
 
     The compiled loops pass row slices of one work buffer (so that the compiler can prove them
     disjoint): a kernel must accept non-contiguous 2-D ``out`` arrays (index them; do not
@@ -49,6 +72,8 @@ class ProblemKernels(NamedTuple):
     gap_gradient: Callable
     affine_gap: bool = False
     constant_mass: bool = False
+    mass_diagonal: Callable | None = None
+    mass_structure: str = "dense"
 
 
 class Problem(ABC):
@@ -70,6 +95,11 @@ class Problem(ABC):
         Initial time.
     q0, v0 : ndarray, shape (n,)
         Initial position (admissible: g(q0) >= 0) and velocity.
+    mass_structure : {"dense", "diagonal"}
+        Structure of M(q), default "dense". Declare "diagonal" when M(q) is diagonal for every
+        q (a lumped mass): the time-stepping loops then store its diagonal only and solve with
+        it in O(n) (:meth:`mass_diagonal`). :meth:`check` rejects a declaration that M(q0)
+        contradicts (for n <= :data:`DIAGONAL_CHECK_MAX_DOF`, where it forms M(q0)).
 
     Methods to implement
     --------------------
@@ -80,6 +110,9 @@ class Problem(ABC):
     potential_energy(q) -> float, so that F = -grad V + non-conservative terms.
     exact_solution(t) -> (q, v), arrays of shape (len(t), n) (optional; only where a closed form
         exists; :attr:`has_exact_solution` tells whether it is implemented).
+
+    mass_diagonal(q) -> (n,) the diagonal of M(q) (optional; by default taken from
+        :meth:`mass_matrix`; override it for a diagonal M so that no (n, n) array is formed).
 
     A plain-Python subclass runs with every method (the time-stepping schemes then run their
     uncompiled path, the same algorithm, slower). :meth:`check` validates the data; built-in
@@ -93,10 +126,15 @@ class Problem(ABC):
     t0: float = 0.0
     q0: np.ndarray
     v0: np.ndarray
+    mass_structure: str = "dense"
 
     @abstractmethod
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         """Mass matrix M(q), shape (n, n)."""
+
+    def mass_diagonal(self, q: np.ndarray) -> np.ndarray:
+        """Diagonal of M(q), shape (n,) (here taken from :meth:`mass_matrix`)."""
+        return np.diagonal(np.asarray(self.mass_matrix(q), dtype=float)).copy()
 
     @abstractmethod
     def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -132,8 +170,10 @@ class Problem(ABC):
         return np.zeros(0)
 
     def kinetic_energy(self, q: np.ndarray, v: np.ndarray) -> float:
-        """Kinetic energy v^T M(q) v / 2."""
+        """Kinetic energy v^T M(q) v / 2 (O(n) for a diagonal M)."""
         v = np.asarray(v, dtype=float)
+        if self.mass_structure == "diagonal":
+            return 0.5 * float(np.sum(self.mass_diagonal(q) * v * v))
         return 0.5 * float(v @ self.mass_matrix(q) @ v)
 
     def energy(self, q: np.ndarray, v: np.ndarray) -> float:
@@ -161,8 +201,7 @@ class Problem(ABC):
         self.t0 = _checks.finite_scalar(self.t0, "t0")
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
-        mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
-        _checks.spd_matrix(mass, "mass_matrix(q0)", n)
+        self._check_mass(n)
         if getattr(self, "n_constraints", None) is None:  # inferred from gap(q0)
             g0 = np.asarray(self.gap(self.q0))
             if g0.ndim != 1:
@@ -179,6 +218,40 @@ class Problem(ABC):
             )
         _valid(returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,)))
 
+    def _check_mass(self, n: int) -> None:
+        """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`)."""
+        if valid_mass_structure(self.mass_structure) == "dense":
+            mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
+            _checks.spd_matrix(mass, "mass_matrix(q0)", n)
+            return
+        diagonal = _valid(returned_array(self.mass_diagonal(self.q0), "mass_diagonal(q0)", (n,)))
+        if not np.all(diagonal > 0.0):
+            raise ValueError(f"mass_diagonal(q0) must be positive, got {_brief(diagonal)}")
+        if diagonal.max() / diagonal.min() > _checks.MAX_CONDITION:
+            raise ValueError(
+                f"mass_diagonal(q0) is badly conditioned (max / min = "
+                f"{diagonal.max() / diagonal.min():.3g} > {_checks.MAX_CONDITION:.0e}): "
+                f"{_brief(diagonal)}"
+            )
+        if n > DIAGONAL_CHECK_MAX_DOF:
+            return
+        mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
+        off = mass - np.diag(np.diagonal(mass))
+        if np.any(off != 0.0):
+            i, j = np.unravel_index(int(np.argmax(np.abs(off))), off.shape)
+            raise ValueError(
+                f"mass_structure='diagonal' but mass_matrix(q0) is not diagonal: its entry "
+                f"[{i}, {j}] is {float(mass[i, j])!r}"
+            )
+        scale = float(diagonal.max())
+        worst = int(np.argmax(np.abs(np.diagonal(mass) - diagonal)))
+        if abs(mass[worst, worst] - diagonal[worst]) > _checks.SYMMETRY_TOLERANCE * scale:
+            raise ValueError(
+                f"mass_diagonal(q0) must be the diagonal of mass_matrix(q0), got "
+                f"mass_diagonal(q0)[{worst}] = {float(diagonal[worst])!r} and "
+                f"mass_matrix(q0)[{worst}, {worst}] = {float(mass[worst, worst])!r}"
+            )
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, e={self.restitution})"
 
@@ -189,7 +262,8 @@ class CompiledProblem(Problem):
     Subclasses set ``KERNELS`` (a :class:`ProblemKernels` of ``@numba.njit`` functions) and
     implement :meth:`kernel_parameters`; the Python methods of the contract are derived here by
     calling the kernels, so the compiled and plain-Python paths share one definition.
-    Subclasses must call :meth:`_finish_init` at the end of ``__init__``.
+    Subclasses must call :meth:`_finish_init` at the end of ``__init__``. A subclass that
+    declares ``mass_structure = "diagonal"`` provides ``KERNELS.mass_diagonal`` too.
     """
 
     KERNELS: ClassVar[ProblemKernels]
@@ -202,8 +276,26 @@ class CompiledProblem(Problem):
         self._p = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
         self.check()
 
+    def check(self) -> None:
+        """:meth:`Problem.check`, and a diagonal declaration needs ``KERNELS.mass_diagonal``."""
+        if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
+            raise ValueError(
+                f"mass_structure='diagonal' needs a mass_diagonal kernel in "
+                f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
+            )
+        super().check()
+
     def kernels(self) -> ProblemKernels:
-        return self.KERNELS
+        if self.KERNELS.mass_structure == self.mass_structure:
+            return self.KERNELS
+        return self.KERNELS._replace(mass_structure=self.mass_structure)
+
+    def mass_diagonal(self, q: np.ndarray) -> np.ndarray:
+        if self.KERNELS.mass_diagonal is None:
+            return super().mass_diagonal(q)
+        out = np.empty(self.n_dof)
+        self.KERNELS.mass_diagonal(np.ascontiguousarray(q, dtype=float), self._p, out)
+        return out
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         out = np.empty((self.n_dof, self.n_dof))
@@ -453,6 +545,22 @@ class CheckedCalls:
         eigenvalues = np.linalg.eigvalsh(M)
         return M, f"{call} must be {what}, got eigenvalues {_brief(eigenvalues)}: {_brief(M)}"
 
+    def mass_diagonal_checked(self, q: np.ndarray) -> tuple[np.ndarray, str]:
+        """The diagonal of M(q), shape (n,), and "" or, if it is not finite, positive and of
+        ratio max / min at most :data:`impactbench.core._checks.MAX_CONDITION`, the reason."""
+        call = "mass_diagonal(q)"
+        d, reason = returned_array(self.problem.mass_diagonal(q), call, (self.n,))
+        if reason:
+            return d, reason
+        if not np.all(d > 0.0):
+            return d, f"{call} must be positive, got {_brief(d)}"
+        if d.max() > _checks.MAX_CONDITION * d.min():
+            return d, (
+                f"{call} must be well conditioned (max / min <= {_checks.MAX_CONDITION:.0e}), "
+                f"got {_brief(d)}"
+            )
+        return d, ""
+
     def mass_matrix(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """M(q), shape (n, n); ``t`` and ``v`` only locate an error."""
         M, reason = self.mass_matrix_checked(q)
@@ -476,7 +584,8 @@ class CheckedCalls:
 def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> ProblemKernels:
     """Wrap a problem's Python methods in the kernel calling convention (uncompiled path).
 
-    Every returned value is checked (:class:`CheckedCalls`). A bad mass matrix or force is
+    Every returned value is checked (:class:`CheckedCalls`); a problem that declares a diagonal
+    mass matrix is asked for :meth:`Problem.mass_diagonal` only. A bad mass matrix or force is
     reported through the loop, so that the error carries the state where the loop stopped and
     the trajectory up to there: the kernel fills ``out`` with NaN, which the loop rejects (its
     LDL^T factorisation of M, its finiteness check of the new state), and stores the reason,
@@ -512,6 +621,13 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         else:
             out[:, :] = M
 
+    def mass_diagonal(q, p, out):
+        d, reason = checked.mass_diagonal_checked(q)
+        if reason and not _excused(d, (n,), q):
+            defer(reason, "mass_diagonal(q)", f"q={_brief(np.array(q))}", out)
+        else:
+            out[:] = d
+
     def forces(t, q, v, p, out):
         F, reason = returned_array(problem.forces(t, q, v), "forces(t, q, v)", (n,))
         if reason and not _excused(F, (n,), q, v):
@@ -536,4 +652,6 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         gap_gradient,
         affine_gap=compiled.affine_gap if compiled is not None else False,
         constant_mass=compiled.constant_mass if compiled is not None else False,
+        mass_diagonal=mass_diagonal,
+        mass_structure=problem.mass_structure,
     )
