@@ -303,7 +303,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     solve_mass(L, n, f, a_free)
     status, closed = _closed_rows(g, q, p, G, rows)
     if status != STATUS_OK:
-        return status, False, 0
+        return status, False, 0, 0
     for i in range(m):
         X[_HELD, i] = 0.0
     if closed > 0:
@@ -311,7 +311,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             q, v, p, h, G, L, a_free, a_left, X, rows, closed, ws
         )
         if status != STATUS_OK:
-            return status, False, 0
+            return status, False, 0, 0
         used += pivots
         for c in range(active):  # I_2 at t_k
             X[_HELD, rows[c]] = 1.0
@@ -325,7 +325,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     if not CONSTANT_MASS:
         mass_matrix(q1, p, M1)
         if not factor_mass(M1, n, L1):
-            return STATUS_MASS_NOT_SPD, False, 0
+            return STATUS_MASS_NOT_SPD, False, 0, 0
         right = L1
     else:
         right = L
@@ -334,7 +334,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     gap(q1, p, g1)
     status, closed = _closed_rows(g1, q1, p, G, rows)
     if status != STATUS_OK:
-        return status, False, 0
+        return status, False, 0, 0
     impact = False
     for c in range(closed):
         if g[rows[c]] > 0.0:
@@ -353,7 +353,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
                 q1, v1, p, h, G, right, a_right_free, a_right, X, rows, held, ws
             )
             if status != STATUS_OK:
-                return status, False, 0
+                return status, False, 0, 0
             used += pivots
             closed = 0  # rows[:closed] = I_1 again (I_2 overwrote it)
             for i in range(m):
@@ -376,9 +376,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             b[c] = (1.0 + e) * u if g[i] > 0.0 else u
         pivots = complementarity_update(n, G, rows, closed, v_free, right, ws, v_next)
         if pivots == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0
+            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
         if pivots < 0:
-            return STATUS_CONTACT_SOLVE_FAILED, False, 0
+            return STATUS_CONTACT_SOLVE_FAILED, False, 0, 0
         used += pivots
         for i in range(m):
             X[IMPULSE, i] = 0.0
@@ -395,7 +395,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     for j in range(n):
         Z[NEXT_Q, j] = q1[j]
         Z[NEXT_V, j] = v_next[j] if closed > 0 else v_free[j]
-    return STATUS_OK, closed > 0, used
+    return STATUS_OK, closed > 0, used, 2
 
 
 def _commit(X, Z):  # noqa: N803

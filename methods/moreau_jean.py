@@ -137,7 +137,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     if k == 0 or not CONSTANT_MASS:
         mass_matrix(qp, p, M)
         if not factor_mass(M, n, L):
-            return STATUS_MASS_NOT_SPD, False, 0
+            return STATUS_MASS_NOT_SPD, False, 0, 0
     forces(tp, qp, v, p, f)
     solve_mass(L, n, f, acc)
     gap(qp, p, g)
@@ -146,7 +146,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         if g[i] <= 0.0:
             closed = True
         elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
-            return STATUS_GAP_NOT_FINITE, False, 0
+            return STATUS_GAP_NOT_FINITE, False, 0, 0
     active = 0
     if closed:
         gap_gradient(qp, p, G)
@@ -155,7 +155,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             for j in range(n):
                 grad_check += G[i, j]
         if not np.isfinite(grad_check):
-            return STATUS_GAP_NOT_FINITE, False, 0
+            return STATUS_GAP_NOT_FINITE, False, 0, 0
         for i in range(m):
             if g[i] <= 0.0:
                 if APPROACHING_ONLY:  # compile-time constant: the non-default rule
@@ -184,9 +184,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             for a in range(active):
                 X[IMPULSE, rows[a]] = ws[4][a]
         if used == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0
+            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
         if used < 0:
-            return STATUS_CONTACT_SOLVE_FAILED, False, 0
+            return STATUS_CONTACT_SOLVE_FAILED, False, 0, 0
         for a in range(active):
             i = rows[a]
             before = 0.0
@@ -205,7 +205,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
             Z[NEXT_Q, j] = (q[j] + h_rest * vj) + h_theta * vn
         Z[NEXT_V, j] = vn
-    return STATUS_OK, active > 0, used
+    return STATUS_OK, active > 0, used, 1
 
 
 def _commit(X, Z):  # noqa: N803

@@ -99,9 +99,9 @@ def _rows(n: int, m: int, mass_rows: int) -> int:
 def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     n = N_DOF
     m = N_CONSTRAINTS
-    status, contact, used = velocity_step(k, t, t_next, h, p, e, mp, X, Z, rows, ws)
+    status, contact, used, evaluated = velocity_step(k, t, t_next, h, p, e, mp, X, Z, rows, ws)
     if status != STATUS_OK:
-        return status, contact, used
+        return status, contact, used, evaluated
     base = PROJECTION_ROW
     y = X[base, :n]
     x = X[base + 1, :n]
@@ -113,9 +113,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         y[j] = Z[NEXT_Q, j]
     projected = project(y, n, m, p, mp[_PROJ_TOL], int(mp[_PROJ_MAX]), M, L, x, g, G, ws)
     if projected == DEGENERATE_GRADIENT:
-        return STATUS_DEGENERATE_GRADIENT, False, 0
+        return STATUS_DEGENERATE_GRADIENT, False, 0, evaluated
     if projected < 0:
-        return STATUS_PROJECTION_NOT_CONVERGED, False, 0
+        return STATUS_PROJECTION_NOT_CONVERGED, False, 0, evaluated
     for j in range(n):
         Z[NEXT_Q, j] = x[j]
     if projected > 0:
@@ -137,7 +137,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
                 X[NORMAL_BEFORE, i] = before
                 X[NORMAL_AFTER, i] = after
         contact = True
-    return STATUS_OK, contact, used + projected
+    return STATUS_OK, contact, used + projected, evaluated
 
 
 #: Moreau-Jean with position projection as the one time loop runs it (impactbench.core.driver).

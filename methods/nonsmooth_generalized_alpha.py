@@ -193,6 +193,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         a_new[j] = a[j]
     tol = mp[_ITER_TOL]
     converged = False
+    evaluated = 0  # force evaluations of the fixed point
     for _ in range(int(mp[_ITER_MAX])):
         for j in range(n):
             qt[j] = base_q[j] + h2_beta * a_new[j]
@@ -200,8 +201,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         if not CONSTANT_MASS:
             mass_matrix(qt, p, M)
             if not factor_mass(M, n, L):
-                return STATUS_MASS_NOT_SPD, False, 0
+                return STATUS_MASS_NOT_SPD, False, 0, 0
         forces(t_next, qt, vt, p, f)
+        evaluated += 1
         solve_mass(L, n, f, vdot_new)
         change = 0.0
         size = 0.0
@@ -225,7 +227,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             converged = True
             break
     if not converged:
-        return STATUS_ITERATION_NOT_CONVERGED, False, 0
+        return STATUS_ITERATION_NOT_CONVERGED, False, 0, 0
     for j in range(n):
         qt[j] = base_q[j] + h2_beta * a_new[j]
         vt[j] = base_v[j] + h_gamma * a_new[j]
@@ -235,7 +237,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         if g[i] <= 0.0:
             closed = True
         elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
-            return STATUS_GAP_NOT_FINITE, False, 0
+            return STATUS_GAP_NOT_FINITE, False, 0, 0
     active = 0
     used = 0
     if closed:
@@ -245,7 +247,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             for j in range(n):
                 grad_check += G[i, j]
         if not np.isfinite(grad_check):
-            return STATUS_GAP_NOT_FINITE, False, 0
+            return STATUS_GAP_NOT_FINITE, False, 0, 0
         for i in range(m):
             if g[i] <= 0.0:
                 rows[active] = i
@@ -263,9 +265,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             for b in range(active):
                 X[IMPULSE, rows[b]] = ws[4][b]
         if used == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0
+            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
         if used < 0:
-            return STATUS_CONTACT_SOLVE_FAILED, False, 0
+            return STATUS_CONTACT_SOLVE_FAILED, False, 0, 0
         for b in range(active):
             i = rows[b]
             before = 0.0
@@ -293,9 +295,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             for j in range(n):
                 dx[j] = x[j] - qs[j]
         if projected == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0
+            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
         if projected < 0:
-            return STATUS_PROJECTION_NOT_CONVERGED, False, 0
+            return STATUS_PROJECTION_NOT_CONVERGED, False, 0, 0
         used += projected
     for j in range(n):
         if active > 0:
@@ -304,7 +306,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         else:
             Z[NEXT_Q, j] = qt[j]
             Z[NEXT_V, j] = vt[j]
-    return STATUS_OK, active > 0, used
+    return STATUS_OK, active > 0, used, evaluated
 
 
 def _commit(X, Z):  # noqa: N803

@@ -144,7 +144,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     if not CONSTANT_MASS:
         mass_matrix(q, p, M)
         if not factor_mass(M, n, L):
-            return STATUS_MASS_NOT_SPD, False, 0
+            return STATUS_MASS_NOT_SPD, False, 0, 0
     forces(tk, q, vt, p, f)
     solve_mass(L, n, f, acc)
     for j in range(n):
@@ -157,7 +157,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         if g[i] < 0.0:
             admissible = False
         elif not g[i] >= 0.0:  # NaN is neither inside nor outside K: a failure
-            return STATUS_GAP_NOT_FINITE, False, 0
+            return STATUS_GAP_NOT_FINITE, False, 0, 0
     used = 0
     if not admissible:
         if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
@@ -167,7 +167,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
                 for j in range(n):
                     grad_check += G[0, j]
                 if not np.isfinite(grad_check):
-                    return STATUS_GAP_NOT_FINITE, False, 0
+                    return STATUS_GAP_NOT_FINITE, False, 0, 0
                 X[inv_w_row, 0] = metric_row(n, G, 0, L, Y)
                 X[inv_w_row + 1, 0] = 1.0
             used = affine_projection_step(n, g[0], Y, X[inv_w_row, 0], X[IMPULSE], dx)
@@ -178,9 +178,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             for i in range(m):
                 X[IMPULSE, i] = ws[4][i]
         if used == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0
+            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
         if used < 0:
-            return STATUS_PROJECTION_NOT_CONVERGED, False, 0
+            return STATUS_PROJECTION_NOT_CONVERGED, False, 0, 0
     # q^{k+1} = -e q^{k-1} + (1 + e) x = z + (1 + e) dx (dx = x - y = 0 when y is admissible)
     for j in range(n):
         q_next = 2.0 * q[j] + (h2 * acc[j] - q_prev[j])
@@ -198,7 +198,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
                     after += G[i, j] * (Z[NEXT_Q, j] - q[j]) * inv_h
                 X[NORMAL_BEFORE, i] = before
                 X[NORMAL_AFTER, i] = after
-    return STATUS_OK, used > 0, used
+    return STATUS_OK, used > 0, used, 1
 
 
 def _commit(X, Z):  # noqa: N803

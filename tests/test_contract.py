@@ -121,3 +121,56 @@ def test_problem_registry_names_its_classes():
     for name, cls in PROBLEMS.items():
         assert cls.__name__ == name
         assert cls().name == name
+
+
+@pytest.mark.parametrize(
+    ("name", "per_step"),
+    [("MoreauJean", 1), ("CatchingUp", 1), ("PaoliSchatzman", 1), ("D1MinusLinear", 2),
+     ("MoreauJeanProjection", 1)],
+)  # fmt: skip
+def test_force_evaluations_count_every_call(name, per_step):
+    """stats["force_evaluations"] is the number of calls of the problem's forces: counted through
+    the plain-Python path (a wrapper counts the calls) and equal in the compiled loop."""
+    from impactbench.problems import BouncingBall
+
+    ball = BouncingBall(restitution=0.8)
+    method = METHODS[name](compiled=False)
+    calls = 0
+    forces = ball.forces
+
+    def counted(t, q, v):
+        nonlocal calls
+        calls += 1
+        return forces(t, q, v)
+
+    ball.forces = counted
+    ball.check()  # what simulate's validation of the problem calls, outside the run
+    checking = calls
+    calls = 0
+    run = simulate(ball, method, 2.0, h=1e-2)
+    calls -= checking
+    assert run.stats["force_evaluations"] == calls
+    steps = run.stats["steps"]
+    assert per_step * steps <= calls <= per_step * steps + 1
+    compiled = simulate(BouncingBall(restitution=0.8), METHODS[name](), 2.0, h=1e-2)
+    assert compiled.stats["force_evaluations"] == calls
+
+
+def test_generalized_alpha_counts_each_fixed_point_iteration():
+    from impactbench.problems import DoublePendulum
+
+    pendulum = DoublePendulum()
+    calls = 0
+    forces = pendulum.forces
+
+    def counted(t, q, v):
+        nonlocal calls
+        calls += 1
+        return forces(t, q, v)
+
+    pendulum.forces = counted
+    pendulum.check()  # what simulate's validation of the problem calls, outside the run
+    checking = calls
+    calls = 0
+    run = simulate(pendulum, METHODS["NonsmoothGeneralizedAlpha"](compiled=False), 0.5, h=1e-2)
+    assert run.stats["force_evaluations"] == calls - checking > 2 * run.stats["steps"]

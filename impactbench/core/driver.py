@@ -50,10 +50,12 @@ which take both forms: with a diagonal M no step does O(n^2) work or stores an (
 
 ``start(t0, h, q0, v0, p, e, mp, X, rows, ws) -> (status, iterations, force_evaluations)``
     Set the scheme's state from (q0, v0) (a two-step scheme computes its first step here).
-``step(k, t, t_next, h, p, e, mp, X, Z, rows, ws) -> (status, contact, iterations)``
+``step(k, t, t_next, h, p, e, mp, X, Z, rows, ws) -> (status, contact, iterations, evaluations)``
     Step k (t = t0 + k h, t_next = t0 + (k + 1) h): write the candidate state into
     ``Z[NEXT_Q]`` and ``Z[NEXT_V]`` and, when ``contact``, the impulses and normal velocities of
     the driver rows; leave the scheme's state unchanged (the driver commits it after its checks).
+    ``evaluations`` counts the calls of ``forces`` the step made (``stats["force_evaluations"]``
+    is their sum plus those of ``start``).
 ``commit(X, Z)``
     Make the candidate the current state.
 ``sample(X, Z, q_out, v_out)``
@@ -146,7 +148,10 @@ def _time_loop(
         for k in range(n_steps):
             t = t0 + k * h
             t_next = t0 + (k + 1) * h
-            status, contact, used = scheme_step(k, t, t_next, h, p, e, mp, X, Z, rows, ws)
+            status, contact, used, evaluated = scheme_step(
+                k, t, t_next, h, p, e, mp, X, Z, rows, ws
+            )
+            force_evaluations += evaluated
             if status != STATUS_OK:
                 break
             check = 0.0
@@ -173,7 +178,6 @@ def _time_loop(
                 out_t[samples] = t_next
                 scheme_sample(X, Z, out_q[samples], out_v[samples])
                 samples += 1
-    force_evaluations += steps
     store_counters(counters, status, steps, force_evaluations, impacts, logged, samples, iterations)
     if status == STATUS_OK:
         state[0] = t0 + steps * h
