@@ -1,59 +1,80 @@
-"""Compiled event-driven engine (issue 12, phase 1): the event loop of :mod:`event_driven` in numba.
+"""Compiled event-driven engine (issue 12): the event loop of :mod:`event_driven` in numba.
 
-Status (phase 1 of several; not registered in ``METHODS``, not yet behind
-``EventDriven(compiled=True)``)
+Status (not registered in ``METHODS``; ``EventDriven(compiled=True)`` is to call
+:func:`simulate_compiled`)
 ------------------------------------------------------------------------------------------------
 Done, in one numba function compiled with ``_nrt=False`` (every buffer is allocated by the
 Python wrapper :func:`simulate_compiled`; the same source runs as plain Python with
-``compile=False``):
+``compile=False``), each step as the scipy path's ``_Run`` does it:
 
-* free flight y = (q, v), y' = (v, M(q)^-1 F(t, q, v)) (LDL^T of M from
-  :mod:`impactbench.core.contact`), stepped by the scipy-identical RK45 / DOP853 of
+* the dynamics y = (q, v), y' = (v, a): in free flight a = M(q)^-1 F(t, q, v) (LDL^T of M from
+  :mod:`impactbench.core.contact`), with the contacts C closed the index-1 contact dynamics
+  M a = F + G_C^T lambda, W_C lambda = -(G_C M^-1 F + (dG_C/dt) v) (the Schur complement of
+  the scipy path's KKT system; the curvature term by the same central difference of
+  ``gap_gradient`` along v), one right-hand side reading C from its workspace
+  (:func:`rhs_workspace`); stepped by the scipy-identical RK45 / DOP853 of
   :mod:`impactbench.core.compiled_rk` (same step-size control, initial step and dense output);
-* event detection on every accepted step exactly as ``_gap_crossing`` of the Python path:
-  ``_SUBINTERVALS`` = 4 sub-intervals, sign changes of g_i - level, interior minima of g_i
-  (rate dg_i/dt = grad g_i . v changing sign) so that a grazing contact or a gap that closes
-  and reopens inside one step is found, re-arming of disarmed gaps at the first point (or
-  interior maximum) with g > 0;
+* event detection on every accepted step exactly as ``_gap_crossing`` and ``scan`` of the
+  Python path: ``_SUBINTERVALS`` = 4 sub-intervals, sign changes of g_i - level, interior
+  minima of g_i (rate dg_i/dt = grad g_i . v changing sign) so that a grazing contact or a gap
+  that closes and reopens inside one step is found, re-arming of disarmed gaps at the first
+  point (or interior maximum) with g > 0; for a closed contact, lift-off at the first
+  sub-interval end where lambda_i <= 0, located as the root of lambda_i on the dense output;
 * root location by Brent's method (a port of scipy's ``brentq``, same tolerances
   ``xtol = 4 eps max(|a|, |b|)``, ``rtol = 4 eps``) on the dense output;
-* the impact map: Newton's law in the kinetic metric on the active set (event constraint plus
-  every near constraint approaching), through the shared :func:`impactbench.core.contact.impulse`
-  (closed form for one row, LCP for several); projection of q onto g_i = 0 for g_i < 0
-  (Gauss-Newton in the metric of M, as ``_Model.project_position``);
-* restart after an event (initial step re-selected, gaps within the contact tolerance
-  disarmed to the level -tol_i), output decimation (every ``output_every``-th accepted step,
-  plus the states before and after each impact and the final state), the impact log and the
-  counters of :mod:`impactbench.core.status_codes`.
+* the restart (``resolve``): Newton's law in the kinetic metric on the active set (event
+  constraint, closed contacts and every near constraint approaching) through the shared
+  :func:`impactbench.core.contact.impulse`; the accumulation (Zeno) test -- a near constraint
+  at most at the rest speed ``rest_velocity sqrt(2 |b_i| |grad g_i| L)`` after the event, or
+  impacting closer than ``min_impact_interval (t_end - t0)`` after its previous impact, is
+  slow -- and the closing of the slow contacts with a positive force of the acceleration LCP
+  ``0 <= lambda _|_ W lambda + b >= 0`` over all of them (the shared
+  :func:`impactbench.core.contact.solve_lcp`, closing threshold 1e-12 as the scipy path; a
+  released contact is excluded); projection of q onto the closed contacts and every g_i < 0
+  and of v onto the closed contacts (Gauss-Newton / one solve in the metric of M);
+* drift: after an accepted step in contact, q and v are projected when |g_C| or |G_C v|
+  exceed (atol + rtol L) |grad g|, (atol + rtol |v|_inf) |grad g|, and the solver resumes with
+  the last step size (``stats["projections"]``); at t_end the state is projected onto the
+  closed contacts and checked admissible (g_i >= -2 tol_i);
+* statuses and messages as the scipy path: ``ZENO_HANDLED`` with its accumulation message
+  ("accumulation of impacts on constraint(s) [...] cut at t=... : rebound normal velocity ...
+  below the rest speed ..." or "impacts closer than ..."), ``OK`` with "persistent contact from
+  t=..." when a contact closes without an accumulation, ``FAILED`` with the scipy path's
+  ``SimulationError`` text (contact LCP failed, projection did not converge, run ended inside
+  the obstacle, events repeat without progress, ...) and the samples up to the failure;
+  ``stats`` has the scipy path's keys (``zeno_time``, ``contact_time``, ``rest_speed``,
+  ``contact_phases``, ``contact_duration``, ``projections``, thresholds) plus ``events``,
+  ``t_stop``, ``state_stop``; output decimation, the impact log and the counters of
+  :mod:`impactbench.core.status_codes`.
 
-Verified (``tests/test_compiled_event_driven.py``): bouncing ball e = 0.8 up to 0.1 before the
-accumulation point (17 impacts; times and normal velocities on the closed form to 1e-8 at
-rtol 1e-10), slanted wall (non-diagonal M) impact times and post-impact states, the double
-pendulum (tip wall and two contacts, T = 5.5) against ``EventDriven(integrator="DOP853")``: the
-same accepted steps, impact sequence, impact times within 1e-9 and final state within a few
-rtol (measured: 3e-14), compiled against plain Python, a grazing crossing (a gap that closes
-and reopens inside one accepted step: missed without the interior-minimum check), output
-decimation, the accumulation reported as a failure.
+Verified (``tests/test_compiled_event_driven.py``): the bouncing ball e = 0.8 to T = 10 through
+its accumulation point into persistent contact (62 impacts on the closed form to 1e-8, the cut
+at the last of them within 1e-5 of t_inf, at rest q = v = 0 after it, the same impacts, cut
+and final state as the scipy path within 10 rtol, compiled = plain Python) and up to 0.1
+before t_inf (normal velocities), a ball at rest from t = 0, a shaken ball whose contact force
+crosses zero (lift-off at the closed-form time to 1e-9, flight and landing on the closed form
+to 1e-8, as the scipy path), two floors with a non-diagonal M whose accumulations close one
+contact after the other (the second during the first contact phase) against the scipy path
+(same impact sequence, times within 10 rtol, message, phases, final state), the slanted wall,
+the double pendulum (tip wall and two contacts, T = 5.5: the same accepted steps as the
+scipy path), a grazing crossing inside one step, output decimation.
 
-Cost (``benchmarks/compiled_event_driven.py``, double pendulum tip wall, T = 5.5, rtol 1e-10,
-shared 2-core machine, same process, best of 5 against best of 3): DOP853 212 steps, 0.49-0.51
+Cost (``benchmarks/compiled_event_driven.py``, rtol 1e-10, shared 2-core machine, same process,
+best of 5 against best of 3): double pendulum tip wall, T = 5.5: DOP853 212 steps, 0.49-0.51
 ms per run (2.3 us per accepted step, wrapper included) against 50-69 ms for the scipy path
 (ratio 97-137x); RK45 899 steps, 0.83-0.85 ms (0.93 us/step) against 131-212 ms (155-254x).
-Compiling one engine (one problem class, sizes and pair) takes ~20 s, cached on disk (the
-test file: 133 s cold on one core, 18 s warm).
+BALL_COST
+Compiling one engine (one problem class, sizes and pair) takes ~20-50 s, cached on disk.
 
-Missing (next phases):
+Known differences from the scipy path: the closed-contact accelerations come from the Schur
+complement instead of the KKT solve and free flight from LDL^T instead of LAPACK, so results
+agree to round-off, not bit for bit; where the error estimate is itself round-off (the ball's
+constant acceleration) the step sequences can differ (ball e = 0.8, T = 10: 153 accepted
+steps against 151, same impacts). ``force_evaluations`` counts right-hand sides and contact
+force evaluations of this engine, not ``problem.forces`` calls.
 
-* accumulation (Zeno) cut-off and persistent contact (the index-1 contact dynamics, release by
-  the root of lambda, drift projections): the engine *detects* the situation where the Python
-  path would switch to persistent contact -- a near constraint whose normal velocity after the
-  event is at most the rest speed ``rest_velocity sqrt(2 |a_i| |grad g_i| L)`` (or impacts
-  closer than ``min_impact_interval (t_end - t0)``) and whose free normal acceleration a_i
-  points into the obstacle -- and stops with status FAILED and a message saying so (it does not
-  loop). The closing test is per constraint (a_i < 0), not the Python path's LCP over all slow
-  constraints;
-* integration as ``EventDriven(compiled=True)`` (stats names, ``SimulationError`` on failure,
-  dense output of the run), problems without kernels, ``max_step`` tests, time-dependent gaps.
+Missing: integration as ``EventDriven(compiled=True)`` (``SimulationError`` on failure, dense
+output of the run), problems without kernels, ``max_step`` tests, time-dependent gaps.
 """
 
 from __future__ import annotations
