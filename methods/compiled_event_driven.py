@@ -1053,8 +1053,9 @@ def simulate_compiled(
     max_step : float
         Largest step size (inf allowed).
     rest_velocity, min_impact_interval : float
-        The Python path's accumulation thresholds, used here to detect (and stop at) the switch
-        to persistent contact.
+        The accumulation (Zeno) thresholds of ``EventDriven``: rebound speed relative to
+        ``sqrt(2 |g''| |grad g| L)`` and impact spacing relative to ``t_end - t0`` below which
+        an accumulation is cut and continued as persistent contact.
     compile : bool
         numba (cached on disk) or the same source as plain Python.
     capacity : int
@@ -1064,9 +1065,13 @@ def simulate_compiled(
     Returns
     -------
     Trajectory
-        Samples of shape (N,), (N, n), (N, n); status OK or FAILED (message says why, the
-        samples up to the failure are kept; ``stats`` holds ``steps``, ``force_evaluations``,
-        ``impacts``, ``events``, ``segments``, ``t_stop``, ``state_stop``).
+        Samples of shape (N,), (N, n), (N, n) (as the scipy path: accepted steps, the states
+        before and after each event, the final state); status ZENO_HANDLED (an accumulation
+        was cut), OK or FAILED (the message says why as the scipy path's ``SimulationError``;
+        the samples up to the failure are kept). ``stats`` holds the scipy path's keys
+        (``steps``, ``force_evaluations``, ``impacts``, ``segments``, ``projections``, the
+        thresholds, ``zeno_time``, ``contact_time``, ``contact_phases``, ``contact_duration``)
+        and ``events``, ``t_stop``, ``state_stop``.
     """
     if problem.kernels() is None:
         raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
