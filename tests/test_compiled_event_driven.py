@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 import impactbench as ib
@@ -419,3 +420,84 @@ def test_two_contacts_close_one_after_the_other_as_the_scipy_path():
     np.testing.assert_allclose(run.v[-1], 0.0, rtol=0, atol=1e-12)
     np.testing.assert_allclose(run.q[-1], ref.q[-1], rtol=0, atol=5 * RTOL)
     np.testing.assert_allclose(run.v[-1], ref.v[-1], rtol=0, atol=5 * RTOL)
+
+
+# A particle inside the unit circle under gravity (g(q) = R^2 - |q|^2, a curved constraint,
+# p = [g, R]): from the bottom with speed 2 it slides on the circle as a pendulum,
+# theta'' = -(g / R) sin(theta), the contact never opening (lambda > 0 for v0^2 < 2 g R).
+@kernel
+def _bowl_mass_matrix(q, p, out):
+    out[0, 0] = 1.0
+    out[0, 1] = 0.0
+    out[1, 0] = 0.0
+    out[1, 1] = 1.0
+
+
+@kernel
+def _bowl_forces(t, q, v, p, out):
+    out[0] = 0.0
+    out[1] = -p[0]
+
+
+@kernel
+def _bowl_gap(q, p, out):
+    out[0] = p[1] ** 2 - q[0] ** 2 - q[1] ** 2
+
+
+@kernel
+def _bowl_gap_gradient(q, p, out):
+    out[0, 0] = -2.0 * q[0]
+    out[0, 1] = -2.0 * q[1]
+
+
+class _Bowl(CompiledProblem):
+    KERNELS = ProblemKernels(_bowl_mass_matrix, _bowl_forces, _bowl_gap, _bowl_gap_gradient)
+
+    def __init__(self, speed: float) -> None:
+        self.name = "Bowl"
+        self.n_dof = 2
+        self.n_constraints = 1
+        self.restitution = 0.5
+        self.t0 = 0.0
+        self.gravity = 9.81
+        self.radius = 1.0
+        self.q0 = np.array([0.0, -self.radius])
+        self.v0 = np.array([speed, 0.0])
+        self._finish_init()
+
+    def kernel_parameters(self) -> np.ndarray:
+        return np.array([self.gravity, self.radius])
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        return self.gravity * float(q[1])
+
+
+def test_sliding_on_a_curved_contact_with_drift_projections():
+    # Plain Python (the same source as the compiled engine, no compile cost for a new problem).
+    bowl = _Bowl(speed=2.0)
+    t_end = 3.0
+    run = simulate_compiled(bowl, t_end, RTOL, ATOL, "DOP853", compile=False)
+    assert run.status is Status.OK and run.impacts.total == 0
+    assert run.stats["contact_time"] == 0.0 and run.stats["contact_phases"] == 1
+    assert run.stats["projections"] >= 1  # the curved contact drifts: projections happened
+    # On the circle up to the drift tolerance (atol + rtol R) |grad g| plus one step's drift,
+    # and on the pendulum's solution.
+    drift = (ATOL + RTOL * bowl.radius) * 2.0 * bowl.radius
+    radius = np.linalg.norm(run.q, axis=1)
+    assert np.abs(bowl.radius**2 - radius**2).max() <= 3.0 * drift
+    pendulum = solve_ivp(
+        lambda t, y: [y[1], -bowl.gravity / bowl.radius * math.sin(y[0])],
+        (0.0, t_end),
+        [0.0, 2.0 / bowl.radius],
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-14,
+        dense_output=True,
+    )
+    angle = pendulum.sol(run.t)[0]
+    exact = bowl.radius * np.column_stack((np.sin(angle), -np.cos(angle)))
+    np.testing.assert_allclose(run.q, exact, rtol=0, atol=1e-8)
+    ref = ib.simulate(bowl, EventDriven(integrator="DOP853", rtol=RTOL, atol=ATOL), t_end)
+    assert ref.status is Status.OK and ref.stats["contact_phases"] == 1
+    np.testing.assert_allclose(run.q[-1], ref.q[-1], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(run.v[-1], ref.v[-1], rtol=0, atol=1e-9)
