@@ -480,11 +480,11 @@ def test_sliding_on_a_curved_contact_with_drift_projections():
     assert run.status is Status.OK and run.impacts.total == 0
     assert run.stats["contact_time"] == 0.0 and run.stats["contact_phases"] == 1
     assert run.stats["projections"] >= 1  # the curved contact drifts: projections happened
-    # On the circle up to the drift tolerance (atol + rtol R) |grad g| plus one step's drift,
-    # and on the pendulum's solution.
+    # Every sample on the circle up to the drift tolerance (atol + rtol R) |grad g| (a step end
+    # beyond it is projected before it is kept; measured max 0.19 of it), and on the pendulum.
     drift = (ATOL + RTOL * bowl.radius) * 2.0 * bowl.radius
     radius = np.linalg.norm(run.q, axis=1)
-    assert np.abs(bowl.radius**2 - radius**2).max() <= 3.0 * drift
+    assert np.abs(bowl.radius**2 - radius**2).max() <= drift
     pendulum = solve_ivp(
         lambda t, y: [y[1], -bowl.gravity / bowl.radius * math.sin(y[0])],
         (0.0, t_end),
