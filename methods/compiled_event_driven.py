@@ -100,6 +100,7 @@ from impactbench.core.compiled_rk import (
     METHODS,
     RTOL_FLOOR,
     STEP_ACCEPTED,
+    STEP_NOT_FINITE,
     RungeKuttaIntegrator,
     make_rk_integrator,
 )
@@ -773,6 +774,9 @@ def _event_loop(
                 status = STATUS_MASS_NOT_SPD
                 if control[0] == 2.0:
                     status = STATUS_CONTACT_MATRIX_SINGULAR
+                break
+            if step_status == STEP_NOT_FINITE:
+                status = STATUS_NOT_FINITE
                 break
             if step_status != STEP_ACCEPTED:
                 status = STATUS_STEP_TOO_SMALL

@@ -33,8 +33,10 @@ Impacts and several contacts.
     ``tol_i = 10 (atol + rtol L) |grad g_i|``, with the length scale ``L = max(1, |q0|_inf)``.
 Accumulation (Zeno).
     After an impact, a near constraint is *at rest* when its normal velocity is at most the rest
-    speed ``rest_velocity * sqrt(2 |a_i| |grad g_i| L)``, where a_i is its free normal
-    acceleration (g_i'' without contact force): with the default ``rest_velocity = 1e-6`` the next
+    speed ``rest_velocity * sqrt(2 |a_i| |grad g_i| L)``, where a_i is its normal acceleration
+    g_i'' under the forces of the persistent contacts that stay closed (a bead falling onto a
+    bead that rests on the floor has a_i = -g although their free relative acceleration is 0,
+    and its bounces would never be at rest): with the default ``rest_velocity = 1e-6`` the next
     flight would rise at most 1e-12 L, 1e4 times above the round-off of g, and the position error
     of cutting the accumulation there is below 1e-12 L. Impacts of one constraint closer in time
     than ``min_impact_interval * (t_end - t0)`` also count as an accumulation (default 1e-12, which
@@ -91,7 +93,13 @@ from impactbench.core.trajectory import (
     Status,
     Trajectory,
 )
+from impactbench.methods.compiled_event_driven import simulate_compiled
 from impactbench.methods.free_flight import free_flight_rhs
+
+#: Whether ``EventDriven()`` runs the compiled event loop where it applies.
+COMPILED_BY_DEFAULT = False
+#: The integrators of the compiled event loop.
+COMPILED_INTEGRATORS = ("RK45", "DOP853")
 
 #: scipy ODE solvers accepted as ``integrator``.
 INTEGRATORS: dict[str, type[integrate.OdeSolver]] = {
@@ -145,6 +153,13 @@ class EventDriven(Method):
         Attach the solver's interpolants of the whole run as ``Trajectory.dense`` (default
         False; see "Dense output" below). Part of ``parameters()`` and of the name only when
         True, to keep names short.
+    compiled : bool
+        Run the compiled event loop (:mod:`impactbench.methods.compiled_event_driven`: the same
+        algorithm in numba, scipy-identical RK45/DOP853) where it applies: a problem with
+        compiled kernels, integrator "RK45" or "DOP853", no dense output. Elsewhere, and with
+        ``compiled=False``, the scipy path below runs. ``stats["engine"]`` says which ran
+        ("compiled" or "scipy"). Always part of the name, so that tables and charts say which
+        engine a run asked for.
 
     Notes
     -----
@@ -201,6 +216,7 @@ class EventDriven(Method):
         rest_velocity: float = 1e-6,
         min_impact_interval: float = 1e-12,
         dense_output: bool = False,
+        compiled: bool = COMPILED_BY_DEFAULT,
     ) -> None:
         if not isinstance(integrator, str) or integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {sorted(INTEGRATORS)}, got {integrator!r}")
@@ -222,6 +238,18 @@ class EventDriven(Method):
         if not isinstance(dense_output, (bool, np.bool_)):
             raise ValueError(f"dense_output must be True or False, got {dense_output!r}")
         self.dense_output = bool(dense_output)
+        if not isinstance(compiled, (bool, np.bool_)):
+            raise ValueError(f"compiled must be True or False, got {compiled!r}")
+        self.compiled = bool(compiled)
+
+    def uses_compiled_engine(self, problem: Problem) -> bool:
+        """Whether :meth:`solve` runs the compiled event loop on ``problem`` (see ``compiled``)."""
+        return (
+            self.compiled
+            and not self.dense_output
+            and self.integrator in COMPILED_INTEGRATORS
+            and problem.kernels() is not None
+        )
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
@@ -230,6 +258,8 @@ class EventDriven(Method):
             raise ValueError(
                 f"EventDriven is adaptive: h must be None; use rtol/atol/max_step, got h={h!r}"
             )
+        if self.uses_compiled_engine(problem):
+            return self._solve_compiled(problem, t_end, output_every)
         run = _Run(self, problem, t_end, output_every)
         try:
             return run.execute()
@@ -237,6 +267,36 @@ class EventDriven(Method):
             if err.trajectory is None:
                 err.trajectory = run.record.trajectory(Status.FAILED, err.reason, run.stats())
             raise
+
+    def _solve_compiled(self, problem: Problem, t_end: float, output_every: int) -> Trajectory:
+        trajectory = simulate_compiled(
+            problem,
+            t_end,
+            rtol=self.rtol,
+            atol=self.atol,
+            integrator=self.integrator,
+            output_every=output_every,
+            max_step=self.max_step,
+            rest_velocity=self.rest_velocity,
+            min_impact_interval=self.min_impact_interval,
+        )
+        trajectory.method = self.name
+        trajectory.stats.update(
+            engine="compiled",
+            rest_velocity=self.rest_velocity,
+            min_impact_interval=self.min_impact_interval,
+        )
+        if trajectory.status is Status.FAILED:
+            n = int(problem.n_dof)
+            state = trajectory.stats["state_stop"]
+            raise SimulationError(
+                f"{self.name} on {problem.name}: {trajectory.message}",
+                trajectory.stats["t_stop"],
+                state[:n],
+                state[n:],
+                trajectory,
+            )
+        return trajectory
 
 
 # --------------------------------------------------------------------------------------------
@@ -584,6 +644,7 @@ class _Run:
 
     def stats(self) -> dict[str, Any]:
         return {
+            "engine": "scipy",
             "steps": self.record.steps,
             "force_evaluations": self.model.force_evaluations,
             "impacts": self.record.total,
@@ -848,8 +909,18 @@ class _Run:
             self.last_impact[impacting] = t
             u = u_after
         G, Y, b = model.contact_terms(t, q, v)
+        # Normal accelerations under the forces of the contacts that stay closed (a bead resting
+        # on a bead held by the floor falls onto it at g, although their free relative
+        # acceleration is 0): the rest speed of the next flight.
+        a = b
+        held = np.setdiff1d(closed, released)
+        if held.size:
+            lam_held = _contact_forces(G[held] @ Y[:, held], b[held])
+            if lam_held is None:
+                raise SimulationError(f"contact LCP failed on constraints {held.tolist()}", t, q, v)
+            a = b + (G @ Y[:, held]) @ lam_held
         rest = self.method.rest_velocity * np.sqrt(
-            2.0 * np.abs(b) * np.linalg.norm(G, axis=1) * model.length
+            2.0 * np.abs(a) * np.linalg.norm(G, axis=1) * model.length
         )
         slow = near & (np.abs(u) <= rest)
         slow[spaced] = True

@@ -42,7 +42,9 @@ A persistent contact is held on the constraint (depth 0 to round-off) instead of
 inside it, also on curved sliding contacts where Moreau-Jean drifts. Cost: one gap evaluation
 per step (admissibility of qt), plus the projection on steps that end outside K.
 
-The impact log is the velocity step's: U_k and G v_{k+1} for each constraint with P > 0.
+The impact log: U_k = G v_k and G v_{k+1} for each constraint with P > 0, and for each constraint
+the projection alone moved (mu > 0, no impulse), so that a contact held by the projection between
+impulses is one contact, not a train of impacts.
 """
 
 from __future__ import annotations
@@ -56,7 +58,16 @@ from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core._jit import specialize
 from impactbench.core.contact import DEGENERATE_GRADIENT, make_metric_projection
-from impactbench.core.driver import FIRST_SCHEME_ROW, NEXT_Q, Scheme, make_loop
+from impactbench.core.driver import (
+    FIRST_SCHEME_ROW,
+    IMPULSE,
+    NEXT_Q,
+    NEXT_V,
+    NORMAL_AFTER,
+    NORMAL_BEFORE,
+    Scheme,
+    make_loop,
+)
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
@@ -76,6 +87,7 @@ _THETA, _PROJ_TOL, _PROJ_MAX = range(3)
 
 #: The velocity step's rows of X (moreau_jean's layout, read here for its M and factor).
 _MASS = moreau_jean._MATRICES
+_VELOCITY = moreau_jean._V
 
 
 def _rows(n: int, m: int) -> int:
@@ -105,6 +117,25 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
         return STATUS_PROJECTION_NOT_CONVERGED, False, 0
     for j in range(n):
         Z[NEXT_Q, j] = x[j]
+    if projected > 0:
+        # A constraint the projection alone acted on (no impulse from the velocity step) is
+        # logged like an impulse, with its multiplier and the normal velocities G v_k, G v_{k+1}:
+        # otherwise a resting contact held by the projection between impulses would read as a
+        # train of separate impacts.
+        v = X[_VELOCITY, :n]
+        for i in range(m):
+            if not contact:
+                X[IMPULSE, i] = 0.0
+            if ws[4][i] > 0.0 and not X[IMPULSE, i] > 0.0:
+                X[IMPULSE, i] = ws[4][i]
+                before = 0.0
+                after = 0.0
+                for j in range(n):
+                    before += G[i, j] * v[j]
+                    after += G[i, j] * Z[NEXT_V, j]
+                X[NORMAL_BEFORE, i] = before
+                X[NORMAL_AFTER, i] = after
+        contact = True
     return STATUS_OK, contact, used + projected
 
 

@@ -48,19 +48,6 @@ class _Schedule(NamedTuple):
     t_rest: float  # time of that impact (inf if never)
 
 
-def _validated_times(t: np.ndarray | float, t0: float) -> np.ndarray:
-    """Times as a 1-D float array, all finite and >= t0 (ValueError naming ``t`` otherwise)."""
-    times = np.atleast_1d(np.asarray(t, dtype=float))
-    if times.ndim != 1:
-        raise ValueError(f"t must be a scalar or a 1-D array, got shape {times.shape}")
-    if not np.all(np.isfinite(times)):
-        bad = times[~np.isfinite(times)][0]
-        raise ValueError(f"t must be finite, got a value {bad!r}")
-    if times.size and times.min() < t0:
-        raise ValueError(f"t must be >= t0 = {t0!r}, got min(t) = {times.min()!r}")
-    return times
-
-
 def _schedule(t0: float, s0: float, u0: float, g: float, e: float) -> _Schedule:
     nan, inf = math.nan, math.inf
     s0 = max(s0, 0.0)
@@ -178,7 +165,7 @@ def bouncing_gap(
         Gap and gap rate; at an impact instant u is the post-impact value (right limit).
     """
     sched = _schedule(float(t0), float(s0), float(u0), float(gravity), float(restitution))
-    t = _validated_times(t, sched.t0)
+    t = _checks.times(t, sched.t0)
     g, e = sched.g, sched.e
     tau = t - sched.t0
     s = sched.s0 + tau * (sched.u0 - 0.5 * g * tau)

@@ -12,7 +12,7 @@ from impactbench.core import _checks
 from impactbench.core._jit import kernel
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
-from .bouncing_ball import MAX_IMPACT_COUNT, _validated_times
+from .bouncing_ball import MAX_IMPACT_COUNT
 
 #: An amplitude e^k A below this is replaced by the rest state (no underflow).
 _AMPLITUDE_FLOOR = 1e-300
@@ -153,7 +153,7 @@ class ImpactingOscillator(CompiledProblem):
 
         See the class docstring; post-impact velocity at an impact instant.
         """
-        t = _validated_times(t, self.t0)
+        t = _checks.times(t, self.t0)
         w, e = self.frequency, self.restitution
         x0, v0 = float(self.q0[0]), float(self.v0[0])
         tau = t - self.t0
@@ -436,7 +436,7 @@ class ForcedImpactOscillator(CompiledProblem):
             raise NotImplementedError(
                 f"problem {self.name!r} has no exact solution with damping (zeta={self.zeta!r})"
             )
-        t = _validated_times(t, self.t0)
+        t = _checks.times(t, self.t0)
         j = np.floor((t - self._t_impact) / self.period)
         for _ in range(8):  # make j exactly consistent with impact_times
             low = t < self._impact_time(j)

@@ -59,8 +59,6 @@ from impactbench.core import _checks
 from impactbench.core._jit import kernel
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
-from .bouncing_ball import _validated_times
-
 
 @kernel
 def _bar_mass_matrix(q, p, out):
@@ -230,7 +228,7 @@ class ImpactingBar(CompiledProblem):
         ValueError
             If t is not finite, not 1-D or below t0.
         """
-        t = _validated_times(t, self.t0)[:, None]
+        t = _checks.times(t, self.t0)[:, None]
         x = self.nodes[None, :]
         c, v0, d, length = self.wave_speed, self.speed, self.initial_gap, self.length
         s = t - self.contact_time

@@ -60,31 +60,67 @@ class NewtonsCradle(CompiledProblem):
     while g_1..g_{k-1} and g_{k+1}..g_{N-1} are already zero: every constraint is active at
     the impact (the case that splits the impact models).
 
-    **Outcomes of the impact models** (post-impact velocities, e = 1, m = 1):
+    **Outcomes of the impact models** (post-impact velocities; every ball of mass m):
 
     * *Physics* (steel balls, e = 1; waves through the balls separate the contacts): the k
       rightmost balls leave with v0, the others rest, v = (0, ..., 0, v0, ..., v0).
       :meth:`physical_outcome` returns it.
     * *Sequential pairwise impacts* (each approaching contact resolved alone, in turn, with the
-      Newton law): for equal masses and e = 1 each binary impact exchanges the velocities, and
-      the sequence ends at the physical outcome above. This is what ``EventDriven`` does: at the
-      event only the closing contact approaches (the closed contacts of the row have zero
-      normal velocity), its impact is resolved alone, the next contact then approaches at once
-      and is the next event (measured: v = (0, 0, 0, 0, v0) for N = 5, k = 1).
-    * *Velocity-level LCP with Newton's law on every active contact at once*:
-      0 <= P _|_ G v^+ + e G v^- >= 0, v^+ = v^- + M^-1 G^T P. For N = 3, k = 1, v^- =
-      (v0, 0, 0): U_1^- = -v0, U_2^- = 0, v^+ = (v0 - P_1, P_1 - P_2, P_2), and with both
-      P_i > 0 the Newton law reads 2 P_1 - P_2 = (1 + e) v0, 2 P_2 - P_1 = 0, so
-      P = (1 + e) v0 (2/3, 1/3) > 0 and, for e = 1, v^+ = (-v0/3, 2 v0/3, 2 v0/3): momentum
-      and energy are kept (e = 1 on every contact with P > 0 keeps energy), yet the first ball
-      bounces back and two balls leave. For k = 1 and any N the all-positive solution is the
-      elastic impact of ball 1 on the row moving as one rigid body of mass (N - 1) m:
-      v^+ = ((2 - N) v0 / N, 2 v0 / N, ..., 2 v0 / N). ``PaoliSchatzman`` (position-level
-      Newton law on the step's active set, every contact closed in the impact step) produces
-      exactly this. ``MoreauJean`` (theta = 1/2, position activation) produces it for N = 3;
-      for N >= 4 its first-step active set and later LCPs give a different split (mechanism not
-      analysed; measured: v = (-v0/3, 0, 0, 2 v0/3, 2 v0/3) for N = 5, k = 1, at h = 1e-3
-      and 3e-3). None of the time-stepping answers is the cradle's.
+      Newton law): for equal masses and e = 1 each binary impact exchanges the velocities of
+      its two balls, and the sequence ends at the physical outcome. This is what ``EventDriven``
+      does, although it resolves by the LCP below every contact with g_i <= tol that
+      *approaches* (G_i v < 0) at an event: at the first event only the closing contact k
+      approaches (the touching contacts of each block have G_i v = 0), so the impact is binary;
+      it makes the next contact approach at g = 0, which is the next event, and so on. Two
+      contacts approach together only where they share no ball (k >= 2: contacts k - 1 and
+      k + 1 after the first exchange), so the LCP decouples into binary impacts: k (N - k) of
+      them for e = 1 (measured). For e < 1 the same rule gives a cascade of binary impacts in
+      rounds along the row (10 impacts for N = 5, k = 1, e = 1/2), computed by
+      :meth:`sequential_outcome`.
+    * *Velocity-level LCP with Newton's law on every contact at once* (the impact law of the
+      Moreau-type time-steppers when all N - 1 constraints are active in the impact step):
+      0 <= P _|_ G v^+ + e G v^- >= 0, v^+ = v^- + M^-1 G^T P. Before the impact U^- = G v^-
+      has one non-zero entry, U_k^- = -v0. If every P_i > 0 the law reads U^+ = -e U^-, i.e.
+      W P = (1 + e) v0 e_k with W = G M^-1 G^T = tridiag(-1, 2, -1) / m of size N - 1, whose
+      inverse is (W^-1)_ij = m min(i, j) (N - max(i, j)) / N > 0; so
+      P_i = (1 + e) m v0 min(i, k) (N - max(i, k)) / N > 0 for every i, this is the unique
+      solution (W is SPD), and v_j^+ = v_j^- + (P_{j-1} - P_j) / m (P_0 = P_N = 0):
+
+      .. math::
+
+          v_j^+ = v_0 \left(1 - (1 + e) \frac{N - k}{N}\right) \ (j \le k), \qquad
+          v_j^+ = (1 + e) \frac{k}{N} v_0 \ (j > k),
+
+      the collision of two rigid blocks of masses k m and (N - k) m with restitution e: all
+      contacts inside each block stay closed (U_i^+ = 0). N = 3, k = 1, e = 1: (-1/3, 2/3, 2/3)
+      v0; N = 5, k = 1: (-3/5, 2/5, 2/5, 2/5, 2/5) v0; N = 5, k = 2: (-1/5, -1/5, 4/5, 4/5,
+      4/5) v0. Momentum is kept and, for e = 1, the energy too (each P_i > 0 contact has
+      e = 1), yet the launched balls bounce back and N - k balls leave. :meth:`lcp_outcome`
+      returns it. Every time-stepper of ``METHODS`` produces it when the touching contacts
+      have gaps exactly 0 in floating point (radius, gap, speed and step dyadic, e.g. r = gap
+      = 1/8, h = 2^-10: measured to round-off for N = 3, 5, k = 1, 2, e = 1 and 1/2).
+    * *Round-off in the touching gaps* (the position activation of the Moreau-type schemes,
+      g_i(q_p) <= 0): with r = 0.1 (not a binary fraction) the "touching" gaps evaluate to
+      +-5.6e-17; a contact whose gap is +5.6e-17 is not active in the impact step, which
+      splits the row and turns the impact into a sequence of LCPs on the blocks, one step
+      apart. N = 5, k = 1, r = gap = 0.1: g(q0) = (0.1, -5.6e-17, +5.6e-17, -5.6e-17).
+      Step 1: contacts 1, 2 (and 4, idle) active; the 3-ball LCP above gives (-1/3, 2/3, 2/3,
+      0, 0) v0. Step 2: contact 3 closes (g_3(q_p) = 5.6e-17 - theta h (2/3) v0 < 0) with 2
+      and 4 active: balls 2-5 at (2/3, 2/3, 0, 0) v0 collide as two blocks of two (N = 4,
+      k = 2, e = 1 above): balls 2, 3 stop, balls 4, 5 take 2 v0 / 3. Result (-1/3, 0, 0, 2/3,
+      2/3) v0, momentum and energy kept. MoreauJean, CatchingUp and D1MinusLinear take
+      exactly these two steps (measured, h = 1e-3 and 3e-3 to t = 0.5);
+      MoreauJeanProjection and NonsmoothGeneralizedAlpha reach the same state at h = 3e-3
+      through two more steps of pairwise exchanges among balls 2-5, and MoreauJeanProjection
+      at h = 0.25 / 84 ends (t = 0.25) with (-1/2, 0, 1/2, 1/2, 1/2) v0. The split follows
+      the round-off of the positions, which depends on h; with k = 2 the launched balls'
+      positions q + n h v0 carry round-off too (the ``cradle`` study shows five different
+      outcomes).
+      ``PaoliSchatzman`` is immune: its impact step projects the position predictor onto K
+      with all constraints at once, and a gap of 5.6e-17 is overrun by the neighbour's push,
+      so it gives the all-contact LCP outcome for r = 0.1 too. None of the time-stepping
+      answers is the cradle's: the LCP outcome is discontinuous in the gaps at 0, and the
+      floating-point sign of a zero gap picks the branch.
 
     Parameters
     ----------
@@ -174,6 +210,51 @@ class NewtonsCradle(CompiledProblem):
     def potential_energy(self, q: np.ndarray) -> float:
         """Zero: no force acts along the line."""
         return 0.0
+
+    def lcp_outcome(self) -> np.ndarray:
+        """Velocities after the one-shot LCP on all N - 1 contacts with Newton's law, shape (N,).
+
+        v0 (1 - (1 + e) (N - k) / N) for the k launched balls, (1 + e) k v0 / N for the others
+        (the class docstring derives it): the collision of two rigid blocks.
+        """
+        n, k, e = self.n_balls, self.n_launched, self.restitution
+        launched = self.speed * (1.0 - (1.0 + e) * (n - k) / n)
+        return np.where(np.arange(n) < k, launched, (1.0 + e) * k * self.speed / n)
+
+    def sequential_outcome(self) -> np.ndarray:
+        """Velocities after sequential pairwise impacts with Newton's law, shape (N,).
+
+        In rounds: every contact i that approaches (v_i - v_{i+1} > 4 eps v0; for e = 0 the
+        cascade never ends exactly, it converges geometrically to the common velocity and is
+        cut at round-off) receives the binary impact of two equal balls, v_i, v_{i+1} <-
+        ((1 - e) v_i + (1 + e) v_{i+1}) / 2, ((1 + e) v_i + (1 - e) v_{i+1}) / 2, until none
+        approaches. Contacts that approach
+        in the same round and share no ball commute, so the order inside a round is irrelevant
+        for them; two adjacent ones (not met in the tests' configurations) are taken left to
+        right. For e = 1 this is :meth:`physical_outcome`; for e < 1 a cascade along the row
+        (the rule of ``EventDriven``, see the class docstring) whose result depends on the
+        order of the impacts: taking only the leftmost approaching pair at a time gives (0.3188,
+        0.3496, 0.3767, 0.4702, 0.4846) v0 for N = 5, k = 2, e = 1/2, rounds give (0.3210,
+        0.3518, 0.3779, 0.4482, 0.5010) v0.
+
+        Raises
+        ------
+        RuntimeError
+            If the cascade has not ended after ``100 N^2`` rounds.
+        """
+        v = self.v0.copy()
+        e = self.restitution
+        threshold = 4.0 * np.finfo(float).eps * self.speed
+        for _ in range(100 * self.n_balls**2):
+            approaching = np.flatnonzero(v[:-1] - v[1:] > threshold)
+            if approaching.size == 0:
+                return v
+            for i in approaching:
+                if v[i] - v[i + 1] > threshold:  # an earlier impact may have settled it
+                    left, right = v[i], v[i + 1]
+                    v[i] = 0.5 * ((1.0 - e) * left + (1.0 + e) * right)
+                    v[i + 1] = 0.5 * ((1.0 + e) * left + (1.0 - e) * right)
+        raise RuntimeError(f"sequential impacts did not end for {self.n_balls} balls, e = {e}")
 
     def physical_outcome(self) -> np.ndarray:
         """Velocities after the impact of a real cradle with e = 1, shape (N,).

@@ -10,7 +10,6 @@ from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, P
 
 from .bouncing_ball import (
     MAX_IMPACT_COUNT,
-    _validated_times,
     bouncing_gap,
     bouncing_impact_times,
     bouncing_key_times,
@@ -219,7 +218,7 @@ class SlantedWall(CompiledProblem):
 
         See the class docstring; post-impact velocity at an impact instant.
         """
-        t = _validated_times(t, self.t0)
+        t = _checks.times(t, self.t0)
         s, u = bouncing_gap(t, **self._gap_args)
         tau = (t - self.t0)[:, None]
         w = self.impulse_weight

@@ -16,7 +16,7 @@ from impactbench.core import _checks
 from impactbench.core._jit import kernel
 from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
-from .bouncing_ball import MAX_IMPACT_COUNT, _validated_times
+from .bouncing_ball import MAX_IMPACT_COUNT
 
 #: A post-impact speed below this ends the impacts: the flight after it is taken at speed 0
 #: (grazing harmonic motion of amplitude delta for k > 0, rest on the wall for k = 0).
@@ -401,7 +401,7 @@ class TightJoint(CompiledProblem):
         NotImplementedError with damping or forcing.
         """
         self._require_exact("exact solution")
-        t = _validated_times(t, self.t0)
+        t = _checks.times(t, self.t0)
         x, v = self._schedule.state(t)
         return x[:, None], v[:, None]
 
@@ -444,7 +444,7 @@ class TightJoint(CompiledProblem):
         """
         self._require_decay_law()
         origin = self.t0 if origin is None else _checks.finite_scalar(origin, "origin")
-        t = _validated_times(t, origin)
+        t = _checks.times(t, origin)
         e = self.restitution
         return 2.0 * self.mass * self.clearance**2 / ((1.0 - e) ** 2 * (t - origin) ** 2)
 

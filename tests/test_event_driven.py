@@ -1010,3 +1010,19 @@ def test_impact_spacing_is_measured_per_constraint():
     assert np.abs(log.t[0::2] - times[:4]).max() <= 1e-8
     assert 0.0 < (log.t[1::2] - log.t[0::2]).min() < 1e-6
     assert np.abs(log.normal_velocity_after + 0.5 * log.normal_velocity_before).max() <= 1e-12
+
+
+@pytest.mark.parametrize("n_beads", [2, 3])
+def test_stacked_beads_come_to_rest_on_each_other(n_beads):
+    """Beads dropped in a column (e = 0.5) end as the resting stack q_i = (2 i - 1) r, v = 0,
+    every contact closed. The bounces of a bead on a bead held by the floor accumulate with the
+    relative normal acceleration -g (their free relative acceleration is 0): with the rest speed
+    taken from the free acceleration the accumulation was never cut and the run crawled through
+    endless bounces on the contact tolerance."""
+    problem = ib.problems.ColumnOfBeads(n_beads=n_beads, restitution=0.5)
+    run = ib.simulate(problem, EventDriven(), 3.0)
+    r = problem.radius
+    np.testing.assert_allclose(run.q[-1], (2 * np.arange(1, n_beads + 1) - 1) * r, atol=1e-12)
+    np.testing.assert_allclose(run.v[-1], 0.0, atol=1e-12)
+    assert run.stats["contact_phases"] >= n_beads
+    assert run.status is ib.Status.ZENO_HANDLED

@@ -14,6 +14,7 @@ import pytest
 
 from impactbench import simulate
 from impactbench.analysis.fitting import fit_order, observed_order, perturbed_steps
+from impactbench.analysis.impact_events import impact_events
 from impactbench.analysis.metrics import max_position_error, penetration_depths
 from impactbench.bench.testing import check_method
 from impactbench.core.energy import energy
@@ -96,24 +97,49 @@ def test_slanted_wall_first_order_with_non_diagonal_mass(seed):
 
 @pytest.mark.parametrize("problem", [BouncingBall(restitution=0.8), SlantedWall(restitution=0.7)])
 def test_newton_law_on_each_isolated_impact_and_no_penetration(problem):
-    """Every logged impact before the accumulation: U+ = -e U- (U- = G v_k), and every
-    position of the run is in K to round-off."""
-    run = simulate(problem, MoreauJeanProjection(), problem.accumulation_time - 0.2, h=1e-3)
+    """Before the accumulation: one impact event per closed-form impact; in each event, the
+    entry of the velocity step's impulse obeys U+ = -e U- (U- = G v_k) and any entry before it
+    is the projection alone (the step that ended inside K without an impulse: G v unchanged but
+    for the free acceleration, U+ = U- - h alpha with alpha = -G M^-1 F); every position of the
+    run is in K to round-off."""
+    t_end = problem.accumulation_time - 0.2
+    h = 1e-3
+    run = simulate(problem, MoreauJeanProjection(), t_end, h=h)
+    events = impact_events(run)
+    exact = problem.impact_times(t_end)
+    assert events.impacts == exact.size >= 3
     log = run.impacts
-    assert log.total >= 3
-    before = log.normal_velocity_before
+    before, after = log.normal_velocity_before, log.normal_velocity_after
     assert np.all(before < 0)
-    np.testing.assert_allclose(
-        log.normal_velocity_after, -problem.restitution * before, rtol=1e-12, atol=1e-13
-    )
+    M = problem.mass_matrix(problem.q0)
+    G = problem.gap_gradient(problem.q0)[0]
+    alpha = -G @ np.linalg.solve(M, problem.forces(0.0, problem.q0, problem.v0))
+    last = np.searchsorted(log.t, events.ends)
+    np.testing.assert_allclose(after[last], -problem.restitution * before[last], rtol=1e-12)
+    projected = np.setdiff1d(np.arange(log.t.size), last)
+    assert projected.size > 0
+    assert np.all(last - events.first_entries <= 1)  # at most one projection step per impact
+    np.testing.assert_allclose(after[projected], before[projected] - run.h * alpha, rtol=1e-12)
     assert penetration_depths(problem, run.q).max() <= 1e-15 * np.abs(run.q).max()
 
 
+def test_resting_contact_is_one_contact_phase_not_a_train_of_impacts():
+    """A ball resting on the floor from t = 0 for 1000 s (h = 1e-2): the velocity step applies
+    an impulse only every few steps and the projection holds q on K in between; both are logged,
+    so the analysis sees one contact phase lasting the whole run, not thousands of impacts."""
+    problem = BouncingBall(q0=0.0, v0=0.0, restitution=0.8)
+    run = simulate(problem, MoreauJeanProjection(), 1000.0, h=1e-2, output_every=1000)
+    events = impact_events(run)
+    assert events.impacts == 1
+    assert events.contact_phases == 1
+    assert events.contact_time == pytest.approx(1000.0, abs=0.05)
+
+
 def impact_energy_changes(problem, restitution, h):
-    """Per logged impact at step k: E_k - E_{k-2} (the impact step and the step before it,
-    which may end inside the constraint without an impulse and be projected), and the bound
-    -(1 - e^2) U^2 / (2 w) + alpha h |U| / (2 w) of the module docstring (w = G M^-1 G^T,
-    alpha = -G M^-1 F, U the logged normal velocity before the impact)."""
+    """Per impact event whose impulse is at step k: E_k - E_{k-2} (the impact step and the
+    step before it, which may end inside the constraint without an impulse and be projected),
+    and the bound -(1 - e^2) U^2 / (2 w) + alpha h |U| / (2 w) of the module docstring
+    (w = G M^-1 G^T, alpha = -G M^-1 F, U the logged normal velocity before the impulse)."""
     t_end = min(problem.accumulation_time - 0.3, 6.0)  # e = 1: no accumulation point
     run = simulate(problem, MoreauJeanProjection(), t_end, h=h)
     e = energy(problem, run)
@@ -121,8 +147,9 @@ def impact_energy_changes(problem, restitution, h):
     G = problem.gap_gradient(problem.q0)[0]
     w = G @ np.linalg.solve(M, G)
     alpha = -G @ np.linalg.solve(M, problem.forces(0.0, problem.q0, problem.v0))
-    steps = np.rint((run.impacts.t - problem.t0) / run.h).astype(int)
-    u = np.abs(run.impacts.normal_velocity_before)
+    events = impact_events(run)
+    steps = np.rint((events.ends - problem.t0) / run.h).astype(int)
+    u = np.abs(run.impacts.normal_velocity_before[np.searchsorted(run.impacts.t, events.ends)])
     change = e[steps] - e[steps - 2]
     bound = (-(1 - restitution**2) * u**2 + alpha * run.h * u) / (2 * w)
     return change, bound, e

@@ -1,8 +1,10 @@
 """Newton's cradle: the outcome of each impact model on simultaneous contacts, and invariants.
 
-The expected post-impact velocities are the closed forms of the problem's docstring: the LCP
-with Newton's law worked by hand for N = 3, k = 1 (v = (-1/3, 2/3, 2/3) v0), the elastic impact
-of one ball on the rigid row for the one-shot LCP of any N, and the exchange of velocities of
+The expected post-impact velocities are worked by hand here, independently of the problem's
+closed forms: the LCP with Newton's law on every contact, 0 <= P _|_ W P + (1 + e) G v^- >= 0
+with W = G M^-1 G^T, solved as the linear system W P = -(1 + e) G v^- after checking that its
+solution is positive (then it is the LCP's unique solution, W being SPD); the sequence of such
+LCPs on the blocks that round-off gaps leave active; and the exchange of velocities of
 sequential pairwise impacts (the physical outcome for e = 1).
 """
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 from impactbench import simulate
-from impactbench.methods import EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.methods import METHODS, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import PROBLEMS, NewtonsCradle
 
 T_END = 0.5  # impact at t* = gap / v0 = 0.1; the balls then separate
@@ -27,6 +29,26 @@ def lcp_by_hand_n3(e, v0):
     P = np.linalg.solve([[2.0, -1.0], [-1.0, 2.0]], [(1.0 + e) * v0, 0.0])
     assert np.all(P > 0)
     return np.array([v0 - P[0], P[0] - P[1], P[1]])
+
+
+def lcp_all_contacts(v_minus, e, contacts):
+    """Newton's law on the touching row ``contacts`` (gap indices, m = 1): W P = -(1 + e) U^-
+    restricted to them, with every P_i > 0 asserted (the unique LCP solution)."""
+    v_minus = np.asarray(v_minus, dtype=float)
+    n = v_minus.size
+    G = np.zeros((n - 1, n))
+    G[np.arange(n - 1), np.arange(n - 1)] = -1.0
+    G[np.arange(n - 1), np.arange(1, n)] = 1.0
+    G = G[list(contacts)]
+    P = np.linalg.solve(G @ G.T, -(1.0 + e) * (G @ v_minus))
+    assert np.all(P > 0), P
+    return v_minus + G.T @ P
+
+
+#: Radius and gap that are binary fractions: the touching gaps are exactly 0 in floating point.
+EXACT = {"radius": 0.125, "gap": 0.125}
+DYADIC_STEPS = (2.0**-10, 2.0**-8)
+TIME_STEPPERS = [method for method in METHODS.values() if method.requires_step]
 
 
 def test_registered():
@@ -68,11 +90,47 @@ def test_paoli_schatzman_gives_the_rigid_row_impact():
         np.testing.assert_allclose(trajectory.v[-1], expected, rtol=0, atol=1e-9)
 
 
-def test_moreau_jean_n5_splits_the_row():
-    trajectory = run(NewtonsCradle(5, 1), MoreauJean(theta=0.5), 1e-3)
-    np.testing.assert_allclose(
-        trajectory.v[-1], [-1 / 3, 0.0, 0.0, 2 / 3, 2 / 3], rtol=0, atol=1e-9
-    )
+@pytest.mark.parametrize("method", TIME_STEPPERS, ids=lambda m: m.__name__)
+@pytest.mark.parametrize(("n", "k", "e"), [(5, 1, 1.0), (5, 2, 1.0), (5, 1, 0.5)])
+def test_time_steppers_give_the_all_contact_lcp_on_exact_gaps(method, n, k, e):
+    """Touching gaps exactly 0: all N - 1 contacts are in one LCP (two rigid blocks collide)."""
+    p = NewtonsCradle(n, k, restitution=e, **EXACT)
+    np.testing.assert_array_equal(p.gap(p.q0)[np.arange(n - 1) != k - 1], 0.0)
+    expected = lcp_all_contacts(p.v0, e, range(n - 1))
+    block = [1 - (1 + e) * (n - k) / n] * k + [(1 + e) * k / n] * (n - k)
+    np.testing.assert_allclose(expected, block, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(p.lcp_outcome(), expected, rtol=0, atol=1e-15)
+    for h in DYADIC_STEPS:
+        trajectory = run(p, method(), h)
+        # Paoli-Schatzman's velocity is a central difference (q^{k+1} - q^{k-1}) / (2h): the
+        # round-off of q (|q| < 1) divided by 2h
+        atol = 1e-12 + 64 * np.finfo(float).eps / h
+        np.testing.assert_allclose(trajectory.v[-1], expected, rtol=0, atol=atol)
+
+
+def test_round_off_gaps_split_the_lcp_n5():
+    """r = 0.1: the touching gaps are -+5.6e-17, the position activation leaves contact 3 out
+    of the impact step, and the impact is two LCPs one step apart (problem docstring)."""
+    p = NewtonsCradle(5, 1)
+    g = p.gap(p.q0)
+    assert g[1] < 0 < g[2] and g[3] < 0 and abs(g[1:]).max() < 1e-16
+    first = lcp_all_contacts(p.v0, 1.0, [0, 1])  # contacts 1, 2 (contact 4 idle)
+    np.testing.assert_allclose(first, [-1 / 3, 2 / 3, 2 / 3, 0, 0], rtol=0, atol=1e-15)
+    second = first.copy()
+    second[1:] = lcp_all_contacts(first[1:], 1.0, [0, 1, 2])  # contacts 2, 3, 4
+    np.testing.assert_allclose(second, [-1 / 3, 0, 0, 2 / 3, 2 / 3], rtol=0, atol=1e-15)
+    # MoreauJean takes exactly these two steps: the first velocity change is the 3-ball LCP
+    trajectory = run(p, MoreauJean(theta=0.5), 1e-3)
+    changed = np.flatnonzero(np.abs(np.diff(trajectory.v, axis=0)).max(axis=1) > 1e-12)
+    np.testing.assert_allclose(trajectory.v[changed[0] + 1], first, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(trajectory.v[changed[1] + 1], second, rtol=0, atol=1e-15)
+    assert changed.size == 2
+    for method in TIME_STEPPERS:
+        for h in (1e-3, 3e-3):
+            final = run(p, method(), h).v[-1]
+            expected = p.lcp_outcome() if method is PaoliSchatzman else second
+            atol = 1e-12 + 64 * np.finfo(float).eps / h  # (see the test above)
+            np.testing.assert_allclose(final, expected, rtol=0, atol=atol, err_msg=method.__name__)
 
 
 @pytest.mark.parametrize(("n", "k"), [(3, 1), (5, 1), (5, 2), (6, 3)])
@@ -80,6 +138,36 @@ def test_event_driven_gives_the_physical_outcome(n, k):
     p = NewtonsCradle(n, k)
     trajectory = run(p, EventDriven(), None)
     np.testing.assert_allclose(trajectory.v[-1], p.physical_outcome(), rtol=0, atol=1e-9)
+    # each binary impact (e = 1) swaps a pair (v0, 0) of neighbours: the k(N - k) inversions
+    # of a bubble sort of the velocities
+    assert trajectory.impacts.total == k * (n - k)
+    np.testing.assert_allclose(p.sequential_outcome(), p.physical_outcome(), rtol=0, atol=0)
+
+
+def sequential_by_hand(v, e):
+    """Binary impacts of equal balls in rounds: all approaching pairs of a round at once (they
+    must share no ball, asserted), until none approaches."""
+    v = np.array(v, dtype=float)
+    while True:
+        approaching = np.flatnonzero(v[:-1] - v[1:] > 1e-15)
+        if approaching.size == 0:
+            return v
+        assert np.all(np.diff(approaching) > 1), approaching
+        left, right = v[approaching].copy(), v[approaching + 1].copy()
+        v[approaching] = ((1 - e) * left + (1 + e) * right) / 2
+        v[approaching + 1] = ((1 + e) * left + (1 - e) * right) / 2
+
+
+@pytest.mark.parametrize(("n", "k"), [(3, 1), (5, 1), (5, 2)])
+def test_event_driven_gives_the_sequential_cascade_for_e_below_one(n, k):
+    """e = 1/2: at each event the event-driven method resolves the contacts that approach then,
+    so it produces the cascade of binary impacts in rounds (every pair approaching at once)."""
+    p = NewtonsCradle(n, k, restitution=0.5)
+    expected = sequential_by_hand(p.v0, 0.5)
+    np.testing.assert_allclose(p.sequential_outcome(), expected, rtol=0, atol=1e-14)
+    assert np.all(np.diff(expected) >= 0) and abs(expected.sum() - k) < 1e-14
+    trajectory = run(p, EventDriven(), None)
+    np.testing.assert_allclose(trajectory.v[-1], expected, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize(

@@ -88,7 +88,10 @@ def method_style(method: str) -> dict[str, str]:
     """``color``, ``marker`` and ``linestyle`` of a method, by its class name (before "[")."""
     base = method.partition("[")[0]
     if base in METHOD_STYLES:
-        return dict(METHOD_STYLES[base])
+        style = dict(METHOD_STYLES[base])
+        if "compiled=False" in method:  # the Python engine of a method: same colour, dotted
+            style.update(linestyle=":", marker="x")
+        return style
     index = int(hashlib.sha256(base.encode()).hexdigest(), 16)
     return {
         "color": _PALETTE[index % len(_PALETTE)],

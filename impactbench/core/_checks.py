@@ -76,6 +76,37 @@ def positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def times(value: Any, t0: float, name: str = "t") -> np.ndarray:
+    """Evaluation times as a 1-D float array, all finite and >= t0 (e.g. of an exact solution).
+
+    Parameters
+    ----------
+    value : float or array_like, shape (k,)
+    t0 : float
+        The earliest time allowed.
+    name : str
+        The argument's name in the error message.
+
+    Returns
+    -------
+    ndarray, shape (k,) (k = 1 for a scalar)
+
+    Raises
+    ------
+    ValueError
+        For a value that is not a scalar or a 1-D array, not finite, or below ``t0``.
+    """
+    result = np.atleast_1d(np.asarray(value, dtype=float))
+    if result.ndim != 1:
+        raise ValueError(f"{name} must be a scalar or a 1-D array, got shape {result.shape}")
+    if not np.all(np.isfinite(result)):
+        bad = result[~np.isfinite(result)][0]
+        raise ValueError(f"{name} must be finite, got a value {bad!r}")
+    if result.size and result.min() < t0:
+        raise ValueError(f"{name} must be >= t0 = {t0!r}, got min({name}) = {result.min()!r}")
+    return result
+
+
 def vector(value: Any, name: str, size: int | None = None) -> np.ndarray:
     """Return a finite float64 copy of a 1-D array (of length ``size`` if given)."""
     if _is_boolean(value):

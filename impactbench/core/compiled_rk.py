@@ -31,6 +31,9 @@ STEP_ACCEPTED = 0
 #: The step size fell below ten ulps of ``t`` (scipy's "Required step size is less than spacing
 #: between numbers.").
 STEP_TOO_SMALL = 1
+#: The error estimate of an attempt is NaN or infinite (a non-finite right-hand side): no step
+#: size would be accepted (scipy would shrink the step until ``STEP_TOO_SMALL``).
+STEP_NOT_FINITE = 2
 
 #: Status returned by :func:`_integrate`.
 REACHED_T_BOUND = 0
@@ -494,8 +497,8 @@ def _step(t, y, f, h_abs, t_bound, max_step, rtol, atol, p, K, y_new, f_new, ws)
     Parameters: ``h_abs`` the proposed step size; inlined helper ``attempt``. Returns
     ``(status, t_new, h, h_abs_next, attempts)``: :data:`STEP_ACCEPTED` with the accepted step
     ``h`` (signed) ending at ``t_new`` (``y_new``, ``f_new`` and ``K`` filled) and the proposal
-    for the next step, or :data:`STEP_TOO_SMALL` (``t_new = t``); ``attempts`` counts the tried
-    steps, each ``N_STAGES`` evaluations.
+    for the next step, :data:`STEP_TOO_SMALL` or :data:`STEP_NOT_FINITE` (``t_new = t``);
+    ``attempts`` counts the tried steps, each ``N_STAGES`` evaluations.
     """
     direction = 1.0 if t_bound >= t else -1.0
     min_step = 10.0 * abs(np.nextafter(t, direction * math.inf) - t)
@@ -516,6 +519,8 @@ def _step(t, y, f, h_abs, t_bound, max_step, rtol, atol, p, K, y_new, f_new, ws)
         h_abs = abs(h)
         error_norm = attempt(t, y, f, h, rtol, atol, p, K, y_new, f_new, ws)
         attempts += 1
+        if not np.isfinite(error_norm):
+            return STEP_NOT_FINITE, t, 0.0, h_abs, attempts
         if error_norm < 1.0:
             if error_norm == 0.0:
                 factor = MAX_FACTOR
