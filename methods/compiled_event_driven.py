@@ -25,7 +25,9 @@ Python wrapper :func:`simulate_compiled`; the same source runs as plain Python w
 * the restart (``resolve``): Newton's law in the kinetic metric on the active set (event
   constraint, closed contacts and every near constraint approaching) through the shared
   :func:`impactbench.core.contact.impulse`; the accumulation (Zeno) test -- a near constraint
-  at most at the rest speed ``rest_velocity sqrt(2 |b_i| |grad g_i| L)`` after the event, or
+  at most at the rest speed ``rest_velocity sqrt(2 |a_i| |grad g_i| L)`` after the event (a_i
+  its normal acceleration under the forces of the contacts that stay closed, from the LCP over
+  them, as the scipy path), or
   impacting closer than ``min_impact_interval (t_end - t0)`` after its previous impact, is
   slow -- and the closing of the slow contacts with a positive force of the acceleration LCP
   ``0 <= lambda _|_ W lambda + b >= 0`` over all of them (the shared
@@ -581,7 +583,32 @@ def _resolve(
             if speed > 0.0:
                 b_i += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
         x[i] = b_i
-        rest[i] = rest_velocity * math.sqrt(2.0 * abs(b_i) * tol[i] / tolerance * length)
+        rest[i] = b_i
+        if (mark[i] & _WAS_CLOSED) != 0 and i != released:
+            rows[k] = i
+            k += 1
+    # Normal accelerations a_i = b_i + grad g_i . M^-1 G_H^T lambda_H under the forces of the
+    # contacts H that stay closed (a bead falling onto a bead held by the floor: a_i = -g
+    # although b_i = 0), from the LCP over H; the rest speed of the next flight uses them.
+    if k > 0:
+        Y = cws[1]  # noqa: N806
+        b = cws[3]
+        lam = cws[4]
+        delassus(G, rows, k, F, n, Y, W)
+        for c in range(k):
+            b[c] = x[rows[c]]
+        if solve_lcp(W, b, k, lam, cws) < 0:
+            _name_failed_rows(info, rows, k, x)
+            return STATUS_CONTACT_LCP_FAILED, logged, impacts, k_closed
+        for i in range(m):
+            s = 0.0
+            for c in range(k):
+                for j in range(n):
+                    s += G[i, j] * Y[c, j] * lam[c]
+            rest[i] += s
+    k = 0
+    for i in range(m):
+        rest[i] = rest_velocity * math.sqrt(2.0 * abs(rest[i]) * tol[i] / tolerance * length)
         slow = (g[i] <= tol[i] and abs(u_after[i]) <= rest[i]) or (mark[i] & _SPACED) != 0
         if slow and i != released:
             rows[k] = i
