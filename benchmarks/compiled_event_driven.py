@@ -1,7 +1,9 @@
 """The compiled event-driven engine against the scipy path of ``EventDriven``, same process.
 
-The double pendulum against the wall (tip contact, the thesis configuration) to T = 5.5 at
-rtol 1e-10, atol 1e-12, RK45 and DOP853: the whole run of
+Two runs at rtol 1e-10, atol 1e-12: the double pendulum against the wall (tip contact, the
+thesis configuration) to T = 5.5 with RK45 and DOP853 (free flight and impacts), and the bouncing
+ball e = 0.8 from q0 = 1 to T = 10 with DOP853 (62 impacts, the accumulation cut at t = 4.06,
+then persistent contact). Each: the whole run of
 :func:`impactbench.methods.compiled_event_driven.simulate_compiled` (Python wrapper and buffer
 allocation included, best of 5 after a warm-up that compiles or loads the cache) against
 ``impactbench.simulate(problem, EventDriven(integrator=...), T)`` (best of 3). Run:
@@ -10,16 +12,21 @@ allocation included, best of 5 after a warm-up that compiles or loads the cache)
 
 import math
 import time
+from functools import partial
 
 import numpy as np
 
 import impactbench as ib
 from impactbench.methods.compiled_event_driven import simulate_compiled
 from impactbench.methods.event_driven import EventDriven
-from impactbench.problems import DoublePendulum
+from impactbench.problems import BouncingBall, DoublePendulum
 
-T_END = 5.5
 RTOL, ATOL = 1e-10, 1e-12
+CASES = (
+    ("double pendulum", DoublePendulum(), 5.5, "RK45"),
+    ("double pendulum", DoublePendulum(), 5.5, "DOP853"),
+    ("ball e=0.8", BouncingBall(restitution=0.8), 10.0, "DOP853"),
+)
 
 
 def best_of(function, repeats):
@@ -32,23 +39,23 @@ def best_of(function, repeats):
 
 
 def main() -> None:
-    problem = DoublePendulum()
-    for integrator in ("RK45", "DOP853"):
-        simulate_compiled(problem, T_END, RTOL, ATOL, integrator)  # compile / load the cache
+    for label, problem, t_end, integrator in CASES:
+        simulate_compiled(problem, t_end, RTOL, ATOL, integrator)  # compile / load the cache
         compiled_time, run = best_of(
-            lambda m=integrator: simulate_compiled(problem, T_END, RTOL, ATOL, m), 5
+            partial(simulate_compiled, problem, t_end, RTOL, ATOL, integrator), 5
         )
         method = EventDriven(integrator=integrator, rtol=RTOL, atol=ATOL)
-        scipy_time, ref = best_of(lambda m=method: ib.simulate(problem, m, T_END), 3)
+        scipy_time, ref = best_of(partial(ib.simulate, problem, method, t_end), 3)
         difference = max(
             float(np.abs(run.q[-1] - ref.q[-1]).max()), float(np.abs(run.v[-1] - ref.v[-1]).max())
         )
         print(
-            f"{integrator}: {run.stats['steps']} steps ({ref.stats['steps']} scipy path), "
-            f"{run.impacts.total} impacts ({ref.impacts.total}); compiled "
-            f"{1e3 * compiled_time:.2f} ms ({1e9 * compiled_time / run.stats['steps']:.0f} "
-            f"ns/step), scipy path {1e3 * scipy_time:.1f} ms, ratio "
-            f"{scipy_time / compiled_time:.0f}x; final states differ by {difference:.1e}"
+            f"{label}, T = {t_end:g}, {integrator}: {run.status.name}, {run.stats['steps']} steps "
+            f"({ref.stats['steps']} scipy path), {run.impacts.total} impacts "
+            f"({ref.impacts.total}); compiled {1e3 * compiled_time:.2f} ms "
+            f"({1e9 * compiled_time / run.stats['steps']:.0f} ns/step), scipy path "
+            f"{1e3 * scipy_time:.1f} ms, ratio {scipy_time / compiled_time:.0f}x; final states "
+            f"differ by {difference:.1e}"
         )
 
 

@@ -1,59 +1,97 @@
-"""Compiled event-driven engine (issue 12, phase 1): the event loop of :mod:`event_driven` in numba.
+"""Compiled event-driven engine (issue 12): the event loop of :mod:`event_driven` in numba.
 
-Status (phase 1 of several; not registered in ``METHODS``, not yet behind
-``EventDriven(compiled=True)``)
+Status (not registered in ``METHODS``; ``EventDriven(compiled=True)`` is to call
+:func:`simulate_compiled`)
 ------------------------------------------------------------------------------------------------
 Done, in one numba function compiled with ``_nrt=False`` (every buffer is allocated by the
 Python wrapper :func:`simulate_compiled`; the same source runs as plain Python with
-``compile=False``):
+``compile=False``), each step as the scipy path's ``_Run`` does it:
 
-* free flight y = (q, v), y' = (v, M(q)^-1 F(t, q, v)) (LDL^T of M from
-  :mod:`impactbench.core.contact`), stepped by the scipy-identical RK45 / DOP853 of
+* the dynamics y = (q, v), y' = (v, a): in free flight a = M(q)^-1 F(t, q, v) (LDL^T of M from
+  :mod:`impactbench.core.contact`), with the contacts C closed the index-1 contact dynamics
+  M a = F + G_C^T lambda, W_C lambda = -(G_C M^-1 F + (dG_C/dt) v) (the Schur complement of
+  the scipy path's KKT system; the curvature term by the same central difference of
+  ``gap_gradient`` along v), one right-hand side reading C from its workspace
+  (:func:`rhs_workspace`); stepped by the scipy-identical RK45 / DOP853 of
   :mod:`impactbench.core.compiled_rk` (same step-size control, initial step and dense output);
-* event detection on every accepted step exactly as ``_gap_crossing`` of the Python path:
-  ``_SUBINTERVALS`` = 4 sub-intervals, sign changes of g_i - level, interior minima of g_i
-  (rate dg_i/dt = grad g_i . v changing sign) so that a grazing contact or a gap that closes
-  and reopens inside one step is found, re-arming of disarmed gaps at the first point (or
-  interior maximum) with g > 0;
+* event detection on every accepted step exactly as ``_gap_crossing`` and ``scan`` of the
+  Python path: ``_SUBINTERVALS`` = 4 sub-intervals, sign changes of g_i - level, interior
+  minima of g_i (rate dg_i/dt = grad g_i . v changing sign) so that a grazing contact or a gap
+  that closes and reopens inside one step is found, re-arming of disarmed gaps at the first
+  point (or interior maximum) with g > 0; for a closed contact, lift-off at the first
+  sub-interval end where lambda_i <= 0, located as the root of lambda_i on the dense output;
 * root location by Brent's method (a port of scipy's ``brentq``, same tolerances
   ``xtol = 4 eps max(|a|, |b|)``, ``rtol = 4 eps``) on the dense output;
-* the impact map: Newton's law in the kinetic metric on the active set (event constraint plus
-  every near constraint approaching), through the shared :func:`impactbench.core.contact.impulse`
-  (closed form for one row, LCP for several); projection of q onto g_i = 0 for g_i < 0
-  (Gauss-Newton in the metric of M, as ``_Model.project_position``);
-* restart after an event (initial step re-selected, gaps within the contact tolerance
-  disarmed to the level -tol_i), output decimation (every ``output_every``-th accepted step,
-  plus the states before and after each impact and the final state), the impact log and the
-  counters of :mod:`impactbench.core.status_codes`.
+* the restart (``resolve``): Newton's law in the kinetic metric on the active set (event
+  constraint, closed contacts and every near constraint approaching) through the shared
+  :func:`impactbench.core.contact.impulse`; the accumulation (Zeno) test -- a near constraint
+  at most at the rest speed ``rest_velocity sqrt(2 |a_i| |grad g_i| L)`` after the event (a_i
+  its normal acceleration under the forces of the contacts that stay closed, from the LCP over
+  them, as the scipy path), or
+  impacting closer than ``min_impact_interval (t_end - t0)`` after its previous impact, is
+  slow -- and the closing of the slow contacts with a positive force of the acceleration LCP
+  ``0 <= lambda _|_ W lambda + b >= 0`` over all of them (the shared
+  :func:`impactbench.core.contact.solve_lcp`, closing threshold 1e-12 as the scipy path; a
+  released contact is excluded); projection of q onto the closed contacts and every g_i < 0
+  and of v onto the closed contacts (Gauss-Newton / one solve in the metric of M);
+* drift: after an accepted step in contact, q and v are projected when |g_C| or |G_C v|
+  exceed (atol + rtol L) |grad g|, (atol + rtol |v|_inf) |grad g|, and the solver resumes with
+  the last step size (``stats["projections"]``); at t_end the state is projected onto the
+  closed contacts and checked admissible (g_i >= -2 tol_i);
+* statuses and messages as the scipy path: ``ZENO_HANDLED`` with its accumulation message
+  ("accumulation of impacts on constraint(s) [...] cut at t=... : rebound normal velocity ...
+  below the rest speed ..." or "impacts closer than ..."), ``OK`` with "persistent contact from
+  t=..." when a contact closes without an accumulation, ``FAILED`` with the scipy path's
+  ``SimulationError`` text (contact LCP failed, projection did not converge, run ended inside
+  the obstacle, events repeat without progress, ...) and the samples up to the failure;
+  ``stats`` has the scipy path's keys (``zeno_time``, ``contact_time``, ``rest_speed``,
+  ``contact_phases``, ``contact_duration``, ``projections``, thresholds) plus ``events``,
+  ``t_stop``, ``state_stop``; output decimation, the impact log and the counters of
+  :mod:`impactbench.core.status_codes`.
 
-Verified (``tests/test_compiled_event_driven.py``): bouncing ball e = 0.8 up to 0.1 before the
-accumulation point (17 impacts; times and normal velocities on the closed form to 1e-8 at
-rtol 1e-10), slanted wall (non-diagonal M) impact times and post-impact states, the double
-pendulum (tip wall and two contacts, T = 5.5) against ``EventDriven(integrator="DOP853")``: the
-same accepted steps, impact sequence, impact times within 1e-9 and final state within a few
-rtol (measured: 3e-14), compiled against plain Python, a grazing crossing (a gap that closes
-and reopens inside one accepted step: missed without the interior-minimum check), output
-decimation, the accumulation reported as a failure.
+Verified (``tests/test_compiled_event_driven.py``): the bouncing ball e = 0.8 to T = 10 through
+its accumulation point into persistent contact (62 impacts on the closed form to 1e-8, the cut
+at the last of them within 1e-5 of t_inf, at rest q = v = 0 after it, the same impacts, cut
+and final state as the scipy path within 10 rtol, compiled = plain Python) and up to 0.1
+before t_inf (normal velocities), a ball at rest from t = 0, a shaken ball whose contact force
+crosses zero (lift-off at the closed-form time to 1e-9, flight and landing on the closed form
+to 1e-8, as the scipy path), two floors with a non-diagonal M falling together (two-row
+impact LCPs, both contacts closed at one cut) against the scipy path
+(same impact sequence, times within 10 rtol, message, phases, final state), a particle
+sliding inside a circle (curved contact: curvature term and drift projections; plain Python,
+every sample within the drift tolerance, on the pendulum's solution to 1e-8, final state as
+the scipy path's within 1e-9, measured 2e-11), the slanted wall,
+the double pendulum (tip wall and two contacts, T = 5.5: the same accepted steps as the
+scipy path), a grazing crossing inside one step, output decimation.
 
-Cost (``benchmarks/compiled_event_driven.py``, double pendulum tip wall, T = 5.5, rtol 1e-10,
-shared 2-core machine, same process, best of 5 against best of 3): DOP853 212 steps, 0.49-0.51
+Cost (``benchmarks/compiled_event_driven.py``, rtol 1e-10, shared 2-core machine, same process,
+best of 5 against best of 3): double pendulum tip wall, T = 5.5: DOP853 212 steps, 0.49-0.51
 ms per run (2.3 us per accepted step, wrapper included) against 50-69 ms for the scipy path
 (ratio 97-137x); RK45 899 steps, 0.83-0.85 ms (0.93 us/step) against 131-212 ms (155-254x).
-Compiling one engine (one problem class, sizes and pair) takes ~20 s, cached on disk (the
-test file: 133 s cold on one core, 18 s warm).
+Bouncing ball e = 0.8 from q0 = 1 to T = 10, DOP853 (62 impacts, the accumulation cut at
+t = 4.06, persistent contact after it; two runs of the benchmark on the same busy machine):
+0.16-0.18 ms per run (153 steps) against 145-155 ms for the scipy path (ratio 877-890x); in
+the same runs the pendulum took 0.53-0.62 ms (DOP853) and 0.89 ms (RK45) against 110-111 ms
+and 138-297 ms.
+Compiling one engine (one problem class, sizes and pair) takes ~20-50 s, cached on disk.
 
-Missing (next phases):
+Known differences from the scipy path: the closed-contact accelerations come from the Schur
+complement instead of the KKT solve and free flight from LDL^T instead of LAPACK, so results
+agree to round-off, not bit for bit; where the error estimate is itself round-off (the ball's
+constant acceleration) the step sequences can differ (ball e = 0.8, T = 10: 153 accepted
+steps against 151, same impacts), and where a drift crosses its tolerance by round-off the
+projection counts can (particle sliding in a circle to T = 3: 1 projection against 3, final
+states within 2e-11). A contact held closed through impacts of another constraint stays
+closed only if its post-impact normal velocity is below its rest speed, which for a held
+contact is sqrt of a round-off acceleration (a_i = b_i + (W lambda)_i = 0 up to round-off):
+the rule of the scipy path, kept here, but the outcome then depends on round-off, and the two
+engines differ on the corner with offset 0.5 (the compiled run reopens the first contact
+after an impact of the second: 47 impacts and 4 phases against 41 and 2; both end at rest).
+``force_evaluations`` counts right-hand sides and contact
+force evaluations of this engine, not ``problem.forces`` calls.
 
-* accumulation (Zeno) cut-off and persistent contact (the index-1 contact dynamics, release by
-  the root of lambda, drift projections): the engine *detects* the situation where the Python
-  path would switch to persistent contact -- a near constraint whose normal velocity after the
-  event is at most the rest speed ``rest_velocity sqrt(2 |a_i| |grad g_i| L)`` (or impacts
-  closer than ``min_impact_interval (t_end - t0)``) and whose free normal acceleration a_i
-  points into the obstacle -- and stops with status FAILED and a message saying so (it does not
-  loop). The closing test is per constraint (a_i < 0), not the Python path's LCP over all slow
-  constraints;
-* integration as ``EventDriven(compiled=True)`` (stats names, ``SimulationError`` on failure,
-  dense output of the run), problems without kernels, ``max_step`` tests, time-dependent gaps.
+Missing: integration as ``EventDriven(compiled=True)`` (``SimulationError`` on failure, dense
+output of the run), problems without kernels, ``max_step`` tests, time-dependent gaps.
 """
 
 from __future__ import annotations
@@ -81,6 +119,7 @@ from impactbench.core.contact import (
     ldl_factor,
     ldl_solve,
     make_workspace,
+    solve_lcp,
 )
 from impactbench.core.problem import Problem
 from impactbench.core.status_codes import (
@@ -112,10 +151,11 @@ _BRENT_ITERATIONS = 100
 
 # Statuses of this engine beyond those of impactbench.core.status_codes.
 STATUS_STEP_TOO_SMALL = 20
-STATUS_PERSISTENT_CONTACT = 21
 STATUS_NO_PROGRESS = 22
 STATUS_PENETRATION = 23
 STATUS_OUTPUT_FULL = 24
+STATUS_CONTACT_MATRIX_SINGULAR = 25
+STATUS_CONTACT_LCP_FAILED = 26
 #: Counter slots of the located events (slot 6) and of the solver restarts, the start included.
 COUNTER_EVENTS = 6
 COUNTER_SEGMENTS = 7
@@ -123,6 +163,32 @@ COUNTER_SEGMENTS = 7
 # Which function of the dense output a root search evaluates.
 _GAP = 0
 _RATE = 1
+_FORCE = 2
+
+#: A contact closes when its force is above this fraction of the free normal accelerations.
+_CLOSING_THRESHOLD = 1e-12
+
+# Flags per constraint in _resolve.
+_WAS_CLOSED = 1
+_IMPACTING = 2
+_SPACED = 4
+_CLOSES = 8
+
+# Slots of ``info`` (float, 11 + 3 m): failure details, the accumulation cut, contact phases;
+# then three blocks of m: constraints switched at the cut (1.0), start of each constraint's
+# contact phase (nan when open), values of the constraints named by a failure (nan otherwise).
+INFO_FAILED_CONSTRAINT = 0
+INFO_FAILED_VALUE = 1
+INFO_ZENO_TIME = 2
+INFO_REST_SPEED = 3
+INFO_ZENO_VELOCITY = 4
+INFO_ZENO_BEFORE = 5
+INFO_ZENO_SPACED = 6
+INFO_CONTACT_TIME = 7
+INFO_CONTACT_PHASES = 8
+INFO_CONTACT_DURATION = 9
+INFO_PROJECTIONS = 10
+INFO_HEAD = 11
 
 # Names bound per problem by _make_engine.
 mass_matrix = forces = gap = gap_gradient = None
@@ -130,31 +196,119 @@ rk_initial_step = rk_step = rk_dense_prepare = rk_dense_evaluate = None
 N_DOF = N_CONSTRAINTS = N_STAGES = 0
 
 
-def _rhs(t, y, p, out, ws):
-    """out = (v, M(q)^-1 F(t, q, v)); ``ws`` (2n + 2, n): M, its factor, a, failure flag."""
+def rhs_workspace(n: int, m: int) -> np.ndarray:
+    """Scratch of :func:`_acceleration` and :func:`_rhs`, shape (2n + 6m + 6, max(n, m, 3)).
+
+    Rows: M (n), its LDL^T factor (n), the acceleration a, a control row (failure flag: 1 mass
+    matrix not SPD, 2 singular Delassus matrix of the closed contacts; the number k of closed
+    contacts; the curvature difference step ``CURVATURE_FD_STEP L``), the closed constraints
+    (k indices), their forces lambda (k), a shifted q, then six blocks of m rows: G, G at
+    q + d v, G at q - d v, Y = rows M^-1 grad g_C, the Delassus matrix W_C and its factor, and
+    a last row for the right-hand side of W_C lambda.
+    """
+    return np.zeros((2 * n + 6 * m + 6, max(n, m, 3)))
+
+
+def _acceleration(t, y, p, ws):
+    """The acceleration into ws[2n] and, for the k closed contacts listed in ws[2n + 2], their
+    forces lambda into ws[2n + 3] (index-1 contact dynamics, :func:`rhs_workspace`).
+
+    M a = F + G_C^T lambda with W_C lambda = -(G_C M^-1 F + (dG_C/dt) v), W_C = G_C M^-1 G_C^T
+    (the Python path's KKT system by its Schur complement); (dG/dt) v is the central difference
+    of ``gap_gradient`` along v with the step ``CURVATURE_FD_STEP L / |v|_inf``.
+    """
     n = N_DOF
+    m = N_CONSTRAINTS
     q = y[:n]
     v = y[n:]
     M = ws[:n]  # noqa: N806
     L = ws[n : 2 * n]  # noqa: N806
     a = ws[2 * n]
+    control = ws[2 * n + 1]
     mass_matrix(q, p, M)
     if not ldl_factor(M, n, L):
-        ws[2 * n + 1, 0] = 1.0
-        for j in range(2 * n):
-            out[j] = math.nan
+        control[0] = 1.0
         return
     forces(t, q, v, p, a)
     ldl_solve(L, n, a, a)
+    k = int(control[1])
+    if k == 0:
+        return
+    closed = ws[2 * n + 2]
+    lam = ws[2 * n + 3]
+    shifted = ws[2 * n + 4]
+    r = 2 * n + 5
+    G = ws[r : r + m]  # noqa: N806
+    Gp = ws[r + m : r + 2 * m]  # noqa: N806
+    Gm = ws[r + 2 * m : r + 3 * m]  # noqa: N806
+    Y = ws[r + 3 * m : r + 4 * m]  # noqa: N806
+    W = ws[r + 4 * m : r + 5 * m]  # noqa: N806
+    WF = ws[r + 5 * m : r + 6 * m]  # noqa: N806
+    b = ws[r + 6 * m]
+    gap_gradient(q, p, G)
+    speed = 0.0
     for j in range(n):
-        out[j] = v[j]
+        speed = max(speed, abs(v[j]))
+    d = 1.0
+    if speed > 0.0:
+        d = control[2] / speed
+        for j in range(n):
+            shifted[j] = q[j] + d * v[j]
+        gap_gradient(shifted[:n], p, Gp)
+        for j in range(n):
+            shifted[j] = q[j] - d * v[j]
+        gap_gradient(shifted[:n], p, Gm)
+    for c in range(k):
+        i = int(closed[c])
+        s = 0.0
+        for j in range(n):
+            Y[c, j] = G[i, j]
+            s += G[i, j] * a[j]
+            if speed > 0.0:
+                s += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
+        ldl_solve(L, n, Y[c], Y[c])
+        b[c] = -s
+    for c in range(k):
+        i = int(closed[c])
+        for c2 in range(k):
+            s = 0.0
+            for j in range(n):
+                s += G[i, j] * Y[c2, j]
+            W[c, c2] = s
+    if not ldl_factor(W, k, WF):
+        control[0] = 2.0
+        return
+    ldl_solve(WF, k, b, lam)
+    for j in range(n):
+        s = 0.0
+        for c in range(k):
+            s += Y[c, j] * lam[c]
+        a[j] += s
+
+
+def _rhs(t, y, p, out, ws):
+    """out = (v, a) with a from :func:`_acceleration` (free flight when no contact is closed);
+    NaN on a failure (flagged in ``ws``)."""
+    n = N_DOF
+    _acceleration(t, y, p, ws)
+    if ws[2 * n + 1, 0] != 0.0:
+        for j in range(2 * n):
+            out[j] = math.nan
+        return
+    a = ws[2 * n]
+    for j in range(n):
+        out[j] = y[n + j]
         out[n + j] = a[j]
 
 
-def _event_value(kind, i, level, s, t_old, h, y_old, dense, y, p, g, G):  # noqa: N803
-    """g_i(s) - level (kind _GAP) or dg_i/dt(s) (kind _RATE) on the step's dense output."""
+def _event_value(kind, i, level, s, t_old, h, y_old, dense, y, p, g, G, rws):  # noqa: N803
+    """g_i(s) - level (kind _GAP), dg_i/dt(s) (kind _RATE) or the force of the i-th closed
+    contact (kind _FORCE) on the step's dense output."""
     n = N_DOF
     rk_dense_evaluate(s, t_old, h, y_old, dense, y)
+    if kind == _FORCE:
+        _acceleration(s, y, p, rws)
+        return rws[2 * n + 3, i]
     if kind == _GAP:
         gap(y[:n], p, g)
         return g[i] - level
@@ -165,11 +319,11 @@ def _event_value(kind, i, level, s, t_old, h, y_old, dense, y, p, g, G):  # noqa
     return rate
 
 
-def _root(kind, i, level, a, b, t_old, h, y_old, dense, y, p, g, G):  # noqa: N803
+def _root(kind, i, level, a, b, t_old, h, y_old, dense, y, p, g, G, rws):  # noqa: N803
     """Root in [a, b] of :func:`_event_value` (the Python path's ``_root``): brentq when the
     signs bracket, else the endpoint of smaller magnitude."""
-    fa = _event_value(kind, i, level, a, t_old, h, y_old, dense, y, p, g, G)
-    fb = _event_value(kind, i, level, b, t_old, h, y_old, dense, y, p, g, G)
+    fa = _event_value(kind, i, level, a, t_old, h, y_old, dense, y, p, g, G, rws)
+    fb = _event_value(kind, i, level, b, t_old, h, y_old, dense, y, p, g, G, rws)
     if fa == 0.0:
         return a
     if fb == 0.0 or (fa > 0.0) == (fb > 0.0):
@@ -221,11 +375,11 @@ def _root(kind, i, level, a, b, t_old, h, y_old, dense, y, p, g, G):  # noqa: N8
             x_cur += s_cur
         else:
             x_cur += delta if s_bis > 0.0 else -delta
-        f_cur = _event_value(kind, i, level, x_cur, t_old, h, y_old, dense, y, p, g, G)
+        f_cur = _event_value(kind, i, level, x_cur, t_old, h, y_old, dense, y, p, g, G, rws)
     return x_cur
 
 
-def _gap_crossing(i, tau, gs, rs, armed, floor, start, t_old, h, y_old, dense, y, p, g, G):  # noqa: N803
+def _gap_crossing(i, tau, gs, rs, armed, floor, start, t_old, h, y_old, dense, y, p, g, G, rws):  # noqa: N803, E501
     """The Python path's ``_gap_crossing`` for constraint ``i``: (t_hit or nan, armed after),
     with ``gs``, ``rs`` (k + 1, m) the gaps and rates at the sub-interval ends ``tau``."""
     k_max = tau.shape[0] - 1
@@ -237,8 +391,8 @@ def _gap_crossing(i, tau, gs, rs, armed, floor, start, t_old, h, y_old, dense, y
         g_lo = gs[k, i]
         r_lo = rs[k, i]
         if not armed and gs[k + 1, i] <= 0.0 and r_lo > 0.0 > rs[k + 1, i]:
-            t_max = _root(_RATE, i, 0.0, lo, hi, t_old, h, y_old, dense, y, p, g, G)
-            g_max = _event_value(_GAP, i, 0.0, t_max, t_old, h, y_old, dense, y, p, g, G)
+            t_max = _root(_RATE, i, 0.0, lo, hi, t_old, h, y_old, dense, y, p, g, G, rws)
+            g_max = _event_value(_GAP, i, 0.0, t_max, t_old, h, y_old, dense, y, p, g, G, rws)
             if g_max > 0.0:
                 armed = True
                 lo = t_max
@@ -246,11 +400,12 @@ def _gap_crossing(i, tau, gs, rs, armed, floor, start, t_old, h, y_old, dense, y
                 r_lo = 0.0
         level = 0.0 if armed else floor
         if g_lo > level >= gs[k + 1, i]:
-            return _root(_GAP, i, level, lo, hi, t_old, h, y_old, dense, y, p, g, G), armed
+            return _root(_GAP, i, level, lo, hi, t_old, h, y_old, dense, y, p, g, G, rws), armed
         if g_lo > level and gs[k + 1, i] > level and r_lo < 0.0 < rs[k + 1, i]:
-            t_min = _root(_RATE, i, 0.0, lo, hi, t_old, h, y_old, dense, y, p, g, G)
-            if _event_value(_GAP, i, level, t_min, t_old, h, y_old, dense, y, p, g, G) <= 0.0:
-                return _root(_GAP, i, level, lo, t_min, t_old, h, y_old, dense, y, p, g, G), armed
+            t_min = _root(_RATE, i, 0.0, lo, hi, t_old, h, y_old, dense, y, p, g, G, rws)
+            if _event_value(_GAP, i, level, t_min, t_old, h, y_old, dense, y, p, g, G, rws) <= 0.0:
+                t_hit = _root(_GAP, i, level, lo, t_min, t_old, h, y_old, dense, y, p, g, G, rws)
+                return t_hit, armed
     if not armed and tau[k_max] > start and gs[k_max, i] > 0.0:
         armed = True
     return math.nan, armed
@@ -310,17 +465,51 @@ def _project_position(y, p, rows, k, length, g, G, M, F, Y, W, WF, x, cws):  # n
     return STATUS_PROJECTION_NOT_CONVERGED
 
 
-def _resolve(
-    t, y, event, p, e, tolerance, length, rest_velocity, impact_interval,
-    last_impact, log_t, log_i, log_u, logged, impacts, info, y_ahead,
-    g, G, Gp, Gm, M, F, tol, u, u_after, rows, v_new, rws, accel, W, WF, x, cws,
-):  # fmt: skip
-    """Impact law at an event (constraint ``event``, -1 at the start), the persistent-contact
-    test and the projection of q; updates ``y`` in place.
+def _project_velocity(y, p, rows, k, G, M, F, Y, W, WF, x):  # noqa: N803
+    """v = y[n:] moved to G_rows v = 0 in the metric of M (the Python path's
+    ``project_velocity``); returns a status."""
+    n = N_DOF
+    q = y[:n]
+    v = y[n:]
+    gap_gradient(q, p, G)
+    mass_matrix(q, p, M)
+    if not ldl_factor(M, n, F):
+        return STATUS_MASS_NOT_SPD
+    delassus(G, rows, k, F, n, Y, W)
+    if not ldl_factor(W, k, WF):
+        return STATUS_DEGENERATE_GRADIENT
+    for a in range(k):
+        s = 0.0
+        for j in range(n):
+            s += G[rows[a], j] * v[j]
+        x[a] = s
+    ldl_solve(WF, k, x, x)
+    for j in range(n):
+        s = 0.0
+        for a in range(k):
+            s += Y[a, j] * x[a]
+        v[j] -= s
+    return STATUS_OK
 
-    Returns ``(status, logged, impacts)``; status :data:`STATUS_PERSISTENT_CONTACT` (with
-    ``info`` = constraint, normal velocity after, rest speed, 1 if it was an accumulation) when
-    the Python path would switch to persistent contact, which this phase does not integrate.
+
+def _name_failed_rows(info, rows, k, values):
+    """Write ``values[rows[:k]]`` into the failure block of ``info``."""
+    m = N_CONSTRAINTS
+    for a in range(k):
+        info[INFO_HEAD + 2 * m + rows[a]] = values[rows[a]]
+
+
+def _resolve(
+    t, y, event, released, closed, k_closed, mark, p, e, tolerance, length, rest_velocity,
+    impact_interval, last_impact, log_t, log_i, log_u, logged, impacts, info, y_ahead,
+    g, G, Gp, Gm, M, F, tol, u, u_after, rest, rows, v_new, W, WF, x, cws,
+):  # fmt: skip
+    """The Python path's ``resolve`` at an event: impact law on the active set, Zeno test,
+    closing of contacts by the acceleration LCP, projections; updates ``y`` in place.
+
+    ``event`` is the constraint whose gap event fired and ``released`` the contact whose force
+    vanished (-1 if none); ``closed[:k_closed]`` the contacts closed before, overwritten by those
+    closed after. Returns ``(status, logged, impacts, k_closed)``.
     """
     n = N_DOF
     m = N_CONSTRAINTS
@@ -328,8 +517,12 @@ def _resolve(
     v = y[n:]
     gap(q, p, g)
     gap_gradient(q, p, G)
+    for i in range(m):
+        mark[i] = 0
+    for c in range(k_closed):
+        mark[closed[c]] = _WAS_CLOSED
     k = 0
-    approaching = False
+    impacting = False
     for i in range(m):
         norm = 0.0
         speed = 0.0
@@ -339,20 +532,21 @@ def _resolve(
         tol[i] = tolerance * math.sqrt(norm)
         u[i] = speed
         u_after[i] = speed
-        if (g[i] <= tol[i] and speed < 0.0) or i == event:
+        if (g[i] <= tol[i] and speed < 0.0) or mark[i] == _WAS_CLOSED or i == event:
             rows[k] = i
             k += 1
-            if speed < 0.0:
-                approaching = True
-    if approaching:
+            if speed < 0.0 and mark[i] != _WAS_CLOSED:
+                mark[i] = _IMPACTING
+                impacting = True
+    if impacting:
         mass_matrix(q, p, M)
         if not ldl_factor(M, n, F):
-            return STATUS_MASS_NOT_SPD, logged, impacts
+            return STATUS_MASS_NOT_SPD, logged, impacts, k_closed
         used = impulse(n, G, rows, k, v, v, e, F, cws, v_new)
         if used == -2:
-            return STATUS_DEGENERATE_GRADIENT, logged, impacts
+            return STATUS_DEGENERATE_GRADIENT, logged, impacts, k_closed
         if used < 0:
-            return STATUS_CONTACT_SOLVE_FAILED, logged, impacts
+            return STATUS_CONTACT_SOLVE_FAILED, logged, impacts, k_closed
         for j in range(n):
             v[j] = v_new[j]
         for i in range(m):
@@ -360,16 +554,23 @@ def _resolve(
             for j in range(n):
                 speed += G[i, j] * v[j]
             u_after[i] = speed
-        for a in range(k):
-            i = rows[a]
-            if u[i] < 0.0:
+        for i in range(m):
+            if mark[i] == _IMPACTING:
                 impacts += 1
                 if logged < log_t.shape[0]:
                     logged = log_impact(log_t, log_i, log_u, logged, t, i, u[i], u_after[i])
-    # Persistent-contact test: free normal accelerations a_i = grad g_i . M^-1 F + (dG/dt) v.
-    _rhs(t, y, p, accel, rws)
+                if t - last_impact[i] < impact_interval:
+                    mark[i] |= _SPACED
+                last_impact[i] = t
+    # Free normal accelerations b_i = grad g_i . M^-1 F + (dG/dt) v at the post-impact state.
+    mass_matrix(q, p, M)
+    if not ldl_factor(M, n, F):
+        return STATUS_MASS_NOT_SPD, logged, impacts, k_closed
+    a = y_ahead[n:]
+    forces(t, q, v, p, a)
+    ldl_solve(F, n, a, a)
     speed = 0.0
-    d = 0.0
+    d = 1.0
     for j in range(n):
         speed = max(speed, abs(v[j]))
     if speed > 0.0:
@@ -380,41 +581,141 @@ def _resolve(
         for j in range(n):
             y_ahead[j] = q[j] - d * v[j]
         gap_gradient(y_ahead[:n], p, Gm)
-    for i in range(m):
-        a_i = 0.0
-        for j in range(n):
-            a_i += G[i, j] * accel[n + j]
-            if speed > 0.0:
-                a_i += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
-        rest = rest_velocity * math.sqrt(2.0 * abs(a_i) * tol[i] / tolerance * length)
-        crowded = u[i] < 0.0 and approaching and t - last_impact[i] < impact_interval
-        if u[i] < 0.0 and approaching:
-            last_impact[i] = t
-        if g[i] <= tol[i] and (abs(u_after[i]) <= rest or crowded) and a_i < 0.0:
-            info[0] = i
-            info[1] = u_after[i]
-            info[2] = rest
-            info[3] = 1.0 if (u[i] < 0.0 and approaching) else 0.0
-            return STATUS_PERSISTENT_CONTACT, logged, impacts
-    # Admissibility: project q onto g_i = 0 for every g_i < 0.
     k = 0
     for i in range(m):
-        if g[i] < 0.0:
+        b_i = 0.0
+        for j in range(n):
+            b_i += G[i, j] * a[j]
+            if speed > 0.0:
+                b_i += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
+        x[i] = b_i
+        rest[i] = b_i
+        if (mark[i] & _WAS_CLOSED) != 0 and i != released:
+            rows[k] = i
+            k += 1
+    # Normal accelerations a_i = b_i + grad g_i . M^-1 G_H^T lambda_H under the forces of the
+    # contacts H that stay closed (a bead falling onto a bead held by the floor: a_i = -g
+    # although b_i = 0), from the LCP over H; the rest speed of the next flight uses them.
+    if k > 0:
+        Y = cws[1]  # noqa: N806
+        b = cws[3]
+        lam = cws[4]
+        delassus(G, rows, k, F, n, Y, W)
+        for c in range(k):
+            b[c] = x[rows[c]]
+        if solve_lcp(W, b, k, lam, cws) < 0:
+            _name_failed_rows(info, rows, k, x)
+            return STATUS_CONTACT_LCP_FAILED, logged, impacts, k_closed
+        for i in range(m):
+            s = 0.0
+            for c in range(k):
+                for j in range(n):
+                    s += G[i, j] * Y[c, j] * lam[c]
+            rest[i] += s
+    k = 0
+    for i in range(m):
+        rest[i] = rest_velocity * math.sqrt(2.0 * abs(rest[i]) * tol[i] / tolerance * length)
+        slow = (g[i] <= tol[i] and abs(u_after[i]) <= rest[i]) or (mark[i] & _SPACED) != 0
+        if slow and i != released:
+            rows[k] = i
+            k += 1
+    # Which slow contacts close: the acceleration LCP 0 <= lambda _|_ W lambda + b >= 0.
+    if k > 0:
+        Y = cws[1]  # noqa: N806
+        b = cws[3]
+        lam = cws[4]
+        delassus(G, rows, k, F, n, Y, W)
+        scale = 0.0
+        for c in range(k):
+            b[c] = x[rows[c]]
+            scale = max(scale, abs(b[c]))
+        if solve_lcp(W, b, k, lam, cws) < 0:
+            _name_failed_rows(info, rows, k, x)
+            return STATUS_CONTACT_LCP_FAILED, logged, impacts, k_closed
+        scale *= _CLOSING_THRESHOLD
+        for c in range(k):
+            if lam[c] * W[c, c] > scale:
+                mark[rows[c]] |= _CLOSES
+    # Bookkeeping: the accumulation cut, the first contact, the contact phases.
+    first = -1
+    closes = False
+    for i in range(m):
+        if (mark[i] & _CLOSES) != 0:
+            closes = True
+            if (mark[i] & _IMPACTING) != 0 and first < 0:
+                first = i
+    if first >= 0 and e > 0.0 and math.isnan(info[INFO_ZENO_TIME]):
+        info[INFO_ZENO_TIME] = t
+        info[INFO_REST_SPEED] = rest[first]
+        info[INFO_ZENO_VELOCITY] = u_after[first]
+        info[INFO_ZENO_BEFORE] = u[first]
+        spaced = (mark[first] & _SPACED) != 0 and abs(u_after[first]) > rest[first]
+        info[INFO_ZENO_SPACED] = 1.0 if spaced else 0.0
+        for i in range(m):
+            if (mark[i] & _CLOSES) != 0 and (mark[i] & _IMPACTING) != 0:
+                info[INFO_HEAD + i] = 1.0
+    if closes and math.isnan(info[INFO_CONTACT_TIME]):
+        info[INFO_CONTACT_TIME] = t
+    for i in range(m):
+        was = (mark[i] & _WAS_CLOSED) != 0
+        now = (mark[i] & _CLOSES) != 0
+        if now and not was:
+            info[INFO_HEAD + m + i] = t
+            info[INFO_CONTACT_PHASES] += 1.0
+        if was and not now:
+            info[INFO_CONTACT_DURATION] += t - info[INFO_HEAD + m + i]
+            info[INFO_HEAD + m + i] = math.nan
+    # Projections: q onto the closed contacts and every g_i < 0, v onto the closed contacts.
+    k = 0
+    k_closed = 0
+    for i in range(m):
+        if (mark[i] & _CLOSES) != 0:
+            closed[k_closed] = i
+            k_closed += 1
+        if (mark[i] & _CLOSES) != 0 or g[i] < 0.0:
             rows[k] = i
             k += 1
     if k > 0:
         status = _project_position(y, p, rows, k, length, g, G, M, F, cws[1], W, WF, x, cws)
         if status != STATUS_OK:
-            return status, logged, impacts
-    return STATUS_OK, logged, impacts
+            gap(q, p, g)
+            _name_failed_rows(info, rows, k, g)
+            return status, logged, impacts, k_closed
+    if k_closed > 0:
+        status = _project_velocity(y, p, closed, k_closed, G, M, F, cws[1], W, WF, x)
+        if status != STATUS_OK:
+            return status, logged, impacts, k_closed
+    return STATUS_OK, logged, impacts, k_closed
+
+
+def _drifted(y, p, closed, k_closed, atol, rtol, length, g, G):  # noqa: N803
+    """Whether g_C or G_C v left the solver's error scale (atol + rtol L) |grad g|,
+    (atol + rtol |v|_inf) |grad g| (the Python path's ``drifted``)."""
+    n = N_DOF
+    gap(y[:n], p, g)
+    gap_gradient(y[:n], p, G)
+    speed = 0.0
+    for j in range(n):
+        speed = max(speed, abs(y[n + j]))
+    for c in range(k_closed):
+        i = closed[c]
+        norm = 0.0
+        rate = 0.0
+        for j in range(n):
+            norm += G[i, j] * G[i, j]
+            rate += G[i, j] * y[n + j]
+        norm = math.sqrt(norm)
+        if abs(g[i]) > (atol + rtol * length) * norm or abs(rate) > (atol + rtol * speed) * norm:
+            return True
+    return False
 
 
 def _event_loop(
     t0, t_end, q0, v0, p, e, rtol, atol, max_step, every,
     length, rest_velocity, impact_interval,
     out_t, out_q, out_v, log_t, log_i, log_u, counters, state, info,
-    K, Yb, dense, rws, tau, gs, rs, armed, armed_next, floor, last_impact,
-    g, G, Gp, Gm, M, F, tol, u, u_after, rows, W, WF, x, cws,
+    K, Yb, dense, rws, tau, gs, rs, ls, armed, armed_next, floor, last_impact,
+    closed, mark, g, G, Gp, Gm, M, F, tol, u, u_after, rest, rows, W, WF, x, cws,
 ):  # fmt: skip
     """The whole event-driven run (see the module docstring); writes the outputs and counters."""
     n = N_DOF
@@ -427,7 +728,9 @@ def _event_loop(
     y_ahead = Yb[5]
     v_new = Yb[6, :n]
     y_before = Yb[7]
+    control = rws[2 * n + 1]
     tolerance = _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length)
+    control[2] = CURVATURE_FD_STEP * length
     for j in range(n):
         y[j] = q0[j]
         y[n + j] = v0[j]
@@ -439,49 +742,71 @@ def _event_loop(
     segments = 0
     events = 0
     stalled = 0
+    k_closed = 0
     status = STATUS_OK
     t = t0
     event = -1
+    released = -1
+    first_step = 0.0  # > 0: resume after a drift projection with this step, no restart
     while True:
-        # Restart: impact law at the event, re-arming, new initial step.
-        impacts_before = impacts
-        for j in range(2 * n):
-            y_before[j] = y[j]
-        status, logged, impacts = _resolve(
-            t, y, event, p, e, tolerance, length, rest_velocity, impact_interval,
-            last_impact, log_t, log_i, log_u, logged, impacts, info, y_ahead,
-            g, G, Gp, Gm, M, F, tol, u, u_after, rows, v_new, rws, f, W, WF, x, cws,
-        )  # fmt: skip
-        evaluations += 1
-        if status != STATUS_OK:
-            break
-        if impacts > impacts_before:  # the pre-impact state, then the post-impact one
-            samples = _add_sample(out_t, out_q, out_v, samples, t, y_before)
-        if samples >= 0:
-            samples = _add_sample(out_t, out_q, out_v, samples, t, y)
-        if samples < 0:
-            status = STATUS_OUTPUT_FULL
-            break
-        gap(y[:n], p, g)
-        for i in range(m):
-            armed[i] = g[i] > tol[i]
-            floor[i] = -tol[i]
-        start = t
-        segments += 1
-        if t >= t_end:
-            break
-        rws[2 * n + 1, 0] = 0.0
+        if first_step == 0.0:
+            # Restart: impact law at the event, contacts, re-arming.
+            impacts_before = impacts
+            for j in range(2 * n):
+                y_before[j] = y[j]
+            status, logged, impacts, k_closed = _resolve(
+                t, y, event, released, closed, k_closed, mark, p, e, tolerance, length,
+                rest_velocity, impact_interval, last_impact, log_t, log_i, log_u, logged,
+                impacts, info, y_ahead, g, G, Gp, Gm, M, F, tol, u, u_after, rest, rows, v_new,
+                W, WF, x, cws,
+            )  # fmt: skip
+            evaluations += 1
+            if status != STATUS_OK:
+                break
+            if impacts > impacts_before:  # the pre-impact state, then the post-impact one
+                samples = _add_sample(out_t, out_q, out_v, samples, t, y_before)
+            if samples >= 0:
+                samples = _add_sample(out_t, out_q, out_v, samples, t, y)
+            if samples < 0:
+                status = STATUS_OUTPUT_FULL
+                break
+            gap(y[:n], p, g)
+            gap_gradient(y[:n], p, G)
+            for i in range(m):
+                norm = 0.0
+                for j in range(n):
+                    norm += G[i, j] * G[i, j]
+                tol[i] = tolerance * math.sqrt(norm)
+                armed[i] = g[i] > tol[i]
+                floor[i] = -tol[i]
+            for c in range(k_closed):
+                armed[closed[c]] = False
+                rws[2 * n + 2, c] = closed[c]
+            control[1] = k_closed
+            start = t
+            segments += 1
+            if t >= t_end:
+                break
+        control[0] = 0.0
         _rhs(t, y, p, f, rws)
-        h_abs = rk_initial_step(t, y, f, t_end, max_step, rtol, atol, p, K, rws)
-        evaluations += 2
+        evaluations += 1
+        if first_step == 0.0:
+            h_abs = rk_initial_step(t, y, f, t_end, max_step, rtol, atol, p, K, rws)
+            evaluations += 1
+        else:
+            h_abs = first_step
+            first_step = 0.0
         event = -1
-        while event < 0 and t < t_end:
+        released = -1
+        while t < t_end:
             step_status, t_new, h, h_abs, attempts = rk_step(
                 t, y, f, h_abs, t_end, max_step, rtol, atol, p, K, y_new, f_new, rws
             )
             evaluations += N_STAGES * attempts
-            if rws[2 * n + 1, 0] != 0.0:
+            if control[0] != 0.0:
                 status = STATUS_MASS_NOT_SPD
+                if control[0] == 2.0:
+                    status = STATUS_CONTACT_MATRIX_SINGULAR
                 break
             if step_status == STEP_NOT_FINITE:
                 status = STATUS_NOT_FINITE
@@ -511,16 +836,45 @@ def _event_loop(
                     for j in range(n):
                         rate += G[i, j] * y_probe[n + j]
                     rs[k, i] = rate
+                if k_closed > 0:
+                    _acceleration(tau[k], y_probe, p, rws)
+                    evaluations += 1
+                    for c in range(k_closed):
+                        ls[k, c] = rws[2 * n + 3, c]
             t_event = math.inf
             for i in range(m):
+                armed_next[i] = armed[i]
+                if (mark[i] & _CLOSES) != 0:  # closed: no gap event
+                    continue
                 t_hit, armed_i = _gap_crossing(
-                    i, tau, gs, rs, armed[i], floor[i], start, t, h, y, dense, y_probe, p, g, G
-                )
+                    i, tau, gs, rs, armed[i], floor[i], start, t, h, y, dense, y_probe, p, g, G,
+                    rws,
+                )  # fmt: skip
                 armed_next[i] = armed_i
                 if t_hit < t_event:  # nan compares False
                     t_event = t_hit
                     event = i
-            if event >= 0:
+            # Lift-off: the first root of a contact force lambda_c.
+            for c in range(k_closed):
+                for k in range(_SUBINTERVALS + 1):
+                    if ls[k, c] <= 0.0:
+                        t_hit = tau[0]
+                        if k > 0:
+                            t_hit = _root(
+                                _FORCE, c, 0.0, tau[k - 1], tau[k], t, h, y, dense, y_probe, p,
+                                g, G, rws,
+                            )  # fmt: skip
+                        if t_hit < t_event:
+                            t_event = t_hit
+                            event = -1
+                            released = closed[c]
+                        break
+            if control[0] != 0.0:
+                status = STATUS_MASS_NOT_SPD
+                if control[0] == 2.0:
+                    status = STATUS_CONTACT_MATRIX_SINGULAR
+                break
+            if event >= 0 or released >= 0:
                 events += 1
                 stalled = stalled + 1 if t_event == t else 0
                 if stalled > 2 * m + 2:
@@ -533,19 +887,51 @@ def _event_loop(
                 break
             for i in range(m):
                 armed[i] = armed_next[i]
+            t_old = t
             t = t_new
             for j in range(2 * n):
                 y[j] = y_new[j]
                 f[j] = f_new[j]
+            if t >= t_end:
+                break
+            if k_closed > 0 and _drifted(y, p, closed, k_closed, atol, rtol, length, g, G):
+                status = _project_position(
+                    y, p, closed, k_closed, length, g, G, M, F, cws[1], W, WF, x, cws
+                )
+                if status == STATUS_OK:
+                    status = _project_velocity(y, p, closed, k_closed, G, M, F, cws[1], W, WF, x)
+                if status != STATUS_OK:
+                    gap(y[:n], p, g)
+                    _name_failed_rows(info, closed, k_closed, g)
+                    break
+                info[INFO_PROJECTIONS] += 1.0
+                first_step = min(t - t_old, t_end - t)
             if steps % every == 0:
                 samples = _add_sample(out_t, out_q, out_v, samples, t, y)
                 if samples < 0:
                     status = STATUS_OUTPUT_FULL
                     break
-        if status != STATUS_OK or event < 0:
+            if first_step > 0.0:
+                break
+        if status != STATUS_OK or (event < 0 and released < 0 and first_step == 0.0):
             break
     if status == STATUS_OK:
-        # Final state: admissible up to twice the contact tolerance.
+        # Final state: projected onto the closed contacts, admissible up to twice the contact
+        # tolerance.
+        for c in range(k_closed):
+            i = closed[c]
+            info[INFO_CONTACT_DURATION] += t - info[INFO_HEAD + m + i]
+            info[INFO_HEAD + m + i] = math.nan
+        if k_closed > 0:
+            status = _project_position(
+                y, p, closed, k_closed, length, g, G, M, F, cws[1], W, WF, x, cws
+            )
+            if status == STATUS_OK:
+                status = _project_velocity(y, p, closed, k_closed, G, M, F, cws[1], W, WF, x)
+            elif status == STATUS_PROJECTION_NOT_CONVERGED:
+                gap(y[:n], p, g)
+                _name_failed_rows(info, closed, k_closed, g)
+    if status == STATUS_OK:
         gap(y[:n], p, g)
         gap_gradient(y[:n], p, G)
         for i in range(m):
@@ -554,8 +940,8 @@ def _event_loop(
                 norm += G[i, j] * G[i, j]
             if g[i] < -2.0 * tolerance * math.sqrt(norm):
                 status = STATUS_PENETRATION
-                info[0] = i
-                info[1] = g[i]
+                info[INFO_FAILED_CONSTRAINT] = i
+                info[INFO_FAILED_VALUE] = g[i]
         if status == STATUS_OK:
             samples = _add_sample(out_t, out_q, out_v, samples, t, y)
             if samples < 0:
@@ -606,7 +992,10 @@ def make_engine(
         "N_DOF": n,
         "N_CONSTRAINTS": m,
     }
-    rhs = specialize(_rhs, problem_bindings, compile, inline=True)
+    acceleration = specialize(_acceleration, problem_bindings, compile, inline=True)
+    rhs = specialize(
+        _rhs, {**problem_bindings, "_acceleration": acceleration}, compile, inline=True
+    )
     rk = make_rk_integrator(rhs, integrator, compile=compile)
     rk_inlined = {
         "rk_initial_step": rk.initial_step,
@@ -616,7 +1005,7 @@ def make_engine(
         "N_STAGES": rk.n_stages,
     }
     bindings = {**problem_bindings, **rk_inlined}
-    helpers = {}
+    helpers = {"_acceleration": acceleration}
     for name, template in (
         ("_rhs", _rhs),
         ("_event_value", _event_value),
@@ -624,7 +1013,10 @@ def make_engine(
         ("_gap_crossing", _gap_crossing),
         ("_add_sample", _add_sample),
         ("_project_position", _project_position),
+        ("_project_velocity", _project_velocity),
+        ("_name_failed_rows", _name_failed_rows),
         ("_resolve", _resolve),
+        ("_drifted", _drifted),
     ):
         helpers[name] = specialize(template, {**bindings, **helpers}, compile, inline=True)
     loop = specialize(_event_loop, {**bindings, **helpers}, compile, nrt=False)
@@ -632,25 +1024,49 @@ def make_engine(
     return loop, rk
 
 
-def _failure_message(status: int, t: float, info: np.ndarray) -> str:
-    if status == STATUS_PERSISTENT_CONTACT:
-        what = "an accumulation of impacts (Zeno)" if info[3] else "a contact at rest"
-        return (
-            f"{what} on constraint {int(info[0])} at t={t!r} (normal velocity after the event "
-            f"{info[1]:.3g}, rest speed {info[2]:.3g}): persistent contact is not implemented "
-            "in the compiled event-driven engine yet (phase 1); use EventDriven()"
-        )
+def _failure_message(status: int, t: float, info: np.ndarray, m: int) -> str:
+    """The Python path's SimulationError message for ``status``, with the time."""
+    named = info[INFO_HEAD + 2 * m : INFO_HEAD + 3 * m]
+    rows = np.flatnonzero(~np.isnan(named))
     reasons = {
         STATUS_STEP_TOO_SMALL: "the RK step size fell below the spacing of floats near t",
         STATUS_NO_PROGRESS: "events repeat without progress",
         STATUS_PENETRATION: (
-            f"run ended inside the obstacle: gap {int(info[0])} = {info[1]:.3g} < -2 x "
-            "contact tolerance"
+            f"run ended inside the obstacle: gap {int(info[INFO_FAILED_CONSTRAINT])} = "
+            f"{info[INFO_FAILED_VALUE]:.3g} < -2 x contact tolerance"
         ),
         STATUS_OUTPUT_FULL: "output buffer full",
+        STATUS_CONTACT_MATRIX_SINGULAR: "singular contact (Delassus) matrix of the closed contacts",
+        STATUS_CONTACT_LCP_FAILED: f"contact LCP failed on constraints {rows.tolist()}",
         **FAILURE_REASONS,
     }
+    if status == STATUS_PROJECTION_NOT_CONVERGED:
+        reasons[status] = (
+            f"projection onto the contact manifold of constraints {rows.tolist()} did not "
+            f"converge (gap {named[rows].tolist()})"
+        )
     return f"{reasons.get(status, f'status {status}')} at t={t!r}"
+
+
+def _zeno_message(info: np.ndarray, m: int, settings: dict[str, float]) -> str:
+    """The Python path's ``describe_zeno`` message from the slots of ``info``."""
+    rows = np.flatnonzero(info[INFO_HEAD : INFO_HEAD + m] == 1.0)
+    if info[INFO_ZENO_SPACED]:
+        why = (
+            f"impacts closer than {settings['impact_interval']:.3g} "
+            f"(min_impact_interval={settings['min_impact_interval']:g} x (t_end - t0))"
+        )
+    else:
+        why = (
+            f"rebound normal velocity {info[INFO_ZENO_VELOCITY]:.3g} below the rest speed "
+            f"{info[INFO_REST_SPEED]:.3g} (rest_velocity={settings['rest_velocity']:g} x "
+            f"sqrt(2 |g''| |grad g| L), L={settings['length']:g})"
+        )
+    return (
+        f"accumulation of impacts on constraint(s) {rows.tolist()} cut at "
+        f"t={float(info[INFO_ZENO_TIME])!r} (impact normal velocity "
+        f"{info[INFO_ZENO_BEFORE]:.3g}): {why}; switched to persistent contact"
+    )
 
 
 def simulate_compiled(
@@ -683,8 +1099,9 @@ def simulate_compiled(
     max_step : float
         Largest step size (inf allowed).
     rest_velocity, min_impact_interval : float
-        The Python path's accumulation thresholds, used here to detect (and stop at) the switch
-        to persistent contact.
+        The accumulation (Zeno) thresholds of ``EventDriven``: rebound speed relative to
+        ``sqrt(2 |g''| |grad g| L)`` and impact spacing relative to ``t_end - t0`` below which
+        an accumulation is cut and continued as persistent contact.
     compile : bool
         numba (cached on disk) or the same source as plain Python.
     capacity : int
@@ -694,9 +1111,13 @@ def simulate_compiled(
     Returns
     -------
     Trajectory
-        Samples of shape (N,), (N, n), (N, n); status OK or FAILED (message says why, the
-        samples up to the failure are kept; ``stats`` holds ``steps``, ``force_evaluations``,
-        ``impacts``, ``events``, ``segments``, ``t_stop``, ``state_stop``).
+        Samples of shape (N,), (N, n), (N, n) (as the scipy path: accepted steps, the states
+        before and after each event, the final state); status ZENO_HANDLED (an accumulation
+        was cut), OK or FAILED (the message says why as the scipy path's ``SimulationError``;
+        the samples up to the failure are kept). ``stats`` holds the scipy path's keys
+        (``steps``, ``force_evaluations``, ``impacts``, ``segments``, ``projections``, the
+        thresholds, ``zeno_time``, ``contact_time``, ``contact_phases``, ``contact_duration``)
+        and ``events``, ``t_stop``, ``state_stop``.
     """
     if problem.kernels() is None:
         raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
@@ -722,6 +1143,7 @@ def simulate_compiled(
     v0 = np.array(problem.v0, dtype=float)
     p = np.ascontiguousarray(problem.kernel_parameters(), dtype=float)
     length = max(1.0, float(np.abs(q0).max()))
+    impact_interval = min_impact_interval * (t_end - t0)
     while True:
         out_t = np.empty(capacity)
         out_q = np.empty((capacity, n))
@@ -731,19 +1153,23 @@ def simulate_compiled(
         log_u = np.empty((IMPACT_LOG_CAPACITY, 2))
         counters = np.zeros(N_COUNTERS, dtype=np.int64)
         state = np.empty(1 + 2 * n)
-        info = np.zeros(4)
+        info = np.zeros(INFO_HEAD + 3 * m)
+        info[[INFO_ZENO_TIME, INFO_CONTACT_TIME]] = math.nan
+        info[INFO_HEAD + m :] = math.nan
         loop(
             t0, t_end, q0, v0, p, float(problem.restitution), rtol, atol, float(max_step),
-            int(output_every), length, rest_velocity, min_impact_interval * (t_end - t0),
+            int(output_every), length, rest_velocity, impact_interval,
             out_t, out_q, out_v, log_t, log_i, log_u, counters, state, info,
             rk.stage_buffer(2 * n), np.zeros((8, 2 * n)), rk.dense_buffer(2 * n),
-            np.zeros((2 * n + 2, n)), np.zeros(_SUBINTERVALS + 1),
+            rhs_workspace(n, m), np.zeros(_SUBINTERVALS + 1),
             np.zeros((_SUBINTERVALS + 1, m)), np.zeros((_SUBINTERVALS + 1, m)),
+            np.zeros((_SUBINTERVALS + 1, m)),
             np.zeros(m, dtype=np.bool_), np.zeros(m, dtype=np.bool_), np.zeros(m),
-            np.full(m, -math.inf), np.zeros(m), np.zeros((m, n)), np.zeros((m, n)),
+            np.full(m, -math.inf), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+            np.zeros(m), np.zeros((m, n)), np.zeros((m, n)),
             np.zeros((m, n)), np.zeros((n, n)), np.zeros((n, n)), np.zeros(m), np.zeros(m),
-            np.zeros(m), np.zeros(m, dtype=np.int64), np.zeros((m, m)), np.zeros((m, m)),
-            np.zeros(m), make_workspace(n, m),
+            np.zeros(m), np.zeros(m), np.zeros(m, dtype=np.int64), np.zeros((m, m)),
+            np.zeros((m, m)), np.zeros(m), make_workspace(n, m),
         )  # fmt: skip
         status = int(counters[COUNTER_STATUS])
         if status != STATUS_OUTPUT_FULL:
@@ -759,22 +1185,47 @@ def simulate_compiled(
         normal_velocity_after=log_u[:logged, 1].copy(),
         total=int(counters[COUNTER_IMPACTS]),
     )
-    if status == STATUS_OK:
+    length_settings = {
+        "impact_interval": impact_interval,
+        "min_impact_interval": min_impact_interval,
+        "rest_velocity": rest_velocity,
+        "length": length,
+    }
+    zeno_time = None if math.isnan(info[INFO_ZENO_TIME]) else float(info[INFO_ZENO_TIME])
+    contact_time = None if math.isnan(info[INFO_CONTACT_TIME]) else float(info[INFO_CONTACT_TIME])
+    if status != STATUS_OK:
+        run_status = Status.FAILED
+        message = _failure_message(status, t_stop, info, m)
+    elif zeno_time is not None:
+        run_status = Status.ZENO_HANDLED
+        message = (
+            f"{_zeno_message(info, m, length_settings)}; reached t_end={t_stop!r} with "
+            f"{impacts.total} impacts"
+        )
+    else:
         run_status = Status.OK
         message = f"reached t_end={t_stop!r} with {impacts.total} impacts"
-    else:
-        run_status = Status.FAILED
-        message = _failure_message(status, t_stop, info)
+        if contact_time is not None:
+            message += f"; persistent contact from t={contact_time!r}"
     stats = {
         "steps": int(counters[COUNTER_STEPS]),
         "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
         "impacts": impacts.total,
         "segments": int(counters[COUNTER_SEGMENTS]),
+        "projections": int(info[INFO_PROJECTIONS]),
+        "rest_velocity": rest_velocity,
+        "min_impact_interval": min_impact_interval,
+        "rest_speed": None if zeno_time is None else float(info[INFO_REST_SPEED]),
+        "impact_interval": impact_interval,
+        "contact_tolerance": _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length),
+        "length_scale": length,
+        "zeno_time": zeno_time,
+        "contact_time": contact_time,
+        "contact_phases": int(info[INFO_CONTACT_PHASES]),
+        "contact_duration": float(info[INFO_CONTACT_DURATION]),
         "events": int(counters[COUNTER_EVENTS]),
         "t_stop": t_stop,
         "state_stop": state[1:].copy(),
-        "contact_tolerance": _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length),
-        "length_scale": length,
     }
     return Trajectory(
         t=out_t[:count].copy(),
