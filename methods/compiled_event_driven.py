@@ -82,11 +82,10 @@ constant acceleration) the step sequences can differ (ball e = 0.8, T = 10: 153 
 steps against 151, same impacts), and where a drift crosses its tolerance by round-off the
 projection counts can (particle sliding in a circle to T = 3: 1 projection against 3, final
 states within 2e-11). A contact held closed through impacts of another constraint stays
-closed only if its post-impact normal velocity is below its rest speed, which for a held
-contact is sqrt of a round-off acceleration (a_i = b_i + (W lambda)_i = 0 up to round-off):
-the rule of the scipy path, kept here, but the outcome then depends on round-off, and the two
-engines differ on the corner with offset 0.5 (the compiled run reopens the first contact
-after an impact of the second: 47 impacts and 4 phases against 41 and 2; both end at rest).
+closed when its post-impact normal velocity is below its rest speed, taken (in both engines)
+from the larger of |a_i| (with the held contacts' forces) and |b_i| (without): a held
+contact's own a_i is round-off, and with it alone the outcome depended on round-off (the
+engines then differed on the corner with offset 0.5: 47 impacts and 4 phases against 41 and 2).
 ``force_evaluations`` counts right-hand sides and contact
 force evaluations of this engine, not ``problem.forces`` calls.
 
@@ -614,7 +613,10 @@ def _resolve(
             rest[i] += s
     k = 0
     for i in range(m):
-        rest[i] = rest_velocity * math.sqrt(2.0 * abs(rest[i]) * tol[i] / tolerance * length)
+        # the larger of the accelerations with and without the held contacts' forces (a held
+        # contact's own a_i is round-off; its b_i is what its next flight would see)
+        scale = max(abs(rest[i]), abs(x[i]))
+        rest[i] = rest_velocity * math.sqrt(2.0 * scale * tol[i] / tolerance * length)
         slow = (g[i] <= tol[i] and abs(u_after[i]) <= rest[i]) or (mark[i] & _SPACED) != 0
         if slow and i != released:
             rows[k] = i

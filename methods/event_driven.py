@@ -33,10 +33,11 @@ Impacts and several contacts.
     ``tol_i = 10 (atol + rtol L) |grad g_i|``, with the length scale ``L = max(1, |q0|_inf)``.
 Accumulation (Zeno).
     After an impact, a near constraint is *at rest* when its normal velocity is at most the rest
-    speed ``rest_velocity * sqrt(2 |a_i| |grad g_i| L)``, where a_i is its normal acceleration
-    g_i'' under the forces of the persistent contacts that stay closed (a bead falling onto a
-    bead that rests on the floor has a_i = -g although their free relative acceleration is 0,
-    and its bounces would never be at rest): with the default ``rest_velocity = 1e-6`` the next
+    speed ``rest_velocity * sqrt(2 max(|a_i|, |b_i|) |grad g_i| L)``, where b_i is its free
+    normal acceleration (g_i'' without contact forces) and a_i the one under the forces of the
+    persistent contacts that stay closed (a bead falling onto a bead that rests on the floor has
+    a_i = -g although b_i = 0, and its bounces would never be at rest with b_i alone; a held
+    contact's own a_i is round-off): with the default ``rest_velocity = 1e-6`` the next
     flight would rise at most 1e-12 L, 1e4 times above the round-off of g, and the position error
     of cutting the accumulation there is below 1e-12 L. Impacts of one constraint closer in time
     than ``min_impact_interval * (t_end - t0)`` also count as an accumulation (default 1e-12, which
@@ -97,7 +98,7 @@ from impactbench.methods.compiled_event_driven import simulate_compiled
 from impactbench.methods.free_flight import free_flight_rhs
 
 #: Whether ``EventDriven()`` runs the compiled event loop where it applies.
-COMPILED_BY_DEFAULT = False
+COMPILED_BY_DEFAULT = True
 #: The integrators of the compiled event loop.
 COMPILED_INTEGRATORS = ("RK45", "DOP853")
 
@@ -919,8 +920,10 @@ class _Run:
             if lam_held is None:
                 raise SimulationError(f"contact LCP failed on constraints {held.tolist()}", t, q, v)
             a = b + (G @ Y[:, held]) @ lam_held
+        # The larger of |a_i| and |b_i|: a held contact's own a_i is round-off.
+        scale = np.maximum(np.abs(a), np.abs(b))
         rest = self.method.rest_velocity * np.sqrt(
-            2.0 * np.abs(a) * np.linalg.norm(G, axis=1) * model.length
+            2.0 * scale * np.linalg.norm(G, axis=1) * model.length
         )
         slow = near & (np.abs(u) <= rest)
         slow[spaced] = True

@@ -346,9 +346,8 @@ def test_contact_lifts_off_where_its_force_vanishes():
 # (p = [g, offset]): from q0 = (1, 1) with offset 0 both coordinates fall together, every impact
 # is a two-row LCP in the kinetic metric, and the accumulation closes both contacts at once
 # (the two-row acceleration LCP). With an offset the first contact closes before the second
-# accumulates; there the scipy path keeps the held contact closed through the later impacts
-# only by round-off (its rest speed is sqrt of a round-off acceleration), so the two engines
-# can differ: not tested.
+# accumulates and is held through the later impacts of the second (its rest speed from the
+# larger of its accelerations with and without the held forces, not from its own round-off a_i).
 _CORNER_M = ((2.0, 0.6), (0.6, 1.0))
 
 
@@ -402,8 +401,9 @@ class _Corner(CompiledProblem):
         return self.gravity * float(np.ones(2) @ np.array(_CORNER_M) @ q)
 
 
-def test_two_contacts_close_together_as_the_scipy_path():
-    corner = _Corner(offset=0.0)
+@pytest.mark.parametrize("offset", [0.0, 0.5])
+def test_two_contacts_close_together_as_the_scipy_path(offset):
+    corner = _Corner(offset=offset)
     t_end = 4.0
     run = simulate_compiled(corner, t_end, RTOL, ATOL, "DOP853")
     ref = ib.simulate(corner, EventDriven(integrator="DOP853", rtol=RTOL, atol=ATOL), t_end)

@@ -332,7 +332,7 @@ def test_defaults_and_name():
     assert method.requires_step is False
     assert method.name == (
         "EventDriven[integrator=DOP853,rtol=1e-10,atol=1e-12,rest_velocity=1e-06,"
-        "min_impact_interval=1e-12]"
+        "min_impact_interval=1e-12,compiled=True]"
     )
     assert "max_step=0.01" in EventDriven(max_step=0.01).name
 
@@ -752,7 +752,7 @@ def test_dense_output_flag_and_name():
     assert "dense_output" not in EventDriven().name
     method = EventDriven(dense_output=True)
     assert method.parameters()["dense_output"] is True
-    assert method.name.endswith(",dense_output=True]")
+    assert method.name.endswith(",dense_output=True,compiled=True]")
     from impactbench import methods
 
     again = methods.get_method(method.name)

@@ -23,13 +23,16 @@ from impactbench.problems import PROBLEMS, BouncingBall
 
 RTOL = 1e-10
 
-#: Horizon after t0 of each problem's agreement run: through several impacts, before any
-#: persistent contact (the compiled loop does not continue into one yet).
+#: Horizon after t0 of each problem's agreement run: through several impacts (and, for the ball
+#: and the slanted wall, through the accumulation into persistent contact). The column of beads
+#: only to t = 1: its settling is a cascade of accumulations whose impact count depends on
+#: round-off (10 beads, e = 0.9, to t = 3: 4469 impacts on one engine, 93350 on the other, both
+#: ending in the resting stack).
 HORIZONS = {
-    "BouncingBall": 3.0,
+    "BouncingBall": 10.0,
     "ImpactingOscillator": 10.0,
     "ForcedImpactOscillator": 10.0,
-    "SlantedWall": 1.0,
+    "SlantedWall": 4.0,
     "TightJoint": 10.0,
     "TightJoint2D": 10.0,
     "DoublePendulum": 10.0,
@@ -52,7 +55,7 @@ def test_compiled_and_scipy_engines_agree(name):
     compiled_run = ib.simulate(problem, EventDriven(compiled=True), t_end)
     assert scipy_run.stats["engine"] == "scipy"
     assert compiled_run.stats["engine"] == "compiled"
-    assert compiled_run.status is scipy_run.status is ib.Status.OK
+    assert compiled_run.status is scipy_run.status
     a, b = scipy_run.impacts, compiled_run.impacts
     assert a.total == b.total
     np.testing.assert_array_equal(a.constraint, b.constraint)
@@ -64,8 +67,9 @@ def test_compiled_and_scipy_engines_agree(name):
 
 
 def test_name_and_engine_choice():
-    assert "compiled" not in EventDriven().name
-    assert EventDriven(compiled=True).name.endswith(",compiled=True]")
+    assert EventDriven().compiled  # the compiled loop by default, where it applies
+    assert EventDriven().name.endswith(",compiled=True]")
+    assert EventDriven(compiled=False).name.endswith(",compiled=False]")
     ball = BouncingBall()
     assert EventDriven(compiled=True).uses_compiled_engine(ball)
     assert not EventDriven(compiled=False).uses_compiled_engine(ball)
