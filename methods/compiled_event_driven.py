@@ -498,6 +498,20 @@ def _name_failed_rows(info, rows, k, values):
         info[INFO_HEAD + 2 * m + rows[a]] = values[rows[a]]
 
 
+def _acceleration_lcp(G, rows, k, F, x, W, cws, info):  # noqa: N803
+    """The acceleration LCP 0 <= lambda _|_ W lambda + b >= 0 on the constraints ``rows[:k]``
+    (W = G_R M^-1 G_R^T from the factor ``F``, b = x[rows]); lambda in ``cws[4]``, M^-1 G_R^T
+    in ``cws[1]``. False (the rows named in ``info``) when the LCP fails."""
+    b = cws[3]
+    delassus(G, rows, k, F, N_DOF, cws[1], W)
+    for c in range(k):
+        b[c] = x[rows[c]]
+    if solve_lcp(W, b, k, cws[4], cws) < 0:
+        _name_failed_rows(info, rows, k, x)
+        return False
+    return True
+
+
 def _resolve(
     t, y, event, released, closed, k_closed, mark, p, e, tolerance, length, rest_velocity,
     impact_interval, last_impact, log_t, log_i, log_u, logged, impacts, info, y_ahead,
@@ -596,15 +610,10 @@ def _resolve(
     # contacts H that stay closed (a bead falling onto a bead held by the floor: a_i = -g
     # although b_i = 0), from the LCP over H; the rest speed of the next flight uses them.
     if k > 0:
-        Y = cws[1]  # noqa: N806
-        b = cws[3]
-        lam = cws[4]
-        delassus(G, rows, k, F, n, Y, W)
-        for c in range(k):
-            b[c] = x[rows[c]]
-        if solve_lcp(W, b, k, lam, cws) < 0:
-            _name_failed_rows(info, rows, k, x)
+        if not _acceleration_lcp(G, rows, k, F, x, W, cws, info):
             return STATUS_CONTACT_LCP_FAILED, logged, impacts, k_closed
+        Y = cws[1]  # noqa: N806
+        lam = cws[4]
         for i in range(m):
             s = 0.0
             for c in range(k):
@@ -623,17 +632,12 @@ def _resolve(
             k += 1
     # Which slow contacts close: the acceleration LCP 0 <= lambda _|_ W lambda + b >= 0.
     if k > 0:
-        Y = cws[1]  # noqa: N806
-        b = cws[3]
+        if not _acceleration_lcp(G, rows, k, F, x, W, cws, info):
+            return STATUS_CONTACT_LCP_FAILED, logged, impacts, k_closed
         lam = cws[4]
-        delassus(G, rows, k, F, n, Y, W)
         scale = 0.0
         for c in range(k):
-            b[c] = x[rows[c]]
-            scale = max(scale, abs(b[c]))
-        if solve_lcp(W, b, k, lam, cws) < 0:
-            _name_failed_rows(info, rows, k, x)
-            return STATUS_CONTACT_LCP_FAILED, logged, impacts, k_closed
+            scale = max(scale, abs(x[rows[c]]))
         scale *= _CLOSING_THRESHOLD
         for c in range(k):
             if lam[c] * W[c, c] > scale:
@@ -1017,6 +1021,7 @@ def make_engine(
         ("_project_position", _project_position),
         ("_project_velocity", _project_velocity),
         ("_name_failed_rows", _name_failed_rows),
+        ("_acceleration_lcp", _acceleration_lcp),
         ("_resolve", _resolve),
         ("_drifted", _drifted),
     ):

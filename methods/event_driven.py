@@ -290,8 +290,10 @@ class EventDriven(Method):
         if trajectory.status is Status.FAILED:
             n = int(problem.n_dof)
             state = trajectory.stats["state_stop"]
+            # the engine's message ends with " at t=..."; SimulationError appends t, q and v
+            reason = trajectory.message.rsplit(" at t=", 1)[0]
             raise SimulationError(
-                f"{self.name} on {problem.name}: {trajectory.message}",
+                f"{self.name} on {problem.name}: {reason}",
                 trajectory.stats["t_stop"],
                 state[:n],
                 state[n:],
@@ -916,9 +918,7 @@ class _Run:
         a = b
         held = np.setdiff1d(closed, released)
         if held.size:
-            lam_held = _contact_forces(G[held] @ Y[:, held], b[held])
-            if lam_held is None:
-                raise SimulationError(f"contact LCP failed on constraints {held.tolist()}", t, q, v)
+            _, lam_held = self.acceleration_lcp(t, q, v, G, Y, b, held)
             a = b + (G @ Y[:, held]) @ lam_held
         # The larger of |a_i| and |b_i|: a held contact's own a_i is round-off.
         scale = np.maximum(np.abs(a), np.abs(b))
@@ -931,10 +931,7 @@ class _Run:
         rows = np.flatnonzero(slow)
         new_closed = np.zeros(0, dtype=np.int64)
         if rows.size:
-            W = G[rows] @ Y[:, rows]
-            lam = _contact_forces(W, b[rows])
-            if lam is None:
-                raise SimulationError(f"contact LCP failed on constraints {rows.tolist()}", t, q, v)
+            W, lam = self.acceleration_lcp(t, q, v, G, Y, b, rows)
             scale = _CLOSING_THRESHOLD * float(np.abs(b[rows]).max())
             new_closed = rows[lam * np.diag(W) > scale]
         zeno, rest_speed = None, None
@@ -947,6 +944,24 @@ class _Run:
         if new_closed.size:
             v = model.project_velocity(t, q, v, new_closed)
         return _Resolution(q, v, new_closed, impacts, zeno, rest_speed)
+
+    @staticmethod
+    def acceleration_lcp(
+        t: float,
+        q: np.ndarray,
+        v: np.ndarray,
+        G: np.ndarray,  # noqa: N803
+        Y: np.ndarray,  # noqa: N803
+        b: np.ndarray,
+        rows: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """W = G_R M^-1 G_R^T and the forces of 0 <= lambda _|_ W lambda + b_R >= 0 on ``rows``
+        (``Y`` = M^-1 G^T); SimulationError naming the rows when the LCP fails."""
+        W = G[rows] @ Y[:, rows]
+        lam = _contact_forces(W, b[rows])
+        if lam is None:
+            raise SimulationError(f"contact LCP failed on constraints {rows.tolist()}", t, q, v)
+        return W, lam
 
     def describe_zeno(
         self,
