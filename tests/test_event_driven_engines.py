@@ -155,3 +155,26 @@ def test_persistent_contact_stays_on_the_constraint_to_t_1000(name, compiled):
     assert run.status is ib.Status.ZENO_HANDLED
     depth = -min(float(np.min(problem.gap(q))) for q in run.q)
     assert depth <= 1e-3 * run.stats["contact_tolerance"], depth
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_max_step_bounds_every_step_and_keeps_the_closed_form(compiled):
+    """With ``max_step`` no accepted step is longer (samples of output_every=1 are the accepted
+    steps and the events), and the ball still meets its closed form: impact times to 1e-8 and
+    the velocity reversal u+ = -e u- at each of them. Without it the same run takes steps 10x
+    longer, so the bound is what limits them."""
+    ball = BouncingBall(restitution=0.8)
+    t_end = 3.0
+    free = ib.simulate(ball, EventDriven(compiled=compiled), t_end)
+    bounded = ib.simulate(ball, EventDriven(compiled=compiled, max_step=0.01), t_end)
+    assert bounded.status is free.status is ib.Status.OK
+    assert np.diff(free.t).max() > 10 * 0.01
+    assert np.diff(bounded.t).max() <= 0.01 * (1 + 1e-12)
+    assert bounded.stats["steps"] >= t_end / 0.01
+    exact = ball.impact_times(t_end)
+    log = bounded.impacts
+    assert log.total == exact.size >= 5
+    np.testing.assert_allclose(log.t, exact, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(
+        log.normal_velocity_after, -0.8 * log.normal_velocity_before, rtol=1e-12, atol=0
+    )
