@@ -73,7 +73,29 @@ t = 4.06, persistent contact after it; two runs of the benchmark on the same bus
 0.16-0.18 ms per run (153 steps) against 145-155 ms for the scipy path (ratio 877-890x); in
 the same runs the pendulum took 0.53-0.62 ms (DOP853) and 0.89 ms (RK45) against 110-111 ms
 and 138-297 ms.
-Compiling one engine (one problem class, sizes and pair) takes ~20-50 s, cached on disk.
+Compiling one engine (one problem class, sizes and pair; cached on disk) costs 14-26 s of CPU,
+against 31-78 s before this layout (first run in a fresh process, numba cache empty but for the
+shared kernels, ``time.process_time``, two runs each on the shared 2-core machine):
+BouncingBall DOP853 35.3-35.8 -> 14.3-16.7 s, RK45 32.2-34.0 -> 15.5-15.7 s; DoublePendulum
+DOP853 39.1-39.8 -> 20.5-21.4 s, RK45 30.8-38.8 -> 15.7-18.6 s; ColumnOfBeads(n_beads=4)
+DOP853 70.2-77.9 -> 25.4-26.0 s, RK45 61.1-61.8 -> 20.8-20.9 s. How (:func:`make_engine`):
+the helpers are typed with the non-literal types of their arguments (numba had compiled the
+restart and the root search once more for each literal seen while typing the loop: a counter
+set to 0, a constant kind); the helpers of rare paths (root search, projections, the start of a
+segment with its initial step, the acceleration LCP) are called functions compiled once
+instead of being inlined at every call site (the gap-crossing test held 14 inlined copies of
+the dense-output evaluation); the helpers with one call site (the RK step and its attempt,
+the dense-output preparation, the gap-crossing test, the drift test) are copied into the loop
+by numba instead of being compiled and optimised on their own for their IR; the RK attempt
+calls the right-hand side from one site. The restart (``_resolve``) stays inlined: called (37
+arguments, each array passed as its fields), it and the segment start made the ball e = 0.8 to
+T = 10 (62 impacts) run in 0.133-0.174 ms instead of 0.116-0.118 ms; with the root search and
+the segment start called, it runs in 0.120-0.123 ms (best of 40, the previous layout
+0.117-0.118 ms in the same interleaved runs; the pendulum unchanged). Sizes read from the
+arrays instead of compile-time constants (one engine per class whatever n) were tried and
+left: LLVM then vectorises and unrolls every loop over n, and the engine compiled in 50 s
+(ball) and 86 s (ColumnOfBeads(4)) and ran the pendulum with DOP853 in 0.89 ms instead of
+0.41-0.51 ms.
 
 Known differences from the scipy path: the closed-contact accelerations come from the Schur
 complement instead of the KKT solve and free flight from LDL^T instead of LAPACK, so results
@@ -101,7 +123,7 @@ from typing import Any
 
 import numpy as np
 
-from impactbench.core import _checks
+from impactbench.core import _checks, compiled_rk
 from impactbench.core._jit import specialize
 from impactbench.core.compiled_rk import (
     METHODS,
@@ -320,22 +342,35 @@ def _event_value(kind, i, level, s, t_old, h, y_old, dense, y, p, g, G, rws):  #
 
 def _root(kind, i, level, a, b, t_old, h, y_old, dense, y, p, g, G, rws):  # noqa: N803
     """Root in [a, b] of :func:`_event_value` (the Python path's ``_root``): brentq when the
-    signs bracket, else the endpoint of smaller magnitude."""
-    fa = _event_value(kind, i, level, a, t_old, h, y_old, dense, y, p, g, G, rws)
-    fb = _event_value(kind, i, level, b, t_old, h, y_old, dense, y, p, g, G, rws)
-    if fa == 0.0:
-        return a
-    if fb == 0.0 or (fa > 0.0) == (fb > 0.0):
-        return b if abs(fb) <= abs(fa) else a
-    xtol = 4.0 * _EPS * max(abs(a), abs(b))
-    rtol = 4.0 * _EPS
+    signs bracket, else the endpoint of smaller magnitude.
+
+    One call site of ``_event_value`` (inlined: one copy of the dense output and the kernels)
+    evaluates a, b and then each iterate."""
+    fa = fb = 0.0
+    xtol = rtol = 0.0
     # scipy's brentq (scipy/optimize/Zeros/brentq.c).
-    x_pre, x_cur, f_pre, f_cur = a, b, fa, fb
-    x_blk = 0.0
-    f_blk = 0.0
-    s_pre = 0.0
-    s_cur = 0.0
-    for _ in range(_BRENT_ITERATIONS):
+    x_pre = x_cur = f_pre = f_cur = 0.0
+    x_blk = f_blk = s_pre = s_cur = 0.0
+    x = a
+    for evaluation in range(_BRENT_ITERATIONS + 2):
+        f = _event_value(kind, i, level, x, t_old, h, y_old, dense, y, p, g, G, rws)
+        if evaluation == 0:
+            fa = f
+            x = b
+            continue
+        if evaluation == 1:
+            fb = f
+            if fa == 0.0:
+                return a
+            if fb == 0.0 or (fa > 0.0) == (fb > 0.0):
+                return b if abs(fb) <= abs(fa) else a
+            xtol = 4.0 * _EPS * max(abs(a), abs(b))
+            rtol = 4.0 * _EPS
+            x_pre, x_cur, f_pre, f_cur = a, b, fa, fb
+        else:
+            f_cur = f
+        if evaluation == _BRENT_ITERATIONS + 1:
+            break
         if f_pre != 0.0 and f_cur != 0.0 and ((f_pre < 0.0) != (f_cur < 0.0)):
             x_blk = x_pre
             f_blk = f_pre
@@ -374,8 +409,17 @@ def _root(kind, i, level, a, b, t_old, h, y_old, dense, y, p, g, G, rws):  # noq
             x_cur += s_cur
         else:
             x_cur += delta if s_bis > 0.0 else -delta
-        f_cur = _event_value(kind, i, level, x_cur, t_old, h, y_old, dense, y, p, g, G, rws)
+        x = x_cur
     return x_cur
+
+
+def _start_segment(t, y, f, first_step, t_end, max_step, rtol, atol, p, K, rws):  # noqa: N803
+    """f = rhs(t, y) and the first step size: the RK pair's initial step after a restart
+    (``first_step`` 0), else ``first_step``; returns (h_abs, right-hand sides evaluated)."""
+    _rhs(t, y, p, f, rws)
+    if first_step == 0.0:
+        return rk_initial_step(t, y, f, t_end, max_step, rtol, atol, p, K, rws), 2
+    return first_step, 1
 
 
 def _gap_crossing(i, tau, gs, rs, armed, floor, start, t_old, h, y_old, dense, y, p, g, G, rws):  # noqa: N803, E501
@@ -794,14 +838,9 @@ def _event_loop(
             if t >= t_end:
                 break
         control[0] = 0.0
-        _rhs(t, y, p, f, rws)
-        evaluations += 1
-        if first_step == 0.0:
-            h_abs = rk_initial_step(t, y, f, t_end, max_step, rtol, atol, p, K, rws)
-            evaluations += 1
-        else:
-            h_abs = first_step
-            first_step = 0.0
+        h_abs, started = _start_segment(t, y, f, first_step, t_end, max_step, rtol, atol, p, K, rws)
+        evaluations += started
+        first_step = 0.0
         event = -1
         released = -1
         while t < t_end:
@@ -998,34 +1037,66 @@ def make_engine(
         "N_DOF": n,
         "N_CONSTRAINTS": m,
     }
-    acceleration = specialize(_acceleration, problem_bindings, compile, inline=True)
+    acceleration = specialize(_acceleration, problem_bindings, compile, inline=True, helper=True)
     rhs = specialize(
-        _rhs, {**problem_bindings, "_acceleration": acceleration}, compile, inline=True
+        _rhs,
+        {**problem_bindings, "_acceleration": acceleration},
+        compile,
+        inline=True,
+        helper=True,
     )
     rk = make_rk_integrator(rhs, integrator, compile=compile)
+    # The pair's templates bound here as helpers of this loop: those with one call site copied
+    # into it by numba (never compiled on their own), the dense output inlined by LLVM.
+    n_stages, _, pair = compiled_rk.pair_bindings(integrator)
+    pair["rhs"] = rhs
+    attempt = specialize(compiled_rk._attempt, pair, compile, ir_inline=True)
     rk_inlined = {
-        "rk_initial_step": rk.initial_step,
-        "rk_step": rk.step,
-        "rk_dense_prepare": rk.dense_prepare,
-        "rk_dense_evaluate": rk.dense_evaluate,
-        "N_STAGES": rk.n_stages,
+        "rk_initial_step": specialize(compiled_rk._initial_step, pair, compile, ir_inline=True),
+        "rk_step": specialize(
+            compiled_rk._step, {**pair, "attempt": attempt}, compile, ir_inline=True
+        ),
+        "rk_dense_prepare": specialize(compiled_rk._dense_prepare, pair, compile, ir_inline=True),
+        "rk_dense_evaluate": specialize(
+            compiled_rk._dense_evaluate, pair, compile, inline=True, helper=True
+        ),
+        "N_STAGES": n_stages,
     }
     bindings = {**problem_bindings, **rk_inlined}
-    helpers = {"_acceleration": acceleration}
-    for name, template in (
-        ("_rhs", _rhs),
-        ("_event_value", _event_value),
-        ("_root", _root),
-        ("_gap_crossing", _gap_crossing),
-        ("_add_sample", _add_sample),
-        ("_project_position", _project_position),
-        ("_project_velocity", _project_velocity),
-        ("_name_failed_rows", _name_failed_rows),
-        ("_acceleration_lcp", _acceleration_lcp),
-        ("_resolve", _resolve),
-        ("_drifted", _drifted),
+    # The dense-output evaluation inlined into the root search (its one call site, in each
+    # iteration); called by the rare re-arming tests of _gap_crossing.
+    event_value = specialize(
+        _event_value,
+        {**bindings, "_acceleration": acceleration},
+        compile,
+        inline=True,
+        helper=True,
+    )
+    root = specialize(_root, {**bindings, "_event_value": event_value}, compile, helper=True)
+    helpers = {"_acceleration": acceleration, "_rhs": rhs, "_root": root}
+    # (name, template, how): the helpers of every step inlined by LLVM (True) or, with one call
+    # site, copied into their caller by numba ("ir"); those of rare paths (restarts, projections)
+    # called (False), compiled once each.
+    for name, template, inline in (
+        ("_start_segment", _start_segment, False),
+        ("_event_value", _event_value, False),
+        ("_gap_crossing", _gap_crossing, "ir"),
+        ("_add_sample", _add_sample, True),
+        ("_name_failed_rows", _name_failed_rows, True),
+        ("_project_position", _project_position, False),
+        ("_project_velocity", _project_velocity, False),
+        ("_acceleration_lcp", _acceleration_lcp, False),
+        ("_resolve", _resolve, True),
+        ("_drifted", _drifted, "ir"),
     ):
-        helpers[name] = specialize(template, {**bindings, **helpers}, compile, inline=True)
+        helpers[name] = specialize(
+            template,
+            {**bindings, **helpers},
+            compile,
+            inline=inline is True,
+            helper=True,
+            ir_inline=inline == "ir",
+        )
     loop = specialize(_event_loop, {**bindings, **helpers}, compile, nrt=False)
     _ENGINES[key] = (loop, rk)
     return loop, rk

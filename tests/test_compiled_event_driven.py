@@ -504,3 +504,67 @@ def test_sliding_on_a_curved_contact_with_drift_projections():
     assert ref.status is Status.OK and ref.stats["contact_phases"] == 1
     np.testing.assert_allclose(run.q[-1], ref.q[-1], rtol=0, atol=1e-9)
     np.testing.assert_allclose(run.v[-1], ref.v[-1], rtol=0, atol=1e-9)
+
+
+# The engine's helpers (impactbench.core._jit.specialize(..., helper=True)) on a toy loop: a
+# counter set to 0 before its loop and a constant argument, as the event loop passes them.
+_scale = _outer = None
+
+
+def _scaled(value, factor, out):
+    out[0] += 1.0
+    return value + factor
+
+
+def _count(limit, out):
+    total = 0
+    for _ in range(limit):
+        total = _scale(total, 2, out)
+    return total
+
+
+def _call_outer(limit, out):
+    return _outer(limit, out)
+
+
+def _bound(template, **bindings):
+    import numba
+
+    from impactbench.core._jit import specialize
+
+    return numba.njit(_nrt=False)(specialize(template, bindings, compile=False))
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_engine_helpers_compile_once_for_literal_arguments(inline):
+    import numba
+
+    from impactbench.core._jit import specialize
+
+    out = np.zeros(1)
+    helper = specialize(_scaled, {}, True, inline=inline, helper=True)
+    assert _bound(_count, _scale=helper)(3, out) == 6 and out[0] == 3.0
+    # One specialisation (int64, int64, array): not one more per literal seen while typing.
+    assert len(helper.signatures) == 1
+    # A plain numba function is compiled for Literal[int](0) and Literal[int](2) as well.
+    plain = numba.njit(_nrt=False)(_scaled)
+    _bound(_count, _scale=plain)(3, out)
+    assert len(plain.signatures) > 1
+
+
+def test_called_helper_is_not_marked_inline_by_an_inlined_caller():
+    import numba
+
+    from impactbench.core._jit import specialize
+
+    out = np.zeros(1)
+    called = specialize(_scaled, {}, True, helper=True)
+    outer = specialize(_count, {"_scale": called}, True, inline=True, helper=True)
+    assert _bound(_call_outer, _outer=outer)(2, out) == 4 and out[0] == 2.0
+    assert called.overloads[called.signatures[0]].fndesc.inline is False
+    # numba compiles a callee with the flags of the caller that first compiles it unless set:
+    # a plain numba function first called from an inlined helper is marked alwaysinline.
+    plain = numba.njit(_nrt=False)(_scaled)
+    outer = specialize(_count, {"_scale": plain}, True, inline=True, helper=True)
+    _bound(_call_outer, _outer=outer)(2, out)
+    assert plain.overloads[plain.signatures[0]].fndesc.inline is True

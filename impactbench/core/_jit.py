@@ -24,6 +24,7 @@ import numba
 from numba.core import cgutils
 from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
@@ -42,6 +43,42 @@ hot_kernel = numba.njit(cache=True, nogil=True, _nrt=False, forceinline=True)
 
 #: Compiled copies without reference counting of the numba functions bound into loops.
 _NRT_FREE: dict[int, tuple[Dispatcher, Dispatcher]] = {}
+
+
+class _NonLiteralDispatcher(CPUDispatcher):
+    """A dispatcher that its callers type with the non-literal types of their arguments.
+
+    numba types a call with the argument types known at that point of type inference, and
+    compiles the callee for them: a counter set to 0 before a loop is first ``Literal[int](0)``
+    (then int64 once the loop's update is typed), a constant argument stays literal, and each
+    distinct literal compiled a whole specialisation of the callee and of every helper it
+    calls, never used by the final code (the event loop compiled its restart three times, its
+    root search three times). Compiled for the non-literal types, a helper has one
+    specialisation per array layout; constants still fold in the caller, where LLVM inlines it.
+    """
+
+    def get_call_template(self, args: tuple, kws: dict) -> tuple:
+        args = tuple(numba_types.unliteral(a) for a in args)
+        kws = {name: numba_types.unliteral(a) for name, a in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def _helper(function: Callable, inline: bool, cache: bool) -> Callable:
+    """``function`` compiled as a helper of a loop: no reference counting, no Python or C
+    wrapper (only compiled code calls it), typed with non-literal arguments; marked
+    ``alwaysinline`` for LLVM when ``inline``, else called (compiled once into each library that
+    calls it), cached on disk when ``cache``."""
+    if numba.config.DISABLE_JIT:
+        return function
+    options = {"nopython": True, "nogil": True, "_nrt": False}
+    options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    # Set either way: a flag not set is inherited from the function being compiled when numba
+    # compiles this one (a called helper first compiled for an inlined one would be inlined).
+    options["forceinline"] = inline
+    dispatcher = _NonLiteralDispatcher(py_func=function, locals={}, targetoptions=options)
+    if cache:
+        dispatcher.enable_caching()
+    return dispatcher
 
 
 def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
@@ -101,6 +138,8 @@ def _nrt_free(value: Any) -> Any:
     """
     if not isinstance(value, Dispatcher) or value.targetoptions.get("_nrt") is False:
         return value
+    if value.targetoptions.get("inline") == "always":  # copied into its caller, never compiled
+        return value
     if id(value) not in _NRT_FREE:
         original = value.py_func
         copy = types.FunctionType(
@@ -118,6 +157,8 @@ def specialize(
     compile: bool,
     inline: bool = False,
     nrt: bool = True,
+    helper: bool = False,
+    ir_inline: bool = False,
 ) -> Callable:
     """Copy ``template`` with its free globals bound to ``bindings``; compile it if asked.
 
@@ -141,6 +182,16 @@ def specialize(
         False: compile without numba's reference counting (``_nrt=False``), for a loop that
         allocates nothing (its buffers are passed in): every array passed to an inlined helper
         is otherwise reference-counted at each call.
+    helper : bool
+        Compile as a helper of a loop (:func:`_helper`: no reference counting, no Python
+        wrapper, typed with non-literal arguments), inlined by LLVM when ``inline``, else a
+        function its callers call (for code on rare paths: compiled once instead of once per
+        call site), cached on disk under a digest name.
+    ir_inline : bool
+        Inline with numba's IR-level inlining (``inline="always"``): the callee's code is
+        copied into its caller before typing and never compiled on its own. For a helper with
+        one call site (each site types its own copy): an LLVM-inlined helper is also compiled
+        and optimised as a function of its own, with everything it inlines, only for its IR.
     """
     namespace = dict(template.__globals__)
     if compile:
@@ -152,12 +203,18 @@ def specialize(
     function.__module__ = template.__module__
     if not compile:
         return function
+    if ir_inline:
+        return numba.njit(inline="always")(function)
+    if inline and helper:
+        return _helper(function, inline=True, cache=False)
     if inline:
         return numba.njit(nogil=True, _nrt=False, forceinline=True)(function)
     hasher = hashlib.sha256()
-    hasher.update(f"nrt={nrt}".encode())
+    hasher.update(f"nrt={nrt}, helper={helper}".encode())
     _digest(function, hasher, set())
     function.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
+    if helper:
+        return _helper(function, inline=False, cache=True)
     return numba.njit(cache=True, nogil=True, _nrt=nrt)(function)
 
 

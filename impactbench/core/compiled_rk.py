@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -451,21 +452,24 @@ def _attempt(t, y, f, h, rtol, atol, p, K, y_new, f_new, ws):
     stage = K[K.shape[0] - 1]
     for i in range(n):
         K[0, i] = f[i]
-    for s in range(1, N_STAGES):
+    # Stages 1 .. N_STAGES - 1 at y + h sum_j A[s, j] K[j], then f_new at y_new = y + h sum_j
+    # B[j] K[j]: one call of rhs for all of them (a compiled rhs is inlined once per call site).
+    for s in range(1, N_STAGES + 1):
+        t_stage = t + h
+        weights = WEIGHTS
+        state = y_new
+        if s < N_STAGES:
+            t_stage = t + STAGE_C[s] * h
+            weights = STAGE_A[s]
+            state = stage
         for i in range(n):
             increment = 0.0
             for j in range(s):
-                increment += K[j, i] * STAGE_A[s, j]
-            stage[i] = y[i] + increment * h
-        rhs(t + STAGE_C[s] * h, stage, p, K[s], ws)
+                increment += K[j, i] * weights[j]
+            state[i] = y[i] + increment * h
+        rhs(t_stage, state, p, K[s], ws)
     for i in range(n):
-        increment = 0.0
-        for j in range(N_STAGES):
-            increment += K[j, i] * WEIGHTS[j]
-        y_new[i] = y[i] + h * increment
-    rhs(t + h, y_new, p, f_new, ws)
-    for i in range(n):
-        K[N_STAGES, i] = f_new[i]
+        f_new[i] = K[N_STAGES, i]
     if DOP853:
         sum5 = 0.0
         sum3 = 0.0
@@ -782,22 +786,20 @@ class RungeKuttaIntegrator:
         return times[:count].copy(), states[:count].copy(), int(nfev), int(rejected)
 
 
-def make_rk_integrator(rhs: Callable, method: str = "RK45", compile: bool = True):
-    """Bind an explicit Runge-Kutta pair to the right-hand side ``rhs``.
-
-    Parameters
-    ----------
-    rhs : callable
-        ``rhs(t, y, p, out, ws)`` writes ``y'`` (n,) into ``out``; a numba function when
-        ``compile`` (a plain Python function works with ``compile=False``).
-    method : {"RK45", "DOP853"}
-        scipy's name of the pair.
-    compile : bool
-        Compile with numba (cached on disk) or run the same source as plain Python.
+def pair_bindings(method: str) -> tuple[int, int, dict[str, Any]]:
+    """The tableau of the pair ``method`` as the templates' globals (all but ``rhs``).
 
     Returns
     -------
-    RungeKuttaIntegrator
+    n_stages : int
+        Stages per attempted step.
+    order : int
+        Order of the embedded error estimate.
+    bindings : dict
+        ``DOP853``, ``N_STAGES``, ``ERROR_EXPONENT``, ``STAGE_A``, ``STAGE_C``, ``WEIGHTS``,
+        ``ERROR_WEIGHTS``, ``ERROR_WEIGHTS_3``, ``DENSE_WEIGHTS``: bind them with ``rhs`` to
+        :func:`_attempt`, :func:`_step`, :func:`_initial_step`, :func:`_dense_prepare` and
+        :func:`_dense_evaluate` (``_step`` also takes ``attempt``).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -822,12 +824,33 @@ def make_rk_integrator(rhs: Callable, method: str = "RK45", compile: bool = True
             "DENSE_WEIGHTS": _DOP853_D,
         }
     bindings = {
-        "rhs": rhs,
         "DOP853": method == "DOP853",
         "N_STAGES": n_stages,
         "ERROR_EXPONENT": -1.0 / (order + 1),
         **tables,
     }
+    return n_stages, order, bindings
+
+
+def make_rk_integrator(rhs: Callable, method: str = "RK45", compile: bool = True):
+    """Bind an explicit Runge-Kutta pair to the right-hand side ``rhs``.
+
+    Parameters
+    ----------
+    rhs : callable
+        ``rhs(t, y, p, out, ws)`` writes ``y'`` (n,) into ``out``; a numba function when
+        ``compile`` (a plain Python function works with ``compile=False``).
+    method : {"RK45", "DOP853"}
+        scipy's name of the pair.
+    compile : bool
+        Compile with numba (cached on disk) or run the same source as plain Python.
+
+    Returns
+    -------
+    RungeKuttaIntegrator
+    """
+    n_stages, order, tables = pair_bindings(method)
+    bindings = {"rhs": rhs, **tables}
 
     def bind(template: Callable, inline: bool, nrt: bool = True, **helpers: Callable):
         return specialize(template, {**bindings, **helpers}, compile, inline=inline, nrt=nrt)
