@@ -31,9 +31,10 @@ Python wrapper :func:`simulate_compiled`; the same source runs as plain Python w
   impacting closer than ``min_impact_interval (t_end - t0)`` after its previous impact, is
   slow -- and the closing of the slow contacts with a positive force of the acceleration LCP
   ``0 <= lambda _|_ W lambda + b >= 0`` over all of them (the shared
-  :func:`impactbench.core.contact.solve_lcp`, closing threshold 1e-12 as the scipy path; a
-  released contact is excluded); projection of q onto the closed contacts and every g_i < 0
-  and of v onto the closed contacts (Gauss-Newton / one solve in the metric of M);
+  :func:`impactbench.core.contact.solve_lcp_warm`, from the last active set of this LCP;
+  closing threshold 1e-12 as the scipy path; a released contact is excluded); projection of
+  q onto the closed contacts and every g_i < 0 and of v onto the closed contacts
+  (Gauss-Newton / one solve in the metric of M);
 * drift: after an accepted step in contact, q and v are projected when |g_C| or |G_C v|
   exceed (atol + rtol L) |grad g|, (atol + rtol |v|_inf) |grad g|, and the solver resumes with
   the last step size (``stats["projections"]``); at t_end the state is projected onto the
@@ -135,12 +136,13 @@ from impactbench.core.compiled_rk import (
 )
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
+    LCP_SLOT_ACCELERATION,
     delassus,
     impulse,
     ldl_factor,
     ldl_solve,
     make_workspace,
-    solve_lcp,
+    solve_lcp_warm,
 )
 from impactbench.core.problem import Problem
 from impactbench.core.status_codes import (
@@ -494,7 +496,7 @@ def _project_position(y, p, rows, k, length, g, G, M, F, Y, W, WF, x, cws):  # n
         mass_matrix(q, p, M)
         if not ldl_factor(M, n, F):
             return STATUS_MASS_NOT_SPD
-        delassus(G, rows, k, F, n, Y, W)
+        delassus(G, rows, k, F, n, Y, W, cws[19])
         if not ldl_factor(W, k, WF):
             return STATUS_DEGENERATE_GRADIENT
         for a in range(k):
@@ -508,7 +510,7 @@ def _project_position(y, p, rows, k, length, g, G, M, F, Y, W, WF, x, cws):  # n
     return STATUS_PROJECTION_NOT_CONVERGED
 
 
-def _project_velocity(y, p, rows, k, G, M, F, Y, W, WF, x):  # noqa: N803
+def _project_velocity(y, p, rows, k, G, M, F, Y, W, WF, x, span):  # noqa: N803
     """v = y[n:] moved to G_rows v = 0 in the metric of M (the Python path's
     ``project_velocity``); returns a status."""
     n = N_DOF
@@ -518,7 +520,7 @@ def _project_velocity(y, p, rows, k, G, M, F, Y, W, WF, x):  # noqa: N803
     mass_matrix(q, p, M)
     if not ldl_factor(M, n, F):
         return STATUS_MASS_NOT_SPD
-    delassus(G, rows, k, F, n, Y, W)
+    delassus(G, rows, k, F, n, Y, W, span)
     if not ldl_factor(W, k, WF):
         return STATUS_DEGENERATE_GRADIENT
     for a in range(k):
@@ -547,10 +549,10 @@ def _acceleration_lcp(G, rows, k, F, x, W, cws, info):  # noqa: N803
     (W = G_R M^-1 G_R^T from the factor ``F``, b = x[rows]); lambda in ``cws[4]``, M^-1 G_R^T
     in ``cws[1]``. False (the rows named in ``info``) when the LCP fails."""
     b = cws[3]
-    delassus(G, rows, k, F, N_DOF, cws[1], W)
+    delassus(G, rows, k, F, N_DOF, cws[1], W, cws[19])
     for c in range(k):
         b[c] = x[rows[c]]
-    if solve_lcp(W, b, k, cws[4], cws) < 0:
+    if solve_lcp_warm(W, b, rows, k, cws[4], cws, LCP_SLOT_ACCELERATION) < 0:
         _name_failed_rows(info, rows, k, x)
         return False
     return True
@@ -732,7 +734,7 @@ def _resolve(
             _name_failed_rows(info, rows, k, g)
             return status, logged, impacts, k_closed
     if k_closed > 0:
-        status = _project_velocity(y, p, closed, k_closed, G, M, F, cws[1], W, WF, x)
+        status = _project_velocity(y, p, closed, k_closed, G, M, F, cws[1], W, WF, x, cws[19])
         if status != STATUS_OK:
             return status, logged, impacts, k_closed
     return STATUS_OK, logged, impacts, k_closed
@@ -944,7 +946,9 @@ def _event_loop(
                     y, p, closed, k_closed, length, g, G, M, F, cws[1], W, WF, x, cws
                 )
                 if status == STATUS_OK:
-                    status = _project_velocity(y, p, closed, k_closed, G, M, F, cws[1], W, WF, x)
+                    status = _project_velocity(
+                        y, p, closed, k_closed, G, M, F, cws[1], W, WF, x, cws[19]
+                    )
                 if status != STATUS_OK:
                     gap(y[:n], p, g)
                     _name_failed_rows(info, closed, k_closed, g)
@@ -972,7 +976,9 @@ def _event_loop(
                 y, p, closed, k_closed, length, g, G, M, F, cws[1], W, WF, x, cws
             )
             if status == STATUS_OK:
-                status = _project_velocity(y, p, closed, k_closed, G, M, F, cws[1], W, WF, x)
+                status = _project_velocity(
+                    y, p, closed, k_closed, G, M, F, cws[1], W, WF, x, cws[19]
+                )
             elif status == STATUS_PROJECTION_NOT_CONVERGED:
                 gap(y[:n], p, g)
                 _name_failed_rows(info, closed, k_closed, g)

@@ -81,10 +81,15 @@ from impactbench.core._jit import hot_kernel, specialize
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
     DEGENERATE_GRADIENT,
+    LCP_SLOT_ACCELERATION,
+    LCP_SLOT_IMPULSE,
+    add_reactions,
+    all_finite,
     delassus,
     factor_mass,
+    impulse_span,
     metric_row,
-    solve_lcp,
+    solve_lcp_warm,
     solve_mass,
 )
 from impactbench.core.driver import (
@@ -96,6 +101,7 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
+    make_matrix_rows,
     mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
@@ -111,7 +117,7 @@ from impactbench.core.status_codes import (
 VANISHING_FACTOR = 64.0 * float(np.finfo(float).eps)
 
 # Names bound per problem by impactbench.core.driver.make_loop.
-mass_matrix = forces = gap = gap_gradient = None
+mass_matrix = forces = gap = gap_gradient = matrix_rows = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
@@ -130,21 +136,22 @@ def _rows(n: int, m: int, mass_rows: int) -> int:
 
 
 @hot_kernel
-def complementarity_update(n, G, rows, k, x_free, L, ws, x_out):  # noqa: N803
+def complementarity_update(n, G, rows, k, x_free, L, ws, x_out, slot):  # noqa: N803
     """x_out = x_free + M^-1 G_A^T P with 0 <= P _|_ W P + b >= 0 on A = ``rows[:k]``.
 
     ``b`` is read from ws[3][:k] (the caller writes it), W = G_A M^-1 G_A^T is formed by the
     shared :func:`impactbench.core.contact.delassus` (``L`` the factor of M) and the LCP solved by
-    the shared :func:`impactbench.core.contact.solve_lcp` (for k = 1 the closed form with
-    :func:`impactbench.core.contact.metric_row`); P is left in
-    ws[4][:k]. Used at acceleration level (x = a, b = G a_free + curvature) and at velocity level
-    (x = v, b = (1 + e_i) G v_free). Returns the pivot count, -1 on failure or
+    the shared :func:`impactbench.core.contact.solve_lcp_warm` from the last active set of
+    ``slot`` (for k = 1 the closed form with :func:`impactbench.core.contact.metric_row`); P is
+    left in ws[4][:k]. Used at acceleration level (x = a, b = G a_free + curvature, slot
+    LCP_SLOT_ACCELERATION) and at velocity level (x = v, b = (1 + e_i) G v_free, slot
+    LCP_SLOT_IMPULSE). Returns the LCP's count of bases, -1 on failure or
     :data:`impactbench.core.contact.DEGENERATE_GRADIENT` when an active gradient vanishes.
     """
     Y = ws[1]  # noqa: N806
     W = ws[2]  # noqa: N806
     P = ws[4]  # noqa: N806
-    if k == 1:  # closed form, inlined (solve_lcp is a separately compiled call)
+    if k == 1:  # closed form, inlined (solve_lcp_warm is a separately compiled call)
         inv_w = metric_row(n, G, rows[0], L, Y)
         if not inv_w > 0.0:
             return DEGENERATE_GRADIENT
@@ -152,18 +159,14 @@ def complementarity_update(n, G, rows, k, x_free, L, ws, x_out):  # noqa: N803
         for j in range(n):
             x_out[j] = x_free[j] + P[0] * Y[0, j]
         return 1
-    delassus(G, rows, k, L, n, Y, W)
+    delassus(G, rows, k, L, n, Y, W, ws[19])
     for a in range(k):
         if not (W[a, a] > 0.0 and 1.0 / W[a, a] < np.inf):
             return DEGENERATE_GRADIENT
-    used = solve_lcp(W, ws[3], k, P, ws)
+    used = solve_lcp_warm(W, ws[3], rows, k, P, ws, slot)
     if used < 0:
         return used
-    for j in range(n):
-        s = x_free[j]
-        for a in range(k):
-            s += Y[a, j] * P[a]
-        x_out[j] = s
+    add_reactions(n, k, Y, P, ws[19], x_free, x_out)
     return used
 
 
@@ -198,8 +201,8 @@ def _contact_forces(q, w, p, h, G, L, a_free, a_out, X, rows, closed, ws):  # no
             speed = max(speed, abs(w[j]))
         shift = X[_SHIFT, :n]
         mr = MASS_ROWS
-        plus = X[_MATRICES + 3 * mr + m : _MATRICES + 3 * mr + 2 * m, :n]
-        minus = X[_MATRICES + 3 * mr + 2 * m : _MATRICES + 3 * mr + 3 * m, :n]
+        plus = matrix_rows(X, _MATRICES + 3 * mr + m, _MATRICES + 3 * mr + 2 * m)
+        minus = matrix_rows(X, _MATRICES + 3 * mr + 2 * m, _MATRICES + 3 * mr + 3 * m)
         if speed > 0.0:
             s = CURVATURE_FD_STEP * size / speed
             for j in range(n):
@@ -225,7 +228,7 @@ def _contact_forces(q, w, p, h, G, L, a_free, a_out, X, rows, closed, ws):  # no
         if not AFFINE_GAP:
             s += curvature[a]
         b[a] = s
-    used = complementarity_update(n, G, rows, active, a_free, L, ws, a_out)
+    used = complementarity_update(n, G, rows, active, a_free, L, ws, a_out, LCP_SLOT_ACCELERATION)
     if used == DEGENERATE_GRADIENT:
         return STATUS_DEGENERATE_GRADIENT, active, 0
     if used < 0:
@@ -247,11 +250,7 @@ def _closed_rows(g, q, p, G, rows):  # noqa: N803
             return STATUS_GAP_NOT_FINITE, 0
     if closed > 0:
         gap_gradient(q, p, G)
-        check = 0.0
-        for i in range(m):
-            for j in range(n):
-                check += G[i, j]
-        if not np.isfinite(check):
+        if not all_finite(G, m, n):
             return STATUS_GAP_NOT_FINITE, 0
     return STATUS_OK, closed
 
@@ -260,8 +259,8 @@ def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     """q, v from (q0, v0); M(q0) factored; g(q0)."""
     n = N_DOF
     mr = MASS_ROWS
-    M = X[_MATRICES : _MATRICES + mr, :n]  # noqa: N806
-    L = X[_MATRICES + mr : _MATRICES + 2 * mr, :n]  # noqa: N806
+    M = matrix_rows(X, _MATRICES, _MATRICES + mr)  # noqa: N806
+    L = matrix_rows(X, _MATRICES + mr, _MATRICES + 2 * mr)  # noqa: N806
     for j in range(n):
         X[_Q, j] = q0[j]
         X[_V, j] = v0[j]
@@ -293,10 +292,10 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     g = X[_GAP, :m]
     g1 = X[_GAP_NEXT, :m]
     mr = MASS_ROWS
-    M1 = X[_MATRICES : _MATRICES + mr, :n]  # noqa: N806
-    L = X[_MATRICES + mr : _MATRICES + 2 * mr, :n]  # noqa: N806
-    L1 = X[_MATRICES + 2 * mr : _MATRICES + 3 * mr, :n]  # noqa: N806
-    G = X[_MATRICES + 3 * mr : _MATRICES + 3 * mr + m, :n]  # noqa: N806
+    M1 = matrix_rows(X, _MATRICES, _MATRICES + mr)  # noqa: N806
+    L = matrix_rows(X, _MATRICES + mr, _MATRICES + 2 * mr)  # noqa: N806
+    L1 = matrix_rows(X, _MATRICES + 2 * mr, _MATRICES + 3 * mr)  # noqa: N806
+    G = matrix_rows(X, _MATRICES + 3 * mr, _MATRICES + 3 * mr + m)  # noqa: N806
     used = 0
     # left end: a_k+ with the contact forces on I_2 at (q_k, v_k)
     forces(t, q, v, p, f)
@@ -374,7 +373,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             for j in range(n):
                 u += G[i, j] * v_free[j]
             b[c] = (1.0 + e) * u if g[i] > 0.0 else u
-        pivots = complementarity_update(n, G, rows, closed, v_free, right, ws, v_next)
+        pivots = complementarity_update(
+            n, G, rows, closed, v_free, right, ws, v_next, LCP_SLOT_IMPULSE
+        )
         if pivots == DEGENERATE_GRADIENT:
             return STATUS_DEGENERATE_GRADIENT, False, 0, 0
         if pivots < 0:
@@ -387,7 +388,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             X[IMPULSE, i] = ws[4][c]
             before = 0.0
             after = 0.0
-            for j in range(n):
+            # the spans of complementarity_update's delassus (all n columns for one row)
+            first, last = (0, n - 1) if SINGLE_CONSTRAINT else impulse_span(ws, closed, c, n)
+            for j in range(first, last + 1):
                 before += G[i, j] * v_free[j]
                 after += G[i, j] * v_next[j]
             X[NORMAL_BEFORE, i] = before
@@ -422,7 +425,12 @@ def _helpers(
     bindings: dict[str, Any], n_dof: int, n_constraints: int, compile: bool
 ) -> dict[str, Callable]:
     """The step's two helper templates bound to the problem (inlined into the step)."""
-    bound = {**bindings, "N_DOF": n_dof, "N_CONSTRAINTS": n_constraints}
+    bound = {
+        **bindings,
+        "N_DOF": n_dof,
+        "N_CONSTRAINTS": n_constraints,
+        "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile),
+    }
     return {
         name: specialize(template, bound, compile, inline=True)
         for name, template in (("_closed_rows", _closed_rows), ("_contact_forces", _contact_forces))

@@ -456,7 +456,7 @@ def _contact_forces(W: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     k = b.shape[0]
     lam = np.empty(k)
     ws = make_workspace(W.shape[0], k)
-    if solve_lcp(np.ascontiguousarray(W), np.ascontiguousarray(b), k, lam, ws) < 0:
+    if solve_lcp(np.ascontiguousarray(W), np.ascontiguousarray(b), k, lam, ws, False, False) < 0:
         return None
     return lam
 

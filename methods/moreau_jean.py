@@ -57,9 +57,11 @@ from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
+    all_finite,
     factor_mass,
     impulse,
     impulse_single,
+    impulse_span,
     metric_row,
     solve_mass,
 )
@@ -84,7 +86,7 @@ from impactbench.core.status_codes import (
 )
 
 # Names bound per problem by impactbench.core.driver.make_loop.
-mass_matrix = forces = gap = gap_gradient = None
+mass_matrix = forces = gap = gap_gradient = matrix_rows = None
 CONSTANT_MASS = AFFINE_GAP = POSITION_FIRST = SINGLE_CONSTRAINT = APPROACHING_ONLY = False
 N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
@@ -121,10 +123,10 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     v1 = X[_V1, :n]
     g = X[_GAP, :m]
     r = MASS_ROWS
-    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
-    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
-    Y = X[_MATRICES + 2 * r + m : _MATRICES + 2 * r + 2 * m, :n]  # noqa: N806
+    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
+    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
+    G = matrix_rows(X, _MATRICES + 2 * r, _MATRICES + 2 * r + m)  # noqa: N806
+    Y = matrix_rows(X, _MATRICES + 2 * r + m, _MATRICES + 2 * r + 2 * m)  # noqa: N806
     inv_w_row = _MATRICES + 2 * r + 2 * m
     if POSITION_FIRST:
         for j in range(n):
@@ -150,11 +152,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     active = 0
     if closed:
         gap_gradient(qp, p, G)
-        grad_check = 0.0
-        for i in range(m):
-            for j in range(n):
-                grad_check += G[i, j]
-        if not np.isfinite(grad_check):
+        if not all_finite(G, m, n):
             return STATUS_GAP_NOT_FINITE, False, 0, 0
         for i in range(m):
             if g[i] <= 0.0:
@@ -191,7 +189,8 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             i = rows[a]
             before = 0.0
             after = 0.0
-            for j in range(n):
+            first, last = (0, n - 1) if SINGLE_CONSTRAINT else impulse_span(ws, active, a, n)
+            for j in range(first, last + 1):
                 before += G[i, j] * v[j]
                 after += G[i, j] * v1[j]
             X[NORMAL_BEFORE, i] = before

@@ -67,6 +67,7 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
+    make_matrix_rows,
     mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
@@ -80,7 +81,7 @@ from . import moreau_jean
 from .moreau_jean import VELOCITY_SCHEME
 
 # Names bound per problem by impactbench.core.driver.make_loop.
-velocity_step = project = None
+velocity_step = project = matrix_rows = None
 N_DOF = N_CONSTRAINTS = PROJECTION_ROW = MASS_ROWS = 0
 
 # Entries of the method vector mp (_THETA is the velocity step's).
@@ -106,9 +107,9 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     y = X[base, :n]
     x = X[base + 1, :n]
     g = X[base + 2, :m]
-    G = X[base + 3 : base + 3 + m, :n]  # noqa: N806
-    M = X[_MASS : _MASS + MASS_ROWS, :n]  # noqa: N806
-    L = X[_MASS + MASS_ROWS : _MASS + 2 * MASS_ROWS, :n]  # noqa: N806
+    G = matrix_rows(X, base + 3, base + 3 + m)  # noqa: N806
+    M = matrix_rows(X, _MASS, _MASS + MASS_ROWS)  # noqa: N806
+    L = matrix_rows(X, _MASS + MASS_ROWS, _MASS + 2 * MASS_ROWS)  # noqa: N806
     for j in range(n):
         y[j] = Z[NEXT_Q, j]
     projected = project(y, n, m, p, mp[_PROJ_TOL], int(mp[_PROJ_MAX]), M, L, x, g, G, ws)
@@ -201,6 +202,7 @@ class MoreauJeanProjection(TimeStepping):
             "N_DOF": n_dof,
             "N_CONSTRAINTS": n_constraints,
             "SINGLE_CONSTRAINT": n_constraints == 1,
+            "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile),
         }
         bindings = {
             "velocity_step": specialize(VELOCITY_SCHEME.step, velocity, compile, inline=True),

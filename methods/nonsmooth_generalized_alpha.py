@@ -73,9 +73,11 @@ from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
     affine_projection_step,
+    all_finite,
     factor_mass,
     impulse,
     impulse_single,
+    impulse_span,
     make_metric_projection,
     metric_row,
     solve_mass,
@@ -106,7 +108,7 @@ from impactbench.core.status_codes import (
 STATUS_ITERATION_NOT_CONVERGED = 100
 
 # Names bound per problem by impactbench.core.driver.make_loop.
-mass_matrix = forces = gap = gap_gradient = project = None
+mass_matrix = forces = gap = gap_gradient = project = matrix_rows = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
@@ -134,8 +136,8 @@ def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     n = N_DOF
     m = N_CONSTRAINTS
     r = MASS_ROWS
-    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
-    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
+    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
+    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
     f = X[_F, :n]
     vdot = X[_VDOT, :n]
     X[_MATRICES + 2 * r + 2 * m + 1, 0] = 0.0  # the metric row is not ready
@@ -182,10 +184,10 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     dx = X[_DX, :n]
     g = X[_GAP, :m]
     r = MASS_ROWS
-    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
-    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
-    Y = X[_MATRICES + 2 * r + m : _MATRICES + 2 * r + 2 * m, :n]  # noqa: N806
+    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
+    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
+    G = matrix_rows(X, _MATRICES + 2 * r, _MATRICES + 2 * r + m)  # noqa: N806
+    Y = matrix_rows(X, _MATRICES + 2 * r + m, _MATRICES + 2 * r + 2 * m)  # noqa: N806
     inv_w_row = _MATRICES + 2 * r + 2 * m
     for j in range(n):
         base_q[j] = q[j] + h * v[j] + (0.5 - beta) * h * h * a[j]
@@ -242,11 +244,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     used = 0
     if closed:
         gap_gradient(qt, p, G)
-        grad_check = 0.0
-        for i in range(m):
-            for j in range(n):
-                grad_check += G[i, j]
-        if not np.isfinite(grad_check):
+        if not all_finite(G, m, n):
             return STATUS_GAP_NOT_FINITE, False, 0, 0
         for i in range(m):
             if g[i] <= 0.0:
@@ -272,7 +270,12 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             i = rows[b]
             before = 0.0
             after = 0.0
-            for j in range(n):
+            first, last = 0, n - 1
+            # compile-time: the spans pay on long rows; with n = 1 (TightJoint) the lookup
+            # alone measured 58.6 against 55.7 ns/step, most steps free flight (code layout)
+            if not SINGLE_CONSTRAINT and N_DOF >= 8:
+                first, last = impulse_span(ws, active, b, n)
+            for j in range(first, last + 1):
                 before += G[i, j] * v[j]
                 after += G[i, j] * v1[j]
             X[NORMAL_BEFORE, i] = before

@@ -61,7 +61,7 @@ from impactbench.core.status_codes import (
 )
 
 # Names bound per problem by impactbench.core.driver.make_loop.
-mass_matrix = forces = gap = gap_gradient = project = None
+mass_matrix = forces = gap = gap_gradient = project = matrix_rows = None
 CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
 N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
@@ -89,9 +89,9 @@ def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
     y = X[_Y, :n]
     g = X[_GAP, :m]
     r = MASS_ROWS
-    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
-    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
+    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
+    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
+    G = matrix_rows(X, _MATRICES + 2 * r, _MATRICES + 2 * r + m)  # noqa: N806
     X[_MATRICES + 2 * r + 2 * m + 1, 0] = 0.0  # the metric row is not ready
     for j in range(n):
         X[_Q_PREV, j] = q0[j]
@@ -132,10 +132,10 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     dx = X[_DX, :n]
     g = X[_GAP, :m]
     r = MASS_ROWS
-    M = X[_MATRICES : _MATRICES + r, :n]  # noqa: N806
-    L = X[_MATRICES + r : _MATRICES + 2 * r, :n]  # noqa: N806
-    G = X[_MATRICES + 2 * r : _MATRICES + 2 * r + m, :n]  # noqa: N806
-    Y = X[_MATRICES + 2 * r + m : _MATRICES + 2 * r + 2 * m, :n]  # noqa: N806
+    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
+    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
+    G = matrix_rows(X, _MATRICES + 2 * r, _MATRICES + 2 * r + m)  # noqa: N806
+    Y = matrix_rows(X, _MATRICES + 2 * r + m, _MATRICES + 2 * r + 2 * m)  # noqa: N806
     inv_w_row = _MATRICES + 2 * r + 2 * m
     tk = t_next
     if k >= 1:

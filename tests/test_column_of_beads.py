@@ -293,6 +293,20 @@ def test_resting_stack_stays_on_the_constraints_for_long_times(method, restituti
             np.testing.assert_allclose(impulses, expected, rtol=1e-9)
 
 
+def test_resting_stack_needs_one_lcp_basis_per_step():
+    """MoreauJean's impact LCP on the resting stack starts from the previous step's active set
+    (all four contacts): after the first step, one factorisation and no pivot per step. The
+    first step starts from the empty set; its right-hand side is b = G v_free = (-g0 h, 0, 0,
+    0), so the least-index rule adds the contacts one by one from the floor up (4 pivots, 5
+    bases)."""
+    problem = _resting_column(0.9)
+    h = 1e-3
+    for steps in (1, 100, 300):
+        trajectory = simulate(problem, MoreauJean(theta=0.5), steps * h, h=h)
+        assert trajectory.stats["impacts"] == 4 * steps  # every contact takes an impulse
+        assert trajectory.stats["solver_iterations"] == 5 + (steps - 1)
+
+
 @pytest.mark.parametrize("method", [MoreauJean(theta=0.5), CatchingUp()], ids=lambda m: m.name)
 def test_fallen_column_stays_at_rest(method):
     """After the fall of the Siconos setup the column rests (from t = 2.77 in the Siconos run);

@@ -355,8 +355,8 @@ def test_lcp_with_a_vanishing_row():
     ws = make_workspace(2, 2)
     W2 = np.array([[2.0, 0.0], [0.0, 0.0]])
     P2 = np.empty(2)
-    assert solve_lcp(W2, np.array([-1.0, -1.0]), 2, P2, ws) == DEGENERATE_GRADIENT
-    assert solve_lcp(W2, np.array([-1.0, 1.0]), 2, P2, ws) > 0
+    assert solve_lcp(W2, np.array([-1.0, -1.0]), 2, P2, ws, False, False) == DEGENERATE_GRADIENT
+    assert solve_lcp(W2, np.array([-1.0, 1.0]), 2, P2, ws, False, False) > 0
     np.testing.assert_allclose(P2, [0.5, 0.0], rtol=1e-15)
 
 

@@ -21,7 +21,7 @@ The scheme's own rows start at ``FIRST_SCHEME_ROW``. ``Z`` (2, n) holds the cand
 it (so that a failure reports the last finite state). ``rows`` (int64, max(m, 1)) and ``ws``
 (:func:`impactbench.core.contact.make_workspace`) complete the work space.
 
-Three compilation choices keep the driver as fast as a hand-written loop per scheme (measured
+Four compilation choices keep the driver as fast as a hand-written loop per scheme (measured
 with benchmarks/loops.py):
 
 * the loop is compiled with numba's reference counting switched off (``_nrt=False``): nothing
@@ -36,11 +36,19 @@ with benchmarks/loops.py):
 * ``Z`` is an array on the loop's stack (:func:`impactbench.core._jit.stack_array`; plain Python:
   zeros): LLVM promotes it to registers, so the candidate state costs no stores (in ``X`` its
   four stores per step on a 2-DOF problem cost up to 1.2 ns/step, 20 % of the slanted wall's
-  step).
+  step);
+* the matrices a scheme keeps in ``X`` (M, its factor, G) are taken as
+  ``matrix_rows(X, start, stop)``: ``X[start:stop]``, a C-contiguous array, when the rows of
+  ``X`` are n wide (n >= m) and n >= ``WHOLE_ROWS_FROM``, ``X[start:stop, :n]`` otherwise.
+  numba types a slice of columns as of any layout, whose run-time inner stride keeps LLVM from
+  vectorising the loops over a row (a 100 x 100 gradient: its finite check 5.5 us against
+  1.5 us, the impact law of a 100-bead column 22 us against 9 us); with a row or two there is
+  nothing to vectorise, and the C-contiguous blocks measured slower (D1MinusLinear on the
+  resting ball, n = 1: 24.9 against 23.0 ns/step).
 
 Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``,
-``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT`` and the
-scheme's own options are bound by :func:`make_loop`):
+``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT``,
+``matrix_rows`` and the scheme's own options are bound by :func:`make_loop`):
 
 Mass matrix. ``mass_bindings`` binds ``mass_matrix``, ``DIAGONAL_MASS`` and ``MASS_ROWS``: a
 scheme keeps M and its factor as blocks of ``MASS_ROWS`` rows of ``X`` (n for a dense M; 1 for a
@@ -71,6 +79,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 
 from ._jit import constant_shape_view, specialize, stack_array
@@ -195,6 +204,32 @@ def _time_loop(
 # Name bound per problem by mass_bindings.
 mass_diagonal = None
 
+#: Smallest n for which ``matrix_rows`` gives C-contiguous blocks (module docstring).
+WHOLE_ROWS_FROM = 8
+
+
+def _whole_rows(X, start, stop):  # noqa: N803
+    """Rows start:stop of an ``X`` n wide: a C-contiguous (stop - start, n) array."""
+    return X[start:stop]
+
+
+def _leading_columns(X, start, stop):  # noqa: N803
+    """Rows start:stop, columns :n of an ``X`` wider than n (m > n)."""
+    return X[start:stop, :N_DOF]
+
+
+def make_matrix_rows(n_dof: int, n_constraints: int, compile: bool) -> Callable:
+    """The schemes' ``matrix_rows`` (module docstring) for the ``X`` of :func:`make_loop`.
+
+    Compiled, it is inlined by numba into its caller's IR (``inline="always"``): a function
+    compiled without reference counting, as the loops' helpers are, may not return a view.
+    """
+    whole = max(n_dof, n_constraints, 1) == n_dof and n_dof >= WHOLE_ROWS_FROM
+    function = specialize(_whole_rows if whole else _leading_columns, {"N_DOF": n_dof}, False)
+    if not compile:
+        return function
+    return numba.njit(inline="always", _nrt=False)(function)
+
 
 def _diagonal_mass_row(q, p, out):
     """The loops' mass kernel for a diagonal M: its diagonal into row 0 of ``out`` (1, n)."""
@@ -260,8 +295,8 @@ def make_loop(
         Name -> value of the globals of the scheme's templates: the problem's kernels
         (:func:`mass_bindings`, ``forces``, ``gap``, ``gap_gradient``), its flags
         (``CONSTANT_MASS``, ``AFFINE_GAP``) and the scheme's compile-time options. Without
-        ``MASS_ROWS`` the mass matrix is dense (``MASS_ROWS`` = n). ``N_DOF``, ``N_CONSTRAINTS`` and
-        ``SINGLE_CONSTRAINT`` are added here.
+        ``MASS_ROWS`` the mass matrix is dense (``MASS_ROWS`` = n). ``N_DOF``, ``N_CONSTRAINTS``,
+        ``SINGLE_CONSTRAINT`` and ``matrix_rows`` (module docstring) are added here.
     n_dof, n_constraints : int
         Sizes, bound as compile-time constants (numba then unrolls the small linear algebra).
     compile : bool
@@ -284,7 +319,8 @@ def make_loop(
     diagonal = bindings.get("DIAGONAL_MASS", False)
     sizes["MASS_ROWS"] = mass_rows
     sizes["DIAGONAL_MASS"] = diagonal
-    bound = {**bindings, **sizes}
+    width = max(n_dof, n_constraints, 1)
+    bound = {**bindings, **sizes, "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile)}
     functions = {
         "scheme_start": scheme.start,
         "scheme_step": scheme.step,
@@ -296,7 +332,6 @@ def make_loop(
         name: specialize(template, bound, compile, inline=True)
         for name, template in functions.items()
     }
-    width = max(n_dof, n_constraints, 1)
     height = FIRST_SCHEME_ROW + scheme.rows(n_dof, n_constraints, mass_rows)
     # the projection's Hessian is formed only for a nonlinear gap; a dense M keeps n x n
     hessian = 1 if diagonal and bindings.get("AFFINE_GAP", False) else n_dof
