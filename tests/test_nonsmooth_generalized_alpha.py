@@ -20,7 +20,7 @@ from impactbench.analysis.metrics import l1_velocity_error, max_position_error, 
 from impactbench.core.energy import energy
 from impactbench.methods import METHODS, NonsmoothGeneralizedAlpha
 from impactbench.methods.nonsmooth_generalized_alpha import generalized_alpha_parameters
-from impactbench.problems import BouncingBall, ImpactingOscillator, SlantedWall
+from impactbench.problems import BouncingBall, ImpactingBar, ImpactingOscillator, SlantedWall
 from impactbench.studies.persistent_contact import CASES
 
 from conftest import step_grid
@@ -209,3 +209,38 @@ def test_fixed_point_iteration_limit_stops_the_run_with_its_reason():
         simulate(ImpactingOscillator(), NonsmoothGeneralizedAlpha(iteration_max=1), 1.0, h=1e-2)
     run = simulate(BouncingBall(), NonsmoothGeneralizedAlpha(iteration_max=1), 1.0, h=1e-2)
     assert run.status == "ok"
+
+
+def test_fixed_point_stops_at_its_round_off_floor_far_from_the_origin():
+    """The impacting bar after a flight of 10^4 lengths (q ~ 1e4): the forces of the stiff bar
+    carry a round-off eps |q| |dF/dq| that keeps the accelerations ~1e-8 |a| from the fixed
+    point, so the relative test of iteration_tol never passes (the run stopped at the contact
+    before the round-off-floor rule, as the bar did at n = 3001, CFL 0.5, q ~ 1). The motion
+    relative to the flight is that of the same bar started 0.1 from the wall: both contact
+    times fall half a step after a grid point (a contact time on the grid would be a tie that
+    round-off breaks either way), and both runs end on the grid 59.5 steps later."""
+    h = 0.5 * ImpactingBar(10).stable_step
+    near = ImpactingBar(10, gap=0.1 + 0.5 * h)
+    far = ImpactingBar(10, gap=1e4 + 0.5 * h)
+    runs = []
+    # both end 59.5 steps after the contact (the contact lasts 40 steps): on the grid
+    for bar, steps in ((near, 62), (far, 62 + 199_998)):
+        run = simulate(bar, NonsmoothGeneralizedAlpha(), steps * h, h=h, output_every=10**9)
+        assert run.status == "ok"
+        runs.append(run)
+    shift = far.initial_gap - near.initial_gap
+    # round-off of the far flight's 2e5 steps at |q| ~ 1e4: <= 2e5 eps 1e4 = 4.4e-7 in q, and
+    # accelerations of the stiff bar (omega_max^2 = 400) off by ~eps 1e4 400 per step in v
+    # (measured: 9.6e-9 and 2.0e-8)
+    np.testing.assert_allclose(runs[1].q[-1] - shift, runs[0].q[-1], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(runs[1].v[-1], runs[0].v[-1], rtol=0, atol=1e-5)
+    assert np.all(runs[0].v[-1] < 0.0)  # released: the whole bar moves away from the wall
+
+
+def test_a_diverging_fixed_point_still_stops_the_run():
+    """Three times the CFL bound: the fixed point's contraction factor exceeds 1 on the bar's
+    highest mode, the iteration diverges from its first update and the run stops with t, q, v
+    (the round-off-floor rule does not accept it)."""
+    bar = ImpactingBar(10)
+    with pytest.raises(SimulationError, match="fixed-point iteration .* t="):
+        simulate(bar, NonsmoothGeneralizedAlpha(), 1.0, h=3.0 * bar.stable_step)
