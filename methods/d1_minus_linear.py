@@ -64,6 +64,16 @@ closed contact without forces is free flight followed by a plastic impulse, -U_-
 when it approaches; with the forces of I_2 at both ends the motion is exact on the tangent plane.
 So E never increases, at any step (tests: ball and slanted wall, e = 0, 0.8, 1).
 
+Against Siconos (4.4, D1MinusLinearOSI in TimeSteppingD1Minus; reference outputs and their
+generator in tests/data/siconos/): the same numbers to round-off through the impacts of the
+ball and of the pin in its hole (2.7e-15 and 6.7e-16), and the two stated differences in
+persistent contact: Siconos' resting ball sinks at v_k = e h a / (2 (1 + e)) as computed above,
+ours rests. On a curved sliding contact (the pin along the wall of its hole) nothing corrects
+the position and both drift outwards linearly in time, Siconos 2.7x further (depth at t = 20,
+h = 2e-3): the drift is the scheme's (the position-level constraint is never imposed), which
+the projected schemes (MoreauJeanProjection, NonsmoothGeneralizedAlpha, PaoliSchatzman) do not
+have. tests/test_d1_minus_linear.py checks all of this against the reference outputs.
+
 Costs: two force evaluations per step (t_k and t_{k+1}: F^-_{k+1} is taken at v_k1, F^+_{k+1}
 at v_{k+1}); the driver's force counter counts one per step. One mass factorisation per step for
 a configuration-dependent M (M_{k+1} is kept for the next step), none for a constant one.

@@ -9,6 +9,8 @@ conformance suite.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -161,3 +163,56 @@ def test_compiled_and_plain_python_agree():
 
 def test_conformance_suite_passes():
     check_method(D1MinusLinear(), level="quick").assert_passed()
+
+
+SICONOS = Path(__file__).parent / "data" / "siconos"
+
+
+def _siconos(name):
+    """A reference output of Siconos' D1MinusLinearOSI (tests/data/siconos/README.md)."""
+    table = np.loadtxt(SICONOS / name, skiprows=1)
+    n = (table.shape[1] - 1) // 2
+    return table[:, 0], table[:, 1 : 1 + n], table[:, 1 + n :]
+
+
+def test_ball_reproduces_siconos_through_its_impacts_and_rests_where_siconos_sinks():
+    """Siconos 4.4's D1MinusLinearOSI on the ball e = 0.5, h = 1e-3 (BouncingBallD1MinusLinear.ref,
+    every step): the same numbers to round-off through the impacts up to the accumulation point
+    t_inf = 1.355; then the stated difference of the persistent contact (module docstring):
+    Siconos applies e on every closed contact and the ball sinks at the fixed point v_k =
+    e h a / (2 (1 + e)) (the docstring's value, 0.001635, read in Siconos' output), ours
+    applies e = 0 there and the ball rests at the depth it settled at."""
+    t, q_ref, v_ref = _siconos("BouncingBallD1MinusLinear.ref")
+    h, e, a = 1e-3, 0.5, 9.81
+    run = simulate(BouncingBall(restitution=e), D1MinusLinear(), 3.0, h=h)
+    np.testing.assert_array_equal(run.t, t)
+    impacts = t <= 1.3
+    assert np.abs(run.q[impacts] - q_ref[impacts]).max() <= 1e-14
+    assert np.abs(run.v[impacts] - v_ref[impacts]).max() <= 1e-14
+    late = t >= 2.0
+    np.testing.assert_allclose(v_ref[late, 0], e * h * a / (2 * (1 + e)), rtol=1e-9)
+    assert q_ref[-1, 0] < -5e-3  # Siconos: 5 mm inside the floor at t = 3, and sinking
+    assert np.ptp(run.q[late, 0]) == 0.0 and np.all(run.v[late, 0] == 0.0)
+    assert -1e-5 < run.q[-1, 0] < 0.0  # ours: at rest, O(h^2 a) deep
+
+
+def test_curved_sliding_drift_is_the_schemes_as_in_siconos():
+    """Siconos 4.4's D1MinusLinearOSI on the pin sliding in its hole (PinInHoleD1MinusLinear.ref,
+    h = 2e-3, every 10th step to t = 20): the same numbers to round-off through the impacts
+    (t <= 1.28), then both slide along the curved wall and both drift outwards, linearly in
+    time (the drift of the curved sliding contact is the scheme's, not ours); Siconos' drift is
+    the larger (its e on the closed contact, as for the ball)."""
+    t, q_ref, v_ref = _siconos("PinInHoleD1MinusLinear.ref")
+    problem = CASES["pin sliding in hole"].factory()
+    run = simulate(problem, D1MinusLinear(), 20.0, h=2e-3, output_every=10)
+    np.testing.assert_allclose(run.t, t, rtol=0, atol=1e-12)
+    impacts = t <= 1.28
+    assert np.abs(run.q[impacts] - q_ref[impacts]).max() <= 1e-13
+    assert np.abs(run.v[impacts] - v_ref[impacts]).max() <= 1e-13
+    ours = penetration_depths(problem, run.q)
+    theirs = penetration_depths(problem, q_ref)
+    for depth in (ours, theirs):
+        at_10, at_15, at_20 = (depth[t <= end].max() for end in (10.0, 15.0, 20.0))
+        assert at_15 - at_10 > 0.3 * at_10  # growing ...
+        assert 0.8 < (at_20 - at_15) / (at_15 - at_10) < 1.25  # ... linearly in time
+    assert ours.max() < theirs.max()
