@@ -1,15 +1,29 @@
-"""Scaling: cost per step against the number of DOF n on the impacting bar (diagonal mass).
+"""Scaling: cost per step and memory against the number of DOF n.
 
-The bar (:class:`impactbench.problems.ImpactingBar`, lumped mass declared diagonal, one contact
-node) runs the same physical window at every size, from t0 through the whole contact to the
-release (t_end = t1 + 2L/c), at CFL number 0.5 or with a smaller step where that would give
-fewer than ``MIN_STEPS`` steps (the cost of a step does not depend on h; the fixed cost of a run
-is then negligible). The exponent p of cost ~ n^p is fitted by least squares on log-log with a
-95 % Student interval (:func:`impactbench.analysis.cost_scaling.fit_cost_exponent`). Linear
-algebra that uses the diagonal makes every step O(n): p = 1 is the target (issue 14: at most 15x
-from n = 10^3 to 10^4). benchmarks/scaling.py measures every time-stepping method, the dense
-declaration and the column of beads; this study keeps the two reference schemes so that it runs
-in about a minute.
+Three families of runs, one row each (figures and findings from the stored table only):
+
+* The impacting bar (:class:`impactbench.problems.ImpactingBar`, lumped mass declared diagonal,
+  one contact node), MoreauJean and PaoliSchatzman, n = 300 ... 10^4 DOF over the same physical
+  window, from t0 through the whole contact to the release (t_end = t1 + 2L/c), at CFL number
+  0.5 or with a smaller step where that would give fewer than ``MIN_STEPS`` steps (the cost of a
+  step does not depend on h; the fixed cost of a run is then negligible). Linear algebra that
+  uses the diagonal makes every step O(n): p = 1 is the target (issue 14: at most 15x from n =
+  10^3 to 10^4).
+* The settled column of beads (:class:`impactbench.problems.ColumnOfBeads`, n beads and n
+  contacts, started at rest on the floor, ``resting_column``): every contact closed at every
+  step once round-off has settled it (within about 6.5 n steps, so at most 10 % of the
+  ``COLUMN_STEPS`` steps timed at n = 300), the case where the LCP of n active contacts is
+  solved at every step (warm-started, banded: one factorisation per step once settled).
+* The compiled event-driven engine (``EventDriven()``, DOP853) on the bar at small n, where it
+  applies: it forms M as a dense matrix and factors it at every right-hand side evaluation
+  (methods/compiled_event_driven.py), and its explicit steps are limited by the bar's highest
+  frequency, so its cost per step grows like n^3 and its steps like n.
+
+The exponent p of cost ~ n^p is fitted by least squares on log-log with a 95 % Student interval
+(:func:`impactbench.analysis.cost_scaling.fit_cost_exponent`). Memory: the ``work_bytes``
+metric (the bytes of a time-stepping loop's work buffers; the output arrays, which grow with
+the horizon and the impact log's capacity, are left out) per DOF. benchmarks/scaling.py
+measures every time-stepping method, the dense declaration and the falling column.
 """
 
 from __future__ import annotations
@@ -24,26 +38,49 @@ from impactbench.bench.report import markdown_table, method_style, new_figure, s
 from impactbench.bench.runner import FAILED, Run
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.methods import METHODS
-from impactbench.problems import ImpactingBar
+from impactbench.problems import ColumnOfBeads, ImpactingBar
 
 #: DOF n of the bars (n - 1 elements), per grid. The quick sizes are bars of the quick grid of
 #: the impacting_bar study (10 and 40 elements): the loops are compiled per DOF count, and a
 #: quick run of every study then compiles these once.
 SIZES = {"full": (300, 1000, 3000, 10000), "quick": (11, 41)}
+#: Beads of the settled column per grid (quick: sizes whose loops the test suite compiles).
+COLUMN_SIZES = {"full": (10, 30, 100, 300), "quick": (4, 10)}
+#: DOF n of the bars run by the compiled event-driven engine (one engine per size).
+#: Not in the quick grid: each size compiles an engine (~45 s of CPU); the report's handling of
+#: its rows is tested on a table made by hand (tests/test_scaling_study.py).
+EVENT_DRIVEN_SIZES = {"full": (11, 21, 41), "quick": ()}
 STUDIED = ("MoreauJean", "PaoliSchatzman")
 CFL = 0.5
 MIN_STEPS = {"full": 20_000, "quick": 2_000}
+COLUMN_STEP = 1e-4
+COLUMN_STEPS = {"full": 20_000, "quick": 2_000}
 REPEATS = {"full": 2, "quick": 1}
 OUTPUT_EVERY = 1_000_000
+BAR = "ImpactingBar"
+COLUMN = "ColumnOfBeads (settled)"
+EVENT_DRIVEN = "EventDriven"
+
+
+def resting_column(n_beads: int) -> ColumnOfBeads:
+    """n beads of radius 0.1 stacked on the floor at rest, q_i = (2 i - 1) r, v = 0."""
+    radius = 0.1
+    return ColumnOfBeads(n_beads, radius=radius, q0=radius * (2.0 * np.arange(n_beads) + 1.0))
+
+
+def _bar_window(bar: ImpactingBar) -> float:
+    """t1 + 2L/c: the flight, the whole contact and the release."""
+    return bar.contact_time + bar.contact_duration
 
 
 def runs(quick: bool) -> list[Run]:
-    """Each studied method on the bar at each size, over [t0, t1 + 2L/c]."""
+    """The bar and the settled column per studied method and size, and the event-driven engine
+    on the small bars."""
     grid = "quick" if quick else "full"
     result = []
     for n in SIZES[grid]:
         bar = ImpactingBar(n - 1)
-        t_end = bar.contact_time + bar.contact_duration
+        t_end = _bar_window(bar)
         h = min(CFL * bar.stable_step, (t_end - bar.t0) / MIN_STEPS[grid])
         for name in STUDIED:
             result.append(
@@ -55,29 +92,66 @@ def runs(quick: bool) -> list[Run]:
                     problem_kwargs={"n_elements": n - 1},
                     output_every=OUTPUT_EVERY,
                     repeats=REPEATS[grid],
+                    metrics=("work_bytes",),
                 )
             )
+    for n in COLUMN_SIZES[grid]:
+        for name in STUDIED:
+            result.append(
+                Run(
+                    resting_column,
+                    METHODS[name],
+                    COLUMN_STEPS[grid] * COLUMN_STEP,
+                    COLUMN_STEP,
+                    problem_kwargs={"n_beads": n},
+                    output_every=OUTPUT_EVERY,
+                    repeats=REPEATS[grid],
+                    metrics=("work_bytes",),
+                    problem_name=COLUMN,
+                )
+            )
+    for n in EVENT_DRIVEN_SIZES[grid]:
+        bar = ImpactingBar(n - 1)
+        result.append(
+            Run(
+                ImpactingBar,
+                METHODS[EVENT_DRIVEN],
+                _bar_window(bar),
+                None,
+                problem_kwargs={"n_elements": n - 1},
+                output_every=OUTPUT_EVERY,
+                repeats=REPEATS[grid],
+            )
+        )
     return result
 
 
 def costs(table: pd.DataFrame) -> pd.DataFrame:
-    """ns per step of each finished run, with its n."""
+    """ns per step and memory bytes per DOF of each finished run, with its problem and n."""
     done = table[table["status"] != FAILED]
+    n = pd.Series(np.nan, index=done.index)
+    if "problem.n_elements" in done:
+        n = n.fillna(done["problem.n_elements"] + 1)
+    if "problem.n_beads" in done:
+        n = n.fillna(done["problem.n_beads"])
+    memory = done["work_bytes"] if "work_bytes" in done else pd.Series(np.nan, index=done.index)
     frame = pd.DataFrame(
         {
-            "method": done["method"],
-            "n": done["problem.n_elements"].astype(int) + 1,
+            "problem": done["problem"],
+            "method": done["method"].str.split("[").str[0],
+            "n": n.astype(int),
             "steps": done["steps"],
             "ns_per_step": 1e9 * done["wall_time"] / done["steps"],
+            "bytes_per_dof": memory / n,
         }
     )
-    return frame.sort_values(["method", "n"]).reset_index(drop=True)
+    return frame.sort_values(["problem", "method", "n"]).reset_index(drop=True)
 
 
 def exponents(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fitted p (cost ~ n^p) and its 95 % interval per method."""
+    """Fitted p (cost ~ n^p) and its 95 % interval per problem and method."""
     rows = []
-    for method, part in frame.groupby("method", sort=False):
+    for (problem, method), part in frame.groupby(["problem", "method"], sort=False):
         if part["n"].nunique() < 2:
             continue
         fit = fit_cost_exponent(part["n"], part["ns_per_step"])
@@ -87,6 +161,7 @@ def exponents(frame: pd.DataFrame) -> pd.DataFrame:
             ratio = by_n[10000] / by_n[1000]
         rows.append(
             {
+                "problem": problem,
                 "method": method,
                 "p": fit.exponent,
                 "p_low": fit.low,
@@ -102,60 +177,100 @@ def _figure(frame: pd.DataFrame, fits: pd.DataFrame, folder: Path) -> str:
     if frame.empty:
         return "None (no run finished).\n"
     figure, (ax,) = new_figure(1, width=6.0, height=4.0)
-    for method, part in frame.groupby("method", sort=False):
+    lines = {BAR: "-", COLUMN: "--"}
+    for (problem, method), part in frame.groupby(["problem", "method"], sort=False):
         style = method_style(method)
-        label = method
-        fit = fits[fits["method"] == method]
+        label = f"{method}, {problem}"
+        fit = fits[(fits["problem"] == problem) & (fits["method"] == method)]
         if not fit.empty:
             row = fit.iloc[0]
-            label = f"{method}: p = {row.p:.2f} [{row.p_low:.2f}, {row.p_high:.2f}]"
+            label += f": p = {row.p:.2f} [{row.p_low:.2f}, {row.p_high:.2f}]"
         ax.loglog(
             part["n"], part["ns_per_step"], marker=style["marker"], color=style["color"],
-            label=label,
+            linestyle=lines.get(problem, ":"), label=label,
         )  # fmt: skip
     n = np.array([frame["n"].min(), frame["n"].max()], dtype=float)
     start = frame.loc[frame["n"].idxmin(), "ns_per_step"]
     ax.loglog(n, start * n / n[0], color="0.6", linestyle=":", label="slope 1 (O(n))")
     ax.set_xlabel("degrees of freedom n")
     ax.set_ylabel("cost per step [ns]")
-    ax.set_title("ImpactingBar, diagonal mass: cost per step against n")
+    ax.set_title("Cost per step against n (bar: diagonal mass; column: n contacts)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     save_figure(figure, folder / "scaling.png")
     return "![cost per step against n](scaling.png)\n"
 
 
+def _findings(frame: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
+    findings = []
+    for row in fits.itertuples(index=False):
+        ratio = row[-1]
+        findings.append(
+            f"{row.method} on {row.problem}: cost per step ~ n^{row.p:.2f} (95 % interval "
+            f"[{row.p_low:.2f}, {row.p_high:.2f}], {row.sizes} sizes)"
+            + (
+                f"; n = 10^4 costs {ratio:.1f}x n = 10^3 per step (target <= 15x)."
+                if np.isfinite(ratio)
+                else "."
+            )
+        )
+    memory = frame[frame["bytes_per_dof"].notna()]
+    for (problem, method), part in memory.groupby(["problem", "method"], sort=False):
+        line = (
+            f"{method} on {problem}: {part['bytes_per_dof'].min():.0f}-"
+            f"{part['bytes_per_dof'].max():.0f} bytes per DOF of work buffers "
+            f"(n = {part['n'].min()}-{part['n'].max()})"
+        )
+        if part["n"].nunique() >= 2:
+            total = fit_cost_exponent(part["n"], part["bytes_per_dof"] * part["n"])
+            line += f", in total ~ n^{total.exponent:.2f}"
+        findings.append(line + ".")
+    bar = frame[frame["problem"] == BAR]
+    event = bar[bar["method"] == EVENT_DRIVEN]
+    stepping = bar[bar["method"] != EVENT_DRIVEN]
+    if not event.empty:
+        largest = event.loc[event["n"].idxmax()]
+        line = (
+            f"{EVENT_DRIVEN} (compiled engine) on the bar: {largest.ns_per_step / 1e3:.0f} us per "
+            f"step and {largest.steps} steps at n = {largest.n}"
+        )
+        if not stepping.empty:
+            smallest = stepping.loc[stepping["n"].idxmin()]
+            line += (
+                f", against {smallest.ns_per_step / 1e3:.2g} us per step for {smallest.method} "
+                f"at n = {smallest.n}"
+            )
+        findings.append(
+            line + ": it factors the dense M at every force evaluation and its explicit steps "
+            "follow the bar's highest frequency, so it does not apply to large meshes."
+        )
+    return findings
+
+
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """The cost table, the fitted exponents and the log-log figure."""
+    """The cost and memory table, the fitted exponents and the log-log figure."""
     frame = costs(table)
     fits = exponents(frame)
-    findings = [
-        f"{row.method}: cost per step ~ n^{row.p:.2f} (95 % interval [{row.p_low:.2f}, "
-        f"{row.p_high:.2f}], {row.sizes} sizes)"
-        + (
-            f"; n = 10^4 costs {row[-1]:.1f}x n = 10^3 per step (target <= 15x)."
-            if np.isfinite(row[-1])
-            else "."
-        )
-        for row in fits.itertuples(index=False)
-    ]
     sections = [
-        Section("Cost per step", markdown_table(frame)),
+        Section("Cost per step and memory per DOF", markdown_table(frame)),
         Section("Fitted exponents", markdown_table(fits)),
         Section("Figure", _figure(frame, fits, folder)),
     ]
-    return StudyReport(sections, findings)
+    return StudyReport(sections, _findings(frame, fits))
 
 
 STUDY = Study(
     name="scaling",
     title="Scaling: cost per step against the number of degrees of freedom",
     description=(
-        "Nanoseconds per step of MoreauJean and PaoliSchatzman on the impacting bar (lumped, "
-        "diagonal mass matrix, one contact node) from 300 to 10^4 DOF over the same physical "
-        "window (flight, the whole contact, release), with the exponent p of cost ~ n^p fitted "
-        "on log-log and its 95 % interval. Wall time is the minimum over repeats after a "
-        "warm-up run; the runs execute one at a time."
+        "Nanoseconds per step against the number of DOF n, with the exponent p of cost ~ n^p "
+        "fitted on log-log and its 95 % interval, and the bytes per DOF of the loop's work "
+        "buffers: MoreauJean and PaoliSchatzman on the impacting bar (lumped, diagonal mass "
+        "matrix, one contact node) from 300 to 10^4 DOF over the same physical window (flight, "
+        "the whole contact, release) and on the settled column of beads (10 to 300 beads, every"
+        " contact closed: an LCP of n contacts per step); the compiled event-driven engine on "
+        "the bar at 11 to 41 DOF. Wall time is the minimum over repeats after a warm-up run; "
+        "the runs execute one at a time."
     ),
     runs=runs,
     report=report,

@@ -161,6 +161,13 @@ def test_default_reference_is_the_closed_form():
     assert l1_velocity_error(BALL, run) == pytest.approx(0.05, abs=1e-15)
 
 
+def test_work_bytes_is_the_runs_own_count():
+    run = _trajectory([0.0, 1.0], [1.0, 0.5], [0.0, -1.0], stats={"work_bytes": 4096})
+    assert METRICS["work_bytes"].function(BALL, run, None) == 4096.0
+    unknown = _trajectory([0.0, 1.0], [1.0, 0.5], [0.0, -1.0], stats={})
+    assert math.isnan(METRICS["work_bytes"].function(BALL, unknown, None))
+
+
 def test_registry_names_its_functions():
     assert METRICS["position_error_at_end"].function is position_error_at_end
     assert METRICS["max_energy_increase"].needs_reference is False

@@ -292,6 +292,14 @@ def spurious_impacts(problem: Problem, trajectory: Trajectory, reference: Refere
     return float(np.count_nonzero(~matched))
 
 
+def work_bytes(problem: Problem, trajectory: Trajectory, reference: Reference | None) -> float:
+    """Bytes of the work buffers of a time-stepping run's loop (``stats["work_bytes"]``; the
+    output arrays, which grow with the horizon, are left out), NaN where the method does not
+    report them (``reference`` is ignored)."""
+    value = trajectory.stats.get("work_bytes")
+    return float("nan") if value is None else float(value)
+
+
 def _reference_impacts(reference: Reference) -> np.ndarray:
     if reference.impact_times is None:
         raise ValueError(f"the {reference.kind} reference does not know its impact times")
@@ -340,6 +348,9 @@ METRICS: dict[str, Metric] = {
         hausdorff_velocity_distance,
         True,
         "Hausdorff distance between the velocity graphs (t / (T - t0), v / max |v_ref|)",
+    ),
+    "work_bytes": Metric(
+        work_bytes, False, "bytes of the work buffers of the run's loop (output excluded)"
     ),
 }
 

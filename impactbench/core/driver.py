@@ -308,7 +308,7 @@ def make_loop(
     function
         ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
         log_u, counters, state)`` (see :mod:`impactbench.core.timestepping`); the work buffers are
-        allocated on each call, before the loop.
+        allocated on each call, before the loop, and the call returns their size in bytes.
     """
     sizes = {
         "N_DOF": n_dof,
@@ -340,10 +340,12 @@ def make_loop(
     loop_bindings["scratch"] = stack_array if compile else _zeros
     loop = specialize(_time_loop, loop_bindings, compile, nrt=False)
 
-    def run(*arguments: Any) -> None:
+    def run(*arguments: Any) -> int:
         buffer = np.zeros(height * width)
         rows = np.zeros(max(n_constraints, 1), dtype=np.int64)
         m = max(n_constraints, 1)
-        loop(*arguments, buffer, rows, make_workspace(n_dof, m, mass_rows, hessian))
+        ws = make_workspace(n_dof, m, mass_rows, hessian)
+        loop(*arguments, buffer, rows, ws)
+        return buffer.nbytes + rows.nbytes + sum(array.nbytes for array in ws)
 
     return run

@@ -23,7 +23,9 @@ Loop signature (arrays preallocated here; the loop allocates nothing)::
 parameters (float64), ``every`` output decimation; ``out_*`` the samples (step 0, every
 ``every``-th step, the last step); ``log_*`` the impact log (capacity ``len(log_t)``;
 ``log_u[k] = (normal velocity before, after)``); ``counters`` (int64, see ``COUNTER_*``) and
-``state`` (t, q, v at the end or at a failure).
+``state`` (t, q, v at the end or at a failure). It returns the bytes of the work arrays it
+allocated, ``stats["work_bytes"]`` (the driver's loop does; a loop that returns None leaves it
+None), to which ``stats["memory_bytes"]`` adds the output arrays and the impact log.
 """
 
 from __future__ import annotations
@@ -214,7 +216,7 @@ class TimeStepping(Method):
         counters = np.zeros(N_COUNTERS, dtype=np.int64)
         state = np.empty(1 + 2 * n)
         try:
-            loop(
+            work_bytes = loop(
                 float(problem.t0),
                 float(h),
                 n_steps,
@@ -253,6 +255,13 @@ class TimeStepping(Method):
             "solver_iterations": int(counters[COUNTER_SOLVER_ITERATIONS]),
             "compiled": calls is None,
             "velocity_output": self.velocity_output,
+            # the loop's work buffers (their size is returned by the driver's loop; None from a
+            # loop that does not say), and with the output arrays all the run allocated
+            "work_bytes": None if work_bytes is None else int(work_bytes),
+            "memory_bytes": None
+            if work_bytes is None
+            else int(work_bytes)
+            + sum(a.nbytes for a in (out_t, out_q, out_v, log_t, log_i, log_u, counters, state)),
         }
         status = int(counters[COUNTER_STATUS])
         reason = "reached t_end"

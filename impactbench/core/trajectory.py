@@ -80,7 +80,8 @@ class Trajectory:
         Human-readable explanation of ``status``.
     stats : dict
         Cost and method-specific information: ``steps``, ``force_evaluations``, ``impacts``,
-        ``wall_time`` (seconds) and more per method.
+        ``wall_time`` (seconds) and more per method (time-stepping: ``work_bytes``, the bytes of
+        the loop's work buffers, and ``memory_bytes``, those and the output arrays).
     method : str
         Name of the method with its parameters, e.g. ``MoreauJean[theta=0.5]``.
     problem : str
