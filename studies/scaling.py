@@ -3,7 +3,7 @@
 Three families of runs, one row each (figures and findings from the stored table only):
 
 * The impacting bar (:class:`impactbench.problems.ImpactingBar`, lumped mass declared diagonal,
-  one contact node), MoreauJean and PaoliSchatzman, n = 300 ... 10^4 DOF over the same physical
+  one contact node), every time-stepping method, n = 321 ... 10^4 DOF over the same physical
   window, from t0 through the whole contact to the release (t_end = t1 + 2L/c), at CFL number
   0.5 or with a smaller step where that would give fewer than ``MIN_STEPS`` steps (the cost of a
   step does not depend on h; the fixed cost of a run is then negligible). Linear algebra that
@@ -12,7 +12,8 @@ Three families of runs, one row each (figures and findings from the stored table
 * The settled column of beads (:class:`impactbench.problems.ColumnOfBeads`, n beads and n
   contacts, started at rest on the floor, ``resting_column``): every contact closed at every
   step once round-off has settled it (within about 6.5 n steps, so at most 10 % of the
-  ``COLUMN_STEPS`` steps timed at n = 300), the case where the LCP of n active contacts is
+  ``COLUMN_STEPS`` steps timed at n = 300), MoreauJean and PaoliSchatzman: the case where the
+  LCP of n active contacts is
   solved at every step (warm-started, banded: one factorisation per step once settled).
 * The compiled event-driven engine (``EventDriven()``, DOP853) on the bar at small n, where it
   applies: it forms M as a dense matrix and factors it at every right-hand side evaluation
@@ -40,16 +41,28 @@ from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.methods import METHODS
 from impactbench.problems import ColumnOfBeads, ImpactingBar
 
-#: DOF n of the bars (n - 1 elements), per grid. The quick sizes are bars of the quick grid of
-#: the impacting_bar study (10 and 40 elements): the loops are compiled per DOF count, and a
-#: quick run of every study then compiles these once.
-SIZES = {"full": (300, 1000, 3000, 10000), "quick": (11, 41)}
+#: The registered time-stepping methods.
+TIME_STEPPING = tuple(name for name, method in METHODS.items() if method.requires_step)
+#: DOF n of the bars (n - 1 elements), per grid: bars of the impacting_bar study's meshes (321:
+#: its finest full mesh; 11 and 41: its quick meshes): the loops are compiled per DOF count,
+#: and the main job (or a quick run of every study) then compiles these once.
+SIZES = {"full": (321, 1000, 3000, 10000), "quick": (11, 41)}
+#: The methods run on the bar per grid: every time-stepping method (quick: the two reference
+#: schemes at both sizes, the others at n = 11 only, whose loops the contract tests compile).
+BAR_METHODS = {
+    "full": {name: SIZES["full"] for name in TIME_STEPPING},
+    "quick": {
+        name: SIZES["quick"] if name in ("MoreauJean", "PaoliSchatzman") else (11,)
+        for name in TIME_STEPPING
+    },
+}
 #: Beads of the settled column per grid (quick: sizes whose loops the test suite compiles).
 COLUMN_SIZES = {"full": (10, 30, 100, 300), "quick": (4, 10)}
 #: DOF n of the bars run by the compiled event-driven engine (one engine per size).
 #: Not in the quick grid: each size compiles an engine (~45 s of CPU); the report's handling of
 #: its rows is tested on a table made by hand (tests/test_scaling_study.py).
 EVENT_DRIVEN_SIZES = {"full": (11, 21, 41), "quick": ()}
+#: The methods run on the settled column (benchmarks/scaling.py times the other four).
 STUDIED = ("MoreauJean", "PaoliSchatzman")
 CFL = 0.5
 MIN_STEPS = {"full": 20_000, "quick": 2_000}
@@ -74,15 +87,15 @@ def _bar_window(bar: ImpactingBar) -> float:
 
 
 def runs(quick: bool) -> list[Run]:
-    """The bar and the settled column per studied method and size, and the event-driven engine
-    on the small bars."""
+    """The bar per time-stepping method and size, the settled column per studied method and
+    size, and the event-driven engine on the small bars."""
     grid = "quick" if quick else "full"
     result = []
-    for n in SIZES[grid]:
-        bar = ImpactingBar(n - 1)
-        t_end = _bar_window(bar)
-        h = min(CFL * bar.stable_step, (t_end - bar.t0) / MIN_STEPS[grid])
-        for name in STUDIED:
+    for name, sizes in BAR_METHODS[grid].items():
+        for n in sizes:
+            bar = ImpactingBar(n - 1)
+            t_end = _bar_window(bar)
+            h = min(CFL * bar.stable_step, (t_end - bar.t0) / MIN_STEPS[grid])
             result.append(
                 Run(
                     ImpactingBar,
@@ -265,12 +278,12 @@ STUDY = Study(
     description=(
         "Nanoseconds per step against the number of DOF n, with the exponent p of cost ~ n^p "
         "fitted on log-log and its 95 % interval, and the bytes per DOF of the loop's work "
-        "buffers: MoreauJean and PaoliSchatzman on the impacting bar (lumped, diagonal mass "
-        "matrix, one contact node) from 300 to 10^4 DOF over the same physical window (flight, "
-        "the whole contact, release) and on the settled column of beads (10 to 300 beads, every"
-        " contact closed: an LCP of n contacts per step); the compiled event-driven engine on "
-        "the bar at 11 to 41 DOF. Wall time is the minimum over repeats after a warm-up run; "
-        "the runs execute one at a time."
+        "buffers: every time-stepping method on the impacting bar (lumped, diagonal mass "
+        "matrix, one contact node) from 321 to 10^4 DOF over the same physical window (flight, "
+        "the whole contact, release), MoreauJean and PaoliSchatzman on the settled column of "
+        "beads (10 to 300 beads, every contact closed: an LCP of n contacts per step), and the "
+        "compiled event-driven engine on the bar at 11 to 41 DOF. Wall time is the minimum over"
+        " repeats after a warm-up run; the runs execute one at a time."
     ),
     runs=runs,
     report=report,

@@ -85,7 +85,8 @@ def test_runs_of_each_grid():
     full = scaling.runs(quick=False)
     for runs, grid in ((quick, "quick"), (full, "full")):
         methods = [run.method.__name__ for run in runs]
-        bars = len(scaling.SIZES[grid]) * len(scaling.STUDIED)
+        bars = sum(len(sizes) for sizes in scaling.BAR_METHODS[grid].values())
+        assert set(scaling.BAR_METHODS[grid]) == set(scaling.TIME_STEPPING)
         columns = len(scaling.COLUMN_SIZES[grid]) * len(scaling.STUDIED)
         assert methods.count(scaling.EVENT_DRIVEN) == len(scaling.EVENT_DRIVEN_SIZES[grid])
         assert len(runs) == bars + columns + len(scaling.EVENT_DRIVEN_SIZES[grid])
@@ -93,6 +94,7 @@ def test_runs_of_each_grid():
             if run.method.__name__ != scaling.EVENT_DRIVEN:
                 assert run.metrics == ("work_bytes",) and run.h > 0
     assert not any(run.method.__name__ == scaling.EVENT_DRIVEN for run in quick)
+    assert len(scaling.TIME_STEPPING) == 6 and len(full) == 6 * 4 + 2 * 4 + 3
     column = scaling.resting_column(5)
     # every bead touching its neighbours and the floor (to the round-off of 0.1 (2 i - 1))
     assert np.abs(column.gap(column.q0)).max() <= 1e-16 and np.all(column.v0 == 0.0)
