@@ -69,7 +69,7 @@ def test_findings_state_the_figures_of_the_table(tmp_path):
     findings = scaling.report(TABLE, tmp_path).findings
     text = "\n".join(findings)
     assert "MoreauJean on ImpactingBar: cost per step ~ n^1.02" in text
-    assert "n = 10^4 costs 11.0x n = 10^3 per step (target <= 15x)" in text
+    assert "n = 10^4 costs 11.0x n = 10^3 per step (issue 14 target: <= 15x)" in text
     assert "PaoliSchatzman on ColumnOfBeads (settled): 200-200 bytes per DOF" in text
     assert "MoreauJean on ImpactingBar: 240-240 bytes per DOF of work buffers (n = 100-" in text
     assert "in total ~ n^1.00." in text
