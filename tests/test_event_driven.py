@@ -1,4 +1,6 @@
-"""Tests of the event-driven method against exact solutions (plain-Python problems defined here).
+"""Tests of the event-driven method against exact solutions (plain-Python problems defined here;
+the ball's and the slanted wall's properties also on the registered problems with kernels, on
+both engines: ``EventDriven(compiled=False)``, scipy, and ``compiled=True``).
 
 Exact references: the bouncing ball (impact times t_1 = (v0 + V1)/g, t_{k+1} = t_1 +
 (2 e V1/g)(1 - e^k)/(1 - e), flight k: q = e^k V1 (t - t_k) - g (t - t_k)^2/2, rest after t_inf);
@@ -19,6 +21,7 @@ from scipy import integrate, optimize
 import impactbench as ib
 from impactbench.methods import event_driven
 from impactbench.methods.event_driven import EventDriven, _gap_crossing
+from impactbench.problems import BouncingBall, SlantedWall
 
 G0 = 9.81
 
@@ -322,6 +325,21 @@ def run(problem, t_end, **kwargs):
     return ib.simulate(problem, EventDriven(**kwargs), t_end, output_every=output_every)
 
 
+def registered_ball(e=0.5, q0=1.0, v0=0.0, t0=0.0):
+    """The registered BouncingBall (compiled kernels): Ball's motion, with Ball's arguments."""
+    return BouncingBall(restitution=e, q0=q0, v0=v0, t0=t0)
+
+
+#: The ball on each engine: the plain-Python Ball on the scipy path, the registered ball on the
+#: scipy path and on the compiled engine (methods/compiled_event_driven.py), against the same
+#: closed forms.
+BALLS = pytest.mark.parametrize(
+    "make_ball, compiled",
+    [(Ball, False), (registered_ball, False), (registered_ball, True)],
+    ids=["python-scipy", "kernels-scipy", "kernels-compiled"],
+)
+
+
 # --------------------------------------------------------------------------------------------
 # Construction
 
@@ -405,9 +423,10 @@ def test_ball_exact_through_accumulation(e, q0, v0):
     assert "rest speed" in tr.message and "rest_velocity=1e-06" in tr.message
 
 
-def test_initial_time_shifts_the_solution():
-    reference = run(Ball(e=0.7), 3.0)
-    shifted = run(Ball(e=0.7, t0=100.0), 103.0)
+@BALLS
+def test_initial_time_shifts_the_solution(make_ball, compiled):
+    reference = run(make_ball(e=0.7), 3.0, compiled=compiled)
+    shifted = run(make_ball(e=0.7, t0=100.0), 103.0, compiled=compiled)
     assert shifted.t[0] == 100.0 and shifted.t[-1] == 103.0
     assert len(shifted.impacts) == len(reference.impacts) >= 10
     assert np.abs(shifted.impacts.t - 100.0 - reference.impacts.t).max() <= 1e-12
@@ -415,9 +434,10 @@ def test_initial_time_shifts_the_solution():
     assert abs(shifted.q[-1, 0]) <= 1e-12 and abs(shifted.v[-1, 0]) <= 1e-12
 
 
-def test_ball_elastic_conserves_energy():
-    problem = Ball(e=1.0, q0=1.0, v0=0.0)
-    tr = run(problem, 10.0)
+@BALLS
+def test_ball_elastic_conserves_energy(make_ball, compiled):
+    problem = make_ball(e=1.0, q0=1.0, v0=0.0)
+    tr = run(problem, 10.0, compiled=compiled)
     times, _ = ball_impacts(1.0, 0.0, G0, 1.0)
     times = times[times <= 10.0]
     assert tr.status is ib.Status.OK and tr.stats["zeno_time"] is None
@@ -431,8 +451,9 @@ def test_ball_elastic_conserves_energy():
     assert np.abs(energy - energy[0]).max() <= 1e-10 * energy[0]
 
 
-def test_ball_plastic_rests_after_first_impact():
-    tr = run(Ball(e=0.0), 2.0)
+@BALLS
+def test_ball_plastic_rests_after_first_impact(make_ball, compiled):
+    tr = run(make_ball(e=0.0), 2.0, compiled=compiled)
     t1 = math.sqrt(2.0 / G0)
     assert tr.status is ib.Status.OK
     assert tr.impacts.total == 1 and tr.impacts.t[0] == pytest.approx(t1, abs=1e-12)
@@ -442,10 +463,17 @@ def test_ball_plastic_rests_after_first_impact():
     assert np.abs(tr.q[after]).max() <= 1e-12 and np.abs(tr.v[after]).max() <= 1e-12
 
 
+@pytest.mark.parametrize(
+    "kernels, compiled", [(False, False), (True, False), (True, True)],
+    ids=["python-scipy", "kernels-scipy", "kernels-compiled"],
+)  # fmt: skip
 @pytest.mark.parametrize("e", [0.0, 0.5, 1.0])
-def test_energy_never_increases_across_impacts(e):
-    for problem, t_end in [(Ball(e=e), 3.0), (Wall(e=e), 2.0), (Corner(e=e), 2.0)]:
-        tr = run(problem, t_end)
+def test_energy_never_increases_across_impacts(e, kernels, compiled):
+    cases = [(Ball(e=e), 3.0), (Wall(e=e), 2.0), (Corner(e=e), 2.0)]
+    if kernels:  # the registered ball and slanted wall (non-diagonal M)
+        cases = [(registered_ball(e=e), 3.0), (SlantedWall(restitution=e), 2.0)]
+    for problem, t_end in cases:
+        tr = run(problem, t_end, compiled=compiled)
         i, j = impact_pairs(tr)
         assert len(i) >= 1
         energy = ib.energy(problem, tr)
@@ -530,10 +558,11 @@ def test_grazing_dip_inside_one_step_is_found(depth):
     assert tr.q.min() >= -1.0 + depth - 1e-12
 
 
-def test_restart_on_the_floor_does_not_fire_again():
+@BALLS
+def test_restart_on_the_floor_does_not_fire_again(make_ball, compiled):
     # starts on g = 0 moving up, and every restart sits on g = 0 (or a round-off below)
-    problem = Ball(e=0.9, q0=0.0, v0=2.0)
-    tr = run(problem, 3.0)
+    problem = make_ball(e=0.9, q0=0.0, v0=2.0)
+    tr = run(problem, 3.0, compiled=compiled)
     times, _ = ball_impacts(0.0, 2.0, G0, 0.9)
     times = times[times <= 3.0]
     assert tr.impacts.t[0] == pytest.approx(2 * 2.0 / G0, abs=1e-12)
@@ -653,8 +682,9 @@ def test_drift_projection_just_before_the_end(t_end):
     assert tr.t[-1] == t_end and tr.status is ib.Status.OK
 
 
-def test_spacing_threshold_alone_cuts_the_accumulation():
-    tr = run(Ball(e=0.5), 2.0, rest_velocity=0.0, min_impact_interval=1e-7)
+@BALLS
+def test_spacing_threshold_alone_cuts_the_accumulation(make_ball, compiled):
+    tr = run(make_ball(e=0.5), 2.0, compiled=compiled, rest_velocity=0.0, min_impact_interval=1e-7)
     assert tr.status is ib.Status.ZENO_HANDLED
     assert "impacts closer than 2e-07" in tr.message
     assert tr.stats["impact_interval"] == pytest.approx(2e-7)
@@ -1026,3 +1056,19 @@ def test_stacked_beads_come_to_rest_on_each_other(n_beads):
     np.testing.assert_allclose(run.v[-1], 0.0, atol=1e-12)
     assert run.stats["contact_phases"] >= n_beads
     assert run.status is ib.Status.ZENO_HANDLED
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "scipy"])
+def test_slanted_wall_impacts_reverse_the_normal_velocity_in_the_kinetic_metric(compiled):
+    """Each impact of the slanted wall: u+ = -e u- for u = n . v, and the jump of v is along
+    M^-1 n (the tangential part in the metric of M is kept)."""
+    problem = SlantedWall(restitution=0.6)
+    tr = run(problem, 1.5, compiled=compiled)
+    i, j = impact_pairs(tr)
+    assert len(i) >= 3
+    n, M = problem.normal, problem.mass
+    jumps = tr.v[j] - tr.v[i]
+    direction = np.linalg.solve(M, n)
+    cross = jumps[:, 0] * direction[1] - jumps[:, 1] * direction[0]
+    assert np.abs(cross).max() <= 1e-12 * np.abs(jumps).max()
+    np.testing.assert_allclose(tr.v[j] @ n, -0.6 * (tr.v[i] @ n), rtol=1e-12, atol=1e-14)
