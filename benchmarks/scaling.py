@@ -42,6 +42,7 @@ from impactbench import SimulationError, TimeStepping
 from impactbench.analysis.cost_scaling import fit_cost_exponent
 from impactbench.methods import METHODS
 from impactbench.problems import ColumnOfBeads, ImpactingBar
+from impactbench.studies.scaling import resting_column
 
 BAR_SIZES = (10, 30, 100, 300, 1000, 3000, 10000)
 BEAD_SIZES = (10, 30, 100)
@@ -89,10 +90,9 @@ def bar(n_dof: int, structure: str) -> tuple[ImpactingBar, float, float]:
     return problem, h, t_end
 
 
-def resting_column(n_beads: int) -> ColumnOfBeads:
-    """The resting stack q_i = (2 i - 1) r, v = 0 (r = 0.1: some gaps round to open)."""
-    radius = 0.1
-    return ColumnOfBeads(n_beads, radius=radius, q0=radius * (2.0 * np.arange(n_beads) + 1.0))
+def failed(label: str, error: SimulationError) -> None:
+    """Say which run failed and why (the run is left out of the table and the fit)."""
+    print(f"  {label}: failed: {error.reason.split(' at t=')[0][-160:]}", flush=True)
 
 
 def settled_time_per_step(method: TimeStepping, n_beads: int, h: float, steps: int) -> dict:
@@ -175,9 +175,8 @@ def main() -> None:
                 problem, h, t_end = bar(n, structure)
                 try:
                     cost, steps = time_per_step(method, problem, t_end, h)
-                except SimulationError as error:  # recorded, left out of the fit
-                    print(f"  ImpactingBar {name} {structure} n={n} h={h:.3g}: failed: "
-                          f"{error.reason.split(' at t=')[0][-160:]}", flush=True)  # fmt: skip
+                except SimulationError as error:
+                    failed(f"ImpactingBar {name} {structure} n={n} h={h:.3g}", error)
                     continue
                 row = dict(
                     problem="ImpactingBar", method=name, structure=structure, n=n, steps=steps,
@@ -193,8 +192,7 @@ def main() -> None:
             try:
                 cost, steps = time_per_step(method, problem, BEADS_WINDOW, BEADS_STEP)
             except SimulationError as error:
-                print(f"  ColumnOfBeads/falling {name} n={n}: failed: "
-                      f"{error.reason.split(' at t=')[0][-160:]}", flush=True)  # fmt: skip
+                failed(f"ColumnOfBeads/falling {name} n={n}", error)
                 continue
             row = dict(
                 problem="ColumnOfBeads/falling", method=name, structure="diagonal", n=n,
@@ -208,8 +206,7 @@ def main() -> None:
             try:
                 settled = settled_time_per_step(method, n, BEADS_STEP, args.settled_steps)
             except SimulationError as error:
-                print(f"  ColumnOfBeads/settled {name} n={n}: failed: "
-                      f"{error.reason.split(' at t=')[0][-160:]}", flush=True)  # fmt: skip
+                failed(f"ColumnOfBeads/settled {name} n={n}", error)
                 continue
             row = dict(
                 problem="ColumnOfBeads/settled", method=name, structure="diagonal", n=n,
