@@ -45,52 +45,28 @@ def ldl_factor(A, n, F):  # noqa: N803
     ``F`` receives the unit lower factor below its diagonal, the reciprocals 1/D_j on the
     diagonal and the products L_ij D_j above it (F[j, i] for i > j), so that neither the
     factorisation nor :func:`ldl_solve` divides except for the n reciprocals. Returns False if
-    the block is not (numerically) positive definite.
+    the block is not (numerically) positive definite. The dense case of
+    :func:`ldl_factor_banded` (half-bandwidth n - 1).
     """
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= F[j, k] * F[k, j]
-        if not d > 0.0:
-            return False
-        r = 1.0 / d
-        F[j, j] = r
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= F[i, k] * F[k, j]
-            F[j, i] = s
-            F[i, j] = s * r
-    return True
+    return ldl_factor_banded(A, n, n - 1, F)
 
 
 @hot_kernel
 def ldl_solve(F, n, b, x):  # noqa: N803
     """Solve A x = b with the factor ``F`` of :func:`ldl_factor`; ``x`` may be ``b``."""
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= F[i, k] * x[k]
-        x[i] = s
-    for i in range(n):
-        x[i] *= F[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= F[k, i] * x[k]
-        x[i] = s
+    ldl_solve_banded(F, n, n - 1, b, x)
 
 
 @hot_kernel
 def ldl_factor_banded(A, n, bw, F):  # noqa: N803
-    """:func:`ldl_factor` of the leading (n, n) block of an SPD ``A`` of half-bandwidth ``bw``.
+    """LDL^T of the leading (n, n) block of an SPD ``A`` of half-bandwidth ``bw``, in the
+    layout of :func:`ldl_factor`.
 
     A[i, j] = 0 for |i - j| > bw; then L has the same band, and only the entries of A and F with
-    |i - j| <= bw are read and written (F in the layout of :func:`ldl_factor`): cost O(n bw^2)
-    instead of O(n^3). The operations on the band are those of :func:`ldl_factor` in the same
-    order, less products with an exact zero, so the band of F is the same to the last bit, and
-    bw = n - 1 is the dense algorithm itself. Returns False if the block is not (numerically)
-    positive definite.
+    |i - j| <= bw are read and written: cost O(n bw^2) instead of O(n^3). The operations on the
+    band are those of the dense algorithm (bw = n - 1, :func:`ldl_factor`) in the same order,
+    less products with an exact zero, so the band of F is the same to the last bit. Returns
+    False if the block is not (numerically) positive definite.
     """
     for j in range(n):
         d = A[j, j]
