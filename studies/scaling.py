@@ -10,21 +10,26 @@ Three families of runs, one row each (figures and findings from the stored table
   uses the diagonal makes every step O(n): p = 1 is the target (issue 14: at most 15x from n =
   10^3 to 10^4).
 * The settled column of beads (:class:`impactbench.problems.ColumnOfBeads`, n beads and n
-  contacts, started at rest on the floor, ``resting_column``): every contact closed at every
-  step once round-off has settled it (within about 6.5 n steps, so at most 10 % of the
-  ``COLUMN_STEPS`` steps timed at n = 300), MoreauJean and PaoliSchatzman: the case where the
-  LCP of n active contacts is
-  solved at every step (warm-started, banded: one factorisation per step once settled).
-* The compiled event-driven engine (``EventDriven()``, DOP853) on the bar at small n, where it
-  applies: it forms M as a dense matrix and factors it at every right-hand side evaluation
-  (methods/compiled_event_driven.py), and its explicit steps are limited by the bar's highest
-  frequency, so its cost per step grows like n^3 and its steps like n.
+  contacts, started at rest on the floor, ``resting_column``), every time-stepping method: every
+  contact closed at every step once round-off has settled it (within about 6.5 n steps, so at
+  most 10 % of the ``COLUMN_STEPS`` steps timed at n = 300), the case where the LCP of n active
+  contacts is solved at every step (warm-started, banded: one factorisation per step once
+  settled).
+* The compiled event-driven engine (``EventDriven()``, DOP853, methods/compiled_event_driven.py)
+  where it applies and where it does not. On the settled column (3 and 10 beads) it finds the
+  persistent contact at t0 and crosses the window in a few steps of the contact dynamics (zero
+  acceleration), where a time-stepping scheme takes every step: its cost per *run* is the
+  comparison (``ms_per_run``). On the bar (11 to 41 DOF) it does not apply: it forms M as a
+  dense matrix and factors it at every right-hand side evaluation (O(n^3)), and its explicit
+  steps follow the bar's highest frequency, so their number grows like n.
 
 The exponent p of cost ~ n^p is fitted by least squares on log-log with a 95 % Student interval
 (:func:`impactbench.analysis.cost_scaling.fit_cost_exponent`). Memory: the ``work_bytes``
 metric (the bytes of a time-stepping loop's work buffers; the output arrays, which grow with
-the horizon and the impact log's capacity, are left out) per DOF. benchmarks/scaling.py
-measures every time-stepping method, the dense declaration and the falling column.
+the horizon and the impact log's capacity, are left out) per DOF; the event-driven engine
+reports none. With two sizes a fit has no interval (NaN); ``p_last`` is the local exponent
+between the two largest sizes, where a term of higher order shows first.
+benchmarks/scaling.py also measures the dense declaration and the falling column.
 """
 
 from __future__ import annotations
@@ -56,14 +61,23 @@ BAR_METHODS = {
         for name in TIME_STEPPING
     },
 }
-#: Beads of the settled column per grid (quick: sizes whose loops the test suite compiles).
+#: Beads of the settled column per method and grid: every time-stepping method (quick: the
+#: two reference schemes at 4 and 10 beads, the others at 4, whose loops the suite compiles).
 COLUMN_SIZES = {"full": (10, 30, 100, 300), "quick": (4, 10)}
+COLUMN_METHODS = {
+    "full": {name: COLUMN_SIZES["full"] for name in TIME_STEPPING},
+    "quick": {
+        name: COLUMN_SIZES["quick"] if name in ("MoreauJean", "PaoliSchatzman") else (4,)
+        for name in TIME_STEPPING
+    },
+}
 #: DOF n of the bars run by the compiled event-driven engine (one engine per size).
 #: Not in the quick grid: each size compiles an engine (~45 s of CPU); the report's handling of
 #: its rows is tested on a table made by hand (tests/test_scaling_study.py).
 EVENT_DRIVEN_SIZES = {"full": (11, 21, 41), "quick": ()}
-#: The methods run on the settled column (benchmarks/scaling.py times the other four).
-STUDIED = ("MoreauJean", "PaoliSchatzman")
+#: Beads of the settled column run by the compiled event-driven engine (quick: the 3-bead
+#: engine that tests/test_event_driven.py compiles).
+EVENT_DRIVEN_COLUMN_SIZES = {"full": (3, 10), "quick": (3,)}
 CFL = 0.5
 MIN_STEPS = {"full": 20_000, "quick": 2_000}
 COLUMN_STEP = 1e-4
@@ -87,8 +101,8 @@ def _bar_window(bar: ImpactingBar) -> float:
 
 
 def runs(quick: bool) -> list[Run]:
-    """The bar per time-stepping method and size, the settled column per studied method and
-    size, and the event-driven engine on the small bars."""
+    """The bar and the settled column per time-stepping method and size, and the event-driven
+    engine on the settled column and the small bars."""
     grid = "quick" if quick else "full"
     result = []
     for name, sizes in BAR_METHODS[grid].items():
@@ -108,8 +122,8 @@ def runs(quick: bool) -> list[Run]:
                     metrics=("work_bytes",),
                 )
             )
-    for n in COLUMN_SIZES[grid]:
-        for name in STUDIED:
+    for name, sizes in COLUMN_METHODS[grid].items():
+        for n in sizes:
             result.append(
                 Run(
                     resting_column,
@@ -123,6 +137,19 @@ def runs(quick: bool) -> list[Run]:
                     problem_name=COLUMN,
                 )
             )
+    for n in EVENT_DRIVEN_COLUMN_SIZES[grid]:
+        result.append(
+            Run(
+                resting_column,
+                METHODS[EVENT_DRIVEN],
+                COLUMN_STEPS[grid] * COLUMN_STEP,
+                None,
+                problem_kwargs={"n_beads": n},
+                output_every=OUTPUT_EVERY,
+                repeats=REPEATS[grid],
+                problem_name=COLUMN,
+            )
+        )
     for n in EVENT_DRIVEN_SIZES[grid]:
         bar = ImpactingBar(n - 1)
         result.append(
@@ -155,6 +182,7 @@ def costs(table: pd.DataFrame) -> pd.DataFrame:
             "n": n.astype(int),
             "steps": done["steps"],
             "ns_per_step": 1e9 * done["wall_time"] / done["steps"],
+            "ms_per_run": 1e3 * done["wall_time"],
             "bytes_per_dof": memory / n,
         }
     )
@@ -162,7 +190,8 @@ def costs(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def exponents(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fitted p (cost ~ n^p) and its 95 % interval per problem and method."""
+    """Fitted p (cost ~ n^p) and its 95 % interval (NaN for two sizes) per problem and method,
+    and the local exponent ``p_last`` between the two largest sizes."""
     rows = []
     for (problem, method), part in frame.groupby(["problem", "method"], sort=False):
         if part["n"].nunique() < 2:
@@ -172,6 +201,7 @@ def exponents(frame: pd.DataFrame) -> pd.DataFrame:
         by_n = dict(zip(part["n"], part["ns_per_step"], strict=True))
         if 1000 in by_n and 10000 in by_n:
             ratio = by_n[10000] / by_n[1000]
+        (n1, c1), (n2, c2) = sorted(by_n.items())[-2:]
         rows.append(
             {
                 "problem": problem,
@@ -180,6 +210,7 @@ def exponents(frame: pd.DataFrame) -> pd.DataFrame:
                 "p_low": fit.low,
                 "p_high": fit.high,
                 "sizes": fit.sizes,
+                "p_last": float(np.log(c2 / c1) / np.log(n2 / n1)),
                 "cost(1e4) / cost(1e3)": ratio,
             }
         )
@@ -197,7 +228,9 @@ def _figure(frame: pd.DataFrame, fits: pd.DataFrame, folder: Path) -> str:
         fit = fits[(fits["problem"] == problem) & (fits["method"] == method)]
         if not fit.empty:
             row = fit.iloc[0]
-            label += f": p = {row.p:.2f} [{row.p_low:.2f}, {row.p_high:.2f}]"
+            label += f": p = {row.p:.2f}"
+            if np.isfinite(row.p_low):
+                label += f" [{row.p_low:.2f}, {row.p_high:.2f}]"
         ax.loglog(
             part["n"], part["ns_per_step"], marker=style["marker"], color=style["color"],
             linestyle=lines.get(problem, ":"), label=label,
@@ -214,20 +247,60 @@ def _figure(frame: pd.DataFrame, fits: pd.DataFrame, folder: Path) -> str:
     return "![cost per step against n](scaling.png)\n"
 
 
+def _interval(row: pd.Series) -> str:
+    """The fit's 95 % interval, or "no interval" for a fit on two sizes."""
+    if not np.isfinite(row.p_low):
+        return "no interval"
+    return f"95 % interval [{row.p_low:.2f}, {row.p_high:.2f}]"
+
+
+def _event_driven_finding(frame: pd.DataFrame, problem: str) -> str | None:
+    """The engine's largest run on ``problem`` against the time-stepping run nearest in n."""
+    rows = frame[frame["problem"] == problem]
+    event = rows[rows["method"] == EVENT_DRIVEN]
+    if event.empty:
+        return None
+    stepping = rows[rows["method"] != EVENT_DRIVEN]
+    largest = event.loc[event["n"].idxmax()]
+    line = (
+        f"{EVENT_DRIVEN} (compiled engine) on {problem}: {largest.steps} steps, "
+        f"{largest.ns_per_step / 1e3:.3g} us per step, {largest.ms_per_run:.3g} ms per run at "
+        f"n = {largest.n}"
+    )
+    if not stepping.empty:
+        distance = np.abs(np.log(stepping["n"] / largest.n))
+        near = stepping[distance == distance.min()]
+        near = near.loc[near["ms_per_run"].idxmin()]
+        line += (
+            f"; the fastest time-stepping run at n = {near.n}, {near.method}: {near.steps} "
+            f"steps, {near.ns_per_step / 1e3:.3g} us per step, {near.ms_per_run:.3g} ms per run"
+        )
+    if problem == BAR:
+        return line + (
+            ": the engine factors the dense M at every force evaluation and its explicit steps "
+            "follow the bar's highest frequency, so it does not apply to large meshes."
+        )
+    return line + (
+        ": with every contact closed the engine integrates the contact dynamics (zero "
+        "acceleration) in a few steps, where a time-stepping scheme takes every step."
+    )
+
+
 def _findings(frame: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
     findings = []
-    for row in fits.itertuples(index=False):
-        ratio = row[-1]
-        findings.append(
-            f"{row.method} on {row.problem}: cost per step ~ n^{row.p:.2f} (95 % interval "
-            f"[{row.p_low:.2f}, {row.p_high:.2f}], {row.sizes} sizes)"
-            + (
-                f"; n = 10^4 costs {ratio:.1f}x n = 10^3 per step"
-                + (" (issue 14 target: <= 15x)." if row.method == "MoreauJean" else ".")
-                if np.isfinite(ratio)
-                else "."
-            )
+    for _, row in fits.iterrows():
+        ratio = row["cost(1e4) / cost(1e3)"]
+        line = (
+            f"{row.method} on {row.problem}: cost per step ~ n^{row.p:.2f} ({_interval(row)}, "
+            f"{row.sizes} sizes)"
         )
+        if row.sizes > 2:
+            line += f"; between the two largest sizes n^{row.p_last:.2f}"
+        if np.isfinite(ratio):
+            line += f"; n = 10^4 costs {ratio:.1f}x n = 10^3 per step"
+            if row.method == "MoreauJean":
+                line += " (issue 14 target: <= 15x)"
+        findings.append(line + ".")
     memory = frame[frame["bytes_per_dof"].notna()]
     for (problem, method), part in memory.groupby(["problem", "method"], sort=False):
         line = (
@@ -239,25 +312,10 @@ def _findings(frame: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
             total = fit_cost_exponent(part["n"], part["bytes_per_dof"] * part["n"])
             line += f", in total ~ n^{total.exponent:.2f}"
         findings.append(line + ".")
-    bar = frame[frame["problem"] == BAR]
-    event = bar[bar["method"] == EVENT_DRIVEN]
-    stepping = bar[bar["method"] != EVENT_DRIVEN]
-    if not event.empty:
-        largest = event.loc[event["n"].idxmax()]
-        line = (
-            f"{EVENT_DRIVEN} (compiled engine) on the bar: {largest.ns_per_step / 1e3:.0f} us per "
-            f"step and {largest.steps} steps at n = {largest.n}"
-        )
-        if not stepping.empty:
-            smallest = stepping.loc[stepping["n"].idxmin()]
-            line += (
-                f", against {smallest.ns_per_step / 1e3:.2g} us per step for {smallest.method} "
-                f"at n = {smallest.n}"
-            )
-        findings.append(
-            line + ": it factors the dense M at every force evaluation and its explicit steps "
-            "follow the bar's highest frequency, so it does not apply to large meshes."
-        )
+    for problem in (COLUMN, BAR):
+        line = _event_driven_finding(frame, problem)
+        if line is not None:
+            findings.append(line)
     return findings
 
 
@@ -279,11 +337,12 @@ STUDY = Study(
     description=(
         "Nanoseconds per step against the number of DOF n, with the exponent p of cost ~ n^p "
         "fitted on log-log and its 95 % interval, and the bytes per DOF of the loop's work "
-        "buffers: every time-stepping method on the impacting bar (lumped, diagonal mass "
+        "buffers, for every time-stepping method: on the impacting bar (lumped, diagonal mass "
         "matrix, one contact node) from 321 to 10^4 DOF over the same physical window (flight, "
-        "the whole contact, release), MoreauJean and PaoliSchatzman on the settled column of "
-        "beads (10 to 300 beads, every contact closed: an LCP of n contacts per step), and the "
-        "compiled event-driven engine on the bar at 11 to 41 DOF. Wall time is the minimum over"
+        "the whole contact, release) and on the settled column of beads (10 to 300 beads, "
+        "every contact closed: an LCP of n contacts per step); the compiled event-driven engine"
+        " on the settled column (3 and 10 beads, cost per run) and on the bar at 11 to 41 DOF, "
+        "where it does not apply. Wall time is the minimum over"
         " repeats after a warm-up run; the runs execute one at a time."
     ),
     runs=runs,

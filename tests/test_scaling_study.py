@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from impactbench.analysis.cost_scaling import fit_cost_exponent
 from impactbench.bench.runner import FAILED
 from impactbench.studies import scaling
 
@@ -33,7 +34,11 @@ TABLE = pd.DataFrame(
         _row(scaling.BAR, "MoreauJean", 10000, 2000, 55000.0, 2_400_000),
         _row(scaling.COLUMN, "PaoliSchatzman", 10, 500, 1000.0, 2000),
         _row(scaling.COLUMN, "PaoliSchatzman", 100, 500, 10000.0, 20_000),
+        _row(scaling.COLUMN, "MoreauJean", 10, 500, 800.0, 1500),
+        _row(scaling.COLUMN, "MoreauJean", 100, 500, 9000.0, 15_000),
         _row(scaling.BAR, "EventDriven[rtol=1e-10]", 11, 100, 20000.0),
+        _row(scaling.COLUMN, "EventDriven[rtol=1e-10]", 3, 4, 50000.0),
+        _row(scaling.COLUMN, "EventDriven[rtol=1e-10]", 10, 8, 75000.0),
         _row(scaling.BAR, "MoreauJean", 3000, 1000, 1.0, status=FAILED),
     ]
 )
@@ -41,16 +46,18 @@ TABLE = pd.DataFrame(
 
 def test_costs_per_step_and_memory_per_dof():
     frame = scaling.costs(TABLE)
-    assert len(frame) == 6  # the failed run is left out
+    assert len(frame) == 10  # the failed run is left out
     bar = frame[(frame["problem"] == scaling.BAR) & (frame["method"] == "MoreauJean")]
     assert bar["n"].tolist() == [100, 1000, 10000]
     np.testing.assert_allclose(bar["ns_per_step"], [500.0, 5000.0, 55000.0], rtol=1e-12)
     np.testing.assert_allclose(bar["bytes_per_dof"], [240.0, 240.0, 240.0], rtol=1e-12)
-    column = frame[frame["problem"] == scaling.COLUMN]
+    np.testing.assert_allclose(bar["ms_per_run"], [0.5, 5.0, 110.0], rtol=1e-12)
+    column = frame[(frame["problem"] == scaling.COLUMN) & (frame["method"] == "PaoliSchatzman")]
     assert column["n"].tolist() == [10, 100]
     np.testing.assert_allclose(column["bytes_per_dof"], [200.0, 200.0], rtol=1e-12)
     event = frame[frame["method"] == scaling.EVENT_DRIVEN]
-    assert event["n"].tolist() == [11] and math.isnan(event["bytes_per_dof"].iloc[0])
+    assert sorted(event["n"].tolist()) == [3, 10, 11]
+    assert event["bytes_per_dof"].isna().all()
 
 
 def test_exponents_by_hand():
@@ -59,9 +66,16 @@ def test_exponents_by_hand():
     # three equally spaced log n: the least-squares slope is (y3 - y1) / (x3 - x1)
     assert bar["p"] == pytest.approx(math.log(110.0) / math.log(100.0), rel=1e-12)
     assert bar["p_low"] < bar["p"] < bar["p_high"] and bar["sizes"] == 3
+    assert bar["p_last"] == pytest.approx(math.log(11.0) / math.log(10.0), rel=1e-12)
     assert bar["cost(1e4) / cost(1e3)"] == pytest.approx(11.0, rel=1e-12)
     column = fits.loc[(scaling.COLUMN, "PaoliSchatzman")]
-    assert column["p"] == pytest.approx(1.0, rel=1e-12) and math.isnan(column.iloc[-1])
+    assert column["p"] == pytest.approx(1.0, rel=1e-12) and column["sizes"] == 2
+    # two sizes: no interval, and the fit is the local exponent
+    assert math.isnan(column["p_low"]) and math.isnan(column["p_high"])
+    assert column["p_last"] == pytest.approx(1.0, rel=1e-12)
+    assert math.isnan(column["cost(1e4) / cost(1e3)"])
+    event = fits.loc[(scaling.COLUMN, scaling.EVENT_DRIVEN)]
+    assert event["p"] == pytest.approx(math.log(1.5) / math.log(10.0 / 3.0), rel=1e-12)
     assert (scaling.BAR, scaling.EVENT_DRIVEN) not in fits.index  # one size: no fit
 
 
@@ -70,12 +84,24 @@ def test_findings_state_the_figures_of_the_table(tmp_path):
     text = "\n".join(findings)
     assert "MoreauJean on ImpactingBar: cost per step ~ n^1.02" in text
     assert "n = 10^4 costs 11.0x n = 10^3 per step (issue 14 target: <= 15x)" in text
+    assert "between the two largest sizes n^1.04" in text
+    assert (
+        "PaoliSchatzman on ColumnOfBeads (settled): cost per step ~ n^1.00 (no interval, "
+        "2 sizes)." in text
+    )
     assert "PaoliSchatzman on ColumnOfBeads (settled): 200-200 bytes per DOF" in text
     assert "MoreauJean on ImpactingBar: 240-240 bytes per DOF of work buffers (n = 100-" in text
     assert "in total ~ n^1.00." in text
     assert (
-        "EventDriven (compiled engine) on the bar: 20 us per step and 100 steps at n = 11, "
-        "against 0.5 us per step for MoreauJean at n = 100" in text
+        "EventDriven (compiled engine) on ImpactingBar: 100 steps, 20 us per step, 2 ms per "
+        "run at n = 11; the fastest time-stepping run at n = 100, MoreauJean: 1000 steps, "
+        "0.5 us per step, 0.5 ms per run" in text
+    )
+    # on the column at n = 10 the fastest of the two time-steppers is MoreauJean (0.4 ms)
+    assert (
+        "EventDriven (compiled engine) on ColumnOfBeads (settled): 8 steps, 75 us per step, "
+        "0.6 ms per run at n = 10; the fastest time-stepping run at n = 10, MoreauJean: 500 "
+        "steps, 0.8 us per step, 0.4 ms per run" in text
     )
     assert (tmp_path / "scaling.png").exists()
 
@@ -87,14 +113,57 @@ def test_runs_of_each_grid():
         methods = [run.method.__name__ for run in runs]
         bars = sum(len(sizes) for sizes in scaling.BAR_METHODS[grid].values())
         assert set(scaling.BAR_METHODS[grid]) == set(scaling.TIME_STEPPING)
-        columns = len(scaling.COLUMN_SIZES[grid]) * len(scaling.STUDIED)
-        assert methods.count(scaling.EVENT_DRIVEN) == len(scaling.EVENT_DRIVEN_SIZES[grid])
-        assert len(runs) == bars + columns + len(scaling.EVENT_DRIVEN_SIZES[grid])
+        columns = sum(len(sizes) for sizes in scaling.COLUMN_METHODS[grid].values())
+        assert set(scaling.COLUMN_METHODS[grid]) == set(scaling.TIME_STEPPING)
+        engines = len(scaling.EVENT_DRIVEN_SIZES[grid]) + len(
+            scaling.EVENT_DRIVEN_COLUMN_SIZES[grid]
+        )
+        assert methods.count(scaling.EVENT_DRIVEN) == engines
+        assert len(runs) == bars + columns + engines
         for run in runs:
             if run.method.__name__ != scaling.EVENT_DRIVEN:
                 assert run.metrics == ("work_bytes",) and run.h > 0
-    assert not any(run.method.__name__ == scaling.EVENT_DRIVEN for run in quick)
-    assert len(scaling.TIME_STEPPING) == 6 and len(full) == 6 * 4 + 2 * 4 + 3
+    # quick: no engine on the bar (one engine compile per size), the suite's 3-bead engine
+    quick_engines = [run for run in quick if run.method.__name__ == scaling.EVENT_DRIVEN]
+    assert [run.problem_kwargs for run in quick_engines] == [{"n_beads": 3}]
+    assert len(scaling.TIME_STEPPING) == 6 and len(full) == 6 * 4 + 6 * 4 + 3 + 2
     column = scaling.resting_column(5)
     # every bead touching its neighbours and the floor (to the round-off of 0.1 (2 i - 1))
     assert np.abs(column.gap(column.q0)).max() <= 1e-16 and np.all(column.v0 == 0.0)
+
+
+def test_cost_exponent_of_three_points_by_hand():
+    # log10 n = 0, 1, 2 and log10 cost = 0, 1, 3: slope 3/2, residuals (1/6, -1/3, 1/6) ln 10,
+    # standard error sqrt((1/6) / 1 / 2) = 1/sqrt(12); one degree of freedom: Student's t is
+    # Cauchy's law, whose 97.5 % quantile is tan(0.475 pi)
+    fit = fit_cost_exponent([1.0, 10.0, 100.0], [1.0, 10.0, 1000.0])
+    half = math.tan(0.475 * math.pi) / math.sqrt(12.0)
+    assert fit.exponent == pytest.approx(1.5, rel=1e-12) and fit.sizes == 3
+    assert fit.low == pytest.approx(1.5 - half, rel=1e-9)
+    assert fit.high == pytest.approx(1.5 + half, rel=1e-9)
+
+
+def test_cost_exponent_of_an_exact_power_law_and_of_two_sizes():
+    n = np.array([10.0, 30.0, 100.0, 300.0])
+    fit = fit_cost_exponent(n, 7.0 * n**1.25)
+    assert fit.exponent == pytest.approx(1.25, rel=1e-12)
+    assert fit.high - fit.low == pytest.approx(0.0, abs=1e-12)
+    two = fit_cost_exponent([10.0, 1000.0], [3.0, 300.0])
+    assert two.exponent == pytest.approx(1.0, rel=1e-12) and two.sizes == 2
+    assert math.isnan(two.low) and math.isnan(two.high)  # no scatter to estimate it from
+
+
+@pytest.mark.parametrize(
+    ("n", "cost", "confidence", "name"),
+    [
+        ([10.0], [1.0], 0.95, "n and cost"),
+        ([10.0, 10.0], [1.0, 2.0], 0.95, "n must"),
+        ([10.0, -1.0], [1.0, 2.0], 0.95, "n must"),
+        ([10.0, 100.0], [1.0, 0.0], 0.95, "cost must"),
+        ([10.0, 100.0], [1.0, np.nan], 0.95, "cost must"),
+        ([10.0, 100.0], [1.0, 2.0], 1.0, "confidence"),
+    ],
+)
+def test_cost_exponent_rejects_bad_input_naming_it(n, cost, confidence, name):
+    with pytest.raises(ValueError, match=name):
+        fit_cost_exponent(n, cost, confidence)

@@ -17,7 +17,8 @@ class CostExponent(NamedTuple):
         The least-squares slope p of log(cost) against log(n).
     low, high : float
         The two-sided confidence interval of p (Student t with k - 2 degrees of freedom, from
-        the scatter of the k points about the line); equal to ``exponent`` for k = 2.
+        the scatter of the k points about the line); NaN for k = 2, where a line through two
+        points has no scatter to estimate it from.
     sizes : int
         The number k of sizes in the fit.
     """
@@ -68,7 +69,7 @@ def fit_cost_exponent(
     slope = float(np.sum((x - x.mean()) * (y - y.mean())) / sxx)
     k = n.size
     if k == 2:
-        return CostExponent(slope, slope, slope, k)
+        return CostExponent(slope, np.nan, np.nan, k)
     residuals = y - (y.mean() + slope * (x - x.mean()))
     stderr = float(np.sqrt(np.sum(residuals**2) / (k - 2) / sxx))
     half = float(stats.t.ppf(0.5 + confidence / 2.0, k - 2)) * stderr
