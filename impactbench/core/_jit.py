@@ -9,6 +9,8 @@ compiled once per machine rather than once per process (closures over the kernel
 cached: numba keys them by a pickle of the closure cells, which differs in every process). With
 ``compile=False`` the same template runs as plain Python (the path for problems numba cannot
 compile, and for debugging; ``NUMBA_DISABLE_JIT=1`` makes the helpers plain Python too).
+:func:`with_runtime_sizes` copies a template so that it reads some of those globals (sizes) at
+run time instead: one compiled copy then serves every value of them.
 """
 
 from __future__ import annotations
@@ -195,8 +197,8 @@ def with_runtime_sizes(template: Callable, names: dict[str, int], callees: set[s
         for name, index in sorted(names.items())
         if name in read
     ]
-    docstring = ast.get_docstring(definition, clean=False) is not None
-    definition.body[docstring:docstring] = prologue
+    after_docstring = 0 if ast.get_docstring(definition) is None else 1
+    definition.body[after_docstring:after_docstring] = prologue
     ast.fix_missing_locations(tree)
     ast.increment_lineno(tree, template.__code__.co_firstlineno - 1)
     namespace: dict[str, Any] = {}

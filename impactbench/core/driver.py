@@ -47,19 +47,25 @@ with benchmarks/loops.py):
   resting ball, n = 1: 24.9 against 23.0 ns/step).
 
 Generic loops. Bound as constants, the sizes make one compiled loop per size of a problem
-(5-20 s of compilation each: the impacting bar of the scaling study at 15 sizes). From
-n = ``GENERIC_FROM`` DOF (and m <= n) :func:`make_loop` compiles a *generic* loop instead, which
-reads the sizes at run time, so that one loop (one cache entry, one compilation) serves every
-size of the problem: the templates are copied by :func:`impactbench.core._jit.with_runtime_sizes`,
-which makes ``N_DOF``, ``HEIGHT``, ``WIDTH`` and, unless they are 1, ``N_CONSTRAINTS`` and
-``MASS_ROWS`` (``RUNTIME_SIZES``) locals read from a tuple ``sizes`` passed to the loop and on to
-every scheme function and helper (the same source, run as plain Python or compiled; the
-copies' digest, and so their cache name, does not depend on the sizes). The flags stay
-constants (``SINGLE_CONSTRAINT`` among them: the bar's loop is not the column's). ``X`` is then
-the buffer reshaped at run time and ``Z`` its last 2 n entries; ``matrix_rows`` gives whole rows
-(m <= n). What that costs is what the constant shapes save on a step of a few DOF, a few ns,
-which is nothing against a step of n >= ``GENERIC_FROM`` DOF (measured with
-benchmarks/scaling.py, see ``GENERIC_FROM``).
+(5-20 s of compilation each; the main job ran the impacting bar at 15 sizes). From n =
+``GENERIC_FROM`` DOF, when m <= n, :func:`make_loop` compiles a *generic* loop instead: it reads
+the sizes at run time, and one loop (one cache entry, one compilation) serves every size of the
+problem. The templates are copied by :func:`impactbench.core._jit.with_runtime_sizes`, which
+turns the globals of ``RUNTIME_SIZES`` (``N_DOF``, ``N_CONSTRAINTS``, ``MASS_ROWS``, ``HEIGHT``,
+``WIDTH``; ``N_CONSTRAINTS`` and ``MASS_ROWS`` stay constants when they are 1: one constraint, a
+diagonal M) into locals read from a tuple ``sizes``, passed to the loop and on to each scheme
+function and helper: the same source, compiled or run as plain Python, and a digest (a cache
+name) that does not depend on the sizes. The flags stay constants (``SINGLE_CONSTRAINT`` among
+them: the bar's loop is not the column's). ``X`` is then the buffer reshaped at run time, ``Z``
+the buffer's last 2 n entries (``GENERIC``), and ``matrix_rows`` gives whole rows (m <= n).
+
+The threshold is ``WHOLE_ROWS_FROM``, below which the specialised loops keep their constant
+shapes. Above it they save less than a compilation costs (measured with benchmarks/scaling.py
+and an interleaved comparison of the two loops, on a shared machine): on the bar at n = 10,
+MoreauJean 50 -> 69 ns/step and PaoliSchatzman 43 -> 50 (some 10^8 steps to make up 6 s of
+compilation); at n = 1000 and 10^4 no difference beyond the noise (4.3 -> 4.0 and 51 -> 51
+us/step); on the settled column, whose step is O(m n) with every contact closed, 10-20 % at n =
+10 to 100 (MoreauJean at n = 100: 19.0 -> 21.0 us/step) and within the noise at n = 300.
 
 Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``,
 ``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT``,
@@ -303,7 +309,7 @@ def _reshaped(buffer: np.ndarray, height: int, width: int) -> np.ndarray:
 
 
 #: Smallest n from which a compiled loop reads the sizes at run time (module docstring).
-GENERIC_FROM = 8
+GENERIC_FROM = WHOLE_ROWS_FROM
 
 #: The globals a generic loop reads at run time, in the order of its ``sizes`` tuple.
 RUNTIME_SIZES = ("N_DOF", "N_CONSTRAINTS", "MASS_ROWS", "HEIGHT", "WIDTH")
@@ -347,7 +353,8 @@ def make_loop(
     function
         ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
         log_u, counters, state)`` (see :mod:`impactbench.core.timestepping`); the work buffers are
-        allocated on each call, before the loop, and the call returns their size in bytes.
+        allocated on each call, before the loop, and the call returns their size in bytes. Its
+        attribute ``loop`` is the compiled (or plain-Python) loop it calls.
     """
     if generic is None:
         generic = compile and n_dof >= GENERIC_FROM and n_constraints <= n_dof
