@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 
 from impactbench import TimeStepping
-from impactbench.core._jit import hot_kernel, specialize
+from impactbench.core._jit import hot_kernel
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
     DEGENERATE_GRADIENT,
@@ -111,7 +111,6 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
-    make_matrix_rows,
     mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
@@ -431,25 +430,15 @@ def _state(X, Z, q_out, v_out):  # noqa: N803
         v_out[j] = X[_V, j]
 
 
-def _helpers(
-    bindings: dict[str, Any], n_dof: int, n_constraints: int, compile: bool
-) -> dict[str, Callable]:
-    """The step's two helper templates bound to the problem (inlined into the step)."""
-    bound = {
-        **bindings,
-        "N_DOF": n_dof,
-        "N_CONSTRAINTS": n_constraints,
-        "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile),
-    }
-    return {
-        name: specialize(template, bound, compile, inline=True)
-        for name, template in (("_closed_rows", _closed_rows), ("_contact_forces", _contact_forces))
-    }
-
-
 #: The D1MinusLinear scheme as the one time loop runs it (impactbench.core.driver).
 D1_MINUS_LINEAR_SCHEME = Scheme(
-    start=_start, step=_step, commit=_commit, sample=_state, current=_state, rows=_rows
+    start=_start,
+    step=_step,
+    commit=_commit,
+    sample=_state,
+    current=_state,
+    rows=_rows,
+    helpers=(("_closed_rows", _closed_rows), ("_contact_forces", _contact_forces)),
 )
 
 
@@ -487,7 +476,6 @@ class D1MinusLinear(TimeStepping):
             "CONSTANT_MASS": kernels.constant_mass,
             "AFFINE_GAP": kernels.affine_gap,
         }
-        bindings.update(_helpers(bindings, n_dof, n_constraints, compile))
         return make_loop(D1_MINUS_LINEAR_SCHEME, bindings, n_dof, n_constraints, compile)
 
     def _method_vector(self) -> np.ndarray:

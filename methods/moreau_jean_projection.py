@@ -56,10 +56,8 @@ import numpy as np
 
 from impactbench import TimeStepping
 from impactbench.core import _checks
-from impactbench.core._jit import specialize
 from impactbench.core.contact import DEGENERATE_GRADIENT, make_metric_projection
 from impactbench.core.driver import (
-    FIRST_SCHEME_ROW,
     IMPULSE,
     NEXT_Q,
     NEXT_V,
@@ -67,7 +65,6 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
-    make_matrix_rows,
     mass_bindings,
 )
 from impactbench.core.problem import ProblemKernels
@@ -82,7 +79,7 @@ from .moreau_jean import VELOCITY_SCHEME
 
 # Names bound per problem by impactbench.core.driver.make_loop.
 velocity_step = project = matrix_rows = None
-N_DOF = N_CONSTRAINTS = PROJECTION_ROW = MASS_ROWS = 0
+N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
 # Entries of the method vector mp (_THETA is the velocity step's).
 _THETA, _PROJ_TOL, _PROJ_MAX = range(3)
@@ -103,7 +100,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
     status, contact, used, evaluated = velocity_step(k, t, t_next, h, p, e, mp, X, Z, rows, ws)
     if status != STATUS_OK:
         return status, contact, used, evaluated
-    base = PROJECTION_ROW
+    base = _MASS + 2 * MASS_ROWS + 2 * N_CONSTRAINTS + 2  # after the velocity step's rows
     y = X[base, :n]
     x = X[base + 1, :n]
     g = X[base + 2, :m]
@@ -149,6 +146,7 @@ PROJECTED_SCHEME = Scheme(
     sample=VELOCITY_SCHEME.sample,
     current=VELOCITY_SCHEME.current,
     rows=_rows,
+    helpers=(("velocity_step", VELOCITY_SCHEME.step),),
 )
 
 
@@ -190,7 +188,7 @@ class MoreauJeanProjection(TimeStepping):
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
         mass = mass_bindings(kernels, n_dof, compile)
-        velocity = {
+        bindings = {
             **mass,
             "forces": kernels.forces,
             "gap": kernels.gap,
@@ -199,13 +197,6 @@ class MoreauJeanProjection(TimeStepping):
             "AFFINE_GAP": kernels.affine_gap,
             "POSITION_FIRST": False,
             "APPROACHING_ONLY": False,
-            "N_DOF": n_dof,
-            "N_CONSTRAINTS": n_constraints,
-            "SINGLE_CONSTRAINT": n_constraints == 1,
-            "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile),
-        }
-        bindings = {
-            "velocity_step": specialize(VELOCITY_SCHEME.step, velocity, compile, inline=True),
             "project": make_metric_projection(
                 kernels.gap,
                 kernels.gap_gradient,
@@ -214,11 +205,6 @@ class MoreauJeanProjection(TimeStepping):
                 compile,
                 mass["DIAGONAL_MASS"],
             ),
-            "PROJECTION_ROW": FIRST_SCHEME_ROW
-            + moreau_jean._rows(n_dof, n_constraints, mass["MASS_ROWS"]),
-            "MASS_ROWS": mass["MASS_ROWS"],
-            "DIAGONAL_MASS": mass["DIAGONAL_MASS"],
-            "AFFINE_GAP": kernels.affine_gap,
         }
         return make_loop(PROJECTED_SCHEME, bindings, n_dof, n_constraints, compile)
 

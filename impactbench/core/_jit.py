@@ -9,13 +9,17 @@ compiled once per machine rather than once per process (closures over the kernel
 cached: numba keys them by a pickle of the closure cells, which differs in every process). With
 ``compile=False`` the same template runs as plain Python (the path for problems numba cannot
 compile, and for debugging; ``NUMBA_DISABLE_JIT=1`` makes the helpers plain Python too).
+:func:`with_runtime_sizes` copies a template so that it reads some of those globals (sizes) at
+run time instead: one compiled copy then serves every value of them.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import sys
+import textwrap
 import types
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +110,9 @@ def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
         return
     seen.add(id(function))
     hasher.update(f"{function.__module__}.{function.__qualname__}".encode())
+    # its parameters and locals: a copy of a template reading names at run time
+    # (with_runtime_sizes) differs from the template in them
+    hasher.update(repr(function.__code__.co_varnames).encode())
     module = sys.modules.get(function.__module__)
     if module is not None:
         _digest(module, hasher, seen)
@@ -149,6 +156,58 @@ def _nrt_free(value: Any) -> Any:
         copy.__qualname__ = f"{original.__qualname__}_nrt_free"
         _NRT_FREE[id(value)] = (value, hot_kernel(copy))
     return _NRT_FREE[id(value)][1]
+
+
+#: Name of the parameter through which :func:`with_runtime_sizes` passes the sizes.
+SIZES = "sizes"
+
+
+def with_runtime_sizes(template: Callable, names: dict[str, int], callees: set[str]) -> Callable:
+    """A copy of ``template`` that reads the globals ``names`` at run time.
+
+    The copy takes one more parameter, first: ``sizes``, a tuple of ints, and begins by
+    assigning ``name = sizes[names[name]]`` for each of ``names`` it reads, which makes those
+    names its locals; a call of a global in ``callees`` (a template copied the same way) passes
+    ``sizes`` on. Everything else is the template's source, with its file and line numbers:
+    bound by :func:`specialize`, compiled by numba or run as plain Python, the copy is the
+    template with those globals replaced by values given at each call.
+
+    Parameters
+    ----------
+    template : function
+        A module-level function (its source is read with :func:`inspect.getsource`).
+    names : dict
+        Name -> index in ``sizes`` of the globals to read at run time.
+    callees : set of str
+        Globals naming functions copied the same way.
+    """
+    source = textwrap.dedent(inspect.getsource(template))
+    tree = ast.parse(source)
+    definition = tree.body[0]
+    if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
+        raise ValueError(f"{template.__qualname__} is not an undecorated module-level function")
+    read = {node.id for node in ast.walk(definition) if isinstance(node, ast.Name)}
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in callees:
+                node.args.insert(0, ast.Name(SIZES, ast.Load()))
+    definition.args.args.insert(0, ast.arg(SIZES))
+    prologue = [
+        ast.parse(f"{name} = {SIZES}[{index}]").body[0]
+        for name, index in sorted(names.items())
+        if name in read
+    ]
+    after_docstring = 0 if ast.get_docstring(definition) is None else 1
+    definition.body[after_docstring:after_docstring] = prologue
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, template.__code__.co_firstlineno - 1)
+    namespace: dict[str, Any] = {}
+    exec(compile(tree, template.__code__.co_filename, "exec"), namespace)  # noqa: S102
+    code = namespace[template.__name__].__code__
+    function = types.FunctionType(code, template.__globals__, template.__name__)
+    function.__module__ = template.__module__
+    function.__qualname__ = template.__qualname__
+    return function
 
 
 def specialize(

@@ -46,6 +46,27 @@ with benchmarks/loops.py):
   nothing to vectorise, and the C-contiguous blocks measured slower (D1MinusLinear on the
   resting ball, n = 1: 24.9 against 23.0 ns/step).
 
+Generic loops. Bound as constants, the sizes make one compiled loop per size of a problem
+(5-20 s of compilation each; the main job ran the impacting bar at 15 sizes). From n =
+``GENERIC_FROM`` DOF, when m <= n, :func:`make_loop` compiles a *generic* loop instead: it reads
+the sizes at run time, and one loop (one cache entry, one compilation) serves every size of the
+problem. The templates are copied by :func:`impactbench.core._jit.with_runtime_sizes`, which
+turns the globals of ``RUNTIME_SIZES`` (``N_DOF``, ``N_CONSTRAINTS``, ``MASS_ROWS``, ``HEIGHT``,
+``WIDTH``; ``N_CONSTRAINTS`` and ``MASS_ROWS`` stay constants when they are 1: one constraint, a
+diagonal M) into locals read from a tuple ``sizes``, passed to the loop and on to each scheme
+function and helper: the same source, compiled or run as plain Python, and a digest (a cache
+name) that does not depend on the sizes. The flags stay constants (``SINGLE_CONSTRAINT`` among
+them: the bar's loop is not the column's). ``X`` is then the buffer reshaped at run time, ``Z``
+the buffer's last 2 n entries (``GENERIC``), and ``matrix_rows`` gives whole rows (m <= n).
+
+The threshold is ``WHOLE_ROWS_FROM``, below which the specialised loops keep their constant
+shapes. Above it they save less than a compilation costs (measured with benchmarks/scaling.py
+and an interleaved comparison of the two loops, on a shared machine): on the bar at n = 10,
+MoreauJean 50 -> 69 ns/step and PaoliSchatzman 43 -> 50 (some 10^8 steps to make up 6 s of
+compilation); at n = 1000 and 10^4 no difference beyond the noise (4.3 -> 4.0 and 51 -> 51
+us/step); on the settled column, whose step is O(m n) with every contact closed, 10-20 % at n =
+10 to 100 (MoreauJean at n = 100: 19.0 -> 21.0 us/step) and within the noise at n = 300.
+
 Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``,
 ``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT``,
 ``matrix_rows`` and the scheme's own options are bound by :func:`make_loop`):
@@ -82,7 +103,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ._jit import constant_shape_view, specialize, stack_array
+from ._jit import constant_shape_view, specialize, stack_array, with_runtime_sizes
 from .contact import make_workspace
 from .problem import ProblemKernels
 from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
@@ -113,6 +134,9 @@ class Scheme:
     lead : int
         Steps by which :func:`current` is ahead of the last sample (1 for a two-step scheme
         whose current position is q^{k+1} when q^k is the last sample).
+    helpers : tuple of (str, function)
+        Templates that the scheme's functions call under these names, bound like them (first,
+        in this order: a helper may call an earlier one) and inlined into them.
     """
 
     start: Callable
@@ -120,8 +144,9 @@ class Scheme:
     commit: Callable
     sample: Callable
     current: Callable
-    rows: Callable[[int, int], int]
+    rows: Callable[[int, int, int], int]
     lead: int = 0
+    helpers: tuple[tuple[str, Callable], ...] = ()
 
 
 # Names bound per problem and scheme by make_loop.
@@ -129,16 +154,21 @@ scheme_start = scheme_step = scheme_commit = scheme_sample = scheme_current = sh
     scratch
 ) = None
 N_DOF = N_CONSTRAINTS = LEAD = HEIGHT = WIDTH = 0
+GENERIC = False
 
 
 def _time_loop(
     t0, h, n_steps, q0, v0, p, e, mp, every,
     out_t, out_q, out_v, log_t, log_i, log_u, counters, state, buffer, rows, ws,
 ):  # fmt: skip
-    # The buffer as a view of constant shape: its row offsets are compile-time constants, so
-    # LLVM can prove its rows disjoint (with buffer.reshape they would be run-time multiples).
-    X = shape_view(buffer, HEIGHT, WIDTH)  # noqa: N806
-    Z = scratch(2, N_DOF)  # noqa: N806
+    if GENERIC:  # compile-time constant: the sizes are read at run time (module docstring)
+        X = buffer[: HEIGHT * WIDTH].reshape((HEIGHT, WIDTH))  # noqa: N806
+        Z = buffer[HEIGHT * WIDTH :].reshape((2, N_DOF))  # noqa: N806
+    else:
+        # The buffer as a view of constant shape: its row offsets are compile-time constants,
+        # so LLVM can prove its rows disjoint (with reshape they would be run-time multiples).
+        X = shape_view(buffer, HEIGHT, WIDTH)  # noqa: N806
+        Z = scratch(2, N_DOF)  # noqa: N806
     n = N_DOF
     m = N_CONSTRAINTS
     capacity = log_t.shape[0]
@@ -278,12 +308,23 @@ def _reshaped(buffer: np.ndarray, height: int, width: int) -> np.ndarray:
     return buffer.reshape((height, width))
 
 
+#: Smallest n from which a compiled loop reads the sizes at run time (module docstring).
+GENERIC_FROM = WHOLE_ROWS_FROM
+
+#: The globals a generic loop reads at run time, in the order of its ``sizes`` tuple.
+RUNTIME_SIZES = ("N_DOF", "N_CONSTRAINTS", "MASS_ROWS", "HEIGHT", "WIDTH")
+
+#: The generic loops of this process, by name (which carries the digest of what they compile).
+_GENERIC_LOOPS: dict[str, Callable] = {}
+
+
 def make_loop(
     scheme: Scheme,
     bindings: dict[str, Any],
     n_dof: int,
     n_constraints: int,
     compile: bool,
+    generic: bool | None = None,
 ) -> Callable:
     """The driver's loop for one scheme and one problem.
 
@@ -298,29 +339,50 @@ def make_loop(
         ``MASS_ROWS`` the mass matrix is dense (``MASS_ROWS`` = n). ``N_DOF``, ``N_CONSTRAINTS``,
         ``SINGLE_CONSTRAINT`` and ``matrix_rows`` (module docstring) are added here.
     n_dof, n_constraints : int
-        Sizes, bound as compile-time constants (numba then unrolls the small linear algebra).
+        Sizes, bound as compile-time constants (numba then unrolls the small linear algebra), or
+        read at run time by a generic loop.
     compile : bool
         Compile with numba (cached on disk, see :func:`impactbench.core._jit.specialize`), or return
         the plain-Python loop.
+    generic : bool, optional
+        Read the sizes at run time (module docstring): one compiled loop serves every size of
+        the problem. Default: compiled, n_dof >= ``GENERIC_FROM`` and n_constraints <= n_dof.
 
     Returns
     -------
     function
         ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
         log_u, counters, state)`` (see :mod:`impactbench.core.timestepping`); the work buffers are
-        allocated on each call, before the loop, and the call returns their size in bytes.
+        allocated on each call, before the loop, and the call returns their size in bytes. Its
+        attribute ``loop`` is the compiled (or plain-Python) loop it calls.
     """
+    if generic is None:
+        generic = compile and n_dof >= GENERIC_FROM and n_constraints <= n_dof
+    elif generic and not (n_dof >= WHOLE_ROWS_FROM and n_constraints <= n_dof):
+        raise ValueError(
+            f"a generic loop needs n_dof >= {WHOLE_ROWS_FROM} and n_constraints <= n_dof, got "
+            f"n_dof={n_dof}, n_constraints={n_constraints}"
+        )
+    mass_rows = bindings.get("MASS_ROWS", n_dof)
+    diagonal = bindings.get("DIAGONAL_MASS", False)
+    width = max(n_dof, n_constraints, 1)
+    height = FIRST_SCHEME_ROW + scheme.rows(n_dof, n_constraints, mass_rows)
     sizes = {
         "N_DOF": n_dof,
         "N_CONSTRAINTS": n_constraints,
-        "SINGLE_CONSTRAINT": n_constraints == 1,
+        "MASS_ROWS": mass_rows,
+        "HEIGHT": height,
+        "WIDTH": width,
     }
-    mass_rows = bindings.get("MASS_ROWS", n_dof)
-    diagonal = bindings.get("DIAGONAL_MASS", False)
-    sizes["MASS_ROWS"] = mass_rows
-    sizes["DIAGONAL_MASS"] = diagonal
-    width = max(n_dof, n_constraints, 1)
-    bound = {**bindings, **sizes, "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile)}
+    # in a generic loop, the sizes that follow n (one constraint, a diagonal M: 1 row)
+    fixed = {"N_CONSTRAINTS": n_constraints == 1, "MASS_ROWS": diagonal}
+    runtime = {
+        name: index
+        for index, name in enumerate(RUNTIME_SIZES)
+        if generic and not fixed.get(name, False)
+    }
+    constants = {name: value for name, value in sizes.items() if name not in runtime}
+    constants.update(SINGLE_CONSTRAINT=n_constraints == 1, DIAGONAL_MASS=diagonal)
     functions = {
         "scheme_start": scheme.start,
         "scheme_step": scheme.step,
@@ -328,24 +390,40 @@ def make_loop(
         "scheme_sample": scheme.sample,
         "scheme_current": scheme.current,
     }
-    loop_bindings = {
-        name: specialize(template, bound, compile, inline=True)
-        for name, template in functions.items()
+    callees = {name for name, _ in scheme.helpers} | set(functions)
+
+    def template(function: Callable) -> Callable:
+        return with_runtime_sizes(function, runtime, callees) if generic else function
+
+    bound = {
+        **bindings,
+        **constants,
+        "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile),
     }
-    height = FIRST_SCHEME_ROW + scheme.rows(n_dof, n_constraints, mass_rows)
+    for name, helper in scheme.helpers:
+        bound[name] = specialize(template(helper), bound, compile, inline=True)
+    loop_bindings = {
+        name: specialize(template(function), bound, compile, inline=True)
+        for name, function in functions.items()
+    }
     # the projection's Hessian is formed only for a nonlinear gap; a dense M keeps n x n
     hessian = 1 if diagonal and bindings.get("AFFINE_GAP", False) else n_dof
-    loop_bindings.update(sizes, LEAD=scheme.lead, HEIGHT=height, WIDTH=width)
+    loop_bindings.update(constants, LEAD=scheme.lead, GENERIC=generic)
     loop_bindings["shape_view"] = constant_shape_view if compile else _reshaped
     loop_bindings["scratch"] = stack_array if compile else _zeros
-    loop = specialize(_time_loop, loop_bindings, compile, nrt=False)
+    loop = specialize(template(_time_loop), loop_bindings, compile, nrt=False)
+    if generic and compile:  # one dispatcher per process for every size
+        loop = _GENERIC_LOOPS.setdefault(loop.py_func.__qualname__, loop)
+    arguments_of_sizes = (tuple(sizes[name] for name in RUNTIME_SIZES),) if generic else ()
 
     def run(*arguments: Any) -> int:
-        buffer = np.zeros(height * width)
+        # a generic loop keeps its candidate state Z (2, n) after X in the buffer
+        buffer = np.zeros(height * width + (2 * n_dof if generic else 0))
         rows = np.zeros(max(n_constraints, 1), dtype=np.int64)
         m = max(n_constraints, 1)
         ws = make_workspace(n_dof, m, mass_rows, hessian)
-        loop(*arguments, buffer, rows, ws)
+        loop(*arguments_of_sizes, *arguments, buffer, rows, ws)
         return buffer.nbytes + rows.nbytes + sum(array.nbytes for array in ws)
 
+    run.loop = loop
     return run

@@ -1,0 +1,54 @@
+"""Generic loops (impactbench.core.driver, module docstring): from n = GENERIC_FROM DOF one
+compiled loop reads the sizes at run time and serves every size of a problem.
+
+The bar (one constraint) and the column (m = n constraints, the LCP) each run at two sizes on
+one compiled loop, compiled at most once (the second size adds no signature and no compile),
+and take the steps of the plain-Python loop, which binds the sizes as constants.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from impactbench import simulate
+from impactbench.core import driver
+from impactbench.methods import MoreauJean
+from impactbench.problems import ColumnOfBeads, ImpactingBar
+
+
+def _bar(n: int) -> tuple[ImpactingBar, float, float]:
+    bar = ImpactingBar(n - 1)
+    h = 0.5 * bar.stable_step
+    return bar, h, bar.contact_time + 0.5 * bar.contact_duration
+
+
+def _column(n: int) -> tuple[ColumnOfBeads, float, float]:
+    """The column at rest on the floor: every contact closed, one LCP per step."""
+    column = ColumnOfBeads(n, radius=0.1, q0=0.1 * (2.0 * np.arange(n) + 1.0))
+    return column, 1e-3, 0.2
+
+
+@pytest.mark.parametrize(
+    "make, sizes",
+    [(_bar, (driver.GENERIC_FROM, driver.GENERIC_FROM + 7)), (_column, (driver.GENERIC_FROM, 12))],
+    ids=["bar", "column"],
+)
+def test_one_generic_loop_serves_two_sizes_and_matches_the_plain_loop(make, sizes):
+    loops = []
+    for n in sizes:
+        problem, h, t_end = make(n)
+        loop = MoreauJean().loop_for(problem)[0].loop
+        compiled = simulate(problem, MoreauJean(), t_end, h=h)
+        plain = simulate(problem, MoreauJean(compiled=False), t_end, h=h)
+        assert compiled.stats["compiled"] and compiled.impacts.total > 0
+        scale = max(1.0, float(np.abs(plain.q).max()))
+        np.testing.assert_allclose(compiled.q, plain.q, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(compiled.v, plain.v, rtol=0, atol=1e-12 * scale)
+        assert compiled.impacts.total == plain.impacts.total
+        # compiled, or loaded from numba's disk cache: both counted per signature
+        loads = sum(loop.stats.cache_misses.values()) + sum(loop.stats.cache_hits.values())
+        loops.append((loop, len(loop.signatures), loads))
+    (first, signatures, loads), (second, *after) = loops
+    assert second is first and signatures == 1
+    assert after == [1, loads]  # the second size neither compiled nor loaded a loop
