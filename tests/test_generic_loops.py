@@ -1,6 +1,10 @@
 """Generic loops (impactbench.core.driver, module docstring): from n = GENERIC_FROM DOF one
 compiled loop reads the sizes at run time and serves every size of a problem.
 
+The threshold is lowered to the smallest n a generic loop allows (WHOLE_ROWS_FROM) so that the
+plain-Python runs it is compared with stay small; the loop compiled is the one every problem of
+GENERIC_FROM DOF or more runs (its cache name does not depend on the sizes).
+
 The bar (one constraint) and the column (m = n constraints, the LCP) each run at two sizes on
 one compiled loop, compiled at most once (the second size adds no signature and no compile),
 and take the steps of the plain-Python loop, which binds the sizes as constants.
@@ -29,12 +33,16 @@ def _column(n: int) -> tuple[ColumnOfBeads, float, float]:
     return column, 1e-3, 0.2
 
 
+SMALLEST = driver.WHOLE_ROWS_FROM
+
+
 @pytest.mark.parametrize(
     "make, sizes",
-    [(_bar, (driver.GENERIC_FROM, driver.GENERIC_FROM + 7)), (_column, (driver.GENERIC_FROM, 12))],
+    [(_bar, (SMALLEST, SMALLEST + 7)), (_column, (SMALLEST, SMALLEST + 4))],
     ids=["bar", "column"],
 )
-def test_one_generic_loop_serves_two_sizes_and_matches_the_plain_loop(make, sizes):
+def test_one_generic_loop_serves_two_sizes_and_matches_the_plain_loop(make, sizes, monkeypatch):
+    monkeypatch.setattr(driver, "GENERIC_FROM", SMALLEST)
     loops = []
     for n in sizes:
         problem, h, t_end = make(n)
@@ -52,3 +60,11 @@ def test_one_generic_loop_serves_two_sizes_and_matches_the_plain_loop(make, size
     (first, signatures, loads), (second, *after) = loops
     assert second is first and signatures == 1
     assert after == [1, loads]  # the second size neither compiled nor loaded a loop
+
+
+def test_problems_below_the_threshold_keep_their_specialised_loop():
+    # the bar at 11 DOF: sizes bound as constants (the loop takes no sizes tuple)
+    problem, _, _ = _bar(11)
+    assert driver.GENERIC_FROM > 11
+    loop = MoreauJean().loop_for(problem)[0].loop
+    assert "sizes" not in loop.py_func.__code__.co_varnames

@@ -59,13 +59,16 @@ name) that does not depend on the sizes. The flags stay constants (``SINGLE_CONS
 them: the bar's loop is not the column's). ``X`` is then the buffer reshaped at run time, ``Z``
 the buffer's last 2 n entries (``GENERIC``), and ``matrix_rows`` gives whole rows (m <= n).
 
-The threshold is ``WHOLE_ROWS_FROM``, below which the specialised loops keep their constant
-shapes. Above it they save less than a compilation costs (measured with benchmarks/scaling.py
-and an interleaved comparison of the two loops, on a shared machine): on the bar at n = 10,
-MoreauJean 50 -> 69 ns/step and PaoliSchatzman 43 -> 50 (some 10^8 steps to make up 6 s of
-compilation); at n = 1000 and 10^4 no difference beyond the noise (4.3 -> 4.0 and 51 -> 51
-us/step); on the settled column, whose step is O(m n) with every contact closed, 10-20 % at n =
-10 to 100 (MoreauJean at n = 100: 19.0 -> 21.0 us/step) and within the noise at n = 300.
+The threshold, ``GENERIC_FROM`` = 300 DOF, is where the two loops measured the same: below it
+the constant shapes are worth more than a compilation saves (measured with
+benchmarks/scaling.py and an interleaved comparison of the two loops, on a shared machine): on
+the bar at n = 10, MoreauJean 50 -> 69 ns/step and PaoliSchatzman 43 -> 50; on the settled
+column, whose step is O(m n) with every contact closed, 10-20 % slower at n = 10 to 100
+(MoreauJean at n = 100: 19.0 -> 21.0 us/step); at n = 300 (the column) and at n = 1000 and 10^4
+(the bar: 4.3 -> 4.0 and 51 -> 51 us/step) no difference beyond the noise. So a problem below
+300 DOF runs exactly the loop it ran before (same machine code), and the large meshes of the
+impacting bar and of the scaling study (321 to 10^4 DOF) compile one loop per scheme instead of
+one per size.
 
 Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``,
 ``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT``,
@@ -309,7 +312,7 @@ def _reshaped(buffer: np.ndarray, height: int, width: int) -> np.ndarray:
 
 
 #: Smallest n from which a compiled loop reads the sizes at run time (module docstring).
-GENERIC_FROM = WHOLE_ROWS_FROM
+GENERIC_FROM = 300
 
 #: The globals a generic loop reads at run time, in the order of its ``sizes`` tuple.
 RUNTIME_SIZES = ("N_DOF", "N_CONSTRAINTS", "MASS_ROWS", "HEIGHT", "WIDTH")
