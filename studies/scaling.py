@@ -214,7 +214,8 @@ def exponents(frame: pd.DataFrame) -> pd.DataFrame:
                 "cost(1e4) / cost(1e3)": ratio,
             }
         )
-    return pd.DataFrame(rows)
+    columns = ["problem", "method", "p", "p_low", "p_high", "sizes", "p_last"]
+    return pd.DataFrame(rows, columns=[*columns, "cost(1e4) / cost(1e3)"])
 
 
 def _figure(frame: pd.DataFrame, fits: pd.DataFrame, folder: Path) -> str:

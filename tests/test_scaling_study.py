@@ -167,3 +167,13 @@ def test_cost_exponent_of_an_exact_power_law_and_of_two_sizes():
 def test_cost_exponent_rejects_bad_input_naming_it(n, cost, confidence, name):
     with pytest.raises(ValueError, match=name):
         fit_cost_exponent(n, cost, confidence)
+
+
+def test_report_of_runs_with_no_two_sizes_of_one_method(tmp_path):
+    # one size per (problem, method) left, as when every other run failed: no fit, a report
+    single = TABLE.drop_duplicates(["problem", "method"]).reset_index(drop=True)
+    fits = scaling.exponents(scaling.costs(single))
+    assert fits.empty and "p_last" in fits.columns
+    findings = scaling.report(single, tmp_path).findings
+    assert not any("cost per step ~" in line for line in findings)
+    assert (tmp_path / "scaling.png").exists()
