@@ -44,7 +44,8 @@ Python wrapper :func:`simulate_compiled`; the same source runs as plain Python w
   below the rest speed ..." or "impacts closer than ..."), ``OK`` with "persistent contact from
   t=..." when a contact closes without an accumulation, ``FAILED`` with the scipy path's
   ``SimulationError`` text (contact LCP failed, projection did not converge, run ended inside
-  the obstacle, events repeat without progress, ...) and the samples up to the failure;
+  the obstacle, events repeat without progress, non-finite gap or gradient on a step's probes
+  or at a restart, ...) and the samples up to the failure;
   ``stats`` has the scipy path's keys (``zeno_time``, ``contact_time``, ``rest_speed``,
   ``contact_phases``, ``contact_duration``, ``projections``, thresholds) plus ``events``,
   ``t_stop``, ``state_stop``; output decimation, the impact log and the counters of
@@ -156,6 +157,7 @@ from impactbench.core.status_codes import (
     N_COUNTERS,
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
+    STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
     STATUS_OK,
@@ -593,6 +595,13 @@ def _resolve(
     v = y[n:]
     gap(q, p, g)
     gap_gradient(q, p, G)
+    total = 0.0
+    for i in range(m):
+        total += g[i]
+        for j in range(n):
+            total += G[i, j]
+    if not np.isfinite(total):
+        return STATUS_GAP_NOT_FINITE, logged, impacts, k_closed
     for i in range(m):
         mark[i] = 0
     for c in range(k_closed):
@@ -893,6 +902,7 @@ def _event_loop(
             for k in range(_SUBINTERVALS + 1):
                 tau[k] = t + k * (h / _SUBINTERVALS)
             tau[_SUBINTERVALS] = t_new
+            probes = 0.0  # non-finite when a gap or a rate is (as the Python path's checks)
             for k in range(_SUBINTERVALS + 1):
                 rk_dense_evaluate(tau[k], t, h, y, dense, y_probe)
                 gap(y_probe[:n], p, g)
@@ -903,11 +913,15 @@ def _event_loop(
                     for j in range(n):
                         rate += G[i, j] * y_probe[n + j]
                     rs[k, i] = rate
+                    probes += g[i] + rate
                 if k_closed > 0:
                     _acceleration(tau[k], y_probe, p, rws)
                     evaluations += 1
                     for c in range(k_closed):
                         ls[k, c] = rws[2 * n + 3, c]
+            if not np.isfinite(probes):
+                status = STATUS_GAP_NOT_FINITE
+                break
             t_event = math.inf
             for i in range(m):
                 armed_next[i] = armed[i]

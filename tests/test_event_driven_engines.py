@@ -90,8 +90,9 @@ def test_compiled_flag_must_be_a_bool(value):
 # every fault (p = [fault, level]): NAN_FORCE, the force turns NaN below q = level; MASS_NOT_SPD,
 # the mass matrix turns negative below q = level; GAP_JUMP, the gap is q + level above the floor
 # and q - level below it (|g| >= level everywhere: no metric projection onto g = 0 converges,
-# and the impacts that end below the floor need one).
-NAN_FORCE, MASS_NOT_SPD, GAP_JUMP = 0.0, 1.0, 2.0
+# and the impacts that end below the floor need one); NAN_GAP and NAN_GRADIENT, the gap or its
+# gradient turns NaN below q = level.
+NAN_FORCE, MASS_NOT_SPD, GAP_JUMP, NAN_GAP, NAN_GRADIENT = 0.0, 1.0, 2.0, 3.0, 4.0
 
 
 @kernel
@@ -109,11 +110,13 @@ def _faulty_gap(q, p, out):
     out[0] = q[0]
     if p[0] == 2.0:
         out[0] += p[1] if q[0] > 0.0 else -p[1]
+    elif p[0] == 3.0 and q[0] < p[1]:
+        out[0] = math.nan
 
 
 @kernel
 def _faulty_gap_gradient(q, p, out):
-    out[0, 0] = 1.0
+    out[0, 0] = math.nan if p[0] == 4.0 and q[0] < p[1] else 1.0
 
 
 class _FaultyBall(CompiledProblem):
@@ -183,6 +186,25 @@ def test_mass_matrix_not_positive_definite_stops_the_run(compiled):
     assert run.t[-1] <= crossing and run.impacts.total == 0
     if compiled:  # the state of the last accepted step, where the failed attempt started
         assert err.t == run.t[-1] and err.q[0] == run.q[-1, 0] and err.v[0] == run.v[-1, 0]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("fault", [NAN_GAP, NAN_GRADIENT], ids=["gap", "gradient"])
+def test_non_finite_gap_or_gradient_stops_the_run(fault, compiled):
+    """A NaN gap or gap gradient below q = 1/2 stops either engine before the floor, with no
+    impact (the compiled loop checks the gaps and rates of every step's dense-output probes and
+    at every restart; it used to fly on through the floor and report OK)."""
+    problem = _FaultyBall(fault, 0.5)
+    with pytest.raises(ib.SimulationError, match="finite") as failure:
+        ib.simulate(problem, EventDriven(compiled=compiled), 1.0)
+    err = failure.value
+    floor = math.sqrt(2.0 / 9.81)  # the free fall reaches q = 0
+    assert 0.0 < err.t < floor + 0.1 and err.q[0] < 1.0
+    run = _assert_finished_part_intact(err)
+    assert run.impacts.total == 0
+    if compiled:  # the last accepted step, whose probes met the NaN
+        assert "non-finite gap or gap gradient" in str(err)
+        assert err.t == run.t[-1] <= math.sqrt(2 * 0.5 / 9.81)
 
 
 def test_projection_that_does_not_converge_stops_both_engines_alike():
