@@ -6,7 +6,10 @@ ball e = 0.8 from q0 = 1 to T = 10 with DOP853 (62 impacts, the accumulation cut
 then persistent contact). Each: the whole run of
 :func:`impactbench.methods.compiled_event_driven.simulate_compiled` (Python wrapper and buffer
 allocation included, best of 5 after a warm-up that compiles or loads the cache) against
-``impactbench.simulate(problem, EventDriven(integrator=...), T)`` (best of 3). Run:
+``impactbench.simulate(problem, EventDriven(integrator=...), T)`` (best of 3), and the cost per
+force evaluation against MoreauJean's cost per step on the same problem in the same process
+(h = 1e-3, 10^6 steps, output every 1000th, best of 5: ``benchmarks/loops.py``'s measurement;
+for the ball that run rests on the floor from t = 4 to t = 1000). Run:
 ``python benchmarks/compiled_event_driven.py``.
 """
 
@@ -19,9 +22,12 @@ import numpy as np
 import impactbench as ib
 from impactbench.methods.compiled_event_driven import simulate_compiled
 from impactbench.methods.event_driven import EventDriven
+from impactbench.methods.moreau_jean import MoreauJean
 from impactbench.problems import BouncingBall, DoublePendulum
 
 RTOL, ATOL = 1e-10, 1e-12
+#: MoreauJean's run on the same problem (as benchmarks/loops.py): step, number of steps.
+H, STEPS = 1e-3, 1_000_000
 CASES = (
     ("double pendulum", DoublePendulum(), 5.5, "RK45"),
     ("double pendulum", DoublePendulum(), 5.5, "DOP853"),
@@ -38,7 +44,17 @@ def best_of(function, repeats):
     return best, result
 
 
+def moreau_jean_ns_per_step(problem) -> float:
+    """MoreauJean's best-of-5 ns per step on ``problem`` (after a warm-up)."""
+    run = partial(
+        ib.simulate, problem, MoreauJean(), problem.t0 + STEPS * H, h=H, output_every=1000
+    )
+    run()
+    return 1e9 * best_of(run, 5)[0] / STEPS
+
+
 def main() -> None:
+    step_costs = {}
     for label, problem, t_end, integrator in CASES:
         simulate_compiled(problem, t_end, RTOL, ATOL, integrator)  # compile / load the cache
         compiled_time, run = best_of(
@@ -58,6 +74,13 @@ def main() -> None:
             f"evaluation), scipy path "
             f"{1e3 * scipy_time:.1f} ms, ratio {scipy_time / compiled_time:.0f}x; final states "
             f"differ by {difference:.1e}"
+        )
+        if label not in step_costs:
+            step_costs[label] = moreau_jean_ns_per_step(problem)
+        per_evaluation = 1e9 * compiled_time / run.stats["force_evaluations"]
+        print(
+            f"  MoreauJean on the same problem {step_costs[label]:.1f} ns/step: "
+            f"{per_evaluation / step_costs[label]:.1f}x per force evaluation"
         )
 
 

@@ -44,7 +44,8 @@ Python wrapper :func:`simulate_compiled`; the same source runs as plain Python w
   below the rest speed ..." or "impacts closer than ..."), ``OK`` with "persistent contact from
   t=..." when a contact closes without an accumulation, ``FAILED`` with the scipy path's
   ``SimulationError`` text (contact LCP failed, projection did not converge, run ended inside
-  the obstacle, events repeat without progress, ...) and the samples up to the failure;
+  the obstacle, events repeat without progress, non-finite gap or gradient on a step's probes
+  or at a restart, ...) and the samples up to the failure;
   ``stats`` has the scipy path's keys (``zeno_time``, ``contact_time``, ``rest_speed``,
   ``contact_phases``, ``contact_duration``, ``projections``, thresholds) plus ``events``,
   ``t_stop``, ``state_stop``; output decimation, the impact log and the counters of
@@ -156,6 +157,7 @@ from impactbench.core.status_codes import (
     N_COUNTERS,
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
+    STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
     STATUS_OK,
@@ -215,21 +217,23 @@ INFO_HEAD = 11
 
 # Names bound per problem by _make_engine.
 mass_matrix = forces = gap = gap_gradient = None
+CONSTANT_MASS = False
 rk_initial_step = rk_step = rk_dense_prepare = rk_dense_evaluate = None
 N_DOF = N_CONSTRAINTS = N_STAGES = 0
 
 
 def rhs_workspace(n: int, m: int) -> np.ndarray:
-    """Scratch of :func:`_acceleration` and :func:`_rhs`, shape (2n + 6m + 6, max(n, m, 3)).
+    """Scratch of :func:`_acceleration` and :func:`_rhs`, shape (2n + 6m + 6, max(n, m, 4)).
 
     Rows: M (n), its LDL^T factor (n), the acceleration a, a control row (failure flag: 1 mass
     matrix not SPD, 2 singular Delassus matrix of the closed contacts; the number k of closed
-    contacts; the curvature difference step ``CURVATURE_FD_STEP L``), the closed constraints
+    contacts; the curvature difference step ``CURVATURE_FD_STEP L``; for a constant M, factored
+    once per run by :func:`_factor_constant_mass`, 1 when it is not SPD), the closed constraints
     (k indices), their forces lambda (k), a shifted q, then six blocks of m rows: G, G at
     q + d v, G at q - d v, Y = rows M^-1 grad g_C, the Delassus matrix W_C and its factor, and
     a last row for the right-hand side of W_C lambda.
     """
-    return np.zeros((2 * n + 6 * m + 6, max(n, m, 3)))
+    return np.zeros((2 * n + 6 * m + 6, max(n, m, 4)))
 
 
 def _acceleration(t, y, p, ws):
@@ -248,10 +252,15 @@ def _acceleration(t, y, p, ws):
     L = ws[n : 2 * n]  # noqa: N806
     a = ws[2 * n]
     control = ws[2 * n + 1]
-    mass_matrix(q, p, M)
-    if not ldl_factor(M, n, L):
-        control[0] = 1.0
-        return
+    if CONSTANT_MASS:  # M and its factor L set once per run (_factor_constant_mass)
+        if control[3] != 0.0:
+            control[0] = 1.0
+            return
+    else:
+        mass_matrix(q, p, M)
+        if not ldl_factor(M, n, L):
+            control[0] = 1.0
+            return
     forces(t, q, v, p, a)
     ldl_solve(L, n, a, a)
     k = int(control[1])
@@ -307,6 +316,16 @@ def _acceleration(t, y, p, ws):
         for c in range(k):
             s += Y[c, j] * lam[c]
         a[j] += s
+
+
+def _factor_constant_mass(q, p, ws):
+    """For a problem declaring ``constant_mass``: M into ws[:n], its LDL^T factor into
+    ws[n : 2n] (the same factor :func:`_acceleration` would compute at every evaluation) and
+    the flag ws[2n + 1, 3] (1 when M is not SPD)."""
+    n = N_DOF
+    if CONSTANT_MASS:
+        mass_matrix(q, p, ws[:n])
+        ws[2 * n + 1, 3] = 0.0 if ldl_factor(ws[:n], n, ws[n : 2 * n]) else 1.0
 
 
 def _rhs(t, y, p, out, ws):
@@ -576,6 +595,13 @@ def _resolve(
     v = y[n:]
     gap(q, p, g)
     gap_gradient(q, p, G)
+    total = 0.0
+    for i in range(m):
+        total += g[i]
+        for j in range(n):
+            total += G[i, j]
+    if not np.isfinite(total):
+        return STATUS_GAP_NOT_FINITE, logged, impacts, k_closed
     for i in range(m):
         mark[i] = 0
     for c in range(k_closed):
@@ -621,10 +647,12 @@ def _resolve(
                 if t - last_impact[i] < impact_interval:
                     mark[i] |= _SPACED
                 last_impact[i] = t
-    # Free normal accelerations b_i = grad g_i . M^-1 F + (dG/dt) v at the post-impact state.
-    mass_matrix(q, p, M)
-    if not ldl_factor(M, n, F):
-        return STATUS_MASS_NOT_SPD, logged, impacts, k_closed
+    # Free normal accelerations b_i = grad g_i . M^-1 F + (dG/dt) v at the post-impact state (M
+    # and its factor F at q are those of the impact law when there was one: it changes v only).
+    if not impacting:
+        mass_matrix(q, p, M)
+        if not ldl_factor(M, n, F):
+            return STATUS_MASS_NOT_SPD, logged, impacts, k_closed
     a = y_ahead[n:]
     forces(t, q, v, p, a)
     ldl_solve(F, n, a, a)
@@ -786,6 +814,7 @@ def _event_loop(
     for j in range(n):
         y[j] = q0[j]
         y[n + j] = v0[j]
+    _factor_constant_mass(y[:n], p, rws)
     samples = _add_sample(out_t, out_q, out_v, 0, t0, y)
     logged = 0
     impacts = 0
@@ -822,8 +851,8 @@ def _event_loop(
             if samples < 0:
                 status = STATUS_OUTPUT_FULL
                 break
-            gap(y[:n], p, g)
-            gap_gradient(y[:n], p, G)
+            # g and G hold gap(q) and gap_gradient(q) at the restarted state: _resolve evaluates
+            # them at its q and its projections again at the q they end at (v moves, q does not)
             for i in range(m):
                 norm = 0.0
                 for j in range(n):
@@ -873,6 +902,7 @@ def _event_loop(
             for k in range(_SUBINTERVALS + 1):
                 tau[k] = t + k * (h / _SUBINTERVALS)
             tau[_SUBINTERVALS] = t_new
+            probes = 0.0  # non-finite when a gap or a rate is (as the Python path's checks)
             for k in range(_SUBINTERVALS + 1):
                 rk_dense_evaluate(tau[k], t, h, y, dense, y_probe)
                 gap(y_probe[:n], p, g)
@@ -883,11 +913,15 @@ def _event_loop(
                     for j in range(n):
                         rate += G[i, j] * y_probe[n + j]
                     rs[k, i] = rate
+                    probes += g[i] + rate
                 if k_closed > 0:
                     _acceleration(tau[k], y_probe, p, rws)
                     evaluations += 1
                     for c in range(k_closed):
                         ls[k, c] = rws[2 * n + 3, c]
+            if not np.isfinite(probes):
+                status = STATUS_GAP_NOT_FINITE
+                break
             t_event = math.inf
             for i in range(m):
                 armed_next[i] = armed[i]
@@ -1040,6 +1074,7 @@ def make_engine(
         "forces": kernels.forces,
         "gap": kernels.gap,
         "gap_gradient": kernels.gap_gradient,
+        "CONSTANT_MASS": bool(kernels.constant_mass),
         "N_DOF": n,
         "N_CONSTRAINTS": m,
     }
@@ -1084,6 +1119,7 @@ def make_engine(
     # site, copied into their caller by numba ("ir"); those of rare paths (restarts, projections)
     # called (False), compiled once each.
     for name, template, inline in (
+        ("_factor_constant_mass", _factor_constant_mass, False),
         ("_start_segment", _start_segment, False),
         ("_event_value", _event_value, False),
         ("_gap_crossing", _gap_crossing, "ir"),
@@ -1134,7 +1170,7 @@ def _failure_message(status: int, t: float, info: np.ndarray, m: int) -> str:
 
 def _zeno_message(info: np.ndarray, m: int, settings: dict[str, float]) -> str:
     """The Python path's ``describe_zeno`` message from the slots of ``info``."""
-    rows = np.flatnonzero(info[INFO_HEAD : INFO_HEAD + m] == 1.0)
+    rows = [i for i in range(m) if info[INFO_HEAD + i] == 1.0]
     if info[INFO_ZENO_SPACED]:
         why = (
             f"impacts closer than {settings['impact_interval']:.3g} "
@@ -1147,7 +1183,7 @@ def _zeno_message(info: np.ndarray, m: int, settings: dict[str, float]) -> str:
             f"sqrt(2 |g''| |grad g| L), L={settings['length']:g})"
         )
     return (
-        f"accumulation of impacts on constraint(s) {rows.tolist()} cut at "
+        f"accumulation of impacts on constraint(s) {rows} cut at "
         f"t={float(info[INFO_ZENO_TIME])!r} (impact normal velocity "
         f"{info[INFO_ZENO_BEFORE]:.3g}): {why}; switched to persistent contact"
     )
@@ -1223,6 +1259,9 @@ def simulate_compiled(
         raise ValueError(f"capacity must be an integer >= 2, got {capacity!r}")
     loop, rk = make_engine(problem, integrator, compile)
     n, m = int(problem.n_dof), int(problem.n_constraints)
+    # The same tuple of fresh buffers as make_workspace (numba's boxing of its 20 arrays would
+    # cost twice NumPy's allocation of them).
+    new_workspace = getattr(make_workspace, "py_func", make_workspace)
     q0 = np.array(problem.q0, dtype=float)
     v0 = np.array(problem.v0, dtype=float)
     p = np.ascontiguousarray(problem.kernel_parameters(), dtype=float)
@@ -1240,6 +1279,8 @@ def simulate_compiled(
         info = np.zeros(INFO_HEAD + 3 * m)
         info[[INFO_ZENO_TIME, INFO_CONTACT_TIME]] = math.nan
         info[INFO_HEAD + m :] = math.nan
+        last_impact = np.empty(m)
+        last_impact.fill(-math.inf)
         loop(
             t0, t_end, q0, v0, p, float(problem.restitution), rtol, atol, float(max_step),
             int(output_every), length, rest_velocity, impact_interval,
@@ -1249,11 +1290,11 @@ def simulate_compiled(
             np.zeros((_SUBINTERVALS + 1, m)), np.zeros((_SUBINTERVALS + 1, m)),
             np.zeros((_SUBINTERVALS + 1, m)),
             np.zeros(m, dtype=np.bool_), np.zeros(m, dtype=np.bool_), np.zeros(m),
-            np.full(m, -math.inf), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+            last_impact, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
             np.zeros(m), np.zeros((m, n)), np.zeros((m, n)),
             np.zeros((m, n)), np.zeros((n, n)), np.zeros((n, n)), np.zeros(m), np.zeros(m),
             np.zeros(m), np.zeros(m), np.zeros(m, dtype=np.int64), np.zeros((m, m)),
-            np.zeros((m, m)), np.zeros(m), make_workspace(n, m),
+            np.zeros((m, m)), np.zeros(m), new_workspace(n, m),
         )  # fmt: skip
         status = int(counters[COUNTER_STATUS])
         if status != STATUS_OUTPUT_FULL:

@@ -18,6 +18,7 @@ import pytest
 import impactbench as ib
 from impactbench.core._jit import kernel
 from impactbench.core.problem import CompiledProblem, ProblemKernels
+from impactbench.core.trajectory import Trajectory
 from impactbench.methods import EventDriven
 from impactbench.problems import PROBLEMS, BouncingBall
 
@@ -85,52 +86,78 @@ def test_compiled_flag_must_be_a_bool(value):
         EventDriven(compiled=value)
 
 
-# A ball whose force turns NaN below half its drop height.
-@kernel
-def _nan_mass_matrix(q, p, out):
-    out[0, 0] = 1.0
+# A ball dropped from q = 1 onto the floor q >= 0 whose kernels fail on purpose, one engine for
+# every fault (p = [fault, level]): NAN_FORCE, the force turns NaN below q = level; MASS_NOT_SPD,
+# the mass matrix turns negative below q = level; GAP_JUMP, the gap is q + level above the floor
+# and q - level below it (|g| >= level everywhere: no metric projection onto g = 0 converges,
+# and the impacts that end below the floor need one); NAN_GAP and NAN_GRADIENT, the gap or its
+# gradient turns NaN below q = level.
+NAN_FORCE, MASS_NOT_SPD, GAP_JUMP, NAN_GAP, NAN_GRADIENT = 0.0, 1.0, 2.0, 3.0, 4.0
 
 
 @kernel
-def _nan_forces(t, q, v, p, out):
-    out[0] = -9.81 if q[0] > 0.5 else math.nan
+def _faulty_mass_matrix(q, p, out):
+    out[0, 0] = -1.0 if p[0] == 1.0 and q[0] < p[1] else 1.0
 
 
 @kernel
-def _nan_gap(q, p, out):
+def _faulty_forces(t, q, v, p, out):
+    out[0] = math.nan if p[0] == 0.0 and q[0] < p[1] else -9.81
+
+
+@kernel
+def _faulty_gap(q, p, out):
     out[0] = q[0]
+    if p[0] == 2.0:
+        out[0] += p[1] if q[0] > 0.0 else -p[1]
+    elif p[0] == 3.0 and q[0] < p[1]:
+        out[0] = math.nan
 
 
 @kernel
-def _nan_gap_gradient(q, p, out):
-    out[0, 0] = 1.0
+def _faulty_gap_gradient(q, p, out):
+    out[0, 0] = math.nan if p[0] == 4.0 and q[0] < p[1] else 1.0
 
 
-class _NanBelowHalf(CompiledProblem):
+class _FaultyBall(CompiledProblem):
     KERNELS = ProblemKernels(
-        _nan_mass_matrix, _nan_forces, _nan_gap, _nan_gap_gradient, affine_gap=True
+        _faulty_mass_matrix, _faulty_forces, _faulty_gap, _faulty_gap_gradient, affine_gap=True
     )
 
-    def __init__(self) -> None:
-        self.name = "NanBelowHalf"
+    def __init__(self, fault: float, level: float) -> None:
+        self.name = "FaultyBall"
         self.n_dof = 1
         self.n_constraints = 1
         self.restitution = 0.8
         self.t0 = 0.0
         self.q0 = np.array([1.0])
         self.v0 = np.array([0.0])
+        self.fault = fault
+        self.level = level
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        return np.zeros(1)
+        return np.array([self.fault, self.level])
 
     def potential_energy(self, q: np.ndarray) -> float:
         return 9.81 * float(q[0])
 
 
+def _assert_finished_part_intact(err: ib.SimulationError) -> Trajectory:
+    """The samples before the failure: kept, finite, in time order, none after it."""
+    run = err.trajectory
+    assert run is not None and run.status is ib.Status.FAILED
+    assert len(run.t) >= 2 and run.t[0] == 0.0 and run.t[-1] <= err.t
+    assert np.all(np.diff(run.t) >= 0.0)
+    assert np.isfinite(run.q).all() and np.isfinite(run.v).all()
+    assert np.isfinite(err.q).all() and np.isfinite(err.v).all()
+    assert f"at t={err.t!r}, q={err.q.tolist()}, v={err.v.tolist()}" in str(err)
+    return run
+
+
 @pytest.mark.parametrize("compiled", [True, False])
 def test_non_finite_force_reports_t_q_v(compiled):
-    problem = _NanBelowHalf()
+    problem = _FaultyBall(NAN_FORCE, 0.5)
     with pytest.raises(ib.SimulationError, match="finite") as failure:
         ib.simulate(problem, EventDriven(compiled=compiled), 1.0)
     err = failure.value
@@ -142,6 +169,69 @@ def test_non_finite_force_reports_t_q_v(compiled):
     assert 0.0 < err.q[0] < 1.0 and 0.0 < err.t < crossing + 0.1
     assert err.trajectory is not None
     assert err.trajectory.t[-1] <= crossing
+    _assert_finished_part_intact(err)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_mass_matrix_not_positive_definite_stops_the_run(compiled):
+    """Inside the compiled loop the right-hand side flags the failed factorisation of M (the
+    step's stages turn NaN); either engine stops on the first step with a stage below q = 1/2."""
+    problem = _FaultyBall(MASS_NOT_SPD, 0.5)
+    with pytest.raises(ib.SimulationError, match="positive definite") as failure:
+        ib.simulate(problem, EventDriven(compiled=compiled), 1.0)
+    err = failure.value
+    crossing = math.sqrt(2 * 0.5 / 9.81)
+    assert 0.0 < err.q[0] < 1.0 and 0.0 < err.t < crossing + 0.1
+    run = _assert_finished_part_intact(err)
+    assert run.t[-1] <= crossing and run.impacts.total == 0
+    if compiled:  # the state of the last accepted step, where the failed attempt started
+        assert err.t == run.t[-1] and err.q[0] == run.q[-1, 0] and err.v[0] == run.v[-1, 0]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("fault", [NAN_GAP, NAN_GRADIENT], ids=["gap", "gradient"])
+def test_non_finite_gap_or_gradient_stops_the_run(fault, compiled):
+    """A NaN gap or gap gradient below q = 1/2 stops either engine before the floor, with no
+    impact (the compiled loop checks the gaps and rates of every step's dense-output probes and
+    at every restart; it used to fly on through the floor and report OK)."""
+    problem = _FaultyBall(fault, 0.5)
+    with pytest.raises(ib.SimulationError, match="finite") as failure:
+        ib.simulate(problem, EventDriven(compiled=compiled), 1.0)
+    err = failure.value
+    floor = math.sqrt(2.0 / 9.81)  # the free fall reaches q = 0
+    assert 0.0 < err.t < floor + 0.1 and err.q[0] < 1.0
+    run = _assert_finished_part_intact(err)
+    assert run.impacts.total == 0
+    if compiled:  # the last accepted step, whose probes met the NaN
+        assert "non-finite gap or gap gradient" in str(err)
+        assert err.t == run.t[-1] <= math.sqrt(2 * 0.5 / 9.81)
+
+
+def test_projection_that_does_not_converge_stops_both_engines_alike():
+    """The second impact is located on the far side of the gap's jump (g = q - level < 0): the
+    restart projects q onto g = 0, which no Gauss-Newton iterate reaches (|g| >= level), and both
+    engines stop there with the scipy path's message, naming the constraint and its gap, and
+    the output up to that impact."""
+    problem = _FaultyBall(GAP_JUMP, 1e-3)
+    errors = []
+    for compiled in (True, False):
+        with pytest.raises(ib.SimulationError, match="did not converge") as failure:
+            ib.simulate(problem, EventDriven(compiled=compiled), 10.0)
+        errors.append(failure.value)
+    compiled_err, scipy_err = errors
+    for err in errors:
+        assert "projection onto the contact manifold of constraints [0] did not converge" in str(
+            err
+        )
+        run = _assert_finished_part_intact(err)
+        # the first bounce (at the free-fall time, its gap jump located in one step) is kept
+        assert run.impacts.total >= 1
+        assert run.impacts.t[0] == pytest.approx(math.sqrt(2.0 / 9.81), abs=1e-6)
+        assert run.t[-1] > run.impacts.t[0]
+    assert compiled_err.t == pytest.approx(scipy_err.t, abs=10 * RTOL)
+    np.testing.assert_allclose(compiled_err.q, scipy_err.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(compiled_err.v, scipy_err.v, rtol=0, atol=1e-8)
+    assert compiled_err.reason.split(": ", 1)[1] == scipy_err.reason
 
 
 @pytest.mark.parametrize("compiled", [True, False])
