@@ -122,31 +122,24 @@ def runs(quick: bool) -> list[Run]:
                     metrics=("work_bytes",),
                 )
             )
-    for name, sizes in COLUMN_METHODS[grid].items():
-        for n in sizes:
-            result.append(
-                Run(
-                    resting_column,
-                    METHODS[name],
-                    COLUMN_STEPS[grid] * COLUMN_STEP,
-                    COLUMN_STEP,
-                    problem_kwargs={"n_beads": n},
-                    output_every=OUTPUT_EVERY,
-                    repeats=REPEATS[grid],
-                    metrics=("work_bytes",),
-                    problem_name=COLUMN,
-                )
-            )
-    for n in EVENT_DRIVEN_COLUMN_SIZES[grid]:
+    # the settled column: the time-steppers (with their work bytes), then the engine (h = None)
+    column = [
+        (name, n, COLUMN_STEP, ("work_bytes",))
+        for name, sizes in COLUMN_METHODS[grid].items()
+        for n in sizes
+    ]
+    column += [(EVENT_DRIVEN, n, None, ()) for n in EVENT_DRIVEN_COLUMN_SIZES[grid]]
+    for name, n, h, metrics in column:
         result.append(
             Run(
                 resting_column,
-                METHODS[EVENT_DRIVEN],
+                METHODS[name],
                 COLUMN_STEPS[grid] * COLUMN_STEP,
-                None,
+                h,
                 problem_kwargs={"n_beads": n},
                 output_every=OUTPUT_EVERY,
                 repeats=REPEATS[grid],
+                metrics=metrics,
                 problem_name=COLUMN,
             )
         )
