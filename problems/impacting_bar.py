@@ -146,6 +146,7 @@ class ImpactingBar(CompiledProblem):
         affine_gap=True,
         constant_mass=True,
         mass_diagonal=_bar_mass_diagonal,
+        sizes_at_run_time=True,  # its meshes share one compiled loop per scheme
     )
 
     def __init__(

@@ -3,7 +3,8 @@
 
 Methods: the name is derived from the constructor and round-trips through ``get_method``; every
 named constructor parameter is stored; unknown parameters are refused naming them; a run is
-deterministic; the compiled and plain-Python loops of a time-stepping scheme take the same steps.
+deterministic; ``compiled_code`` identifies the code a run executes; the compiled and
+plain-Python loops of a time-stepping scheme take the same steps.
 Problems: the gradient is the derivative of the gap (central differences), M is symmetric
 positive definite, forces are finite, q0 is admissible, the restitution is validated.
 """
@@ -64,6 +65,18 @@ def test_runs_are_deterministic(cls):
     np.testing.assert_array_equal(first.q, second.q)
     np.testing.assert_array_equal(first.v, second.v)
     np.testing.assert_array_equal(first.impacts.t, second.impacts.t)
+
+
+@pytest.mark.parametrize("cls", METHOD_CLASSES, ids=lambda c: c.__name__)
+def test_compiled_code_identifies_the_code_a_run_executes(cls):
+    """Hashable, equal for two instances of equal parameters (the runner skips the warm-up of
+    a run whose compiled code its process has run), None on the plain-Python path."""
+    problem = SlantedWall(restitution=0.7)
+    code = cls().compiled_code(problem)
+    assert hash(code) == hash(cls().compiled_code(problem)) and code == cls().compiled_code(problem)
+    if "compiled" in cls().parameters():
+        assert code is not None
+        assert cls(compiled=False).compiled_code(problem) is None
 
 
 @pytest.mark.parametrize("problem_name", PROBLEMS)

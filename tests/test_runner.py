@@ -465,6 +465,8 @@ def _corrupt(entry: dict, how: str):
         entry["outcome"]["cost"]["steps"] = True
     elif how == "negative time":
         entry["outcome"]["timing"]["wall_time"] = -1.0
+    elif how == "NaN wall time":  # only a warm-up time may be NaN (no warm-up was needed)
+        entry["outcome"]["timing"]["wall_time"] = float("nan")
     elif how == "another run":
         entry["run"]["t_end"] = 99.0
     elif how == "extra field":
@@ -483,6 +485,7 @@ def _corrupt(entry: dict, how: str):
         "stored failure",
         "boolean steps",
         "negative time",
+        "NaN wall time",
         "another run",
         "extra field",
     ],
@@ -609,3 +612,98 @@ def test_parallel_execution_runs_one_run_per_compiled_code_first():
     todo = {f"run{i}": [i] for i in range(len(runs))}
     first = runner._one_per_compiled_code(runs, todo)
     assert sorted(first) == ["run3", "run4", "run5", "run6", "run7", "run9"]
+
+
+def test_a_process_warms_up_once_per_compiled_code(monkeypatch, tmp_path):
+    """A run is warmed up in full unless its process has warmed up the same compiled code
+    (``Method.compiled_code``) before; plain-Python runs always are. Rows are unchanged."""
+    monkeypatch.setattr(runner, "_WARMED_UP", set())
+    runs = [
+        Run(BouncingBall, MoreauJean, 1.0, h=0.01),
+        Run(BouncingBall, MoreauJean, 1.0, h=0.02, method_kwargs={"theta": 1.0}),  # same loop
+        Run(BouncingBall, MoreauJean, 0.5, h=0.01, problem_kwargs={"restitution": 0.5}),  # same
+        Run(BouncingBall, MoreauJean, 1.0, h=0.01, method_kwargs={"activation": "approaching"}),
+        Run(BouncingBall, MoreauJean, 1.0, h=0.01, method_kwargs={"compiled": False}),
+        Run(BouncingBall, MoreauJean, 1.0, h=0.01, method_kwargs={"compiled": False}),
+        *probe_runs(tmp_path / "log")[:2],  # plain Python
+    ]
+    outcomes = execute(runs, jobs=1, use_cache=False)
+    warmed = [bool(np.isfinite(o.timing["warmup_time"])) for o in outcomes]
+    assert warmed == [True, False, False, True, True, True, True, True]
+    (again,) = execute(runs[1:2], jobs=1, use_cache=False)  # this process has it already
+    assert np.isnan(again.timing["warmup_time"]) and again.metrics == outcomes[1].metrics
+    execute(runs[:2], jobs=1, cache_dir=tmp_path / "cache")  # a NaN warm-up is stored, read back
+    cached = execute(runs[:2], jobs=1, cache_dir=tmp_path / "cache")
+    assert all(o.cached and np.isnan(o.timing["warmup_time"]) for o in cached)
+
+
+def test_compiled_code_is_equal_exactly_for_the_same_compiled_code():
+    from impactbench.problems import ImpactingBar, NewtonsCradle
+
+    ball = BouncingBall()
+    code = MoreauJean().compiled_code(ball)
+    assert code is not None and hash(code) == hash(MoreauJean().compiled_code(ball))
+    assert MoreauJean(theta=1.0).compiled_code(BouncingBall(restitution=0.5)) == code
+    assert MoreauJean(activation="approaching").compiled_code(ball) != code
+    assert CatchingUp().compiled_code(ball) != code
+    assert MoreauJean().compiled_code(SlantedWall()) != code
+    assert MoreauJean(compiled=False).compiled_code(ball) is None
+    assert MoreauJean().compiled_code(ProbeBall()) is None
+    three, five = NewtonsCradle(n_balls=3), NewtonsCradle(n_balls=5)
+    launched = NewtonsCradle(n_balls=3, n_launched=2)  # another state, the same code
+    assert PaoliSchatzman().compiled_code(launched) == PaoliSchatzman().compiled_code(three)
+    assert PaoliSchatzman().compiled_code(five) != PaoliSchatzman().compiled_code(three)
+    bars = [ImpactingBar(n_elements=n) for n in (10, 20)]
+    assert MoreauJean().compiled_code(bars[0]) != MoreauJean().compiled_code(bars[1])
+    engine = EventDriven().compiled_code(ball)
+    assert engine is not None and engine == EventDriven(rtol=1e-6).compiled_code(ball)
+    assert EventDriven(integrator="RK45").compiled_code(ball) != engine
+    assert EventDriven(integrator="Radau").compiled_code(ball) is None  # the scipy path
+    assert EventDriven(compiled=False).compiled_code(ball) is None
+
+
+def test_compile_makes_a_short_run_of_compiled_code_only(monkeypatch, tmp_path):
+    calls = []
+
+    def recorded(problem, method, t_end, **options):
+        calls.append((type(method).__name__, t_end, options.get("h")))
+
+    monkeypatch.setattr(runner, "simulate", recorded)
+    runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.01))
+    runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.5))  # the horizon bounds it
+    runner._compile(Run(BouncingBall, EventDriven, 2.0))
+    assert calls == [
+        ("MoreauJean", pytest.approx(0.1), 0.01),
+        ("MoreauJean", 2.0, 0.5),
+        ("EventDriven", pytest.approx(2e-3), None),
+    ]
+    runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.01, method_kwargs={"compiled": False}))
+    runner._compile(Run(ProbeBall, MoreauJean, 1.0, h=0.01, problem_kwargs={"crash": True}))
+    assert len(calls) == 3  # nothing to compile; the plain-Python problem is not even built
+    runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.01, method_kwargs={"theta": 7.0}))
+    assert len(calls) == 3  # a method that cannot be built: left to the run to report
+
+
+def logged_ball(log: str, restitution: float = 0.8) -> BouncingBall:
+    """A compiled bouncing ball whose construction appends a line to ``log``."""
+    with open(log, "a") as stream:
+        stream.write(f"{os.getpid()}\n")
+    return BouncingBall(restitution=restitution)
+
+
+def test_a_serial_execution_compiles_in_parallel_first(tmp_path):
+    """jobs=1, compile_jobs=2: one construction per compiled-code group in the compile pass,
+    in worker processes, then every run here; the table is that of a plain serial execution."""
+    log = tmp_path / "log"
+    cases = [Case(logged_ball, 1.0, {"log": str(log), "restitution": e}) for e in (0.5, 0.8)]
+    grids = [Grid(MoreauJean, {"theta": [0.5, 1.0]}), Grid(CatchingUp, {})]
+    runs = expand(cases, grids, steps=[0.01], metrics=("energy_at_end",))
+    assert len(runs) == 6  # two groups: MoreauJean and CatchingUp
+    outcomes = execute(runs, jobs=1, compile_jobs=2, use_cache=False)
+    pids = [int(line) for line in log.read_text().split()]
+    assert len(pids) == 2 + 6
+    assert os.getpid() not in pids[:2] and pids[2:] == [os.getpid()] * 6
+    serial = execute(runs, jobs=1, use_cache=False)
+    assert [o.metrics for o in outcomes] == [o.metrics for o in serial]
+    with pytest.raises(ValueError, match="compile_jobs must be a positive integer"):
+        execute(runs, compile_jobs=0)

@@ -153,7 +153,9 @@ def run_study(
     quick : bool
         The quick grid (seconds; the tests' grid) instead of the full one.
     jobs, backend, scheduler, cache_dir, use_cache, retries
-        As :func:`impactbench.bench.runner.execute`; ``jobs`` is capped by the study's ``max_jobs``.
+        As :func:`impactbench.bench.runner.execute`; ``jobs`` is capped by the study's
+        ``max_jobs``, and a study capped to one job compiles its code on ``jobs`` workers first
+        (``compile_jobs`` of :func:`~impactbench.bench.runner.execute`).
     output : path, optional
         Parent folder of the study's folder; default ``reports`` (``reports-quick`` when
         ``quick``).
@@ -178,6 +180,7 @@ def run_study(
     grid = "quick" if quick else "full"
     folder = Path(output if output is not None else DEFAULT_OUTPUT[grid]) / study.name
     runs = study.runs(quick)
+    compile_jobs = jobs  # a study timed serially still compiles on every worker asked for
     if study.max_jobs is not None and (jobs == -1 or jobs > study.max_jobs):
         jobs = study.max_jobs
     start = time.perf_counter()
@@ -190,6 +193,7 @@ def run_study(
         use_cache=use_cache,
         retries=retries,
         description=study.name,
+        compile_jobs=compile_jobs,
     )
     _store_references(runs, outcomes)
     elapsed = time.perf_counter() - start

@@ -183,7 +183,8 @@ def _provenance_section(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
         )
     lines.append(
         "- timings: the minimum over the repeats after a warm-up (`wall_time`); "
-        "`wall_time_median` and `wall_time_max` in the table give their spread"
+        "`wall_time_median` and `wall_time_max` in the table give their spread; a worker warms "
+        "up once per compiled code (`warmup_time`, NaN for the runs that needed none)"
     )
     return "\n".join(lines) + "\n"
 

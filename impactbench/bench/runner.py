@@ -30,12 +30,23 @@ when the runs execute serially in this process, which cannot be told apart) stop
 dies takes the runs not finished by then with it; they are failed outcomes saying so, and
 ``retries`` reruns the failed runs (these and the others) in further passes.
 
-Timing. Each run is first simulated once in full as a warm-up (it absorbs compilation and
+Timing. A run is first simulated once in full as a warm-up (it absorbs compilation and
 first-call costs: numba compiles a helper called from plain Python only when a branch first
-reaches it, e.g. at the first impact, so a shortened warm-up would not do), then ``repeats``
-times; ``wall_time`` is the minimum over the repeats, ``wall_time_median`` and ``wall_time_max``
-their spread (``warmup_time`` the time of the warm-up),
-the metrics are those of the last repeat (the repeats are identical).
+reaches it, e.g. at the first impact, so a shortened warm-up would not do), unless its process
+has warmed up the same compiled code before (``Method.compiled_code``: a compiled time loop or
+event-driven engine; the plain-Python and scipy paths are always warmed up). Then the run is
+simulated ``repeats`` times; ``wall_time`` is the minimum over the repeats,
+``wall_time_median`` and ``wall_time_max`` their spread (``warmup_time`` the time of the
+warm-up, NaN when there was none), the metrics are those of the last repeat (the repeats are
+identical).
+
+Compilation. In parallel, one run per compiled-code group goes first and the others follow when
+these are done, so that two workers never compile the same code at once (the later runs load it
+from numba's disk cache). A study whose runs are timed one at a time (``jobs=1``) can still
+compile in parallel: with ``compile_jobs`` > 1, :func:`execute` first performs one short run
+per group of compiled code on that many workers (:func:`_compile`), which fills numba's disk
+cache, then the timed runs one after the other (each process still warms up in full once per
+group: loading from the disk cache and first calls are not timed either).
 """
 
 from __future__ import annotations
@@ -73,7 +84,7 @@ from ..analysis.reference import Reference
 from ..core import _checks
 from ..core._files import CacheWarning, write_atomic
 from ..core.method import Method
-from ..core.problem import Problem
+from ..core.problem import CompiledProblem, Problem
 from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
@@ -503,7 +514,12 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
         options = {"h": run.h, "output_every": run.output_every}
-        warmup_time = simulate(problem, method, run.t_end, **options).stats["wall_time"]
+        code = method.compiled_code(problem)
+        warmup_time = math.nan
+        if code is None or code not in _WARMED_UP:
+            warmup_time = simulate(problem, method, run.t_end, **options).stats["wall_time"]
+            if code is not None:
+                _WARMED_UP.add(code)
         times = []
         for _ in range(run.repeats):
             trajectory = simulate(problem, method, run.t_end, **options)
@@ -569,6 +585,40 @@ def _artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict[str, 
         name: {str(column): frame[column].tolist() for column in frame.columns}
         for name, frame in frames.items()
     }
+
+
+#: The compiled code (``Method.compiled_code``) this process has warmed up (:func:`perform`):
+#: compiled or loaded here, so a later run of it needs no warm-up.
+_WARMED_UP: set[Any] = set()
+
+#: Steps of a time-stepping run made by :func:`_compile`, and the fraction of the horizon of an
+#: event-driven one: enough to call the whole compiled loop, which numba compiles at once.
+COMPILE_STEPS = 10
+COMPILE_FRACTION = 1e-3
+
+
+def _compile(run: Run) -> None:
+    """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it.
+
+    Only runs of a compiled problem with a compiled method have code to compile; a problem
+    class that is not a :class:`impactbench.core.problem.CompiledProblem` is not even built.
+    Whatever fails here is left to the run itself to report, when it is performed.
+    """
+    if isinstance(run.problem, type) and not issubclass(run.problem, CompiledProblem):
+        return
+    try:
+        problem = run.problem(**run.problem_kwargs)
+        method = run.method(**run.method_kwargs)
+        if not isinstance(problem, CompiledProblem) or not getattr(method, "compiled", False):
+            return
+        span = run.t_end - problem.t0
+        if run.h is None:
+            simulate(problem, method, problem.t0 + COMPILE_FRACTION * span)
+        else:
+            span = min(span, COMPILE_STEPS * run.h)
+            simulate(problem, method, problem.t0 + span, h=min(run.h, span))
+    except Exception:  # the run reports it
+        return
 
 
 def _task(key: str, run: Run, launcher: tuple[int, int]) -> tuple[str, Outcome]:
@@ -674,6 +724,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_timing(name: str, value: Any) -> bool:
+    """A finite non-negative number of seconds; a warm-up time may be NaN (none was done)."""
+    if not _is_number(value):
+        return False
+    if name == "warmup_time" and math.isnan(value):
+        return True
+    return math.isfinite(value) and value >= 0
+
+
 def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     """The outcome of a cache entry, or ValueError saying which check it fails."""
     if not isinstance(data, dict) or set(data) != {"format", "key", "run", "stored", "outcome"}:
@@ -714,8 +773,11 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     timing = stored["timing"]
     if not isinstance(timing, dict) or set(timing) != set(_TIMING_FIELDS):
         raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")
-    if not all(_is_number(t) and math.isfinite(t) and t >= 0 for t in timing.values()):
-        raise ValueError(f"timings must be finite non-negative numbers, got {timing}")
+    if not all(_is_timing(name, t) for name, t in timing.items()):
+        raise ValueError(
+            f"timings must be finite non-negative numbers (warmup_time NaN when there was "
+            f"none), got {timing}"
+        )
     provenance = stored["provenance"]
     if not isinstance(provenance, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in provenance.items()
@@ -859,6 +921,7 @@ def execute(
     retries: int = 0,
     progress: bool | None = None,
     description: str = "runs",
+    compile_jobs: int = 1,
 ) -> list[Outcome]:
     """Execute ``runs`` in parallel, reading and filling the run cache.
 
@@ -887,6 +950,11 @@ def execute(
         Show a progress bar; default: when stderr is a terminal and ``$CI`` is not set.
     description : str
         Label of the progress bar.
+    compile_jobs : int
+        With ``jobs=1`` and ``compile_jobs`` > 1 (or -1), the code of the runs to compute is
+        first compiled on this many workers, one short run per compiled-code group (see the
+        module notes), then the runs are performed one after the other. Ignored when ``jobs``
+        is not 1. Checked as ``jobs``.
 
     Returns
     -------
@@ -905,6 +973,10 @@ def execute(
         When no Dask scheduler answers at ``scheduler`` (only tried when a run is to compute).
     """
     check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
+    try:
+        check_options(jobs=compile_jobs, backend=backend, scheduler=scheduler)
+    except ValueError as error:
+        raise ValueError(str(error).replace("jobs", "compile_jobs", 1)) from None
     versions = [code_version(run) for run in runs]
     keys = [run_key(run, version) for run, version in zip(runs, versions, strict=True)]
     cache = RunCache(cache_dir or default_cache_dir()) if use_cache else None
@@ -925,6 +997,8 @@ def execute(
     ) as bar:
         if pending:
             execution = _Execution(runs, versions, outcomes, cache, backend, scheduler, jobs, bar)
+            if jobs == 1 and compile_jobs != 1:
+                execution.compile(pending, compile_jobs)
             execution.run(pending)
             for attempt in range(1, retries + 1):
                 failed = {
@@ -1012,6 +1086,21 @@ class _Execution:
         first = _one_per_compiled_code(self.runs, todo)
         self._pass(first)
         self._pass({key: positions for key, positions in todo.items() if key not in first})
+
+    def compile(self, todo: Mapping[str, list[int]], jobs: int) -> None:
+        """Compile the code of the runs of ``todo`` on ``jobs`` workers: :func:`_compile` of one
+        run per compiled-code group. A worker lost here is not a failure: the runs are
+        performed next, and report what they do."""
+        first = _one_per_compiled_code(self.runs, todo)
+        tasks = [joblib.delayed(_compile)(self.runs[positions[0]]) for positions in first.values()]
+        with _backend_context(self.backend, self.scheduler) as crashes:
+            parallel = joblib.Parallel(
+                n_jobs=jobs, backend="loky" if self.backend == "loky" else None
+            )
+            try:
+                parallel(tasks)
+            except crashes:
+                pass
 
     def _pass(self, todo: Mapping[str, list[int]]) -> None:
         """Execute the runs of ``todo`` in one parallel pass."""

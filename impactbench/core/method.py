@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
 from . import _checks
@@ -67,6 +68,17 @@ class Method(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters().items())
         return f"{type(self).__name__}({args})"
+
+    def compiled_code(self, problem: Problem) -> Hashable | None:
+        """What identifies the compiled code a run of this method on ``problem`` executes:
+        equal for two runs exactly when they run the same compiled code; None when it runs none
+        of its own (plain Python, scipy) or cannot tell (the default).
+
+        The study runner warms a process up once per compiled code and skips the warm-up of
+        later runs of the same code (``impactbench/bench/runner.py``): a value that is equal for
+        two different pieces of code would time a compilation.
+        """
+        return None
 
     def solve(
         self,

@@ -61,6 +61,12 @@ class ProblemKernels(NamedTuple):
     O(n) (:func:`impactbench.core.contact.factor_mass`). :meth:`Problem.kernels` sets it from
     the problem's declaration :attr:`Problem.mass_structure`.
 
+    ``sizes_at_run_time`` declares a problem used at many sizes (the meshes of a bar): its
+    time-stepping loops read n and m at run time from ``impactbench.core.driver.WHOLE_ROWS_FROM``
+    DOF instead of ``GENERIC_FROM``, so that one compiled loop per scheme serves every mesh, at a
+    cost per step measured 2-19 % higher on the bar at 11-101 DOF (module docstring of
+    ``impactbench/core/driver.py``).
+
     The compiled loops pass row slices of one work buffer (so that the compiler can prove them
     disjoint): a kernel must accept non-contiguous 2-D ``out`` arrays (index them; do not
     ``reshape`` them) and must not keep references to its arguments.
@@ -74,6 +80,7 @@ class ProblemKernels(NamedTuple):
     constant_mass: bool = False
     mass_diagonal: Callable | None = None
     mass_structure: str = "dense"
+    sizes_at_run_time: bool = False
 
 
 class Problem(ABC):

@@ -183,18 +183,26 @@ class TimeStepping(Method):
         else the checked calls of the problem it runs
         (:func:`impactbench.core.problem.python_kernels`).
         """
-        kernels = problem.kernels()
         n, m = problem.n_dof, problem.n_constraints
         options = self._loop_options()
-        if not self.compiled or kernels is None:
+        key = self.compiled_code(problem)
+        if key is None:
             calls = CheckedCalls(problem)
             return self._make_loop(python_kernels(problem, calls), n, m, False, **options), calls
-        key = (type(self), kernels, n, m, tuple(sorted(options.items())))
         loop = self._compiled_loops.get(key)
         if loop is None:
-            loop = self._make_loop(kernels, n, m, True, **options)
+            loop = self._make_loop(problem.kernels(), n, m, True, **options)
             self._compiled_loops[key] = loop
         return loop, None
+
+    def compiled_code(self, problem: Problem) -> tuple[Any, ...] | None:
+        """The key of the compiled loop run on ``problem`` (the scheme's class, the problem's
+        kernels, its sizes, the loop options), or None when the loop runs as plain Python."""
+        kernels = problem.kernels()
+        if not self.compiled or kernels is None:
+            return None
+        options = tuple(sorted(self._loop_options().items()))
+        return (type(self), kernels, problem.n_dof, problem.n_constraints, options)
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
