@@ -85,8 +85,9 @@ CFL = 0.5
 MIN_STEPS = {"full": 20_000, "quick": 2_000}
 COLUMN_STEP = 1e-4
 COLUMN_STEPS = {"full": 20_000, "quick": 2_000}
-#: Fewest steps of every run of a (problem, method) for its cost per step to be fitted or drawn.
-MIN_FIT_STEPS = 100
+#: Fewest steps of every run of a (problem, method) for its cost per step to be fitted or drawn
+#: (below, a run's fixed cost, e.g. the engine's 35 us set-up on the ball, is not negligible).
+MIN_FIT_STEPS = 20
 REPEATS = {"full": 2, "quick": 1}
 OUTPUT_EVERY = 1_000_000
 BAR = "ImpactingBar"
