@@ -678,8 +678,9 @@ def test_compile_makes_a_short_run_of_compiled_code_only(monkeypatch, tmp_path):
         ("EventDriven", pytest.approx(2e-3), None),
     ]
     runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.01, method_kwargs={"compiled": False}))
+    runner._compile(Run(BouncingBall, EventDriven, 2.0, method_kwargs={"integrator": "Radau"}))
     runner._compile(Run(ProbeBall, MoreauJean, 1.0, h=0.01, problem_kwargs={"crash": True}))
-    assert len(calls) == 3  # nothing to compile; the plain-Python problem is not even built
+    assert len(calls) == 3  # nothing to compile (plain Python, scipy); a plain problem not built
     runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.01, method_kwargs={"theta": 7.0}))
     assert len(calls) == 3  # a method that cannot be built: left to the run to report
 
@@ -707,3 +708,5 @@ def test_a_serial_execution_compiles_in_parallel_first(tmp_path):
     assert [o.metrics for o in outcomes] == [o.metrics for o in serial]
     with pytest.raises(ValueError, match="compile_jobs must be a positive integer"):
         execute(runs, compile_jobs=0)
+    with pytest.raises(ValueError, match="compile_jobs must be at most"):
+        execute(runs, compile_jobs=10**6)

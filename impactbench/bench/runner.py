@@ -600,16 +600,17 @@ COMPILE_FRACTION = 1e-3
 def _compile(run: Run) -> None:
     """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it.
 
-    Only runs of a compiled problem with a compiled method have code to compile; a problem
-    class that is not a :class:`impactbench.core.problem.CompiledProblem` is not even built.
-    Whatever fails here is left to the run itself to report, when it is performed.
+    Only a run whose method executes compiled code on its problem (``Method.compiled_code``
+    not None) has code to compile; a problem class that is not a
+    :class:`impactbench.core.problem.CompiledProblem` is not even built. Whatever fails here is
+    left to the run itself to report, when it is performed.
     """
     if isinstance(run.problem, type) and not issubclass(run.problem, CompiledProblem):
         return
     try:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
-        if not isinstance(problem, CompiledProblem) or not getattr(method, "compiled", False):
+        if method.compiled_code(problem) is None:
             return
         span = run.t_end - problem.t0
         if run.h is None:
@@ -879,6 +880,17 @@ def _one_line(error: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _check_jobs(jobs: Any, backend: str, name: str) -> None:
+    """A number of jobs: -1 or a positive integer, at most MAX_JOBS_PER_CPU per CPU with loky."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise ValueError(f"{name} must be a positive integer or -1, got {jobs!r}")
+    most_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+    if backend == "loky" and jobs > most_jobs:
+        raise ValueError(
+            f"{name} must be at most {MAX_JOBS_PER_CPU} per CPU ({most_jobs} here), got {jobs!r}"
+        )
+
+
 def check_options(
     *, jobs: int = 1, backend: str = "loky", scheduler: str | None = None, retries: int = 0
 ) -> None:
@@ -893,13 +905,7 @@ def check_options(
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
-        raise ValueError(f"jobs must be a positive integer or -1, got {jobs!r}")
-    most_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
-    if backend == "loky" and jobs > most_jobs:
-        raise ValueError(
-            f"jobs must be at most {MAX_JOBS_PER_CPU} per CPU ({most_jobs} here), got {jobs!r}"
-        )
+    _check_jobs(jobs, backend, "jobs")
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
         raise ValueError(f"retries must be an integer in 0..{MAX_RETRIES}, got {retries!r}")
     if backend == "dask":
@@ -973,10 +979,7 @@ def execute(
         When no Dask scheduler answers at ``scheduler`` (only tried when a run is to compute).
     """
     check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
-    try:
-        check_options(jobs=compile_jobs, backend=backend, scheduler=scheduler)
-    except ValueError as error:
-        raise ValueError(str(error).replace("jobs", "compile_jobs", 1)) from None
+    _check_jobs(compile_jobs, backend, "compile_jobs")
     versions = [code_version(run) for run in runs]
     keys = [run_key(run, version) for run, version in zip(runs, versions, strict=True)]
     cache = RunCache(cache_dir or default_cache_dir()) if use_cache else None
