@@ -359,6 +359,10 @@ class BouncingBall(CompiledProblem):
         """m g0 q."""
         return self.mass * self.gravity * float(np.asarray(q, dtype=float).reshape(-1)[0])
 
+    def potential_energies(self, q: np.ndarray) -> np.ndarray:
+        """m g0 q at each sample, q (N, 1) -> (N,)."""
+        return self.mass * self.gravity * np.atleast_2d(np.asarray(q, dtype=float))[:, 0]
+
     def _gap_args(self) -> dict[str, float]:
         return dict(
             t0=self.t0,

@@ -136,6 +136,7 @@ class ColumnOfBeads(CompiledProblem):
         affine_gap=True,
         constant_mass=True,
         mass_diagonal=_beads_mass_diagonal,
+        sizes_at_run_time=True,  # the scaling study's columns share one compiled loop per scheme
     )
 
     def __init__(

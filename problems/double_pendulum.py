@@ -255,6 +255,13 @@ class DoublePendulum(CompiledProblem):
             - self.m2 * self.gravity * self.l2 * math.cos(q[1])
         )
 
+    def potential_energies(self, q: np.ndarray) -> np.ndarray:
+        """The potential energy at each sample, q (N, 2) -> (N,)."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        return -(self.m1 + self.m2) * self.gravity * self.l1 * np.cos(
+            q[:, 0]
+        ) - self.m2 * self.gravity * self.l2 * np.cos(q[:, 1])
+
     def positions(self, q: np.ndarray) -> np.ndarray:
         """Cartesian positions ((x1, y1), (x2, y2)) of the two masses, y upwards, shape (2, 2)."""
         q = np.asarray(q, dtype=float)

@@ -388,6 +388,11 @@ class TightJoint(CompiledProblem):
         x = float(np.asarray(q, dtype=float).reshape(-1)[0])
         return 0.5 * self.stiffness * x * x
 
+    def potential_energies(self, q: np.ndarray) -> np.ndarray:
+        """k x^2 / 2 at each sample, q (N, 1) -> (N,)."""
+        x = np.atleast_2d(np.asarray(q, dtype=float))[:, 0]
+        return 0.5 * self.stiffness * x * x
+
     @property
     def first_impact_time(self) -> float:
         """t_1 (inf if the pin never reaches a wall); for c = 0, A = 0."""

@@ -5,8 +5,8 @@ The threshold is lowered to the smallest n a generic loop allows (WHOLE_ROWS_FRO
 plain-Python runs it is compared with stay small; the loop compiled is the one every problem of
 GENERIC_FROM DOF or more runs (its cache name does not depend on the sizes).
 
-A problem may declare ``sizes_at_run_time`` (the impacting bar does): its loops are generic from
-WHOLE_ROWS_FROM DOF.
+A problem may declare ``sizes_at_run_time`` (the impacting bar and the column of beads do): its
+loops are generic from WHOLE_ROWS_FROM DOF.
 
 The bar (one constraint) and the column (m = n constraints, the LCP) each run at two sizes on
 one compiled loop, compiled at most once (the second size adds no signature and no compile),
@@ -21,7 +21,7 @@ import pytest
 from impactbench import simulate
 from impactbench.core import driver
 from impactbench.methods import MoreauJean
-from impactbench.problems import ColumnOfBeads, ImpactingBar
+from impactbench.problems import ColumnOfBeads, ImpactingBar, NewtonsCradle
 
 
 def _bar(n: int) -> tuple[ImpactingBar, float, float]:
@@ -66,11 +66,22 @@ def test_one_generic_loop_serves_two_sizes_and_matches_the_plain_loop(make, size
 
 
 def test_problems_below_the_threshold_keep_their_specialised_loop():
-    # the column at 11 beads: sizes bound as constants (the loop takes no sizes tuple)
-    problem, _, _ = _column(11)
+    # a cradle of 11 balls (no declaration): sizes bound as constants (no sizes tuple)
+    problem = NewtonsCradle(n_balls=11)
     assert driver.GENERIC_FROM > 11 and not problem.kernels().sizes_at_run_time
     loop = MoreauJean().loop_for(problem)[0].loop
     assert "sizes" not in loop.py_func.__code__.co_varnames
+
+
+def test_the_column_declares_sizes_at_run_time():
+    """The scaling study runs the settled column at 10, 30, 100 and 300 beads: one generic loop
+    per scheme serves them (below WHOLE_ROWS_FROM, constants)."""
+    assert _column(10)[0].kernels().sizes_at_run_time
+    small = MoreauJean().loop_for(_column(SMALLEST - 1)[0])[0].loop
+    assert "sizes" not in small.py_func.__code__.co_varnames
+    loops = [MoreauJean().loop_for(_column(n)[0])[0].loop for n in (SMALLEST, 10, 30)]
+    assert "sizes" in loops[0].py_func.__code__.co_varnames
+    assert loops[1] is loops[0] and loops[2] is loops[0]
 
 
 def test_a_problem_declaring_sizes_at_run_time_shares_one_loop_from_whole_rows():

@@ -102,27 +102,27 @@ def impact_events(trajectory: Trajectory) -> ImpactEvents:
         )
     if not (math.isfinite(h) and h > 0):
         raise ValueError(f"trajectory.h must be a finite positive number or None, got {h!r}")
-    starts, ends, entries, phases, contact_time = [], [], [], 0, 0.0
-    for index in np.unique(constraint):
-        rows = np.flatnonzero(constraint == index)
-        rows = rows[np.argsort(t[rows], kind="stable")]
-        breaks = np.flatnonzero(np.diff(t[rows]) > CLUSTER_STEPS * h) + 1
-        for cluster in np.split(rows, breaks):
-            first, last = t[cluster[0]], t[cluster[-1]]
-            starts.append(first)
-            ends.append(last)
-            entries.append(cluster[0])
-            if len(cluster) > IMPACT_STEPS:
-                phases += 1
-                contact_time += float(last - first) + h
-    order = np.argsort(np.asarray(starts, dtype=float), kind="stable")
+    # Entries ordered by constraint, then time (stable): a cluster is a run of entries of one
+    # constraint whose consecutive times are at most CLUSTER_STEPS h apart.
+    rows = np.lexsort((t, constraint))
+    times, owners = t[rows], constraint[rows]
+    opens = np.ones(len(rows), dtype=bool)
+    opens[1:] = (owners[1:] != owners[:-1]) | (np.diff(times) > CLUSTER_STEPS * h)
+    firsts = np.flatnonzero(opens)
+    lasts = np.append(firsts[1:] - 1, len(rows) - 1)[: len(firsts)]
+    starts, ends = times[firsts], times[lasts]
+    phases = (lasts - firsts + 1) > IMPACT_STEPS
+    contact_time = 0.0
+    for duration in (ends - starts)[phases]:
+        contact_time += float(duration) + h
+    order = np.argsort(starts, kind="stable")
     return ImpactEvents(
         len(starts),
-        phases,
+        int(phases.sum()),
         contact_time,
-        np.asarray(starts, dtype=float)[order],
-        np.asarray(ends, dtype=float)[order],
-        np.asarray(entries, dtype=np.int64)[order],
+        starts[order],
+        ends[order],
+        rows[firsts][order].astype(np.int64),
     )
 
 

@@ -217,8 +217,7 @@ def penetration_depths(problem: Problem, q: np.ndarray) -> np.ndarray:
     q = np.atleast_2d(q)
     if q.shape[0] == 0:
         return np.zeros(0)
-    gaps = np.array([problem.gap(qi) for qi in q])
-    return np.maximum(0.0, -gaps.min(axis=1))
+    return np.maximum(0.0, -problem.gaps(q).min(axis=1))
 
 
 def max_penetration(

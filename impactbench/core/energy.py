@@ -10,14 +10,12 @@ from .trajectory import Trajectory
 
 def kinetic_energy(problem: Problem, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Kinetic energy v^T M(q) v / 2 of each sample; q, v of shape (N, n), result (N,)."""
-    q = np.atleast_2d(q)
-    v = np.atleast_2d(v)
-    return np.array([0.5 * vi @ problem.mass_matrix(qi) @ vi for qi, vi in zip(q, v, strict=True)])
+    return problem.kinetic_energies(q, v)
 
 
 def potential_energy(problem: Problem, q: np.ndarray) -> np.ndarray:
     """Potential energy of each sample; q of shape (N, n), result (N,)."""
-    return np.array([float(problem.potential_energy(qi)) for qi in np.atleast_2d(q)])
+    return problem.potential_energies(q)
 
 
 def energy(problem: Problem, trajectory: Trajectory) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 from . import _checks
 from ._jit import kernel
 from .contact import ldl_factor
+from .sampled import sample_gaps, sample_kinetic_energies
 from .trajectory import SimulationError
 
 #: Tolerance on g(q0) >= 0, relative to max(1, |q0|).
@@ -187,6 +188,25 @@ class Problem(ABC):
         """Total mechanical energy (kinetic plus potential)."""
         return self.kinetic_energy(q, v) + float(self.potential_energy(q))
 
+    def potential_energies(self, q: np.ndarray) -> np.ndarray:
+        """V at each sample: q of shape (N, n), result (N,) (one :meth:`potential_energy` call
+        each; a problem may override it with an equal vectorised form)."""
+        return np.array([float(self.potential_energy(qi)) for qi in np.atleast_2d(q)], dtype=float)
+
+    def gaps(self, q: np.ndarray) -> np.ndarray:
+        """g at each sample: q of shape (N, n), result (N, m) (one :meth:`gap` call each)."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        return np.array([self.gap(qi) for qi in q], dtype=float).reshape(len(q), -1)
+
+    def kinetic_energies(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """v^T M(q) v / 2 at each sample: q, v of shape (N, n), result (N,) (one
+        :meth:`mass_matrix` call each)."""
+        q, v = np.atleast_2d(q), np.atleast_2d(v)
+        return np.array(
+            [0.5 * vi @ self.mass_matrix(qi) @ vi for qi, vi in zip(q, v, strict=True)],
+            dtype=float,
+        )
+
     def check(self) -> None:
         """Validate sizes, restitution, initial state, and what the methods return at q0.
 
@@ -296,6 +316,18 @@ class CompiledProblem(Problem):
         if self.KERNELS.mass_structure == self.mass_structure:
             return self.KERNELS
         return self.KERNELS._replace(mass_structure=self.mass_structure)
+
+    def gaps(self, q: np.ndarray) -> np.ndarray:
+        """g at each sample, q (N, n) -> (N, m): the ``gap`` kernel over all samples in one
+        compiled call (:func:`impactbench.core.sampled.sample_gaps`)."""
+        return sample_gaps(self.KERNELS.gap, self._p, self.n_constraints, np.atleast_2d(q))
+
+    def kinetic_energies(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """v^T M(q) v / 2 at each sample, q, v (N, n) -> (N,), in one compiled call
+        (:func:`impactbench.core.sampled.sample_kinetic_energies`; O(n) per sample for a
+        diagonal M)."""
+        diagonal = self.KERNELS.mass_diagonal if self.mass_structure == "diagonal" else None
+        return sample_kinetic_energies(self.KERNELS.mass_matrix, diagonal, self._p, q, v)
 
     def mass_diagonal(self, q: np.ndarray) -> np.ndarray:
         if self.KERNELS.mass_diagonal is None:
