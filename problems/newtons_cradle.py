@@ -163,6 +163,8 @@ class NewtonsCradle(CompiledProblem):
         affine_gap=True,
         constant_mass=True,
     )
+    #: The launched count k is in the initial state only: one compiled code for every k.
+    RUN_TIME_PARAMETERS = ("n_launched",)
 
     def __init__(
         self,

@@ -160,10 +160,26 @@ def test_report_executes_no_run_and_rebuilds_the_same_reports(quick, tmp_path, m
     copy = tmp_path / "reports"
     shutil.copytree(output, copy)
     monkeypatch.setattr(Method, "solve", _refuse)
-    assert main(["report", "--output", str(copy)]) == 0
+    assert main(["report", "--output", str(copy), "--jobs", "1"]) == 0  # here, where it is refused
     for name in STUDIES:
         assert (copy / name / "README.md").read_text() == (output / name / "README.md").read_text()
     assert (copy / "README.md").read_text() == (output / "README.md").read_text()
+
+
+def test_reports_written_by_workers_equal_those_written_here(quick, tmp_path):
+    """``--jobs 2`` writes the built-in studies' reports in two worker processes: every file
+    (text, tables, figures) is byte for byte the one written in this process."""
+    _, output, _ = quick
+    here, workers = tmp_path / "here", tmp_path / "workers"
+    shutil.copytree(output, here)
+    shutil.copytree(output, workers)
+    assert main(["report", "--output", str(here), "--jobs", "1"]) == 0
+    assert main(["report", "--output", str(workers), "--jobs", "2"]) == 0
+    files = sorted(path.relative_to(here) for path in here.rglob("*") if path.is_file())
+    assert files == sorted(p.relative_to(workers) for p in workers.rglob("*") if p.is_file())
+    assert len([f for f in files if f.suffix in (".png", ".pdf", ".svg")]) >= len(STUDIES)
+    for name in files:
+        assert (here / name).read_bytes() == (workers / name).read_bytes(), name
 
 
 def test_report_without_tables_fails(tmp_path, capsys):

@@ -7,6 +7,7 @@ also in worker processes.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -612,6 +613,29 @@ def test_parallel_execution_runs_one_run_per_compiled_code_first():
     todo = {f"run{i}": [i] for i in range(len(runs))}
     first = runner._one_per_compiled_code(runs, todo)
     assert sorted(first) == ["run3", "run4", "run5", "run6", "run7", "run9"]
+
+
+def test_run_time_parameters_a_problem_declares_do_not_split_compiled_code_groups():
+    """The cradle declares its launched count a run-time value: k = 1 and k = 2 of one size go
+    first as one group (they did as two, and two workers compiled the same engine at once);
+    sizes still split groups. The declaration is true: equal ``Method.compiled_code``."""
+    from impactbench.problems import PROBLEMS, NewtonsCradle
+
+    assert NewtonsCradle.RUN_TIME_PARAMETERS == ("n_launched",)
+    runs = [
+        Run(NewtonsCradle, EventDriven, 1.0, problem_kwargs={"n_balls": 3, "n_launched": 1}),
+        Run(NewtonsCradle, EventDriven, 1.0, problem_kwargs={"n_balls": 3, "n_launched": 2}),
+        Run(NewtonsCradle, EventDriven, 1.0, problem_kwargs={"n_balls": 5, "n_launched": 2}),
+        Run(NewtonsCradle, MoreauJean, 1.0, h=0.1, problem_kwargs={"n_launched": 2}),
+    ]
+    first = runner._one_per_compiled_code(runs, {f"run{i}": [i] for i in range(len(runs))})
+    assert sorted(first) == ["run0", "run2", "run3"]
+    for method in (EventDriven(), MoreauJean()):
+        codes = {method.compiled_code(NewtonsCradle(n_balls=5, n_launched=k)) for k in (1, 2, 3)}
+        assert len(codes) == 1 and None not in codes
+    for name, cls in PROBLEMS.items():  # declared names are constructor parameters
+        parameters = inspect.signature(cls).parameters
+        assert all(p in parameters for p in cls.RUN_TIME_PARAMETERS), name
 
 
 def test_a_process_warms_up_once_per_compiled_code(monkeypatch, tmp_path):

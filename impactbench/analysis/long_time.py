@@ -104,10 +104,16 @@ def flight_medians(
     distance = np.minimum(np.abs(t - impacts[index - 1]), np.abs(impacts[index] - t))
     keep = (flight >= 1) & (flight <= count) & (distance > margin)
     flight, kept = flight[keep], values[keep]
+    # every flight's samples sorted at once (flight is non-decreasing: t is increasing); the
+    # median of a flight of L samples is the mean of its sorted entries (L - 1) // 2 and L // 2
+    kept = kept[np.lexsort((kept, flight))]
     starts = np.searchsorted(flight, np.arange(1, count + 2))
-    for n in range(count):
-        if starts[n + 1] > starts[n]:
-            result[n] = np.median(kept[starts[n] : starts[n + 1]])
+    lengths = np.diff(starts)
+    full = np.flatnonzero(lengths > 0)
+    low = kept[starts[full] + (lengths[full] - 1) // 2]
+    high = kept[starts[full] + lengths[full] // 2]
+    result[full] = np.where(lengths[full] % 2 == 1, low, (low + high) / 2)
+    result[np.unique(flight[np.isnan(kept)]) - 1] = np.nan  # as np.median: NaN in, NaN out
     return result
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import joblib
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ from .plugins import load_study_file
 from .report import TABLE_FILE, write_index, write_study_report
 from .results import format_float
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
-from .study import Study
+from .study import Study, StudyReport
 from .trajectory_figure import trajectory_figure
 from .validate_command import add_parser as add_validate_parser
 
@@ -133,18 +134,38 @@ def _studies(names: Sequence[str]) -> dict[str, Study]:
     return chosen or dict(STUDIES)
 
 
-def _write_reports(output: Path, extra: Mapping[str, Study] | None = None) -> int:
+def _report_of(name: str, folder: Path) -> StudyReport:
+    """Write the report of the built-in study ``name`` into ``folder`` (in a worker process)."""
+    return write_study_report(STUDIES[name], folder)
+
+
+def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1) -> int:
     """Rebuild the report of every study with a table in ``output`` (the built-in and plug-in
     studies, and ``extra``), and the index.
 
-    Shows a progress bar on a terminal. Returns the number of studies found.
+    With ``jobs`` other than 1 the built-in studies' reports are written by that many worker
+    processes (joblib's loky backend; -1: all cores), the others here. Each report reads only
+    its study's folder, so the files do not depend on ``jobs``. Shows a progress bar on a
+    terminal. Returns the number of studies found.
     """
     known = {**STUDIES, **(extra or {})}
     present = [study for name, study in known.items() if (output / name / TABLE_FILE).exists()]
-    reports = [
-        (study, write_study_report(study, output / study.name))
-        for study in tqdm(present, desc="reports", unit="study", disable=None)
-    ]
+    in_workers = [study for study in present if STUDIES.get(study.name) is study]
+    if jobs == 1 or len(in_workers) < 2:
+        in_workers = []
+    written: dict[str, StudyReport] = {}
+    with tqdm(total=len(present), desc="reports", unit="study", disable=None) as bar:
+        if in_workers:
+            parallel = joblib.Parallel(n_jobs=jobs, backend="loky", return_as="generator")
+            tasks = (joblib.delayed(_report_of)(s.name, output / s.name) for s in in_workers)
+            for study, report in zip(in_workers, parallel(tasks), strict=True):
+                written[study.name] = report
+                bar.update()
+        for study in present:
+            if study.name not in written:
+                written[study.name] = write_study_report(study, output / study.name)
+                bar.update()
+    reports = [(study, written[study.name]) for study in present]
     if reports:
         write_index(output, reports)
     return len(reports)
@@ -191,7 +212,8 @@ def _run(args: argparse.Namespace) -> int:
         for outcome in failed[:5]:
             print(f"  failed: {outcome.error}", file=sys.stderr)
         any_failed = any_failed or bool(failed)
-    _write_reports(output, {name: s for name, s in studies.items() if name not in STUDIES})
+    extra = {name: s for name, s in studies.items() if name not in STUDIES}
+    _write_reports(output, extra, jobs=args.jobs)
     print(f"reports: {output / 'README.md'}")
     return 1 if any_failed else 0
 
@@ -207,7 +229,7 @@ def _report(args: argparse.Namespace) -> int:
         if not _has_tables(output) and _has_tables(DEFAULT_OUTPUT["quick"]):
             output = DEFAULT_OUTPUT["quick"]
             print(f"no stored tables in {DEFAULT_OUTPUT['full']}: reporting {output} (--quick)")
-    if not _write_reports(output):
+    if not _write_reports(output, jobs=args.jobs):
         hint = "`impactbench run` (or `run --quick`, then `report --output reports-quick`)"
         print(f"no stored study tables in {output}; run {hint} first", file=sys.stderr)
         return 1
@@ -363,6 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="reports folder (default: reports, else reports-quick when only it has tables)",
+    )
+    report.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=-1,
+        help="studies whose reports are written in parallel (default -1: all cores)",
     )
     report.set_defaults(handler=_report, parser=report)
 

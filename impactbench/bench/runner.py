@@ -1031,18 +1031,21 @@ def _compiled_code_group(run: Run) -> tuple[Any, ...]:
     """Runs of equal groups (very likely) run the same compiled code: the same method class and
     problem factory, and the same parameters other than real numbers (the options a loop is
     compiled for are strings and booleans, the sizes of a problem integers; theta, rtol or a
-    restitution are run-time values). Computed from the spec alone: no problem or method is
-    built in the launching process, whose code could fail or exit there."""
+    restitution are run-time values) and other than those the problem class declares run-time
+    values (``Problem.RUN_TIME_PARAMETERS``: a cradle's launched count). Computed from the spec
+    alone: no problem or method is built in the launching process, whose code could fail or
+    exit there."""
 
-    def discrete(kwargs: Mapping[str, Any]) -> str:
-        kept = {k: v for k, v in kwargs.items() if not isinstance(v, float)}
+    def discrete(kwargs: Mapping[str, Any], run_time: Sequence[str] = ()) -> str:
+        kept = {k: v for k, v in kwargs.items() if not isinstance(v, float) and k not in run_time}
         return json.dumps(kept, sort_keys=True)
 
+    run_time = getattr(run.problem, "RUN_TIME_PARAMETERS", ())
     return (
         _reference_name(run.method),
         _reference_name(run.problem),
         discrete(run.method_kwargs),
-        discrete(run.problem_kwargs),
+        discrete(run.problem_kwargs, run_time if isinstance(run_time, tuple) else ()),
     )
 
 

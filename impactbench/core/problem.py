@@ -108,6 +108,11 @@ class Problem(ABC):
         q (a lumped mass): the time-stepping loops then store its diagonal only and solve with
         it in O(n) (:meth:`mass_diagonal`). :meth:`check` rejects a declaration that M(q0)
         contradicts (for n <= :data:`DIAGONAL_CHECK_MAX_DOF`, where it forms M(q0)).
+    RUN_TIME_PARAMETERS : tuple of str (class attribute)
+        Constructor parameters that are not real numbers yet change no compiled code (neither
+        the sizes nor anything the kernels are compiled for), default none: the runner then
+        schedules runs that differ only in them as one compiled code (compiled by one worker,
+        :func:`impactbench.bench.runner.execute`). A wrong declaration costs compile time only.
 
     Methods to implement
     --------------------
@@ -135,6 +140,7 @@ class Problem(ABC):
     q0: np.ndarray
     v0: np.ndarray
     mass_structure: str = "dense"
+    RUN_TIME_PARAMETERS: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
