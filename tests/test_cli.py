@@ -4,6 +4,7 @@ caches that hold data only, and studies that survive what their runs do."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from matplotlib import image as mpl_image
 
 from impactbench import Method
+from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE
 from impactbench.bench.cli import main
 from impactbench.bench.study import Study, StudyReport
 from impactbench.methods import METHODS
@@ -180,6 +182,28 @@ def test_reports_written_by_workers_equal_those_written_here(quick, tmp_path):
     assert len([f for f in files if f.suffix in (".png", ".pdf", ".svg")]) >= len(STUDIES)
     for name in files:
         assert (here / name).read_bytes() == (workers / name).read_bytes(), name
+
+
+def test_a_report_worker_reads_the_reference_cache_of_the_launching_process(tmp_path, monkeypatch):
+    """A reused worker keeps the environment it started with: the report task is given the
+    launcher's reference folder, sets it while it writes, and restores the worker's own."""
+    from impactbench.bench import cli
+
+    seen = []
+    monkeypatch.setattr(
+        cli,
+        "write_study_report",
+        lambda study, folder: seen.append(
+            (study.name, folder, os.environ.get(REFERENCE_DIR_VARIABLE))
+        ),
+    )
+    monkeypatch.setenv(REFERENCE_DIR_VARIABLE, "worker's own")
+    cli._report_of("convergence", tmp_path, str(tmp_path / "launcher"))
+    assert seen == [("convergence", tmp_path, str(tmp_path / "launcher"))]
+    assert os.environ[REFERENCE_DIR_VARIABLE] == "worker's own"
+    monkeypatch.delenv(REFERENCE_DIR_VARIABLE)
+    cli._report_of("convergence", tmp_path, "elsewhere")
+    assert seen[-1][2] == "elsewhere" and REFERENCE_DIR_VARIABLE not in os.environ
 
 
 def test_report_without_tables_fails(tmp_path, capsys):

@@ -143,10 +143,14 @@ class Reference:
         return cls(trajectory.method, state, np.unique(trajectory.impacts.t), accuracy=math.nan)
 
 
+#: Environment variable naming the reference cache folder (see the module notes).
+REFERENCE_DIR_VARIABLE = "IMPACTBENCH_REFERENCE_DIR"
+
+
 def default_reference_dir() -> Path:
     """Folder of the reference cache (see the module docstring)."""
-    if os.environ.get("IMPACTBENCH_REFERENCE_DIR"):
-        return Path(os.environ["IMPACTBENCH_REFERENCE_DIR"])
+    if os.environ.get(REFERENCE_DIR_VARIABLE):
+        return Path(os.environ[REFERENCE_DIR_VARIABLE])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "impactbench" / "references"
 

@@ -11,6 +11,7 @@ as ``impactbench: warning: ...`` and do not change the exit code.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -26,7 +27,7 @@ from tqdm.auto import tqdm
 
 from .. import SimulationError, simulate
 from ..analysis.metrics import METRICS, Reference
-from ..analysis.reference import reference
+from ..analysis.reference import REFERENCE_DIR_VARIABLE, default_reference_dir, reference
 from ..core import names
 from ..core._files import CacheWarning, write_atomic
 from ..core.energy import energy
@@ -134,9 +135,19 @@ def _studies(names: Sequence[str]) -> dict[str, Study]:
     return chosen or dict(STUDIES)
 
 
-def _report_of(name: str, folder: Path) -> StudyReport:
-    """Write the report of the built-in study ``name`` into ``folder`` (in a worker process)."""
-    return write_study_report(STUDIES[name], folder)
+def _report_of(name: str, folder: Path, references: str) -> StudyReport:
+    """Write the report of the built-in study ``name`` into ``folder`` (in a worker process),
+    reading the reference cache ``references`` of the launching process (a reused worker keeps
+    the environment it was started with)."""
+    before = os.environ.get(REFERENCE_DIR_VARIABLE)
+    os.environ[REFERENCE_DIR_VARIABLE] = references
+    try:
+        return write_study_report(STUDIES[name], folder)
+    finally:
+        if before is None:
+            del os.environ[REFERENCE_DIR_VARIABLE]
+        else:
+            os.environ[REFERENCE_DIR_VARIABLE] = before
 
 
 def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1) -> int:
@@ -157,7 +168,10 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     with tqdm(total=len(present), desc="reports", unit="study", disable=None) as bar:
         if in_workers:
             parallel = joblib.Parallel(n_jobs=jobs, backend="loky", return_as="generator")
-            tasks = (joblib.delayed(_report_of)(s.name, output / s.name) for s in in_workers)
+            references = str(default_reference_dir())
+            tasks = (
+                joblib.delayed(_report_of)(s.name, output / s.name, references) for s in in_workers
+            )
             for study, report in zip(in_workers, parallel(tasks), strict=True):
                 written[study.name] = report
                 bar.update()
