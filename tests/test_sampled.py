@@ -69,6 +69,12 @@ def test_energy_helpers_use_the_sampled_functions_and_accept_one_sample():
 
 def test_bad_sample_shapes_are_refused_naming_the_argument():
     pendulum = DoublePendulum()
+    with pytest.raises(ValueError, match=r"q must have shape \(N, 2\)"):
+        pendulum.gaps(np.zeros((3, 5)))  # the compiled kernel would read past the row
+    with pytest.raises(ValueError, match=r"q must have shape \(N, 2\)"):
+        pendulum.kinetic_energies(np.zeros((3, 1)), np.zeros((3, 1)))
+    assert pendulum.gaps(np.zeros((0, 2))).shape == (0, pendulum.n_constraints)
+    assert Problem.gaps(pendulum, np.zeros((0, 2))).shape == (0, pendulum.n_constraints)
     with pytest.raises(ValueError, match="v must have shape"):
         pendulum.kinetic_energies(np.zeros((3, 2)), np.zeros((3, 3)))
     with pytest.raises(ValueError, match="v must have as many samples"):

@@ -227,7 +227,8 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  failed: {outcome.error}", file=sys.stderr)
         any_failed = any_failed or bool(failed)
     extra = {name: s for name, s in studies.items() if name not in STUDIES}
-    _write_reports(output, extra, jobs=args.jobs)
+    # the reports are written here (loky) whatever the runs' backend; -1 with Dask's jobs
+    _write_reports(output, extra, jobs=args.jobs if args.backend == "loky" else -1)
     print(f"reports: {output / 'README.md'}")
     return 1 if any_failed else 0
 

@@ -202,7 +202,8 @@ class Problem(ABC):
     def gaps(self, q: np.ndarray) -> np.ndarray:
         """g at each sample: q of shape (N, n), result (N, m) (one :meth:`gap` call each)."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
-        return np.array([self.gap(qi) for qi in q], dtype=float).reshape(len(q), -1)
+        m = -1 if self.n_constraints is None else self.n_constraints
+        return np.array([self.gap(qi) for qi in q], dtype=float).reshape(len(q), m)
 
     def kinetic_energies(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """v^T M(q) v / 2 at each sample: q, v of shape (N, n), result (N,) (one
@@ -326,14 +327,16 @@ class CompiledProblem(Problem):
     def gaps(self, q: np.ndarray) -> np.ndarray:
         """g at each sample, q (N, n) -> (N, m): the ``gap`` kernel over all samples in one
         compiled call (:func:`impactbench.core.sampled.sample_gaps`)."""
-        return sample_gaps(self.KERNELS.gap, self._p, self.n_constraints, np.atleast_2d(q))
+        return sample_gaps(self.KERNELS.gap, self._p, self.n_dof, self.n_constraints, q)
 
     def kinetic_energies(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """v^T M(q) v / 2 at each sample, q, v (N, n) -> (N,), in one compiled call
         (:func:`impactbench.core.sampled.sample_kinetic_energies`; O(n) per sample for a
         diagonal M)."""
         diagonal = self.KERNELS.mass_diagonal if self.mass_structure == "diagonal" else None
-        return sample_kinetic_energies(self.KERNELS.mass_matrix, diagonal, self._p, q, v)
+        return sample_kinetic_energies(
+            self.KERNELS.mass_matrix, diagonal, self._p, self.n_dof, q, v
+        )
 
     def mass_diagonal(self, q: np.ndarray) -> np.ndarray:
         if self.KERNELS.mass_diagonal is None:

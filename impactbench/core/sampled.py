@@ -65,7 +65,9 @@ def _samples(values: np.ndarray, n: int, name: str) -> np.ndarray:
     return array
 
 
-def sample_gaps(gap: Callable, p: np.ndarray, n_constraints: int, q: np.ndarray) -> np.ndarray:
+def sample_gaps(
+    gap: Callable, p: np.ndarray, n_dof: int, n_constraints: int, q: np.ndarray
+) -> np.ndarray:
     """g(q_k) at each sample.
 
     Parameters
@@ -74,15 +76,15 @@ def sample_gaps(gap: Callable, p: np.ndarray, n_constraints: int, q: np.ndarray)
         A problem's ``gap(q, p, out)`` kernel.
     p : ndarray, shape (P,)
         Its parameter vector.
-    n_constraints : int
-        m.
+    n_dof, n_constraints : int
+        n and m (q of another width is refused: the compiled kernel does not check indices).
     q : ndarray, shape (N, n)
 
     Returns
     -------
     ndarray, shape (N, m)
     """
-    q = _samples(q, q.shape[-1], "q")
+    q = _samples(q, n_dof, "q")
     out = np.empty((q.shape[0], n_constraints))
     _loop(_gaps_loop, "gap", gap)(q, p, out)
     return out
@@ -92,6 +94,7 @@ def sample_kinetic_energies(
     mass_matrix: Callable,
     mass_diagonal: Callable | None,
     p: np.ndarray,
+    n_dof: int,
     q: np.ndarray,
     v: np.ndarray,
 ) -> np.ndarray:
@@ -104,14 +107,16 @@ def sample_kinetic_energies(
     mass_diagonal : numba function or None
         Its ``mass_diagonal(q, p, out)`` kernel, for a diagonal M: O(n) per sample.
     p : ndarray, shape (P,)
+    n_dof : int
+        n (q and v of another width are refused).
     q, v : ndarray, shape (N, n)
 
     Returns
     -------
     ndarray, shape (N,)
     """
-    q = _samples(q, np.shape(q)[-1], "q")
-    v = _samples(v, q.shape[1], "v")
+    q = _samples(q, n_dof, "q")
+    v = _samples(v, n_dof, "v")
     if v.shape[0] != q.shape[0]:
         raise ValueError(f"v must have as many samples as q ({q.shape[0]}), got {v.shape[0]}")
     n = q.shape[1]
