@@ -11,6 +11,7 @@ import inspect
 import json
 import os
 import sys
+import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from impactbench import CacheWarning, ImpactLog, Problem, Status, Trajectory, simulate
 from impactbench.analysis.fitting import phase_offsets
 from impactbench.analysis.metrics import METRICS, Reference
+from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE, default_reference_dir
 from impactbench.bench import runner
 from impactbench.bench.results import TIMING_COLUMNS, build_table, table_csv, write_table
 from impactbench.bench.runner import Case, Grid, Run, execute, expand
@@ -636,6 +638,43 @@ def test_run_time_parameters_a_problem_declares_do_not_split_compiled_code_group
     for name, cls in PROBLEMS.items():  # declared names are constructor parameters
         parameters = inspect.signature(cls).parameters
         assert all(p in parameters for p in cls.RUN_TIME_PARAMETERS), name
+
+
+def reference_noting_its_folder(problem, t_end):
+    """The ball's exact reference, noting in the reference folder this process sees that it
+    was computed there."""
+    folder = default_reference_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"computed-{os.getpid()}-{time.monotonic_ns()}").write_text("")
+    return Reference.exact(problem, t_end)
+
+
+def test_runs_in_reused_workers_use_the_launching_process_reference_cache(monkeypatch, tmp_path):
+    """Workers started under one reference folder, reused after the launcher moved to another:
+    the references of the second execution go to the launcher's folder."""
+    run = Run(
+        BouncingBall,
+        MoreauJean,
+        0.3,
+        h=0.01,
+        metrics=("position_error_at_end",),
+        reference=reference_noting_its_folder,
+    )
+    first, second = tmp_path / "first", tmp_path / "second"
+
+    def pids(folder):
+        return {int(p.name.split("-")[1]) for p in folder.glob("computed-*")}
+
+    monkeypatch.setenv(REFERENCE_DIR_VARIABLE, str(first))
+    execute([replace(run, h=h) for h in (0.01, 0.02, 0.025, 0.03)], jobs=2, use_cache=False)
+    before = set(first.glob("computed-*"))
+    monkeypatch.setenv(REFERENCE_DIR_VARIABLE, str(second))
+    steps = (0.005, 0.004, 0.0045, 0.0035)
+    outcomes = execute([replace(run, h=h) for h in steps], jobs=2, use_cache=False)
+    assert all(np.isfinite(o.metrics["position_error_at_end"]) for o in outcomes)
+    assert set(first.glob("computed-*")) == before  # nothing went to the workers' own folder
+    assert len(list(second.glob("computed-*"))) == len(steps)
+    assert pids(second) & pids(first) - {os.getpid()}, "no worker was reused: nothing tested"
 
 
 def test_a_process_warms_up_once_per_compiled_code(monkeypatch, tmp_path):

@@ -35,7 +35,8 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,22 @@ def default_reference_dir() -> Path:
         return Path(os.environ[REFERENCE_DIR_VARIABLE])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "impactbench" / "references"
+
+
+@contextmanager
+def reference_dir_set(folder: Path | str) -> Iterator[None]:
+    """Within the block the reference cache of this process is ``folder``
+    (:data:`REFERENCE_DIR_VARIABLE` set, then restored): for a worker process, which keeps the
+    environment it was started with, doing work for a process whose cache may be another."""
+    before = os.environ.get(REFERENCE_DIR_VARIABLE)
+    os.environ[REFERENCE_DIR_VARIABLE] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[REFERENCE_DIR_VARIABLE]
+        else:
+            os.environ[REFERENCE_DIR_VARIABLE] = before
 
 
 def _plain(value: Any) -> Any:

@@ -11,7 +11,6 @@ as ``impactbench: warning: ...`` and do not change the exit code.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -27,7 +26,7 @@ from tqdm.auto import tqdm
 
 from .. import SimulationError, simulate
 from ..analysis.metrics import METRICS, Reference
-from ..analysis.reference import REFERENCE_DIR_VARIABLE, default_reference_dir, reference
+from ..analysis.reference import default_reference_dir, reference, reference_dir_set
 from ..core import names
 from ..core._files import CacheWarning, write_atomic
 from ..core.energy import energy
@@ -139,15 +138,8 @@ def _report_of(name: str, folder: Path, references: str) -> StudyReport:
     """Write the report of the built-in study ``name`` into ``folder`` (in a worker process),
     reading the reference cache ``references`` of the launching process (a reused worker keeps
     the environment it was started with)."""
-    before = os.environ.get(REFERENCE_DIR_VARIABLE)
-    os.environ[REFERENCE_DIR_VARIABLE] = references
-    try:
+    with reference_dir_set(references):
         return write_study_report(STUDIES[name], folder)
-    finally:
-        if before is None:
-            del os.environ[REFERENCE_DIR_VARIABLE]
-        else:
-            os.environ[REFERENCE_DIR_VARIABLE] = before
 
 
 def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1) -> int:

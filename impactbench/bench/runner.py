@@ -80,7 +80,7 @@ from tqdm.auto import tqdm
 from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
 from ..analysis.metrics import METRICS
-from ..analysis.reference import Reference
+from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
 from ..core import _checks
 from ..core._files import CacheWarning, write_atomic
 from ..core.method import Method
@@ -629,10 +629,13 @@ def _compile(run: Run) -> None:
         return
 
 
-def _task(key: str, run: Run, launcher: tuple[int, int]) -> tuple[str, Outcome]:
-    """Perform ``run`` in a worker; interruptible only in the launching process and thread."""
+def _task(key: str, run: Run, launcher: tuple[int, int], references: str) -> tuple[str, Outcome]:
+    """Perform ``run`` in a worker; interruptible only in the launching process and thread.
+    References are read from and stored in the launching process's reference cache
+    ``references`` (a reused worker keeps the environment it was started with)."""
     here = (os.getpid(), threading.get_ident())
-    return key, perform(run, interruptible=here == launcher)
+    with reference_dir_set(references):
+        return key, perform(run, interruptible=here == launcher)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1082,6 +1085,7 @@ class _Execution:
         self.backend, self.scheduler, self.jobs, self.bar = backend, scheduler, jobs, bar
         self.revision = git_revision()
         self.launcher = (os.getpid(), threading.get_ident())
+        self.references = str(default_reference_dir())
         self.cache_failed = False
 
     def run(self, todo: Mapping[str, list[int]]) -> None:
@@ -1121,7 +1125,7 @@ class _Execution:
             return
         left = dict(todo)
         tasks = [
-            joblib.delayed(_task)(key, self.runs[positions[0]], self.launcher)
+            joblib.delayed(_task)(key, self.runs[positions[0]], self.launcher, self.references)
             for key, positions in left.items()
         ]
         with _backend_context(self.backend, self.scheduler) as crashes:
