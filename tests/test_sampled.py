@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from impactbench.analysis.metrics import penetration_depths
+from impactbench.core import sampled
 from impactbench.core.energy import kinetic_energy, potential_energy
 from impactbench.core.problem import Problem
 from impactbench.problems import PROBLEMS, BouncingBall, ColumnOfBeads, DoublePendulum
@@ -50,6 +51,9 @@ def test_values_by_hand():
     np.testing.assert_allclose(
         column.kinetic_energies(column.q0[None, :].repeat(2, 0), vq), [4.5, 4.5], rtol=1e-15
     )
+    kernels = column.kernels()  # formed as the loops form it: the diagonal only, O(n)
+    key = ("kinetic", kernels.mass_matrix, kernels.mass_diagonal, "diagonal")
+    assert sampled._LOOPS[key].py_func.__globals__["DIAGONAL_MASS"] is True
     # a configuration-dependent M: the double pendulum with q2 = q1 moving as one rod
     pendulum = DoublePendulum()
     m1, m2, l1, l2 = pendulum.m1, pendulum.m2, pendulum.l1, pendulum.l2

@@ -207,11 +207,10 @@ class Problem(ABC):
 
     def kinetic_energies(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """v^T M(q) v / 2 at each sample: q, v of shape (N, n), result (N,) (one
-        :meth:`mass_matrix` call each)."""
+        :meth:`kinetic_energy` call each)."""
         q, v = np.atleast_2d(q), np.atleast_2d(v)
         return np.array(
-            [0.5 * vi @ self.mass_matrix(qi) @ vi for qi, vi in zip(q, v, strict=True)],
-            dtype=float,
+            [self.kinetic_energy(qi, vi) for qi, vi in zip(q, v, strict=True)], dtype=float
         )
 
     def check(self) -> None:
@@ -333,10 +332,7 @@ class CompiledProblem(Problem):
         """v^T M(q) v / 2 at each sample, q, v (N, n) -> (N,), in one compiled call
         (:func:`impactbench.core.sampled.sample_kinetic_energies`; O(n) per sample for a
         diagonal M)."""
-        diagonal = self.KERNELS.mass_diagonal if self.mass_structure == "diagonal" else None
-        return sample_kinetic_energies(
-            self.KERNELS.mass_matrix, diagonal, self._p, self.n_dof, q, v
-        )
+        return sample_kinetic_energies(self.kernels(), self._p, self.n_dof, q, v)
 
     def mass_diagonal(self, q: np.ndarray) -> np.ndarray:
         if self.KERNELS.mass_diagonal is None:

@@ -5,7 +5,8 @@ output samples; called from Python once per sample, the kernels cost 2-4 us a ca
 checks, an output array), which was most of a short run's cost in the studies (a 385 ms
 energy-decay run spent 87 ms simulating). The loops here call the same kernels over all the
 samples: :func:`sample_gaps` returns exactly what ``gap`` returns sample by sample;
-:func:`sample_kinetic_energies` sums v^T M(q) v / 2 in its own order (agreeing with the
+:func:`sample_kinetic_energies` forms M(q) as the time-stepping loops do (the dense matrix, or
+for a diagonal M its diagonal) and sums v^T M(q) v / 2 in its own order (agreeing with the
 per-sample formula to round-off). Each loop is compiled once per kernel (cached on disk, see
 :func:`impactbench.core._jit.specialize`) and kept per kernel in this process.
 """
@@ -13,10 +14,14 @@ per-sample formula to round-off). Each loop is compiled once per kernel (cached 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._jit import specialize
+
+if TYPE_CHECKING:
+    from .problem import ProblemKernels
 
 
 def _gaps_loop(Q, p, out):  # noqa: N803
@@ -27,34 +32,26 @@ def _gaps_loop(Q, p, out):  # noqa: N803
 def _kinetic_loop(Q, V, p, M, out):  # noqa: N803
     n = Q.shape[1]
     for k in range(Q.shape[0]):
-        mass_matrix(Q[k], p, M)  # noqa: F821 (bound by specialize)
+        mass_matrix(Q[k], p, M)  # noqa: F821 (M(q), or for a diagonal M its diagonal in row 0)
         total = 0.0
         for i in range(n):
-            row = 0.0
-            for j in range(n):
-                row += M[i, j] * V[k, j]
+            if DIAGONAL_MASS:  # noqa: F821 (bound by specialize)
+                row = M[0, i] * V[k, i]
+            else:
+                row = 0.0
+                for j in range(n):
+                    row += M[i, j] * V[k, j]
             total += V[k, i] * row
         out[k] = 0.5 * total
 
 
-def _diagonal_kinetic_loop(Q, V, p, d, out):  # noqa: N803
-    n = Q.shape[1]
-    for k in range(Q.shape[0]):
-        mass_diagonal(Q[k], p, d)  # noqa: F821 (bound by specialize)
-        total = 0.0
-        for i in range(n):
-            total += d[i] * V[k, i] * V[k, i]
-        out[k] = 0.5 * total
+_LOOPS: dict[tuple, Callable] = {}
 
 
-_LOOPS: dict[tuple[str, Callable], Callable] = {}
-
-
-def _loop(template: Callable, name: str, kernel: Callable) -> Callable:
-    key = (template.__name__, kernel)
+def _loop(template: Callable, bindings: dict, key: tuple) -> Callable:
     loop = _LOOPS.get(key)
     if loop is None:
-        loop = _LOOPS[key] = specialize(template, {name: kernel}, compile=True, nrt=False)
+        loop = _LOOPS[key] = specialize(template, bindings, compile=True, nrt=False)
     return loop
 
 
@@ -86,26 +83,21 @@ def sample_gaps(
     """
     q = _samples(q, n_dof, "q")
     out = np.empty((q.shape[0], n_constraints))
-    _loop(_gaps_loop, "gap", gap)(q, p, out)
+    _loop(_gaps_loop, {"gap": gap}, ("gaps", gap))(q, p, out)
     return out
 
 
 def sample_kinetic_energies(
-    mass_matrix: Callable,
-    mass_diagonal: Callable | None,
-    p: np.ndarray,
-    n_dof: int,
-    q: np.ndarray,
-    v: np.ndarray,
+    kernels: ProblemKernels, p: np.ndarray, n_dof: int, q: np.ndarray, v: np.ndarray
 ) -> np.ndarray:
     """v_k^T M(q_k) v_k / 2 at each sample.
 
     Parameters
     ----------
-    mass_matrix : numba function
-        A problem's ``mass_matrix(q, p, out)`` kernel (used when ``mass_diagonal`` is None).
-    mass_diagonal : numba function or None
-        Its ``mass_diagonal(q, p, out)`` kernel, for a diagonal M: O(n) per sample.
+    kernels : ProblemKernels
+        A problem's kernels; M is formed as the time-stepping loops form it
+        (:func:`impactbench.core.driver.mass_bindings`: for ``mass_structure="diagonal"`` its
+        diagonal only, O(n) per sample).
     p : ndarray, shape (P,)
     n_dof : int
         n (q and v of another width are refused).
@@ -115,14 +107,19 @@ def sample_kinetic_energies(
     -------
     ndarray, shape (N,)
     """
+    from .driver import mass_bindings  # the driver imports problem.py, which imports this
+
     q = _samples(q, n_dof, "q")
     v = _samples(v, n_dof, "v")
     if v.shape[0] != q.shape[0]:
         raise ValueError(f"v must have as many samples as q ({q.shape[0]}), got {v.shape[0]}")
-    n = q.shape[1]
+    key = ("kinetic", kernels.mass_matrix, kernels.mass_diagonal, kernels.mass_structure)
+    loop = _LOOPS.get(key)
+    if loop is None:
+        mass = mass_bindings(kernels, n_dof, compile=True)
+        bindings = {name: mass[name] for name in ("mass_matrix", "DIAGONAL_MASS")}
+        loop = _loop(_kinetic_loop, bindings, key)
+    diagonal = kernels.mass_structure == "diagonal"
     out = np.empty(q.shape[0])
-    if mass_diagonal is not None:
-        _loop(_diagonal_kinetic_loop, "mass_diagonal", mass_diagonal)(q, v, p, np.empty(n), out)
-    else:
-        _loop(_kinetic_loop, "mass_matrix", mass_matrix)(q, v, p, np.empty((n, n)), out)
+    loop(q, v, p, np.empty((1 if diagonal else n_dof, n_dof)), out)
     return out
