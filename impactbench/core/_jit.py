@@ -136,8 +136,8 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 
 def _nrt_free(value: Any) -> Any:
-    """A numba function as a loop calls it: compiled without reference counting and inlined by
-    LLVM (the options of :data:`hot_kernel`); any other value unchanged.
+    """A numba function as a loop calls it: compiled without reference counting or Python wrapper
+    and inlined by LLVM (:func:`_helper`); any other value unchanged.
 
     The copy is made once per process and cached on disk under its own name (numba's cache
     index does not key on compile options, so sharing the original's name would let one load
@@ -154,7 +154,7 @@ def _nrt_free(value: Any) -> Any:
         )
         copy.__module__ = original.__module__
         copy.__qualname__ = f"{original.__qualname__}_nrt_free"
-        _NRT_FREE[id(value)] = (value, hot_kernel(copy))
+        _NRT_FREE[id(value)] = (value, _helper(copy, inline=True, cache=True))
     return _NRT_FREE[id(value)][1]
 
 
@@ -270,7 +270,11 @@ def specialize(
         return numba.njit(nogil=True, _nrt=False, forceinline=True)(function)
     hasher = hashlib.sha256()
     hasher.update(f"nrt={nrt}, helper={helper}".encode())
-    _digest(function, hasher, set())
+    seen: set[int] = set()
+    # this module too: how a loop's helpers are compiled (their options, how their calls are
+    # typed) changes its machine code, and numba's cache index keys on the name only
+    _digest(sys.modules[__name__], hasher, seen)
+    _digest(function, hasher, seen)
     function.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
     if helper:
         return _helper(function, inline=False, cache=True)
