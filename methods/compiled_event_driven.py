@@ -606,8 +606,7 @@ def _resolve(
         mark[i] = 0
     for c in range(k_closed):
         mark[closed[c]] = _WAS_CLOSED
-    # int64 from the start: typed Literal[int](0), it compiled a second, unused impulse
-    k = np.intp(0)
+    k = 0
     impacting = False
     for i in range(m):
         norm = 0.0

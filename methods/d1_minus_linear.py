@@ -185,8 +185,7 @@ def _contact_forces(q, w, p, h, G, L, a_free, a_out, X, rows, closed, ws):  # no
     pivots)."""
     n = N_DOF
     m = N_CONSTRAINTS
-    # int64 from the start: typed Literal[int](0), it compiled a second, unused LCP solver
-    active = np.intp(0)
+    active = 0
     for c in range(closed):
         i = rows[c]
         u = 0.0

@@ -257,8 +257,7 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
             closed = True
         elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
             return STATUS_GAP_NOT_FINITE, False, 0, 0
-    # int64 from the start: typed Literal[int](0), it compiled a second, unused impulse
-    active = np.intp(0)
+    active = 0
     used = 0
     if closed:
         gap_gradient(qt, p, G)

@@ -4,8 +4,9 @@ numba types a call with the argument types known at that point of its type infer
 active-set counter initialised with ``0`` is first ``Literal[int](0)``, then int64, and each
 type compiled a whole specialisation of the impulse law and of the LCP solver under it (MoreauJean
 on a 3-ball cradle: 3.4 s of its 12.4 s of compilation), never called by the finished loop. The
-schemes start their counters as int64 (``np.intp(0)``); this test compiles the multi-contact
-loops on a cold numba cache, in a fresh process, and reads which specialisations exist.
+helpers declare their count k of active constraints (``impactbench.core._jit.count_arguments``):
+a literal 0 passed for it is typed int64; this test compiles the multi-contact loops and
+the event engine on a cold numba cache, in a fresh process, and reads which specialisations exist.
 """
 
 from __future__ import annotations
@@ -18,18 +19,25 @@ import sys
 import pytest
 
 #: The helpers taking the number k of active constraints, and the position of k.
-HELPERS = {"impulse": 3, "solve_lcp": 2, "solve_lcp_warm": 3, "_principal_pivoting": 2}
+HELPERS = {
+    "impulse": 3,
+    "solve_lcp": 2,
+    "solve_lcp_warm": 3,
+    "_principal_pivoting": 2,
+    "delassus": 2,
+}
 
 SCRIPT = f"""
 import json
 from impactbench import simulate
 from impactbench.core import contact
-from impactbench.methods import D1MinusLinear, MoreauJean, NonsmoothGeneralizedAlpha
+from impactbench.methods import D1MinusLinear, EventDriven, MoreauJean, NonsmoothGeneralizedAlpha
 from impactbench.problems import NewtonsCradle
 
-for method in (MoreauJean(), NonsmoothGeneralizedAlpha(), D1MinusLinear()):
+for method in (MoreauJean(), NonsmoothGeneralizedAlpha(), D1MinusLinear(), EventDriven()):
     problem = NewtonsCradle(n_balls=3)
-    simulate(problem, method, problem.t0 + 1e-3, h=1e-4)
+    h = None if isinstance(method, EventDriven) else 1e-4
+    simulate(problem, method, problem.t0 + 1e-3, h=h)
 print(json.dumps({{
     name: [[str(a) for a in s] for s in getattr(contact, name).signatures]
     for name in {tuple(HELPERS)!r}
@@ -55,8 +63,8 @@ def test_multi_contact_loops_compile_no_helper_for_a_literal_counter(tmp_path):
     for name, position in HELPERS.items():
         compiled = signatures[name]
         assert compiled, f"{name} was not compiled: the test no longer exercises it"
-        # constants (the size n, all m constraints of a projection) may stay literals, which
-        # LLVM folds where it inlines; k = 0 is only ever a counter's start value
+        # a constant count (all m constraints of a projection) may stay a literal, which the
+        # helper's machine code uses; k = 0 is only ever a counter's start value
         for signature in compiled:
             assert signature[position] != "Literal[int](0)", f"{name} compiled for {signature}"
 

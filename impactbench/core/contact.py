@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._jit import hot_kernel, kernel, specialize
+from ._jit import count_arguments, hot_kernel, kernel, specialize
 
 #: Relative step of the central differences of ``gap_gradient`` that stand in for the gap's
 #: curvature (not part of the problem contract): eps^(1/3), which balances truncation O(s^2)
@@ -184,6 +184,7 @@ def solve_lcp_single(W, b, P):  # noqa: N803
 
 
 @hot_kernel
+@count_arguments("k")
 def _principal_pivoting(W, b, k, P, ws, tol):  # noqa: N803
     """Murty's least-index principal pivoting from the active set ws[5][:k] (see
     :func:`solve_lcp`). Returns (complementary bases visited, solved)."""
@@ -241,6 +242,7 @@ def _principal_pivoting(W, b, k, P, ws, tol):  # noqa: N803
 
 
 @kernel
+@count_arguments("k")
 def solve_lcp(W, b, k, P, ws, warm, pattern):  # noqa: N803
     """Solve 0 <= P _|_ W P + b >= 0 on the leading k rows and columns (W symmetric pos. definite).
 
@@ -314,6 +316,7 @@ def solve_lcp(W, b, k, P, ws, warm, pattern):  # noqa: N803
 
 
 @kernel
+@count_arguments("k")
 def solve_lcp_warm(W, b, rows, k, P, ws, slot):  # noqa: N803
     """:func:`solve_lcp` warm-started from the last active set of the same ``slot``, for the
     W that :func:`delassus` has just formed in this workspace (its pattern is reused).
@@ -340,6 +343,7 @@ def solve_lcp_warm(W, b, rows, k, P, ws, slot):  # noqa: N803
 
 
 @hot_kernel
+@count_arguments("k")
 def delassus(G, rows, k, F, n, Y, W, span):  # noqa: N803
     """Rows Y_a = A^-1 grad g_{rows[a]} and W = G_A A^-1 G_A^T for the k constraints ``rows[:k]``.
 
@@ -538,6 +542,7 @@ def impulse_span(ws, k, a, n):
 
 
 @kernel
+@count_arguments("k")
 def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
     """Newton impact law at velocity level in the kinetic metric (``L``: factor of M, factor_mass).
 
