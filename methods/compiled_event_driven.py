@@ -45,7 +45,8 @@ Python wrapper :func:`simulate_compiled`; the same source runs as plain Python w
   t=..." when a contact closes without an accumulation, ``FAILED`` with the scipy path's
   ``SimulationError`` text (contact LCP failed, projection did not converge, run ended inside
   the obstacle, events repeat without progress, non-finite gap or gradient on a step's probes
-  or at a restart, ...) and the samples up to the failure;
+  or at a restart, ...), the samples up to the failure and the impacts logged up to it (those
+  of the event it stopped at included when their law was applied);
   ``stats`` has the scipy path's keys (``zeno_time``, ``contact_time``, ``rest_speed``,
   ``contact_phases``, ``contact_duration``, ``projections``, thresholds) plus ``events``,
   ``t_stop``, ``state_stop``; output decimation, the impact log and the counters of

@@ -865,9 +865,7 @@ class _Run:
     ) -> tuple[_Segment, np.ndarray, np.ndarray]:
         """Resolve the contacts at an event, record it and set up the next segment."""
         res = self.resolve(t, q, v, closed, event, released)
-        if res.impacts:
-            self.record.add(t, q, v)
-            self.record.impacts(t, res.impacts)
+        self.record_impacts(t, q, v, res.impacts)
         self.record.add(t, res.q, res.v)
         if res.zeno is not None and self.zeno is None:
             self.zeno, self.zeno_time, self.rest_speed = res.zeno, t, res.rest_speed
@@ -893,6 +891,7 @@ class _Run:
     ) -> _Resolution:
         """Impact law on the active set, Zeno test, closing of contacts and projections."""
         model, problem = self.model, self.problem
+        v_before = v
         g = model.gap(t, q, v)
         G = model.gradient(t, q, v)
         u = G @ v
@@ -947,11 +946,27 @@ class _Run:
         if switched.size and problem.restitution > 0.0:
             zeno, rest_speed = self.describe_zeno(t, switched, u, rest, spaced, impacts)
         projected = np.union1d(new_closed, np.flatnonzero(g < 0.0))
-        if projected.size:
-            q = model.project_position(t, q, v, projected)
-        if new_closed.size:
-            v = model.project_velocity(t, q, v, new_closed)
+        try:
+            if projected.size:
+                q = model.project_position(t, q, v, projected)
+            if new_closed.size:
+                v = model.project_velocity(t, q, v, new_closed)
+        except SimulationError:
+            # The impact law was applied (the error reports the velocity after it): its entries
+            # are kept in the log of the output up to the failure, as the compiled engine keeps
+            # them.
+            self.record_impacts(t, q, v_before, impacts)
+            raise
         return _Resolution(q, v, new_closed, impacts, zeno, rest_speed)
+
+    def record_impacts(
+        self, t: float, q: np.ndarray, v: np.ndarray, impacts: list[tuple[int, float, float]]
+    ) -> None:
+        """Log the ``impacts`` of the event at ``t``, after a sample of the state (q, v) before
+        them."""
+        if impacts:
+            self.record.add(t, q, v)
+            self.record.impacts(t, impacts)
 
     @staticmethod
     def acceleration_lcp(
