@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from impactbench import CacheWarning, ImpactLog, Problem, Status, Trajectory, simulate
@@ -24,7 +25,14 @@ from impactbench.analysis.fitting import phase_offsets
 from impactbench.analysis.metrics import METRICS, Reference
 from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE, default_reference_dir
 from impactbench.bench import runner
-from impactbench.bench.results import TIMING_COLUMNS, build_table, table_csv, write_table
+from impactbench.bench.results import (
+    TIMING_COLUMNS,
+    MissingArtefactError,
+    build_table,
+    read_artefact,
+    table_csv,
+    write_table,
+)
 from impactbench.bench.runner import Case, Grid, Run, execute, expand
 from impactbench.core import versioning
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
@@ -773,3 +781,27 @@ def test_a_serial_execution_compiles_in_parallel_first(tmp_path):
         execute(runs, compile_jobs=0)
     with pytest.raises(ValueError, match="compile_jobs must be at most"):
         execute(runs, compile_jobs=10**6)
+
+
+def test_read_artefact_keeps_the_table_s_runs_and_names_the_first_missing_one(tmp_path):
+    """Three stored rows of runs a, b and z (z not in the table): the table's runs are read back
+    in stored order; a required run without rows is named, with the command that redoes it."""
+    pd.DataFrame({"key": ["a", "z", "b", "a"], "t": [0.0, 9.0, 1.0, 2.0]}).to_csv(
+        tmp_path / "curve.artefact.csv", index=False
+    )
+    table = pd.DataFrame(
+        {
+            "key": ["a", "b", "c"],
+            "status": ["ok", "ok", "failed"],
+            "study": "probe",
+            "problem": ["P", "P", "Q"],
+            "method": ["M", "M", "N"],
+            "h": [0.1, 0.2, 0.3],
+        }
+    )
+    stored = read_artefact(table, tmp_path, "curve")  # c failed: not required
+    assert stored["key"].tolist() == ["a", "b", "a"] and stored["t"].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(MissingArtefactError, match=r"^1 run\(s\) of probe .* Q N h=0.3: rerun"):
+        read_artefact(table, tmp_path, "curve", required=["a", "c"])
+    with pytest.raises(MissingArtefactError, match=r"^2 run\(s\) of probe .* P M h=0.1"):
+        read_artefact(table, tmp_path, "absent")

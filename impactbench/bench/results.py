@@ -287,7 +287,8 @@ def read_artefact(
     stored = read_table(path) if path.exists() else pd.DataFrame({"key": []})
     if required is None:
         required = list(table.loc[table["status"] != FAILED, "key"])
-    missing = [key for key in required if key not in set(stored["key"])]
+    stored_keys = set(stored["key"].tolist())
+    missing = [key for key in required if key not in stored_keys]
     if missing:
         row = table[table["key"] == missing[0]].iloc[0]
         study = row.get("study", "the study")
@@ -296,4 +297,4 @@ def read_artefact(
             f"{row['problem']} {row['method']} h={row.get('h')}: rerun `impactbench run {study}` "
             "(runs whose artefacts are in the run cache are not recomputed)"
         )
-    return stored[stored["key"].isin(set(table["key"]))].reset_index(drop=True)
+    return stored[stored["key"].isin(set(table["key"].tolist()))].reset_index(drop=True)
