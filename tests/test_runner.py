@@ -784,7 +784,7 @@ def test_a_serial_execution_compiles_in_parallel_first(tmp_path):
 
 
 def test_read_artefact_keeps_the_table_s_runs_and_names_the_first_missing_one(tmp_path):
-    """Three stored rows of runs a, b and z (z not in the table): the table's runs are read back
+    """Four stored rows of runs a, z, b, a (z not in the table): the table's runs are read back
     in stored order; a required run without rows is named, with the command that redoes it."""
     pd.DataFrame({"key": ["a", "z", "b", "a"], "t": [0.0, 9.0, 1.0, 2.0]}).to_csv(
         tmp_path / "curve.artefact.csv", index=False
