@@ -53,7 +53,13 @@ class PlainMoreauJean(Method):
             if active.size:
                 G = problem.gap_gradient(qp)[active]
                 D = np.linalg.solve(mass, G.T) if self.normal == "kinetic" else G.T
-                P = solve_lcp_by_enumeration(G @ D, G @ v_new + e * (G @ v))
+                W, b = G @ D, G @ v_new + e * (G @ v)
+                # one active constraint: P = max(0, -b / W), the enumeration's answer
+                P = (
+                    np.maximum(-b / W[0], 0.0)
+                    if active.size == 1
+                    else solve_lcp_by_enumeration(W, b)
+                )
                 v_new = v_new + D @ P
                 hits += [t + h] * int(np.count_nonzero(P > 0))
             q, v = q + 0.5 * h * (v + v_new), v_new
