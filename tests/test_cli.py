@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,9 +18,11 @@ from matplotlib import image as mpl_image
 from impactbench import Method
 from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE
 from impactbench.bench.cli import main
+from impactbench.bench.results import MissingArtefactError
 from impactbench.bench.study import Study, StudyReport
+from impactbench.bench.trajectory_figure import ARTEFACT_SAMPLES
 from impactbench.methods import METHODS
-from impactbench.studies import STUDIES, convergence
+from impactbench.studies import STUDIES, convergence, energy_decay, thesis_comparison
 
 from conftest import assert_study_table, plant_pickle
 from test_runner import probe_runs
@@ -308,6 +311,179 @@ def test_module_entry_point_and_exit_code():
         [sys.executable, "-m", "impactbench", "run", "nothing"], capture_output=True, text=True
     )
     assert unknown.returncode == 2 and "unknown study 'nothing'" in unknown.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# thesis_comparison end to end (from the quick run of every study; its report is rebuilt byte
+# for byte by test_report_executes_no_run_and_rewrites_what_the_workers_wrote)
+
+THESIS = "thesis_comparison"
+THESIS_TIME_STEPPERS = ("CatchingUp", "MoreauJean[theta=0.5]", "PaoliSchatzman")
+#: The event-driven method on its two engines (names as the table shortens them).
+COMPILED, SCIPY = "EventDriven[compiled=True]", "EventDriven[compiled=False]"
+
+
+def test_thesis_quick_run_has_every_run_ok_and_its_references_in_the_reference_cache(quick):
+    _, output, _ = quick
+    table = pd.read_csv(output / THESIS / "results.csv")
+    assert (table["status"] == "ok").all(), table["error"].dropna().tolist()
+    assert set(table["problem"]) == set(thesis_comparison.CONFIGURATIONS)
+    assert set(table["method"]) == {*THESIS_TIME_STEPPERS, COMPILED, SCIPY}
+    assert_study_table(table, *thesis_comparison.METRICS)
+    horizons = table.groupby("problem")["t_end"].unique()
+    for name, factory in thesis_comparison.CONFIGURATIONS.items():
+        assert list(horizons[name]) == [factory().t_end]
+    assert (table["wall_time"] > 0).all()
+    # the references went to the cache named by the environment (conftest's), not elsewhere
+    keys = pd.read_csv(output / THESIS / thesis_comparison.REFERENCES_FILE)["key"]
+    stored = {path.stem for path in Path(os.environ[REFERENCE_DIR_VARIABLE]).glob("*.npz")}
+    assert len(keys) == len(thesis_comparison.CONFIGURATIONS) and set(keys) <= stored
+
+
+def test_thesis_tightest_event_driven_run_finds_exactly_the_reference_impacts(quick):
+    _, output, _ = quick
+    table = pd.read_csv(output / THESIS / "results.csv")
+    references = pd.read_csv(output / THESIS / thesis_comparison.REFERENCES_FILE)
+    references = references.set_index("problem")
+    adaptive = table[table["method"].isin([COMPILED, SCIPY])]
+    for (problem, _), group in adaptive.groupby(["problem", "method"]):
+        tightest = group.loc[group["tolerance"].idxmin()]
+        assert tightest["missed_impacts"] == 0
+        assert tightest["spurious_impacts"] == 0
+        assert tightest["impacts"] == references.loc[problem, "impacts"] > 0
+        assert tightest["max_position_error"] < 1e-6, problem
+        assert tightest["max_penetration"] < 1e-9
+
+
+def test_thesis_time_stepping_errors_decrease_with_h(quick):
+    """The median over the phase copies of each nominal step decreases with the step (the
+    quick steps are 4.6x apart); every copy finds every impact."""
+    _, output, _ = quick
+    table = pd.read_csv(output / THESIS / "results.csv")
+    for (problem, method), group in table[table["family"] == "time-stepping"].groupby(
+        ["problem", "method"]
+    ):
+        assert (group.groupby("h_nominal").size() == thesis_comparison.PHASES["quick"]).all()
+        medians = group.groupby("h_nominal")["max_position_error"].median()
+        errors = medians.sort_index(ascending=False).to_numpy()
+        assert len(errors) >= 3
+        assert np.all(np.diff(errors) < 0), (problem, method, errors)
+        assert (group["missed_impacts"] == 0).all() and (group["spurious_impacts"] == 0).all()
+
+
+def test_thesis_reference_tables_figure_and_report(quick):
+    _, output, _ = quick
+    folder = output / THESIS
+    readme = (folder / "README.md").read_text()
+    references = pd.read_csv(folder / thesis_comparison.REFERENCES_FILE)
+    curves = pd.read_csv(folder / thesis_comparison.CURVES_FILE)
+    configurations = set(thesis_comparison.CONFIGURATIONS)
+    assert set(references["problem"]) == configurations == set(curves["problem"])
+    for row in references.itertuples():
+        curve = curves[curves["problem"] == row.problem]
+        times = json.loads(row.impact_times)
+        assert len(times) == row.impacts > 0 and row.status == "ok"
+        assert curve["t"].is_monotonic_increasing
+        assert curve["t"].iloc[0] == row.t0 and curve["t"].iloc[-1] == row.t_end
+        assert curve["x2"].min() >= row.x_wall - 1e-9  # the tip never passes the wall
+        assert curve["x2"].min() < row.x_wall + 1e-6  # and touches it
+    assert (folder / thesis_comparison.FIGURE_FILE).read_bytes().startswith(b"\x89PNG")
+    assert readme.startswith(f"# {STUDIES[THESIS].title}")
+    for text in (
+        "## Key findings",
+        "## Reference solutions",
+        "## Summary",
+        f"]({thesis_comparison.FIGURE_FILE})",
+        "fastest run to a max position error",
+        "| configuration | method | h or rtol |",
+    ):
+        assert text in readme, text
+
+
+def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(quick):
+    """The trajectory artefacts hold the finest run of each method on each configuration (and
+    only those); each is drawn against the reference and linked from the report."""
+    _, output, _ = quick
+    folder = output / THESIS
+    readme = (folder / "README.md").read_text()
+    table = pd.read_csv(folder / "results.csv")
+    stored = pd.read_csv(folder / "trajectory.artefact.csv")
+    drawn = table[table["key"].isin(set(stored["key"]))]
+    assert len(drawn) == len(thesis_comparison.CONFIGURATIONS) * (len(THESIS_TIME_STEPPERS) + 1)
+    for (problem, method), group in table[table["method"] != SCIPY].groupby(["problem", "method"]):
+        axis = "tolerance" if method == COMPILED else "h_nominal"
+        finest = group[group[axis] == group[axis].min()]
+        mine = drawn[(drawn["problem"] == problem) & (drawn["method"] == method)]
+        assert len(mine) == 1 and mine["key"].iloc[0] in set(finest["key"])
+        if method != COMPILED:
+            assert mine["h"].iloc[0] == mine["h_nominal"].iloc[0]  # the nominal copy
+    samples = stored.groupby("key").size()
+    stepping = set(drawn.loc[drawn["family"] == "time-stepping", "key"])
+    assert all(samples[key] == ARTEFACT_SAMPLES for key in stepping)  # thinned from more
+    assert (samples >= 2).all() and (samples <= ARTEFACT_SAMPLES).all()
+    figures = sorted(folder.glob("trajectory_*.png"))
+    assert len(figures) == len(drawn)
+    for figure in figures:
+        assert f"]({figure.name})" in readme
+        assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+
+
+# --------------------------------------------------------------------------------------------
+# energy_decay end to end (from the quick run of every study)
+
+ENERGY_CURVES, ENERGY_RATES = energy_decay.CURVES_FILE, energy_decay.RATES_FILE
+
+
+def test_energy_decay_quick_study_rates_curves_and_stored_analysis(quick, tmp_path):
+    _, output, _ = quick
+    folder = tmp_path / "energy_decay"
+    shutil.copytree(output / "energy_decay", folder)  # the test deletes an artefact
+    table = pd.read_csv(folder / "results.csv")
+    assert table["status"].isin(["ok", "zeno-handled"]).all(), table["error"].dropna().tolist()
+    assert set(table["method"].str.partition("[")[0]) == set(energy_decay.METHOD_ORDER)
+    assert_study_table(table, "energy_error_at_end")
+    assert table["problem"].nunique() == 4
+
+    rates = pd.read_csv(folder / ENERGY_RATES)
+    for column in ("problem", "method", "h", "tolerance", "law", "fitted", "exact", "error"):
+        assert column in rates.columns
+    assert len(rates) == len(table)
+    assert set(rates["key"]) == set(table["key"])
+    spring = rates[rates["law"] == "excess energy log-contraction per impact"]
+    assert len(spring) and np.allclose(spring["exact"], 2 * np.log(spring["restitution"]))
+
+    curves = pd.read_csv(folder / ENERGY_CURVES)
+    assert {"problem", "method", "h", "tolerance", "key", "curve", "t", "energy"} <= set(
+        curves.columns
+    )
+    # every run has its fitted laws; the energy curve is kept for the nominal run of each
+    # step (delta = 0) and for the event-driven runs, not for the perturbed copies
+    nominal = table["h_nominal"].isna() | (table["h"] == table["h_nominal"])
+    assert set(table.loc[nominal, "key"]) <= set(curves["key"].dropna())
+    assert not set(table.loc[~nominal, "key"]) & set(curves["key"].dropna())
+    assert (~nominal).sum() == 2 * nominal[table["h_nominal"].notna()].sum()
+    assert {"exact", "law", "reference"} <= set(curves["curve"])
+
+    readme = (folder / "README.md").read_text()
+    figures = sorted(folder.glob("*.png"))
+    assert len(figures) == 4
+    for figure in figures:
+        assert f"]({figure.name})" in readme
+        assert figure.read_bytes().startswith(b"\x89PNG")
+
+    # a second report (`impactbench report`) reads the stored artefacts and references:
+    # nothing is simulated and the files come out identical
+    stored = {name: (folder / name).read_bytes() for name in (ENERGY_CURVES, ENERGY_RATES)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Method, "solve", _refuse)
+        curves_again, rates_again, unknown = energy_decay.stored_analysis(table, folder)
+    assert unknown == 0
+    assert {name: (folder / name).read_bytes() for name in (ENERGY_CURVES, ENERGY_RATES)} == stored
+    pd.testing.assert_frame_equal(curves_again, curves)
+    # a missing artefact is an error naming a run and the study to rerun
+    (folder / "energy_curve.artefact.csv").unlink()
+    with pytest.raises(MissingArtefactError, match=r"rerun `impactbench run energy_decay`"):
+        energy_decay.stored_analysis(table, folder)
 
 
 # --------------------------------------------------------------------------------------------

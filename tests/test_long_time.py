@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from impactbench import Method, simulate
+from impactbench import simulate
 from impactbench.analysis.fitting import observed_order
 from impactbench.analysis.impact_events import impact_events
 from impactbench.analysis.long_time import (
@@ -52,15 +52,10 @@ from impactbench.analysis.long_time import (
     pre_impact_kinetic_energies,
     thinning_indices,
 )
-from impactbench.bench.cli import main
-from impactbench.bench.results import MissingArtefactError
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import TightJoint
-from impactbench.studies import energy_decay
 
-from conftest import assert_study_table, step_grid
-
-CURVES, RATES = energy_decay.CURVES_FILE, energy_decay.RATES_FILE
+from conftest import step_grid
 
 TIME_STEPPERS = [MoreauJean(theta=0.5), PaoliSchatzman(), CatchingUp()]
 
@@ -416,70 +411,6 @@ def test_time_steppers_converge_to_the_t_minus_2_law(free_sweep, method):
     order, residual = observed_order(h, coefficient_error)
     assert 0.8 <= order <= 1.2, (order, residual, data)
     assert coefficient_error[np.argmin(h)] < 1e-2
-
-
-# --------------------------------------------------------------------------------------------
-# The energy_decay study end to end
-# --------------------------------------------------------------------------------------------
-
-
-def test_energy_decay_quick_study_through_the_cli(tmp_path):
-    output, cache = tmp_path / "reports", tmp_path / "cache"
-    code = main(
-        ["run", "energy_decay", "--quick", "--output", str(output), "--cache-dir", str(cache)]
-    )
-    assert code == 0
-    folder = output / "energy_decay"
-    table = pd.read_csv(folder / "results.csv")
-    assert table["status"].isin(["ok", "zeno-handled"]).all(), table["error"].dropna().tolist()
-    assert set(table["method"].str.partition("[")[0]) == set(energy_decay.METHOD_ORDER)
-    assert_study_table(table, "energy_error_at_end")
-    assert table["problem"].nunique() == 4
-
-    rates = pd.read_csv(folder / RATES)
-    for column in ("problem", "method", "h", "tolerance", "law", "fitted", "exact", "error"):
-        assert column in rates.columns
-    assert len(rates) == len(table)
-    assert set(rates["key"]) == set(table["key"])
-    spring = rates[rates["law"] == "excess energy log-contraction per impact"]
-    assert len(spring) and np.allclose(spring["exact"], 2 * np.log(spring["restitution"]))
-
-    curves = pd.read_csv(folder / CURVES)
-    assert {"problem", "method", "h", "tolerance", "key", "curve", "t", "energy"} <= set(
-        curves.columns
-    )
-    # every run has its fitted laws; the energy curve is kept for the nominal run of each
-    # step (delta = 0) and for the event-driven runs, not for the perturbed copies
-    nominal = table["h_nominal"].isna() | (table["h"] == table["h_nominal"])
-    assert set(table.loc[nominal, "key"]) <= set(curves["key"].dropna())
-    assert not set(table.loc[~nominal, "key"]) & set(curves["key"].dropna())
-    assert (~nominal).sum() == 2 * nominal[table["h_nominal"].notna()].sum()
-    assert {"exact", "law", "reference"} <= set(curves["curve"])
-
-    readme = (folder / "README.md").read_text()
-    figures = sorted(folder.glob("*.png"))
-    assert len(figures) == 4
-    for figure in figures:
-        assert f"]({figure.name})" in readme
-        assert figure.read_bytes().startswith(b"\x89PNG")
-
-    # a second report (`impactbench report`) reads the stored artefacts and references:
-    # nothing is simulated and the files come out identical
-    stored = {name: (folder / name).read_bytes() for name in (CURVES, RATES)}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Method, "solve", _no_simulation)
-        curves_again, rates_again, unknown = energy_decay.stored_analysis(table, folder)
-    assert unknown == 0
-    assert {name: (folder / name).read_bytes() for name in (CURVES, RATES)} == stored
-    pd.testing.assert_frame_equal(curves_again, curves)
-    # a missing artefact is an error naming a run and the study to rerun
-    (folder / "energy_curve.artefact.csv").unlink()
-    with pytest.raises(MissingArtefactError, match=r"rerun `impactbench run energy_decay`"):
-        energy_decay.stored_analysis(table, folder)
-
-
-def _no_simulation(*args, **kwargs):
-    raise AssertionError("a report simulated")
 
 
 def test_pre_impact_kinetic_energies_take_the_first_entry_of_each_impact():
