@@ -134,13 +134,13 @@ def test_report_lists_each_property_with_threshold_and_verdict():
     assert "MoreauJean" in str(report)
 
 
-@pytest.mark.slow  # a plain-Python scheme over the whole battery: 30-60 s
+@pytest.mark.slow  # a plain-Python scheme over the whole battery: 60-80 s (2-core EPYC)
 def test_plain_python_moreau_jean_passes():
     """A third party's plain-Python scheme, correct: passes every check."""
     check_method(PlainMoreauJean(), level="quick").assert_passed()
 
 
-@pytest.mark.slow  # a plain-Python scheme over the whole battery: 30-60 s
+@pytest.mark.slow  # a plain-Python scheme over the whole battery: 60-80 s (2-core EPYC)
 def test_euclidean_normal_fails_the_slanted_wall_only():
     report = check_method(PlainMoreauJean(normal="euclidean"), level="quick")
     assert not report.passed
@@ -161,7 +161,7 @@ def test_approaching_activation_fails_the_resting_contact():
                                             "several simultaneous contacts"}  # fmt: skip
 
 
-@pytest.mark.slow  # a plain-Python scheme over the whole battery: 30-60 s
+@pytest.mark.slow  # a plain-Python scheme over the whole battery: 60-80 s (2-core EPYC)
 def test_biased_restitution_fails_its_orders():
     """e' = 0.9 e: the scheme converges to another solution, its error levels off (flat)."""
     report = check_method(PlainMoreauJean(restitution_factor=0.9), level="quick")
