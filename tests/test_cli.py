@@ -27,6 +27,7 @@ from impactbench.studies import STUDIES, convergence, energy_decay, thesis_compa
 from conftest import assert_study_table, plant_pickle
 from test_runner import probe_runs
 
+#: The time-stepping methods of the convergence and thesis_comparison studies (table names).
 TIME_STEPPERS = ("PaoliSchatzman", "MoreauJean[theta=0.5]", "CatchingUp")
 
 
@@ -318,7 +319,6 @@ def test_module_entry_point_and_exit_code():
 # for byte by test_report_executes_no_run_and_rewrites_what_the_workers_wrote)
 
 THESIS = "thesis_comparison"
-THESIS_TIME_STEPPERS = ("CatchingUp", "MoreauJean[theta=0.5]", "PaoliSchatzman")
 #: The event-driven method on its two engines (names as the table shortens them).
 COMPILED, SCIPY = "EventDriven[compiled=True]", "EventDriven[compiled=False]"
 
@@ -328,7 +328,7 @@ def test_thesis_quick_run_has_every_run_ok_and_its_references_in_the_reference_c
     table = pd.read_csv(output / THESIS / "results.csv")
     assert (table["status"] == "ok").all(), table["error"].dropna().tolist()
     assert set(table["problem"]) == set(thesis_comparison.CONFIGURATIONS)
-    assert set(table["method"]) == {*THESIS_TIME_STEPPERS, COMPILED, SCIPY}
+    assert set(table["method"]) == {*TIME_STEPPERS, COMPILED, SCIPY}
     assert_study_table(table, *thesis_comparison.METRICS)
     horizons = table.groupby("problem")["t_end"].unique()
     for name, factory in thesis_comparison.CONFIGURATIONS.items():
@@ -409,7 +409,7 @@ def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(qu
     table = pd.read_csv(folder / "results.csv")
     stored = pd.read_csv(folder / "trajectory.artefact.csv")
     drawn = table[table["key"].isin(set(stored["key"]))]
-    assert len(drawn) == len(thesis_comparison.CONFIGURATIONS) * (len(THESIS_TIME_STEPPERS) + 1)
+    assert len(drawn) == len(thesis_comparison.CONFIGURATIONS) * (len(TIME_STEPPERS) + 1)
     for (problem, method), group in table[table["method"] != SCIPY].groupby(["problem", "method"]):
         axis = "tolerance" if method == COMPILED else "h_nominal"
         finest = group[group[axis] == group[axis].min()]

@@ -2,8 +2,9 @@
 and fails deliberately wrong methods on the property they break, and only there.
 
 The wrong methods are written here as a third party would: a plain-Python Moreau-Jean midpoint
-scheme (theta = 1/2, position activation, impulse by LCP enumeration) whose impulse direction is
-M^-1 G^T (kinetic metric, correct) or G^T (Euclidean normal, wrong), and whose restitution can be
+scheme (theta = 1/2, position activation, impulse by LCP enumeration, in closed form
+P = max(0, -b/W) for one active constraint) whose impulse direction is M^-1 G^T (kinetic metric,
+correct) or G^T (Euclidean normal, wrong), and whose restitution can be
 biased (the scheme then converges to the wrong solution: its error does not decrease with h).
 """
 
