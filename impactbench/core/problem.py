@@ -87,8 +87,11 @@ class ProblemKernels(NamedTuple):
 class Problem(ABC):
     """Base class of every problem (the contract a new model must meet).
 
-    Attributes (set by the subclass, usually in ``__init__``)
-    ---------------------------------------------------------
+    A subclass sets the attributes below, usually in ``__init__``, and implements the methods
+    listed in the Notes.
+
+    Attributes
+    ----------
     name : str
         Short identifier used in tables.
     n_dof : int, optional
@@ -114,18 +117,19 @@ class Problem(ABC):
         schedules runs that differ only in them as one compiled code (compiled by one worker,
         :func:`impactbench.bench.runner.execute`). A wrong declaration costs compile time only.
 
-    Methods to implement
-    --------------------
-    mass_matrix(q) -> (n, n) symmetric positive definite array.
-    forces(t, q, v) -> (n,) generalised non-impulsive forces F.
-    gap(q) -> (m,) constraint values; the admissible set is K = {q : gap(q) >= 0}.
-    gap_gradient(q) -> (m, n) array whose rows are grad g_i(q).
-    potential_energy(q) -> float, so that F = -grad V + non-conservative terms.
-    exact_solution(t) -> (q, v), arrays of shape (len(t), n) (optional; only where a closed form
-        exists; :attr:`has_exact_solution` tells whether it is implemented).
+    Notes
+    -----
+    The methods to implement:
 
-    mass_diagonal(q) -> (n,) the diagonal of M(q) (optional; by default taken from
-        :meth:`mass_matrix`; override it for a diagonal M so that no (n, n) array is formed).
+    - ``mass_matrix(q)`` -> (n, n) symmetric positive definite array.
+    - ``forces(t, q, v)`` -> (n,) generalised non-impulsive forces F.
+    - ``gap(q)`` -> (m,) constraint values; the admissible set is K = {q : gap(q) >= 0}.
+    - ``gap_gradient(q)`` -> (m, n) array whose rows are grad g_i(q).
+    - ``potential_energy(q)`` -> float, so that F = -grad V + non-conservative terms.
+    - ``exact_solution(t)`` -> (q, v), arrays of shape (len(t), n) (optional; only where a
+      closed form exists; :attr:`has_exact_solution` tells whether it is implemented).
+    - ``mass_diagonal(q)`` -> (n,) the diagonal of M(q) (optional; by default taken from
+      :meth:`mass_matrix`; override it for a diagonal M so that no (n, n) array is formed).
 
     A plain-Python subclass runs with every method (the time-stepping schemes then run their
     uncompiled path, the same algorithm, slower). :meth:`check` validates the data; built-in
