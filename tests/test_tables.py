@@ -4,25 +4,81 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from impactbench.bench.latex import (
+    MAX_ROWS,
+    PREAMBLE,
+    LatexTable,
+    escape,
+    number_cell,
+    parts,
+    table_format,
+)
 from impactbench.bench.report import latex_table
 from impactbench.bench.results import read_parquet_provenance, write_parquet
 
 
-def test_latex_table_has_booktabs_rules_and_escapes():
+def _table(frame: pd.DataFrame, digits: int = 3) -> LatexTable:
+    return LatexTable(frame, digits, "Convergence: orders", "tab:convergence-1")
+
+
+def test_latex_table_has_booktabs_rules_caption_label_and_escapes():
     frame = pd.DataFrame(
         {"method": ["MoreauJean[theta=0.5]", "A_B & C"], "max_error": ["1e-3", "2"]}
     )
-    text = latex_table(frame)
-    assert text.splitlines()[0] == "\\begin{tabular}{ll}"
-    for rule in ("\\toprule", "\\midrule", "\\bottomrule"):
+    text = latex_table(_table(frame))
+    assert "\\begin{tabular}{l l}" in text
+    for rule in ("\\toprule", "\\midrule", "\\bottomrule", "\\caption{", "\\label{"):
         assert text.count(rule) == 1
+    assert "\\caption{Convergence: orders}" in text
+    assert "\\label{tab:convergence-1}" in text
     assert "method & max error \\\\" in text
     assert "A\\_B \\& C" in text
+
+
+def test_headers_keep_their_mathematics_and_escape_the_rest():
+    assert escape("$\\max_t |q - q_{\\mathrm{ex}}|$ [m]") == "$\\max_t |q - q_{\\mathrm{ex}}|$ [m]"
+    assert escape("order [95 %] of a_b") == "order [95 \\%] of a\\_b"
+    assert escape("error <= 0.01") == "error \\textless{}= 0.01"
+
+
+def test_numbers_are_siunitx_columns_and_counts_integers():
+    frame = pd.DataFrame(
+        {
+            "method": ["PS", "MJ", "ED"],
+            "impacts": [1000.0, 12.0, np.nan],
+            "error": [1.234e-5, -0.5, 2.0e3 + 0.5],
+        }
+    )
+    text = latex_table(_table(frame))
+    assert "l S[table-format=4] S[table-format=-1.2e-2]" in text
+    assert "{impacts} & {error}" in text
+    assert "PS & 1000 & 1.23e-05 \\\\" in text  # a count in full, never 1e+03
+    assert "ED & {--} & 2e03" in text
+    assert table_format(["1.5", "-12", "3.25e-7"]) == "-2.2e-1"
+    assert number_cell(True, 3) is None and number_cell(np.nan, 3) is None
+
+
+def test_a_long_table_is_split_into_parts_of_a_page():
+    frame = pd.DataFrame(
+        {"problem": ["A"] * 30 + ["B"] * 30 + ["C"] * 5, "value": np.arange(65.0) + 0.5}
+    )
+    pieces = parts(frame)
+    assert [len(p) for p in pieces] == [30, 35]  # by the first column's groups
+    assert pd.concat(pieces).equals(frame)
+    one_group = pd.DataFrame({"problem": ["A"] * 95, "value": np.arange(95.0)})
+    assert [len(p) for p in parts(one_group)] == [40, 40, 15]
+    text = latex_table(_table(frame))
+    assert text.count("\\begin{table}") == 2
+    assert "(part 2 of 2; the full table is in results.csv)" in text
+    assert "\\label{tab:convergence-1-2}" in text
+    for body in text.split("\\midrule")[1:]:
+        assert body.split("\\bottomrule")[0].count("\\\\") <= MAX_ROWS
 
 
 def test_parquet_keeps_the_table_and_the_provenance(tmp_path):
@@ -37,16 +93,37 @@ def test_parquet_keeps_the_table_and_the_provenance(tmp_path):
     assert read_parquet_provenance(path) == provenance
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no TeX engine on this machine")
-def test_latex_tables_compile(tmp_path):
-    frame = pd.DataFrame({"method": ["MoreauJean[theta=0.5]"], "order": ["0.99 [0.80, 1.17]"]})
+ROOT = Path(__file__).resolve().parent.parent
+NO_TEX = shutil.which("pdflatex") is None or (
+    subprocess.run(["kpsewhich", "siunitx.sty"], capture_output=True, text=True).stdout == ""
+)
+
+
+def _compile(tmp_path: Path, body: str) -> str:
     document = (
-        "\\documentclass{article}\\usepackage{booktabs}\\begin{document}"
-        + latex_table(frame)
-        + "\\end{document}"
+        "\\documentclass{article}\n" + PREAMBLE + "\\begin{document}\n" + body + "\\end{document}\n"
     )
     (tmp_path / "t.tex").write_text(document)
     run = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    assert run.returncode == 0, run.stdout[-2000:]
+    assert run.returncode == 0, run.stdout[-3000:]
+    return (tmp_path / "t.log").read_text(errors="replace")
+
+
+@pytest.mark.skipif(NO_TEX, reason="no TeX (pdflatex with siunitx) on this machine")
+def test_latex_tables_compile_and_fit_the_page(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "method": ["MoreauJean[theta=0.5]", "EventDriven"],
+            "$\\max_t |q - q_{\\mathrm{ex}}|$": [1.5e-3, np.nan],
+            "order [95 %]": ["0.99 [0.80, 1.17]", "not controlled"],
+            "impacts": [1000, 12],
+        }
+    )
+    log = _compile(tmp_path, latex_table(_table(frame)))
+    assert "Overfull \\hbox" not in log

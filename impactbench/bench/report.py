@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from ..analysis.fitting import ORDER, OrderFit
 from ..core._files import write_atomic
 from . import style
+from .latex import LatexTable, latex_tables
 from .results import PROVENANCE_COLUMNS, read_provenance, read_table
 from .runner import FAILED
 from .study import Study, StudyReport
@@ -35,8 +36,11 @@ PARQUET_FILE = "results.parquet"
 #: Folder (in a study's report folder) of the LaTeX versions of its report tables.
 LATEX_FOLDER = "tables"
 
-#: Tables made by :func:`markdown_table` while a report is being written (LaTeX copies).
-_tables: ContextVar[list[pd.DataFrame] | None] = ContextVar("_tables", default=None)
+#: Tables made by :func:`markdown_table` while a report is being written (LaTeX copies): the
+#: values, their significant digits and the Markdown written.
+_tables: ContextVar[list[tuple[pd.DataFrame, int, str]] | None] = ContextVar(
+    "_tables", default=None
+)
 PROVENANCE_FILE = "provenance.json"
 README_FILE = "README.md"
 
@@ -57,15 +61,16 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     """
     if frame.empty:
         return "None.\n"
-    recorded = _tables.get()
-    if recorded is not None:
-        recorded.append(frame.map(lambda value: format_number(value, digits)))
     header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     align = ["---:" if pd.api.types.is_numeric_dtype(frame[c]) else ":---" for c in frame.columns]
     lines = [header, "| " + " | ".join(align) + " |"]
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(format_number(v, digits) for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    recorded = _tables.get()
+    if recorded is not None:
+        recorded.append((frame.reset_index(drop=True).copy(), digits, text))
+    return text
 
 
 def new_figure(
@@ -228,14 +233,14 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     folder = Path(folder)
     table = read_table(folder / TABLE_FILE)
     provenance = read_provenance(folder / PROVENANCE_FILE)
-    recorded: list[pd.DataFrame] = []
+    recorded: list[tuple[pd.DataFrame, int, str]] = []
     token = _tables.set(recorded)
     try:
         with mpl.rc_context(style.RC):  # every artist of the study's figures in the house style
             report = study.report(table, folder)
     finally:
         _tables.reset(token)
-    latex = _write_latex(recorded, folder / LATEX_FOLDER)
+    latex = _write_latex(_captioned(study, report, recorded), folder / LATEX_FOLDER)
     failed = int((table["status"] == FAILED).sum())
     if failed:
         report = StudyReport(
@@ -257,7 +262,8 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     if latex:
         parts += [
             "## Tables for a paper\n",
-            "Every table above as LaTeX (booktabs), in order: "
+            "Every table above as LaTeX (booktabs and siunitx, with its caption and label; "
+            "a table longer than a page in parts), in order: "
             + ", ".join(f"[{name}]({LATEX_FOLDER}/{name})" for name in latex)
             + "; the full table also as [results.parquet](results.parquet) when written by "
             "`impactbench run` (provenance in its metadata).\n",
@@ -268,14 +274,24 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     return report
 
 
-def latex_table(frame: pd.DataFrame) -> str:
-    """A table of text cells as LaTeX with booktabs rules (``\\usepackage{booktabs}``)."""
-    columns = [str(c).replace("_", " ") for c in frame.columns]
-    body = frame.set_axis(columns, axis=1)
-    return body.to_latex(index=False, escape=True, column_format="l" * len(columns))
+def _captioned(
+    study: Study, report: StudyReport, recorded: list[tuple[pd.DataFrame, int, str]]
+) -> list[LatexTable]:
+    """Each recorded table with the title of the report section that shows it as caption."""
+    tables = []
+    for k, (frame, digits, text) in enumerate(recorded):
+        titles = [section.title for section in report.sections if text in section.body]
+        caption = f"{study.title}: {titles[0]}" if titles else study.title
+        tables.append(LatexTable(frame, digits, caption, f"tab:{study.name}-{k + 1}"))
+    return tables
 
 
-def _write_latex(tables: list[pd.DataFrame], folder: Path) -> list[str]:
+def latex_table(table: LatexTable) -> str:
+    """The LaTeX of one report table (one ``table`` float, or several for a long table)."""
+    return "\n".join(latex_tables(table))
+
+
+def _write_latex(tables: list[LatexTable], folder: Path) -> list[str]:
     """Write each table as ``table<k>.tex``; remove stale ones; return the names written."""
     names = [f"table{k + 1}.tex" for k in range(len(tables))]
     if folder.exists():
