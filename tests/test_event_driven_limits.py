@@ -1,0 +1,63 @@
+"""The event-driven limits study: its equal-error comparison worked by hand (its quick run is
+test_cli's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from impactbench.studies import STUDIES
+from impactbench.studies import event_driven_limits as limits
+
+
+def _row(method, h, tolerance, error, fastest, slowest, repeats=3, impacts=10):
+    family = "time-stepping" if h == h else "event-driven"
+    return {
+        "method": method,
+        "h": h,
+        "tolerance": tolerance,
+        "error": error,
+        "wall_time": fastest,
+        "wall_time_max": slowest,
+        "repeats": repeats,
+        "impacts": impacts,
+        "family": family,
+    }
+
+
+def test_each_event_driven_run_meets_the_cheapest_time_stepper_at_least_as_accurate():
+    nan = np.nan
+    frame = pd.DataFrame(
+        [
+            _row("MoreauJean", 1e-2, nan, 1e-1, 1.0e-3, 1.1e-3),
+            _row("MoreauJean", 1e-3, nan, 1e-2, 5.0e-3, 5.5e-3),
+            _row("PaoliSchatzman", 1e-3, nan, 8e-3, 4.0e-3, 4.2e-3),
+            _row("EventDriven", nan, 1e-2, 2e-2, 2.0e-3, 2.2e-3),  # MJ h=1e-3 or PS: PS cheaper
+            _row("EventDriven", nan, 1e-4, 9e-3, 4.1e-3, 4.6e-3),  # PS only; ranges overlap
+            _row("EventDriven", nan, 1e-6, 1e-9, 1.0e-3, 1.0e-3),  # nothing reaches it
+            _row("EventDriven", nan, 1e-8, 1e-1, 9.0e-3, 9.0e-3, repeats=1),  # one repeat
+        ]
+    )
+    compared = limits.equal_error(frame)
+    assert list(compared["time-stepper"]) == [
+        "PaoliSchatzman (h = 0.001)",
+        "PaoliSchatzman (h = 0.001)",
+        "none reaches it",
+        "MoreauJean (h = 0.01)",
+    ]
+    assert list(compared["verdict"]) == [
+        "event-driven faster",  # 2.2 ms at worst < 4.0 ms at best
+        "tie",  # [4.1, 4.6] overlaps [4.0, 4.2]
+        "-",
+        "- (one repeat: no spread)",
+    ]
+
+
+def test_the_study_runs_both_families_on_every_case():
+    assert STUDIES[limits.NAME] is limits.STUDY
+    runs = limits.runs(quick=True)
+    for label in (limits.BALL, limits.PENDULUM, limits.COLUMN):
+        mine = [run for run in runs if run.problem_name == label]
+        assert {run.method.requires_step for run in mine} == {True, False}
+        zeno = sorted(run.tolerance_value for run in mine if not run.method.requires_step)
+        assert zeno == sorted(limits.REST_VELOCITIES["quick"])
