@@ -224,6 +224,7 @@ def _figure(medians: pd.DataFrame, metric: str, floor: float, folder: Path, titl
         ax.set_xlabel(f"{cost_label} (median)")
         ax.set_ylabel(f"{metric.replace('_', ' ')}")
         ax.set_title("work-precision")
+    axes[len(sweeps)].legend(loc="best")
     figure.suptitle(title)
     save_figure(figure, folder / FIGURE_FILE)
 
@@ -338,7 +339,9 @@ def compare(
             Section("Errors and costs", markdown_table(medians)),
             Section("Figure", f"![comparison]({FIGURE_FILE})\n"),
         ]
-        findings = [f"{row.method}: order vs {row.versus} {row.text}" for row in shown.itertuples()]
+        findings = [
+            f"{row.method}: order vs {row.versus} {row.text}" for row in orders.itertuples()
+        ]
         return StudyReport(sections, findings)
 
     study = Study(

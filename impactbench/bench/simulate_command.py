@@ -134,7 +134,8 @@ def _solution(problem: Problem, t_end: float, compute: bool) -> tuple[Reference 
             "errors: no exact solution, and no cached reference run for this horizon "
             "(--reference computes it, as --plot does)"
         )
-    return solution, f"reference {solution.kind}"
+    print(f"errors against the reference run {solution.kind} (from the reference cache)")
+    return solution, "reference run"
 
 
 def _write_csv(problem: Problem, runs: list[tuple[Method, Trajectory]], path: Path) -> None:
