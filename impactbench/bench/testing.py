@@ -219,7 +219,8 @@ class ValidationReport:
 
 def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]], width: int) -> list[str]:
     """Lines of a fixed-width table at most ``width`` columns wide: the widest columns are
-    narrowed (to no less than :data:`MIN_COLUMN` characters) and their cells wrapped at words.
+    narrowed and their cells wrapped at words (no narrower than the longest word of a column,
+    unless the width cannot hold that: then to :data:`MIN_COLUMN` characters, breaking words).
 
     Raises
     ------
@@ -229,11 +230,17 @@ def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]], width: int)
     cells = [header, *rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     gap = 2
-    floor = [min(w, max(MIN_COLUMN, len(name))) for w, name in zip(widths, header, strict=True)]
-    if sum(floor) + gap * (len(header) - 1) > width:
+    spare = width - gap * (len(header) - 1)
+    words = [max(len(word) for row in cells for word in row[i].split() or [""]) for i in
+             range(len(header))]  # fmt: skip
+    floor = [min(w, max(len(name), longest)) for w, name, longest in
+             zip(widths, header, words, strict=True)]  # fmt: skip
+    if sum(floor) > spare:  # words broken inside: the narrowest columns allowed
+        floor = [min(w, max(MIN_COLUMN, len(name))) for w, name in zip(widths, header, strict=True)]
+    if sum(floor) > spare:
         raise ValueError(f"width must hold {len(header)} columns, got {width!r}")
     while sum(widths) + gap * (len(header) - 1) > width:
-        widest = max(range(len(widths)), key=lambda i: widths[i] - floor[i])
+        widest = max(range(len(widths)), key=lambda i: widths[i] if widths[i] > floor[i] else -1)
         widths[widest] -= 1
     lines = []
     for index, row in enumerate(cells):
