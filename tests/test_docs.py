@@ -23,12 +23,17 @@ def test_adding_a_method_has_the_complete_example():
     assert len(blocks) == 3 and "class SymplecticEuler(ib.Method)" in blocks[0]
 
 
-@pytest.mark.parametrize("page", ["adding-a-method.md"])
+#: What each page's examples print (besides their own assertions).
+PRINTS = {"adding-a-method.md": "max position error", "simulate-and-compare.md": "versus"}
+
+
+@pytest.mark.parametrize("page", sorted(PRINTS))
 def test_the_python_blocks_of_a_page_run(page, tmp_path, monkeypatch, capsys):
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("IMPACTBENCH_CACHE_DIR", str(tmp_path / "runs"))
     namespace: dict = {"__name__": f"docs_{Path(page).stem.replace('-', '_')}"}
     for number, block in enumerate(python_blocks(DOCS / page), start=1):
         code = compile(block, f"{page} block {number}", "exec")
         exec(code, namespace)  # noqa: S102 - the documentation's own examples
-    assert "max position error" in capsys.readouterr().out
+    assert PRINTS[page] in capsys.readouterr().out

@@ -146,11 +146,14 @@ def _method_grid(
 
 
 def _register(factory: Any) -> None:
-    """A factory of a module of the current directory (not installed) is pickled by value, so
-    that worker processes need not import its module."""
-    module = sys.modules.get(getattr(factory, "__module__", ""))
+    """A factory of a user's module in the current directory (not impactbench's) is pickled by
+    value, so that worker processes need not import its module."""
+    name = getattr(factory, "__module__", "") or ""
+    module = sys.modules.get(name)
     path = Path(getattr(module, "__file__", "") or "")
-    if module is not None and path.is_file() and Path.cwd() in path.resolve().parents:
+    if name.partition(".")[0] == "impactbench" or module is None or not path.is_file():
+        return
+    if Path.cwd().resolve() in path.resolve().parents:
         cloudpickle.register_pickle_by_value(module)
 
 
@@ -429,7 +432,18 @@ def _run(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     shown = result.orders[["method", "versus", "text"]]
     print(shown.rename(columns={"text": "order [95 %]"}).to_string(index=False))
     print()
-    print(result.table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    metric = args.metric
+    shown = result.table.drop(columns=["family"]).rename(
+        columns={
+            metric: "error",
+            f"{metric}_min": "min",
+            f"{metric}_max": "max",
+            "force_evaluations": "evaluations",
+            "wall_time": "wall [s]",
+        }
+    )
+    print(f"{metric.replace('_', ' ')}: median (min, max) over the phase copies")
+    print(shown.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     failed = result.result.failed
     for outcome in failed[:5]:
         print(f"  failed: {outcome.error}", file=sys.stderr)
