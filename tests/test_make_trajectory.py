@@ -70,6 +70,7 @@ def test_given_impact_data_is_kept_and_one_dof_arrays_are_columns():
         ({"q": np.ones((11, 2))}, "q must have shape"),
         ({"v": np.full(11, np.nan)}, "v must be finite"),
         ({"t": np.linspace(1.0, 0.0, 11)}, "t must be"),
+        ({"t": np.linspace(0.1, 1.0, 11)}, "t must start at problem.t0"),
         ({"impact_times": [2.0]}, "impact_times"),
         ({"impact_times": [0.5], "impact_constraints": [3]}, "impact_constraints"),
         ({"impact_times": [0.5], "normal_velocity_before": [1.0, 2.0]}, "normal_velocity_before"),

@@ -101,7 +101,8 @@ def make_trajectory(
     Raises
     ------
     ValueError
-        For arrays of the wrong shape, non-finite samples, decreasing times, impact times
+        For arrays of the wrong shape, non-finite samples, decreasing times or a first time
+        other than ``problem.t0``, impact times
         outside the run or constraint indices out of range (the message names the argument).
     """
     if not isinstance(problem, Problem):
@@ -111,6 +112,8 @@ def make_trajectory(
     times = np.array(t, dtype=float).reshape(-1)
     if times.size == 0 or not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
         raise ValueError(f"t must be a non-empty, finite, non-decreasing 1-D array, got {t!r:.200}")
+    if times[0] != problem.t0:
+        raise ValueError(f"t must start at problem.t0 = {problem.t0!r}, got t[0] = {times[0]!r}")
     n_dof = int(np.size(problem.q0))
     q = _samples(q, "q", times.size, n_dof)
     v = _samples(v, "v", times.size, n_dof)
