@@ -4,6 +4,7 @@ solution or the reference run; impactbench.plot from Python."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import numpy as np
@@ -54,8 +55,6 @@ def user_module(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
-    import sys
-
     sys.modules.pop("wavy", None)
 
 
