@@ -8,6 +8,7 @@ The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`si
 
 from .analysis.reference import Reference, reference
 from .core._files import CacheWarning
+from .core.building import make_trajectory
 from .core.dense import DenseOutput
 from .core.energy import energy, kinetic_energy, potential_energy
 from .core.method import Method
@@ -20,17 +21,27 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``run_study`` and ``StudyResult`` are imported on first use (they load the studies and
-    the plotting stack, which ``import impactbench`` does not need)."""
+    """``run_study``, ``StudyResult``, ``compare``, ``Comparison`` and ``plot`` are imported on
+    first use (they load the studies and the plotting stack, which ``import impactbench`` does
+    not need)."""
     if name in ("run_study", "StudyResult"):
         from .bench import pipeline
 
         return getattr(pipeline, name)
+    if name in ("compare", "Comparison"):
+        from .bench import compare
+
+        return getattr(compare, name)
+    if name == "plot":
+        from .bench.plotting import plot
+
+        return plot
     raise AttributeError(f"module 'impactbench' has no attribute {name!r}")
 
 
 __all__ = [
     "CacheWarning",
+    "Comparison",
     "CompiledProblem",
     "DenseOutput",
     "ImpactLog",
@@ -43,8 +54,11 @@ __all__ = [
     "StudyResult",
     "TimeStepping",
     "Trajectory",
+    "compare",
     "energy",
     "kinetic_energy",
+    "make_trajectory",
+    "plot",
     "potential_energy",
     "reference",
     "run_study",

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import impactbench.bench.cli as cli
+import impactbench.bench.simulate_command as simulate_command
 from impactbench.bench.cli import main
 from impactbench.bench.pipeline import study_provenance
 from impactbench.core.names import parse_spec
@@ -64,15 +64,15 @@ def test_errors_show_the_usage_of_their_subcommand(argv, capsys):
 
 
 def _counting_simulate(monkeypatch):
-    """cli.simulate wrapped: records each trajectory it returns."""
+    """The simulate command's simulate wrapped: records each trajectory it returns."""
     trajectories = []
-    real = cli.simulate
+    real = simulate_command.simulate
 
     def counted(*args, **kwargs):
         trajectories.append(real(*args, **kwargs))
         return trajectories[-1]
 
-    monkeypatch.setattr(cli, "simulate", counted)
+    monkeypatch.setattr(simulate_command, "simulate", counted)
     return trajectories
 
 

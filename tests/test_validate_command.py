@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from impactbench.bench.cli import main
+from impactbench.bench.testing import Check, ValidationReport, check_method
+from impactbench.methods import MoreauJean
 
 THIRD_PARTY = Path(__file__).parent / "data" / "third_party"
 
@@ -29,8 +31,50 @@ def test_validate_a_third_party_class_as_json(monkeypatch, capsys):
 
 def test_a_failing_method_exits_1(capsys):
     assert main(["validate", "MoreauJean[activation='approaching']"]) == 1
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "FAILED" in out and "resting contact" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    # which check failed and why: its measured value against its threshold
+    failed = out.split("Failed checks (2):")[1]
+    assert "- resting contact (no drift) on BouncingBall" in failed
+    assert "threshold depth <= 4 alpha h^2" in failed and "> bound" in failed
+    # progress on stderr while it runs: each group of checks announced, then its result
+    progress = [line for line in captured.err.splitlines() if line.startswith("validate: [")]
+    assert progress[0] == "validate: [1/6] orders through impacts ..."
+    assert any(line.startswith("validate: [6/6] determinism: 1 of 1 passed") for line in progress)
+
+
+def test_the_report_table_fits_100_columns_and_explains_failures():
+    long = "a measured value with many words " * 4
+    report = ValidationReport(
+        "SomeMethod[with=parameters]",
+        "quick",
+        [
+            Check("order of hausdorff_velocity_distance", "SlantedWall (non-diagonal M, x)",
+                  long, "order >= 0.8", True),
+            Check("resting contact (no drift)", "BouncingBall (resting ball, t = 100)",
+                  "depth 0.0601 on [10, 55], 0.118 on [55, 100]",
+                  "depth <= 4 alpha h^2 = 0.000981, no growth", False, "depth 0.118 > bound"),
+        ],
+    )  # fmt: skip
+    text = str(report)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "FAILED (1 of 2 checks)" in text
+    assert text.split().count("many") == 4  # the long cell is wrapped, nothing cut
+    assert (
+        "- resting contact (no drift) on BouncingBall (resting ball, t = 100): measured depth "
+        "0.0601 on [10, 55], 0.118 on [55, 100], threshold depth <= 4 alpha h^2 = 0.000981, no "
+        "growth (depth 0.118 > bound)"
+    ) in " ".join(text.split())
+
+
+def test_check_method_reports_progress():
+    lines = []
+    report = check_method(MoreauJean(), properties=("bad_inputs",), progress=lines.append)
+    assert report.passed
+    assert lines[0] == "[1/1] bad inputs ..."
+    assert lines[1].startswith("[1/1] bad inputs: 1 of 1 passed or n/a (")
 
 
 @pytest.mark.parametrize(
@@ -40,6 +84,7 @@ def test_a_failing_method_exits_1(capsys):
         ("no_such_module_xyz:Thing", "cannot be imported"),
         ("MoreauJean[theta=7]", "theta"),
         ("Unknown", "unknown method"),
+        ("my_schemes:WrongName", "has no attribute 'WrongName'"),
     ],
 )
 def test_usage_errors_exit_2(spec, message, monkeypatch, capsys):

@@ -12,38 +12,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import joblib
-import matplotlib as mpl
-import numpy as np
-import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import SimulationError, simulate
-from ..analysis.metrics import METRICS, Reference
-from ..analysis.reference import default_reference_dir, reference, reference_dir_set
+from ..analysis.reference import default_reference_dir, reference_dir_set
 from ..core import names
-from ..core._files import CacheWarning, write_atomic
-from ..core.energy import energy
-from ..methods import METHODS, reference_method
+from ..core._files import CacheWarning
+from ..methods import METHODS
 from ..problems import PROBLEMS
 from ..studies import STUDIES
-from . import style
+from .compare import add_parser as add_compare_parser
 from .pipeline import DEFAULT_OUTPUT, run_study
 from .plugins import load_study_file
 from .report import TABLE_FILE, write_index, write_study_report
-from .results import format_float
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
+from .simulate_command import add_parser as add_simulate_parser
 from .study import Study, StudyReport
-from .trajectory_figure import trajectory_figure
 from .validate_command import add_parser as add_validate_parser
-
-_SIMULATE_METRICS = ("max_position_error", "l1_velocity_error", "position_error_at_end")
 
 
 class UsageError(ValueError):
@@ -245,85 +235,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# simulate
-
-
-def _trajectory_frame(problem: Any, trajectory: Any) -> pd.DataFrame:
-    columns: dict[str, np.ndarray] = {"t": trajectory.t}
-    for i in range(trajectory.q.shape[1]):
-        columns[f"q{i}"] = trajectory.q[:, i]
-    for i in range(trajectory.v.shape[1]):
-        columns[f"v{i}"] = trajectory.v[:, i]
-    columns["energy"] = energy(problem, trajectory)
-    return pd.DataFrame(columns)
-
-
-def _plot(problem: Any, trajectory: Any, path: Path) -> str:
-    """Draw the run against its exact solution, else against a reference run; returns which."""
-    suffix = path.suffix.lower().lstrip(".")
-    if suffix not in style.FORMATS:
-        raise UsageError(f"--plot must end in one of .png, .pdf, .svg, got {str(path)!r}")
-    if problem.has_exact_solution:
-        solution = Reference.exact(problem, trajectory.t[-1])
-    else:  # computed once, then read from the reference cache
-        solution = reference(problem, float(trajectory.t[-1]), reference_method())
-    with mpl.rc_context(style.RC):
-        figure = trajectory_figure(problem, trajectory, solution)
-        style.save(figure, path, formats=(suffix,))
-    return solution.kind
-
-
-def _simulate(args: argparse.Namespace) -> int:
-    problem_factory, problem_kwargs = parse_spec(args.problem, PROBLEMS, "problem")
-    method_factory, method_kwargs = parse_spec(args.method, METHODS, "method")
-    try:
-        problem = problem_factory(**problem_kwargs)
-        method = method_factory(**method_kwargs)
-        warmup = None
-        if args.warmup:  # compilation and first-call costs, kept out of the run's wall time
-            start = time.perf_counter()
-            simulate(problem, method, args.t_end, h=args.h, output_every=args.output_every)
-            warmup = time.perf_counter() - start
-        trajectory = simulate(problem, method, args.t_end, h=args.h, output_every=args.output_every)
-    except (TypeError, ValueError) as error:
-        raise UsageError(str(error)) from None
-    except SimulationError as error:
-        print(f"run failed: {error}", file=sys.stderr)
-        return 1
-    stats = trajectory.stats
-    print(f"{problem.name} with {method.name} to t = {args.t_end:g}: {trajectory.status.value}")
-    print(f"  {trajectory.message}")
-    if trajectory.h is not None:
-        print(f"  step used: {trajectory.h!r}")
-    print(
-        f"  steps {stats['steps']}, force evaluations {stats['force_evaluations']}, "
-        f"impacts {stats['impacts']}, samples {len(trajectory.t)}, "
-        f"wall time {stats['wall_time']:.4g} s"
-    )
-    if warmup is not None:
-        print(
-            f"  warm-up run (numba compilation or cache loading, first calls): {warmup:.4g} s, "
-            "not in the wall time"
-        )
-    print(f"  q(T) = {trajectory.q[-1].tolist()}, v(T) = {trajectory.v[-1].tolist()}")
-    if problem.has_exact_solution:
-        reference = Reference.exact(problem, args.t_end)
-        for name in _SIMULATE_METRICS:
-            value = METRICS[name].function(problem, trajectory, reference)
-            print(f"  {name.replace('_', ' ')} (exact solution): {value:.6g}")
-    frame = _trajectory_frame(problem, trajectory)
-    if args.csv:
-        write_atomic(
-            args.csv, frame.to_csv(index=False, float_format=format_float, lineterminator="\n")
-        )
-        print(f"  samples written to {args.csv}")
-    if args.plot:
-        kind = _plot(problem, trajectory, args.plot)
-        print(f"  figure written to {args.plot} (against the {kind} solution)")
-    return 0 if trajectory.success else 1
-
-
-# --------------------------------------------------------------------------------------------
 # parser
 
 
@@ -401,34 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(handler=_report, parser=report)
 
-    sim = commands.add_parser(
-        "simulate",
-        help="simulate one problem with one method",
-        description="Simulate one run and print its summary (with its errors when the "
-        "problem has an exact solution). PROBLEM and METHOD are names with optional "
-        "parameters, e.g. 'BouncingBall[restitution=0.5]' 'MoreauJean[theta=0.5]'.",
-    )
-    sim.add_argument("problem", metavar="PROBLEM", help=f"one of {', '.join(PROBLEMS)}")
-    sim.add_argument("method", metavar="METHOD", help=f"one of {', '.join(METHODS)}")
-    sim.add_argument("--t-end", type=float, required=True, help="final time")
-    sim.add_argument("--h", type=float, default=None, help="step (time-stepping methods)")
-    sim.add_argument("--output-every", type=_positive_int, default=1, help="keep every K-th step")
-    sim.add_argument(
-        "--plot",
-        type=Path,
-        help="write a figure (.png, .pdf or .svg) of the run against the exact solution, or "
-        "against a reference run (DOP853, rtol 1e-12, cached) when there is none: q, v, phase "
-        "portrait, impact map, gap, energy error",
-    )
-    sim.add_argument("--csv", type=Path, help="write the samples (t, q, v, energy) as CSV")
-    sim.add_argument(
-        "--no-warmup",
-        dest="warmup",
-        action="store_false",
-        help="time the first run, compilation included (default: run once untimed first)",
-    )
-    sim.set_defaults(handler=_simulate, parser=sim)
-
+    add_simulate_parser(commands, UsageError, _positive_int)
+    add_compare_parser(commands, UsageError)
     add_validate_parser(commands, UsageError)
     return parser
 

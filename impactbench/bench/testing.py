@@ -52,6 +52,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -79,6 +80,10 @@ METRIC_TOLERANCE = 1e-9
 DEPTH_CONSTANT = 4.0
 #: Relative round-off allowed on energies and gaps.
 ROUND_OFF = 1e-12
+
+#: Width of the text report (:meth:`ValidationReport.table`), and the narrowest a column gets.
+TABLE_WIDTH = 100
+MIN_COLUMN = 8
 
 #: Error metrics whose order is fitted (impactbench.analysis.metrics).
 ORDER_METRICS = ("max_position_error", "hausdorff_velocity_distance")
@@ -171,25 +176,36 @@ class ValidationReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
-    def table(self, rows: list[Check] | None = None) -> str:
-        """The checks as a fixed-width text table."""
+    def table(self, rows: list[Check] | None = None, width: int = TABLE_WIDTH) -> str:
+        """The checks as a text table at most ``width`` columns wide (long cells wrapped),
+        followed by each failed check: its property and problem, measured value against
+        threshold, and the detail saying why."""
         rows = self.checks if rows is None else rows
-        header = ("property", "problem", "measured", "threshold", "verdict")
-        cells = [header] + [
-            (c.property, c.problem, c.measured, c.threshold, c.verdict) for c in rows
-        ]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-        lines = [
-            "  ".join(text.ljust(w) for text, w in zip(row, widths, strict=True)) for row in cells
-        ]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        for check in rows:
-            if check.passed is False and check.detail:
-                lines.append(f"  {check.property} / {check.problem}: {check.detail}")
+        header = ("verdict", "property", "problem", "measured", "threshold")
+        cells = [(c.verdict, c.property, c.problem, c.measured, c.threshold) for c in rows]
+        lines = text_table(header, cells, width)
+        failures = [check for check in rows if check.passed is False]
+        if failures:
+            lines.append("")
+            lines.append(f"Failed checks ({len(failures)}):")
+        for check in failures:
+            why = f"measured {check.measured}, threshold {check.threshold}"
+            if check.detail:
+                why += f" ({check.detail})"
+            lines += textwrap.wrap(
+                f"- {check.property} on {check.problem}: {why}",
+                width,
+                subsequent_indent="  ",
+                break_on_hyphens=False,
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} checks)"
+        verdict = (
+            f"PASSED ({len(self.checks)} checks)"
+            if self.passed
+            else f"FAILED ({len(self.failures)} of {len(self.checks)} checks)"
+        )
         return (
             f"{self.method} at level {self.level!r}: {verdict} in {self.seconds:.1f} s\n"
             + self.table()
@@ -199,6 +215,46 @@ class ValidationReport:
         """Raise AssertionError listing the failing checks (for a pytest test)."""
         if not self.passed:
             raise AssertionError(f"{self.method} fails validation:\n{self.table(self.failures)}")
+
+
+def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]], width: int) -> list[str]:
+    """Lines of a fixed-width table at most ``width`` columns wide: the widest columns are
+    narrowed and their cells wrapped at words (no narrower than the longest word of a column,
+    unless the width cannot hold that: then to :data:`MIN_COLUMN` characters, breaking words).
+
+    Raises
+    ------
+    ValueError
+        If ``width`` cannot hold the columns at their narrowest.
+    """
+    cells = [header, *rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    gap = 2
+    spare = width - gap * (len(header) - 1)
+    words = [max(len(word) for row in cells for word in row[i].split() or [""]) for i in
+             range(len(header))]  # fmt: skip
+    floor = [min(w, max(len(name), longest)) for w, name, longest in
+             zip(widths, header, words, strict=True)]  # fmt: skip
+    if sum(floor) > spare:  # words broken inside: the narrowest columns allowed
+        floor = [min(w, max(MIN_COLUMN, len(name))) for w, name in zip(widths, header, strict=True)]
+    if sum(floor) > spare:
+        raise ValueError(f"width must hold {len(header)} columns, got {width!r}")
+    while sum(widths) + gap * (len(header) - 1) > width:
+        widest = max(range(len(widths)), key=lambda i: widths[i] if widths[i] > floor[i] else -1)
+        widths[widest] -= 1
+    lines = []
+    for index, row in enumerate(cells):
+        wrapped = [
+            textwrap.wrap(text, w, break_on_hyphens=False) or [""]
+            for text, w in zip(row, widths, strict=True)
+        ]
+        for k in range(max(len(part) for part in wrapped)):
+            parts = [part[k] if k < len(part) else "" for part in wrapped]
+            line = (" " * gap).join(p.ljust(w) for p, w in zip(parts, widths, strict=True))
+            lines.append(line.rstrip())
+        if index == 0:
+            lines.append((" " * gap).join("-" * w for w in widths))
+    return lines
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,6 +453,11 @@ def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Ch
         gradient = float(np.abs(problem.gap_gradient(problem.q0)).max())
         round_off = 1e-14 + 100 * np.finfo(float).eps * gradient * float(np.abs(run.q).max())
         passed = max(early, late) <= bound and late <= early + round_off
+        why = [f"alpha = {case.alpha:.4g}"]
+        if max(early, late) > bound:
+            why.append(f"depth {_fmt(max(early, late))} > bound {_fmt(bound)}")
+        if late > early + round_off:
+            why.append(f"depth grew from {_fmt(early)} to {_fmt(late)}")
         checks.append(
             Check(
                 prop,
@@ -405,7 +466,7 @@ def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Ch
                 f"{_fmt(late)} on [{middle:g}, {t_end:g}]",
                 threshold,
                 passed,
-                f"alpha = {case.alpha:.4g}",
+                "; ".join(why),
             )
         )
     return checks
@@ -550,6 +611,7 @@ def check_method(
     level: str = "quick",
     tolerance: str = "rtol",
     properties: tuple[str, ...] = PROPERTIES,
+    progress: Callable[[str], None] | None = None,
 ) -> ValidationReport:
     """Run ``method`` through the conformance battery (module docstring) and report.
 
@@ -564,6 +626,9 @@ def check_method(
         Name of the event-driven method's tolerance parameter (ignored for time-stepping).
     properties : tuple of str
         The properties to check, among :data:`PROPERTIES` (default: all).
+    progress : callable, optional
+        Called with one line of text after each group of properties (its position, name,
+        checks passed and seconds), e.g. ``print`` to stderr as ``impactbench validate`` does.
 
     Returns
     -------
@@ -589,17 +654,33 @@ def check_method(
     start = time.perf_counter()
     settings = LEVELS[level]
     report = ValidationReport(method.name, level)
-    if "orders" in selected:
-        report.checks += _order_checks(method, settings, tolerance)
-    if "kinetic_metric" in selected:
-        report.checks.append(_kinetic_metric_check(method, settings, tolerance))
-    report.checks += _contact_checks(method, settings, selected)
-    if "energy" in selected:
-        report.checks.append(_energy_check(method, settings))
-    if "bad_inputs" in selected:
-        report.checks.append(_bad_input_check(method))
-    if "determinism" in selected:
-        report.checks.append(_determinism_check(method, settings))
+    steps = [
+        ("orders through impacts", "orders" in selected, _order_checks, (tolerance,)),
+        ("kinetic metric", "kinetic_metric" in selected, _kinetic_metric_check, (tolerance,)),
+        (
+            "resting and several contacts",
+            bool(selected & {"resting_contact", "several_contacts"}),
+            _contact_checks,
+            (selected,),
+        ),
+        ("energy over impacts", "energy" in selected, _energy_check, ()),
+        ("bad inputs", "bad_inputs" in selected, lambda m, _level: _bad_input_check(m), ()),
+        ("determinism", "determinism" in selected, _determinism_check, ()),
+    ]
+    steps = [step for step in steps if step[1]]
+    for index, (label, _, function, extra) in enumerate(steps, start=1):
+        began = time.perf_counter()
+        if progress is not None:
+            progress(f"[{index}/{len(steps)}] {label} ...")
+        found = function(method, settings, *extra)
+        found = found if isinstance(found, list) else [found]
+        report.checks += found
+        if progress is not None:
+            failed = sum(check.passed is False for check in found)
+            progress(
+                f"[{index}/{len(steps)}] {label}: {len(found) - failed} of {len(found)} "
+                f"passed or n/a ({time.perf_counter() - began:.1f} s)"
+            )
     report.seconds = time.perf_counter() - start
     return report
 

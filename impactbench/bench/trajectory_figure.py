@@ -88,6 +88,20 @@ def _energy(problem: Problem, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return kinetic_energy(problem, q, v) + potential_energy(problem, q)
 
 
+def energy_samples(trajectory: Trajectory) -> np.ndarray:
+    """Which samples of ``trajectory`` carry an energy to draw: all, except for a method whose
+    output velocity is reconstructed (Paoli-Schatzman's central difference straddles each
+    impact: the samples within a step of an impact are no energy and are left out)."""
+    t, impacts = trajectory.t, trajectory.impacts
+    shown = np.ones(t.shape, dtype=bool)
+    reconstructed = trajectory.stats.get("velocity_output", "state") != "state"
+    if reconstructed and trajectory.h is not None and len(impacts.t):
+        index = np.clip(np.searchsorted(impacts.t, t), 1, len(impacts.t) - 1)
+        nearest = np.minimum(np.abs(t - impacts.t[index - 1]), np.abs(impacts.t[index] - t))
+        shown = nearest > trajectory.h * (1 + 1e-9)
+    return shown
+
+
 def trajectory_figure(
     problem: Problem, trajectory: Trajectory, reference: Reference | None = None
 ) -> Figure:
@@ -172,14 +186,7 @@ def trajectory_figure(
     ax_gap.set(xlabel="$t$ [s]", ylabel="$g(q)$", title="gap (penetration where < 0)")
 
     energy = _energy(problem, q, v)
-    # a reconstructed velocity (Paoli-Schatzman's central difference) straddles each impact: the
-    # samples within a step of one are no energy and are left out
-    shown = np.ones(t.shape, dtype=bool)
-    reconstructed = trajectory.stats.get("velocity_output", "state") != "state"
-    if reconstructed and trajectory.h is not None and len(impacts.t):
-        index = np.clip(np.searchsorted(impacts.t, t), 1, len(impacts.t) - 1)
-        nearest = np.minimum(np.abs(t - impacts.t[index - 1]), np.abs(impacts.t[index] - t))
-        shown = nearest > trajectory.h * (1 + 1e-9)
+    shown = energy_samples(trajectory)
     note = " (samples within h of an impact left out)" if not shown.all() else ""
     if reference is not None:
         q_at, v_at = reference.state(t)

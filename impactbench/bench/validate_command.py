@@ -5,57 +5,18 @@ METHOD is a built-in name with optional parameters (``MoreauJean[theta=0.5]``) o
 another module, ``MODULE:CLASS[param=value,...]`` (``my_package.schemes:MyScheme[order=2]``);
 the current directory is searched first for MODULE, as ``python -m`` does. Exit codes: 0 every
 check passed, 1 a check failed, 2 usage error (unknown name, import error, bad parameter).
+Progress lines go to stderr while the battery runs; the report (a table at most 100 columns
+wide, then each failed check with its measured value, threshold and why) to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
-import re
 import sys
 from typing import Any
 
-from ..core import names
-from ..core.method import Method
+from .specs import load_method
 from .testing import LEVELS, check_method
-
-_EXTERNAL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*(\w+)\s*(\[.*\])?\s*$")
-
-
-def load_method(spec: str) -> Method:
-    """A method instance from ``"Name[params]"`` (built-in) or ``"module:Class[params]"``.
-
-    Raises
-    ------
-    ValueError
-        For a malformed spec, a module that cannot be imported, a missing class, a class that
-        is not a :class:`impactbench.Method`, or parameters the class rejects.
-    """
-    from ..methods import METHODS
-
-    match = _EXTERNAL.match(spec) if isinstance(spec, str) else None
-    if match is None:
-        factory, kwargs = names.parse_spec(spec, METHODS, "method")
-    else:
-        module_name, class_name, params = match.groups()
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as error:
-            raise ValueError(f"method module {module_name!r} cannot be imported: {error}") from None
-        factory = getattr(module, class_name, None)
-        if not (isinstance(factory, type) and issubclass(factory, Method)):
-            raise ValueError(
-                f"method {module_name}:{class_name} must be a subclass of impactbench.Method, "
-                f"got {factory!r}"
-            )
-        _, kwargs = names.parse_spec(f"{class_name}{params or ''}", {class_name: factory}, "method")
-    try:
-        return factory(**kwargs)
-    except TypeError as error:
-        raise ValueError(f"bad parameters for method {spec!r}: {error}") from None
 
 
 def add_parser(commands: Any, usage_error: type[Exception]) -> None:
@@ -92,7 +53,13 @@ def add_parser(commands: Any, usage_error: type[Exception]) -> None:
 def _validate(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     try:
         method = load_method(args.method)
-        report = check_method(method, level=args.level, tolerance=args.tolerance)
+        print(f"validate: {method.name} at level {args.level!r}", file=sys.stderr)
+        report = check_method(
+            method,
+            level=args.level,
+            tolerance=args.tolerance,
+            progress=lambda line: print(f"validate: {line}", file=sys.stderr, flush=True),
+        )
     except ValueError as error:
         raise usage_error(str(error)) from None
     print(report.to_json() if args.json else report)

@@ -18,13 +18,17 @@ from typing import Any
 PRESENTATION_MODULES = frozenset(
     {
         "cli.py",
+        "compare.py",
         "fitting.py",
         "long_time.py",
         "machine.py",
         "pipeline.py",
+        "plotting.py",
         "plugins.py",
         "report.py",
         "results.py",
+        "simulate_command.py",
+        "specs.py",
         "study.py",
         "style.py",
         "testing.py",
