@@ -179,8 +179,6 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
 
 def _run(args: argparse.Namespace) -> int:
     studies = _studies(args.studies)
-    if args.backend == "dask" and not args.scheduler:
-        raise UsageError("--backend dask needs --scheduler ADDRESS")
     if args.backend != "dask" and args.scheduler:
         raise UsageError("--scheduler is only used with --backend dask")
     try:  # every option before any study runs
@@ -356,7 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true", help="the small grids (seconds)")
     run.add_argument("--jobs", type=_jobs, default=-1, help="parallel jobs (default -1: all cores)")
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
-    run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
+    run.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Dask scheduler (dask backend; without it, a local cluster of --jobs processes)",
+    )
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
     run.add_argument(
         "--retry-failed",
