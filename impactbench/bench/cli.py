@@ -30,10 +30,12 @@ from ..analysis.reference import default_reference_dir, reference, reference_dir
 from ..core import names
 from ..core._files import CacheWarning, write_atomic
 from ..core.energy import energy
+from ..core.names import did_you_mean
 from ..methods import METHODS, reference_method
 from ..problems import PROBLEMS
 from ..studies import STUDIES
 from . import style
+from .list_command import add_parser as add_list_parser
 from .pipeline import DEFAULT_OUTPUT, run_study
 from .plugins import load_study_file
 from .report import TABLE_FILE, write_index, write_study_report
@@ -88,28 +90,6 @@ def _retries(text: str) -> int:
     return value
 
 
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-
-
-# --------------------------------------------------------------------------------------------
-# list
-
-
-def _list(args: argparse.Namespace) -> int:
-    print("Problems:")
-    for name, factory in PROBLEMS.items():
-        print(f"  {name:24} {_first_line(factory.__doc__)}")
-    print("Methods:")
-    for name, method in METHODS.items():
-        print(f"  {name:24} {method.family:14} {_first_line(method.__doc__)}")
-    print("Studies:")
-    for name, study in STUDIES.items():
-        counts = f"quick {len(study.runs(True))} runs, full {len(study.runs(False))} runs"
-        print(f"  {name:24} {study.title} ({counts})")
-    return 0
-
-
 # --------------------------------------------------------------------------------------------
 # run and report
 
@@ -127,8 +107,8 @@ def _studies(names: Sequence[str]) -> dict[str, Study]:
             study = STUDIES[name]
         else:
             raise UsageError(
-                f"unknown study {name!r}; known: {', '.join(STUDIES)}, or the path of a .py "
-                "file defining STUDY"
+                f"unknown study {name!r}{did_you_mean(name, STUDIES)}; known: "
+                f"{', '.join(STUDIES)}, or the path of a .py file defining STUDY"
             )
         chosen.setdefault(study.name, study)
     return chosen or dict(STUDIES)
@@ -335,8 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    listing = commands.add_parser("list", help="list the problems, methods and studies")
-    listing.set_defaults(handler=_list, parser=listing)
+    add_list_parser(commands, UsageError)
 
     run = commands.add_parser(
         "run",

@@ -46,6 +46,11 @@ def load_method(spec: str) -> Method:
         except ImportError as error:
             raise ValueError(f"method module {module_name!r} cannot be imported: {error}") from None
         factory = getattr(module, class_name, None)
+        if factory is None:
+            raise ValueError(
+                f"module {module_name!r} has no attribute {class_name!r}"
+                f"{names.did_you_mean(class_name, vars(module))}"
+            )
         if not (isinstance(factory, type) and issubclass(factory, Method)):
             raise ValueError(
                 f"method {module_name}:{class_name} must be a subclass of impactbench.Method, "
