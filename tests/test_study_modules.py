@@ -9,12 +9,16 @@ import sys
 import textwrap
 import types
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from impactbench import Problem
 from impactbench.bench import runner
 from impactbench.bench.cli import main
+from impactbench.bench.pipeline import MissingReferenceWarning, run_study
 from impactbench.bench.runner import Run, execute
+from impactbench.bench.study import Study, StudyReport
 from impactbench.methods import MoreauJean
 
 WAVY = '''
@@ -116,3 +120,59 @@ def test_a_module_the_workers_cannot_import_is_named(monkeypatch):
     for outcome in outcomes:
         assert outcome.status == runner.FAILED
         assert "cannot import module 'vanishing_model'" in outcome.error
+
+
+def test_report_rebuilds_the_report_of_a_study_run_from_a_file(study_file, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["run", str(study_file), "--jobs", "1", "--output", str(out)]
+    assert main([*argv, "--cache-dir", str(tmp_path / "cache")]) == 0
+    readme = out / "wavy_study" / "README.md"
+    readme.unlink()
+    assert main(["report", "--output", str(out)]) == 0  # the file its provenance records
+    assert "2 rows" in readme.read_text()
+    moved = tmp_path / "elsewhere" / "wavy_study.py"
+    moved.parent.mkdir()
+    study_file.rename(moved)
+    capsys.readouterr()
+    assert main(["report", "--output", str(out)]) == 1
+    assert "pass the file defining it" in capsys.readouterr().err
+    sys.modules.pop("wavy_study")  # as in a new process: the moved file is imported anew
+    assert main(["report", "--output", str(out), str(moved)]) == 0
+
+
+class Floor(Problem):
+    """A ball above the floor without a closed form (``exact_solution`` not written)."""
+
+    def __init__(self):
+        self.name, self.restitution = "Floor", 0.5
+        self.q0, self.v0 = np.array([1.0]), np.array([0.0])
+
+    def mass_matrix(self, q):
+        return np.eye(1)
+
+    def forces(self, t, q, v):
+        return np.array([-9.81])
+
+    def gap(self, q):
+        return np.array([q[0]])
+
+    def gap_gradient(self, q):
+        return np.array([[1.0]])
+
+    def potential_energy(self, q):
+        return 9.81 * float(q[0])
+
+
+def _floor_runs(quick):
+    metrics = ("max_position_error", "max_penetration")
+    return [Run(Floor, MoreauJean, 0.3, h=h, metrics=metrics) for h in (0.1, 0.05)]
+
+
+def test_errors_without_a_reference_are_not_nan_without_a_word(tmp_path):
+    study = Study("unmeasured", "U", "No reference.", _floor_runs, lambda t, f: StudyReport())
+    with pytest.warns(MissingReferenceWarning, match=r"2 of 2 runs .* max_position_error") as w:
+        result = run_study(study, jobs=1, output=tmp_path, cache_dir=tmp_path / "c", report=False)
+    assert "Floor with MoreauJean, h = 0.1" in str(w[0].message)
+    assert result.table["max_position_error"].isna().all()
+    assert result.table["max_penetration"].notna().all()  # needs no reference: no warning for it
+    assert "max_penetration" not in str(w[0].message)

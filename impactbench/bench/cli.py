@@ -35,10 +35,12 @@ from ..methods import METHODS, reference_method
 from ..problems import PROBLEMS
 from ..studies import STUDIES
 from . import style
+from .arguments import csv_file, figure_file
 from .list_command import add_parser as add_list_parser
-from .pipeline import DEFAULT_OUTPUT, run_study
+from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
 from .plugins import load_study_file
 from .report import TABLE_FILE, write_index, write_study_report
+from .report_files import file_studies
 from .results import format_float
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .study import Study, StudyReport
@@ -214,7 +216,13 @@ def _report(args: argparse.Namespace) -> int:
         if not _has_tables(output) and _has_tables(DEFAULT_OUTPUT["quick"]):
             output = DEFAULT_OUTPUT["quick"]
             print(f"no stored tables in {DEFAULT_OUTPUT['full']}: reporting {output} (--quick)")
-    if not _write_reports(output, jobs=args.jobs):
+    named = {name: s for name, s in _studies(args.studies).items() if args.studies}
+    recorded, notes = file_studies(output, UsageError)
+    for note in notes:
+        if not any(note.startswith(f"no report for {output / name}:") for name in named):
+            print(f"impactbench: warning: {note}", file=sys.stderr)
+    extra = {**recorded, **named}
+    if not _write_reports(output, extra, jobs=args.jobs):
         hint = "`impactbench run` (or `run --quick`, then `report --output reports-quick`)"
         print(f"no stored study tables in {output}; run {hint} first", file=sys.stderr)
         return 1
@@ -375,6 +383,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="reports folder (default: reports, else reports-quick when only it has tables)",
     )
     report.add_argument(
+        "studies",
+        nargs="*",
+        metavar="STUDY_FILE",
+        help="files defining STUDY whose tables are in the folder (default: the files recorded "
+        "in their provenance.json, when they still exist)",
+    )
+    report.add_argument(
         "--jobs",
         type=_jobs,
         default=-1,
@@ -396,12 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--output-every", type=_positive_int, default=1, help="keep every K-th step")
     sim.add_argument(
         "--plot",
-        type=Path,
+        type=figure_file,
         help="write a figure (.png, .pdf or .svg) of the run against the exact solution, or "
         "against a reference run (DOP853, rtol 1e-12, cached) when there is none: q, v, phase "
         "portrait, impact map, gap, energy error",
     )
-    sim.add_argument("--csv", type=Path, help="write the samples (t, q, v, energy) as CSV")
+    sim.add_argument("--csv", type=csv_file, help="write the samples (t, q, v, energy) as CSV")
     sim.add_argument(
         "--no-warmup",
         dest="warmup",
@@ -416,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Cache warnings as one line on stderr, other warnings in Python's format."""
-    if issubclass(category, CacheWarning):
+    if issubclass(category, (CacheWarning, MissingReferenceWarning)):
         print(f"impactbench: warning: {message}", file=sys.stderr)
     else:
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
