@@ -28,23 +28,22 @@ class UnshippableRun(RuntimeError):
 
 
 def import_root(obj: Any) -> str | None:
-    """The folder that ``obj``'s module was imported from (the ``sys.path`` entry that finds
-    it: for module ``a.b`` in ``/x/a/b.py``, ``/x``), or None when it has no source file."""
+    """The folder that the top-level module or package of ``obj``'s module was imported from
+    (the ``sys.path`` entry that finds it: ``/x`` for ``/x/wavy.py`` or ``/x/pkg/__init__.py``),
+    or None when it has no source file."""
     name = getattr(obj, "__module__", None)
-    module = sys.modules.get(name) if isinstance(name, str) else None
-    file = getattr(module, "__file__", None)
+    top = sys.modules.get(name.partition(".")[0]) if isinstance(name, str) else None
+    file = getattr(top, "__file__", None)
     if not file:
         return None
     path = Path(file).resolve()
-    if path.stem == "__init__":
-        path = path.parent
-    depth = len(name.split("."))
-    return str(path.parents[depth - 1]) if len(path.parents) >= depth else None
+    return str(path.parent.parent if path.stem == "__init__" else path.parent)
 
 
 def import_roots(runs: Iterable[Any]) -> tuple[str, ...]:
     """The folders the runs' problem, method, reference and artefact functions come from
-    (:func:`import_root`), sorted."""
+    (:func:`import_root`), sorted. A worker appends them to its path: names it can import
+    already keep their meaning."""
     roots = set()
     for run in runs:
         for obj in (run.problem, run.method, run.reference, run.artefact):
