@@ -66,7 +66,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -1023,31 +1023,36 @@ def execute(
         if outcome is None:
             pending.setdefault(key, []).append(position)
     done = len(runs) - sum(len(positions) for positions in pending.values())
-    with tqdm(
-        total=len(runs),
-        initial=done,
-        desc=description,
-        unit="run",
-        disable=not _show_progress(progress),
-    ) as bar:
+    cluster = ExitStack()  # a local Dask cluster while runs compute, when no scheduler is given
+    address = scheduler
+    if pending and backend == "dask" and not scheduler:
+        address = cluster.enter_context(workers.local_cluster(jobs))
+    with (
+        cluster,
+        tqdm(
+            total=len(runs),
+            initial=done,
+            desc=description,
+            unit="run",
+            disable=not _show_progress(progress),
+        ) as bar,
+    ):
         if pending:
-            local = backend == "dask" and not scheduler
-            with workers.local_cluster(jobs) if local else nullcontext(scheduler) as address:
-                execution = _Execution(runs, versions, outcomes, cache, backend, address, jobs, bar)
-                if jobs == 1 and compile_jobs != 1:
-                    execution.compile(pending, compile_jobs)
-                execution.run(pending)
-                for attempt in range(1, retries + 1):
-                    failed = {
-                        key: positions
-                        for key, positions in pending.items()
-                        if outcomes[positions[0]].status == FAILED
-                    }
-                    if not failed:
-                        break
-                    bar.total += sum(len(positions) for positions in failed.values())
-                    bar.set_description(f"{description} (retry {attempt})")
-                    execution.run(failed)
+            execution = _Execution(runs, versions, outcomes, cache, backend, address, jobs, bar)
+            if jobs == 1 and compile_jobs != 1:
+                execution.compile(pending, compile_jobs)
+            execution.run(pending)
+            for attempt in range(1, retries + 1):
+                failed = {
+                    key: positions
+                    for key, positions in pending.items()
+                    if outcomes[positions[0]].status == FAILED
+                }
+                if not failed:
+                    break
+                bar.total += sum(len(positions) for positions in failed.values())
+                bar.set_description(f"{description} (retry {attempt})")
+                execution.run(failed)
     for outcome, key, version in zip(outcomes, keys, versions, strict=True):
         outcome.key = key
         outcome.code_version = version
