@@ -255,7 +255,6 @@ def test_list_names_problems_methods_and_studies(capsys):
         ["run", "--jobs", "0"],
         ["run", "--jobs", "two"],
         ["run", "--backend", "ray"],
-        ["run", "--backend", "dask"],
         ["run", "--scheduler", "tcp://127.0.0.1:8786"],
         ["simulate", "NoSuchProblem", "MoreauJean", "--t-end", "1", "--h", "0.1"],
         ["simulate", "BouncingBall", "NoSuchMethod", "--t-end", "1", "--h", "0.1"],

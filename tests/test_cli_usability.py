@@ -122,6 +122,7 @@ def test_a_users_study_records_its_own_module_and_revision(tmp_path, monkeypatch
         "study_module": "my_study",
         "study_digest": hashlib.sha256(source.encode()).hexdigest()[:16],
         "study_git_revision": head,
+        "study_file": str((tmp_path / "my_study.py").resolve()),
     }
     (tmp_path / "my_study.py").write_text(source + "# edited\n")
     assert study_provenance(study)["study_git_revision"] == head + "-dirty"

@@ -251,10 +251,12 @@ class NanForce(Ball):
 
 
 class WrongGradient(Ball):
-    """A gap gradient of the wrong sign: the impact law cannot keep the ball out."""
+    """A gap gradient of the wrong sign below half the height (right at q0, where
+    Problem.check compares it with the gap's differences): the impact law cannot keep the ball
+    out."""
 
     def gap_gradient(self, q):
-        return np.array([[-1.0]])
+        return np.array([[-1.0 if q[0] < 0.5 else 1.0]])
 
 
 # --------------------------------------------------------------------------------------------

@@ -352,7 +352,7 @@ def _run_valid(studies, jobs, backend, scheduler, retries) -> bool:
     """The documented rules of ``impactbench run``'s options."""
     if not all(name in ("convergence", "energy_decay") for name in studies):
         return False
-    if backend == "ray" or (backend == "dask") != (scheduler is not None):
+    if backend == "ray" or (backend != "dask" and scheduler is not None):
         return False
     if scheduler is not None and not SCHEDULERS[scheduler]:
         return False
@@ -360,7 +360,8 @@ def _run_valid(studies, jobs, backend, scheduler, retries) -> bool:
         return False
     if jobs is None or jobs == "-1":
         return True
-    most = math.inf if backend == "dask" else MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+    remote = backend == "dask" and scheduler is not None  # else processes on this machine
+    most = math.inf if remote else MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
     return jobs.isdigit() and 1 <= int(jobs) <= most
 
 
@@ -387,7 +388,7 @@ def run_commands(draw):
     if "backend" in corrupt:
         backend, scheduler = draw(
             st.one_of(
-                st.tuples(st.just("dask"), st.sampled_from([None, *_BAD_SCHEDULERS])),
+                st.tuples(st.just("dask"), st.sampled_from(_BAD_SCHEDULERS)),
                 st.tuples(
                     st.sampled_from([None, "loky", "ray"]), st.sampled_from(list(SCHEDULERS))
                 ),
@@ -396,7 +397,7 @@ def run_commands(draw):
     else:
         backend, scheduler = draw(
             st.one_of(
-                st.tuples(st.just("dask"), st.sampled_from(_GOOD_SCHEDULERS)),
+                st.tuples(st.just("dask"), st.sampled_from([None, *_GOOD_SCHEDULERS])),
                 st.tuples(st.sampled_from([None, "loky"]), st.just(None)),
             )
         )

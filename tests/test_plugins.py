@@ -1,9 +1,10 @@
-"""Third-party methods, problems and studies: entry points (a package installed in a temporary
-virtual environment) and study files (``impactbench run path/to/study.py``)."""
+"""Third-party methods, problems and studies: entry points (a package installed into a temporary
+folder on the path of a child process) and study files (``impactbench run path/to/study.py``)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,34 +22,34 @@ PACKAGE = Path(__file__).parent / "data" / "third_party_package"
 
 @pytest.fixture(scope="module")
 def plugin_python(tmp_path_factory) -> Path:
-    """A virtual environment seeing this interpreter's packages, with the third party's package
-    installed by this interpreter's pip (no dependencies, no build isolation: nothing is
-    downloaded)."""
-    root = tmp_path_factory.mktemp("venv")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)],
-        check=True,
-    )
-    python = root / "bin" / "python"
+    """A folder holding the third party's package, installed into it (``pip install --target``)
+    by this interpreter's pip with this environment's setuptools and wheel (no dependencies, no
+    build isolation: nothing is downloaded, and whatever the base interpreter holds is not
+    used); :func:`_impactbench` runs this interpreter with the folder on its path."""
+    target = tmp_path_factory.mktemp("site")
     build = tmp_path_factory.mktemp("build")
     source = build / "third_party_package"  # a copy: the build writes next to the sources
     shutil.copytree(PACKAGE, source)
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-         "--no-build-isolation", "--no-index", str(source)],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(target), str(source)],
         check=True,
         cwd=build,
     )  # fmt: skip
-    return python
+    return target
 
 
-def _impactbench(python: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess:
+def _impactbench(site: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m impactbench`` in this environment, with ``site`` first on its path (and on
+    its workers' path: they inherit the environment variable)."""
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     return subprocess.run(
-        [str(python), "-m", "impactbench", *argv],
+        [sys.executable, "-m", "impactbench", *argv],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=600,
+        env={**os.environ, "PYTHONPATH": path},
     )
 
 

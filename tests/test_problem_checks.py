@@ -427,3 +427,113 @@ def test_a_gap_that_is_not_a_vector_cannot_give_the_constraint_count():
 
     with pytest.raises(ValueError, match=r"gap\(q0\) must have shape \(m,\)"):
         MatrixGap().check()
+
+
+class FlippedGradient(UserWall):
+    """The gradient with the wrong sign: the floor pushes down (it used to simulate)."""
+
+    def gap_gradient(self, q):
+        return np.array([[0.0, -1.0]])
+
+
+class TwoWalls(UserWall):
+    """Two constraints on two coordinates: g = (q1, 5 - q0 - 3 q1), rows (0, 1), (-1, -3)."""
+
+    def __init__(self):
+        super().__init__()
+        self.n_constraints = 2
+
+    def gap(self, q):
+        return np.array([q[1], 5.0 - q[0] - 3.0 * q[1]])
+
+    def gap_gradient(self, q):
+        return np.array([[0.0, 1.0], [-1.0, -3.0]])
+
+
+class TransposedGradient(TwoWalls):
+    def gap_gradient(self, q):
+        return np.array([[0.0, 1.0], [-1.0, -3.0]]).T
+
+
+class HalvedGradient(UserWall):
+    """A curved floor y >= x^2 / 2 - 1 at q0 = (1, 1), with the x-derivative off by 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.q0 = np.array([1.0, 1.0])
+
+    def gap(self, q):
+        return np.array([q[1] - q[0] ** 2 / 2 + 1.0])
+
+    def gap_gradient(self, q):
+        return np.array([[-q[0] / 2, 1.0]])
+
+
+@pytest.mark.parametrize(
+    ("problem", "where"),
+    [(FlippedGradient(), "coordinate 1"), (TransposedGradient(), "row 1"),
+     (HalvedGradient(), "coordinate 0")],
+)  # fmt: skip
+def test_a_gap_gradient_that_is_not_the_gradient_of_the_gap_is_refused(problem, where):
+    with pytest.raises(ValueError, match=f"gap_gradient.*{where}"):
+        problem.check()
+    with pytest.raises(ValueError, match="gap_gradient"):
+        simulate(problem, MoreauJean(), T_END, h=H)
+
+
+class FarAndSmall(UserWall):
+    """The floor at a height of 1e-6 over coordinates of 1e6: the differences are scaled."""
+
+    def __init__(self, sign=1.0):
+        super().__init__()
+        self.q0 = np.array([3e6, 2e-6])
+        self.sign = sign
+
+    def gap(self, q):
+        return np.array([1e-3 * (q[1] - 1e-6) + 1e-9 * q[0]])
+
+    def gap_gradient(self, q):
+        return self.sign * np.array([[1e-9, 1e-3]])
+
+
+class Kink(UserWall):
+    """A floor with a corner under q0: g = q1 - |q0| (any slope between -1 and 1 along x)."""
+
+    def gap(self, q):
+        return np.array([q[1] - abs(q[0])])
+
+    def gap_gradient(self, q):
+        return np.array([[-np.sign(q[0]), 1.0]])
+
+
+class ManyBeads(Problem):
+    """40 beads above the floor (random directions are checked), gradient sign ``sign``."""
+
+    def __init__(self, sign):
+        self.name, self.restitution, self.sign = "ManyBeads", 0.5, sign
+        self.q0, self.v0 = np.linspace(1.0, 2.0, 40), np.zeros(40)
+
+    def mass_matrix(self, q):
+        return np.eye(40)
+
+    def forces(self, t, q, v):
+        return np.full(40, -9.81)
+
+    def gap(self, q):
+        return q**2 - 0.5
+
+    def gap_gradient(self, q):
+        return self.sign * np.diag(2.0 * q)
+
+    def potential_energy(self, q):
+        return 9.81 * float(q.sum())
+
+
+def test_the_gradient_check_is_scale_free_and_accepts_corners_and_large_problems():
+    FarAndSmall().check()
+    with pytest.raises(ValueError, match="gap_gradient"):
+        FarAndSmall(sign=-1.0).check()
+    Kink().check()
+    ManyBeads(1.0).check()
+    with pytest.raises(ValueError, match="gap_gradient.*pseudo-random direction 0"):
+        ManyBeads(-1.0).check()

@@ -224,3 +224,40 @@ def test_a_value_without_a_stable_description_is_refused():
     pendulum.extra = lambda: None
     with pytest.raises(ValueError, match="memory address"):
         problem_fingerprint(pendulum)
+
+
+class SizelessFall(ib.Problem):
+    """A plain-Python ball that leaves n_dof and n_constraints to check() (no closed form)."""
+
+    def __init__(self):
+        self.name, self.restitution = "SizelessFall", 0.5
+        self.q0, self.v0 = np.array([1.0]), np.array([0.0])
+
+    def mass_matrix(self, q):
+        return np.eye(1)
+
+    def forces(self, t, q, v):
+        return np.array([-9.81])
+
+    def gap(self, q):
+        return np.array([q[0]])
+
+    def gap_gradient(self, q):
+        return np.ones((1, 1))
+
+    def potential_energy(self, q):
+        return 9.81 * q[0]
+
+
+def test_a_cached_reference_of_a_problem_without_n_dof_is_read_back(tmp_path):
+    """The cache entry is found again by a fresh instance (as in a second process), whose n_dof
+    is still unset, and by the instance a run has checked: one key, read without error."""
+    first = ib.reference(SizelessFall(), 0.5, reference_method(), cache_dir=tmp_path)
+    again = ib.reference(SizelessFall(), 0.5, reference_method(), cache_dir=tmp_path)
+    checked = SizelessFall()
+    checked.check()
+    third = ib.reference(checked, 0.5, reference_method(), cache_dir=tmp_path)
+    assert again.parameters["cached"] and third.parameters["cached"]
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+    t = np.linspace(0.0, 0.5, 11)
+    np.testing.assert_array_equal(first.state(t)[0], again.state(t)[0])

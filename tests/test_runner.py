@@ -407,7 +407,7 @@ def test_dask_backend_on_a_local_cluster(tmp_path):
     ("options", "name"),
     [
         ({"backend": "ray"}, "backend"),
-        ({"backend": "dask"}, "scheduler"),
+        ({"backend": "dask", "jobs": 10**6}, "jobs"),  # a local cluster: processes here
         ({"scheduler": "tcp://127.0.0.1:1"}, "scheduler"),
         ({"jobs": 0}, "jobs"),
     ],

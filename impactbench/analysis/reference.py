@@ -241,7 +241,9 @@ def reference(
     ------
     ValueError
         If the problem has no exact solution and ``method`` is None or gives no dense output,
-        or if ``compute`` and ``use_cache`` are both False.
+        or if ``compute`` and ``use_cache`` are both False, or if a problem without one fails
+        :meth:`impactbench.Problem.check` (which also sets the ``n_dof`` and ``n_constraints``
+        it leaves unset, before the cache key is computed).
     MissingReferenceError
         With ``compute=False``, when the reference is not in the cache.
     """
@@ -254,6 +256,7 @@ def reference(
             f"method must be a Method with dense output for problem {problem.name!r}, which has "
             f"no exact solution (e.g. impactbench.methods.reference_method()), got {method!r}"
         )
+    problem.check()  # sets n_dof and n_constraints when the problem leaves them to q0, gap(q0)
     version = source_digest(type(problem), type(method))
     description = {
         "problem": problem_fingerprint(problem),

@@ -23,13 +23,14 @@ from tqdm.auto import tqdm
 from ..analysis.reference import default_reference_dir, reference_dir_set
 from ..core import names
 from ..core._files import CacheWarning
-from ..methods import METHODS
-from ..problems import PROBLEMS
+from ..core.names import did_you_mean
 from ..studies import STUDIES
 from .compare import add_parser as add_compare_parser
-from .pipeline import DEFAULT_OUTPUT, run_study
+from .list_command import add_parser as add_list_parser
+from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
 from .plugins import load_study_file
 from .report import TABLE_FILE, write_index, write_study_report
+from .report_files import file_studies
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .simulate_command import add_parser as add_simulate_parser
 from .study import Study, StudyReport
@@ -78,28 +79,6 @@ def _retries(text: str) -> int:
     return value
 
 
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-
-
-# --------------------------------------------------------------------------------------------
-# list
-
-
-def _list(args: argparse.Namespace) -> int:
-    print("Problems:")
-    for name, factory in PROBLEMS.items():
-        print(f"  {name:24} {_first_line(factory.__doc__)}")
-    print("Methods:")
-    for name, method in METHODS.items():
-        print(f"  {name:24} {method.family:14} {_first_line(method.__doc__)}")
-    print("Studies:")
-    for name, study in STUDIES.items():
-        counts = f"quick {len(study.runs(True))} runs, full {len(study.runs(False))} runs"
-        print(f"  {name:24} {study.title} ({counts})")
-    return 0
-
-
 # --------------------------------------------------------------------------------------------
 # run and report
 
@@ -117,8 +96,8 @@ def _studies(names: Sequence[str]) -> dict[str, Study]:
             study = STUDIES[name]
         else:
             raise UsageError(
-                f"unknown study {name!r}; known: {', '.join(STUDIES)}, or the path of a .py "
-                "file defining STUDY"
+                f"unknown study {name!r}{did_you_mean(name, STUDIES)}; known: "
+                f"{', '.join(STUDIES)}, or the path of a .py file defining STUDY"
             )
         chosen.setdefault(study.name, study)
     return chosen or dict(STUDIES)
@@ -169,8 +148,6 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
 
 def _run(args: argparse.Namespace) -> int:
     studies = _studies(args.studies)
-    if args.backend == "dask" and not args.scheduler:
-        raise UsageError("--backend dask needs --scheduler ADDRESS")
     if args.backend != "dask" and args.scheduler:
         raise UsageError("--scheduler is only used with --backend dask")
     try:  # every option before any study runs
@@ -226,7 +203,13 @@ def _report(args: argparse.Namespace) -> int:
         if not _has_tables(output) and _has_tables(DEFAULT_OUTPUT["quick"]):
             output = DEFAULT_OUTPUT["quick"]
             print(f"no stored tables in {DEFAULT_OUTPUT['full']}: reporting {output} (--quick)")
-    if not _write_reports(output, jobs=args.jobs):
+    named = {name: s for name, s in _studies(args.studies).items() if args.studies}
+    recorded, notes = file_studies(output, UsageError)
+    for note in notes:
+        if not any(note.startswith(f"no report for {output / name}:") for name in named):
+            print(f"impactbench: warning: {note}", file=sys.stderr)
+    extra = {**recorded, **named}
+    if not _write_reports(output, extra, jobs=args.jobs):
         hint = "`impactbench run` (or `run --quick`, then `report --output reports-quick`)"
         print(f"no stored study tables in {output}; run {hint} first", file=sys.stderr)
         return 1
@@ -248,8 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    listing = commands.add_parser("list", help="list the problems, methods and studies")
-    listing.set_defaults(handler=_list, parser=listing)
+    add_list_parser(commands, UsageError)
 
     run = commands.add_parser(
         "run",
@@ -267,7 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true", help="the small grids (seconds)")
     run.add_argument("--jobs", type=_jobs, default=-1, help="parallel jobs (default -1: all cores)")
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
-    run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
+    run.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Dask scheduler (dask backend; without it, a local cluster of --jobs processes)",
+    )
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
     run.add_argument(
         "--retry-failed",
@@ -305,6 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="reports folder (default: reports, else reports-quick when only it has tables)",
     )
     report.add_argument(
+        "studies",
+        nargs="*",
+        metavar="STUDY_FILE",
+        help="files defining STUDY whose tables are in the folder (default: the files recorded "
+        "in their provenance.json, when they still exist)",
+    )
+    report.add_argument(
         "--jobs",
         type=_jobs,
         default=-1,
@@ -320,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Cache warnings as one line on stderr, other warnings in Python's format."""
-    if issubclass(category, CacheWarning):
+    if issubclass(category, (CacheWarning, MissingReferenceWarning)):
         print(f"impactbench: warning: {message}", file=sys.stderr)
     else:
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))

@@ -12,9 +12,11 @@ script or CI without going through the command line::
 from __future__ import annotations
 
 import hashlib
+import math
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.metrics import METRICS
 from .machine import machine_info
 from .report import PARQUET_FILE, PROVENANCE_FILE, TABLE_FILE, write_study_report
 from .results import (
@@ -104,6 +107,7 @@ def study_provenance(study: Study) -> dict[str, str]:
         "study_module": module.__name__,
         "study_digest": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
         "study_git_revision": revision,
+        "study_file": str(path.resolve()),
     }
 
 
@@ -118,6 +122,35 @@ def _store_references(runs: Sequence[Run], outcomes: Sequence[Outcome]) -> None:
         if key not in done:
             done.add(key)
             run.reference(run.problem(**run.problem_kwargs), run.t_end)
+
+
+class MissingReferenceWarning(UserWarning):
+    """Runs measured errors without a reference: those metrics are NaN (the message says which
+    runs)."""
+
+
+def warn_unmeasured(name: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) -> None:
+    """Warn (:class:`MissingReferenceWarning`) about the finished runs of study ``name`` that
+    ask for metrics needing a reference, have no ``reference=`` and got NaN for all of them:
+    their problem has no exact solution."""
+    unmeasured = []
+    for run, outcome in zip(runs, outcomes, strict=True):
+        wanted = [metric for metric in run.metrics if METRICS[metric].needs_reference]
+        if run.reference is None and outcome.status != FAILED and wanted:
+            if all(math.isnan(outcome.metrics[metric]) for metric in wanted):
+                unmeasured.append((run, wanted))
+    if unmeasured:
+        run, wanted = unmeasured[0]
+        h = "" if run.h is None else f", h = {run.h!r}"
+        warnings.warn(
+            f"study {name}: {len(unmeasured)} of {len(runs)} runs have no reference and their "
+            f"problem no exact solution, so {', '.join(wanted)} are NaN, e.g. "
+            f"{run.problem_name} with {run.method_name}{h}; give their Run a reference= "
+            "function (e.g. one returning impactbench.reference(problem, t_end, "
+            "impactbench.methods.reference_method()))",
+            MissingReferenceWarning,
+            stacklevel=3,
+        )
 
 
 def _study(study: Study | str) -> Study:
@@ -196,6 +229,7 @@ def run_study(
         compile_jobs=compile_jobs,
     )
     _store_references(runs, outcomes)
+    warn_unmeasured(study.name, runs, outcomes)
     elapsed = time.perf_counter() - start
     table = build_table(study.name, runs, outcomes)
     write_table(table, folder / TABLE_FILE)

@@ -66,7 +66,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -88,6 +88,7 @@ from ..core.problem import CompiledProblem, Problem
 from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
+from . import workers
 
 ProblemFactory = Callable[..., Problem]
 ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
@@ -604,7 +605,7 @@ COMPILE_STEPS = 10
 COMPILE_FRACTION = 1e-3
 
 
-def _compile(run: Run) -> None:
+def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> None:
     """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it.
 
     Only a run whose method executes compiled code on its problem (``Method.compiled_code``
@@ -612,6 +613,11 @@ def _compile(run: Run) -> None:
     :class:`impactbench.core.problem.CompiledProblem` is not even built. Whatever fails here is
     left to the run itself to report, when it is performed.
     """
+    if isinstance(run, bytes):
+        try:
+            run = workers.receive(run, folders)
+        except workers.UnshippableRun:  # the run reports it
+            return
     if isinstance(run.problem, type) and not issubclass(run.problem, CompiledProblem):
         return
     try:
@@ -629,10 +635,23 @@ def _compile(run: Run) -> None:
         return
 
 
-def _task(key: str, run: Run, launcher: tuple[int, int], references: str) -> tuple[str, Outcome]:
-    """Perform ``run`` in a worker; interruptible only in the launching process and thread.
-    References are read from and stored in the launching process's reference cache
-    ``references`` (a reused worker keeps the environment it was started with)."""
+def _task(
+    key: str,
+    run: Run | bytes,
+    launcher: tuple[int, int],
+    references: str,
+    folders: tuple[str, ...] = (),
+) -> tuple[str, Outcome | str]:
+    """Perform ``run`` (or the run :func:`impactbench.bench.workers.ship` packed, unpacked here
+    with ``folders`` on the path) in a worker; interruptible only in the launching process and
+    thread. References are read from and stored in the launching process's reference cache
+    ``references`` (a reused worker keeps the environment it was started with). A run that
+    cannot be unpacked returns the reason instead of an outcome."""
+    if isinstance(run, bytes):
+        try:
+            run = workers.receive(run, folders)
+        except workers.UnshippableRun as error:
+            return key, str(error)
     here = (os.getpid(), threading.get_ident())
     with reference_dir_set(references):
         return key, perform(run, interruptible=here == launcher)
@@ -910,17 +929,16 @@ def check_options(
     ------
     ValueError
         Naming the bad option: an unknown backend, jobs not -1 nor a positive integer (or more
-        than :data:`MAX_JOBS_PER_CPU` per CPU with loky), a scheduler missing for Dask, given
-        for loky or malformed (:func:`check_scheduler`), retries outside 0..MAX_RETRIES.
+        than :data:`MAX_JOBS_PER_CPU` per CPU on this machine: loky or a local Dask cluster),
+        a scheduler given for loky or malformed (:func:`check_scheduler`), retries outside
+        0..MAX_RETRIES.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    _check_jobs(jobs, backend, "jobs")
+    _check_jobs(jobs, "loky" if backend == "dask" and not scheduler else backend, "jobs")
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
         raise ValueError(f"retries must be an integer in 0..{MAX_RETRIES}, got {retries!r}")
-    if backend == "dask":
-        if not scheduler:
-            raise ValueError("the dask backend needs scheduler=ADDRESS, got none")
+    if backend == "dask" and scheduler:
         check_scheduler(scheduler)
     if backend == "loky" and scheduler:
         raise ValueError(f"scheduler is only used by the dask backend, got {scheduler!r}")
@@ -951,10 +969,14 @@ def execute(
         backend the runs execute in this process, one after the other.
     backend : {"loky", "dask"}
         joblib backend: local processes (loky), or a Dask distributed cluster through joblib's
-        Dask integration (needs the ``distributed`` package and ``scheduler``).
+        Dask integration (needs the ``distributed`` package: ``pip install
+        'impactbench[dask]'``).
     scheduler : str, optional
         Address of the Dask scheduler, e.g. ``"tcp://127.0.0.1:8786"`` (dask backend only;
-        checked by :func:`check_scheduler` before anything runs).
+        checked by :func:`check_scheduler` before anything runs). Without it the dask backend
+        starts a local cluster of ``jobs`` worker processes on this machine, listening on the
+        loopback interface only (:func:`impactbench.bench.workers.local_cluster`), when a run
+        is to compute, and stops it on return.
     cache_dir : path, optional
         Run cache folder (default :func:`default_cache_dir`).
     use_cache : bool
@@ -1001,15 +1023,22 @@ def execute(
         if outcome is None:
             pending.setdefault(key, []).append(position)
     done = len(runs) - sum(len(positions) for positions in pending.values())
-    with tqdm(
-        total=len(runs),
-        initial=done,
-        desc=description,
-        unit="run",
-        disable=not _show_progress(progress),
-    ) as bar:
+    cluster = ExitStack()  # a local Dask cluster while runs compute, when no scheduler is given
+    address = scheduler
+    if pending and backend == "dask" and not scheduler:
+        address = cluster.enter_context(workers.local_cluster(jobs))
+    with (
+        cluster,
+        tqdm(
+            total=len(runs),
+            initial=done,
+            desc=description,
+            unit="run",
+            disable=not _show_progress(progress),
+        ) as bar,
+    ):
         if pending:
-            execution = _Execution(runs, versions, outcomes, cache, backend, scheduler, jobs, bar)
+            execution = _Execution(runs, versions, outcomes, cache, backend, address, jobs, bar)
             if jobs == 1 and compile_jobs != 1:
                 execution.compile(pending, compile_jobs)
             execution.run(pending)
@@ -1087,6 +1116,13 @@ class _Execution:
         self.launcher = (os.getpid(), threading.get_ident())
         self.references = str(default_reference_dir())
         self.cache_failed = False
+        self.folders = workers.import_roots(runs)
+        self.in_process = backend == "loky" and jobs == 1
+
+    def _shipped(self, run: Run) -> Run | bytes:
+        """``run`` as a task argument: itself in this process, else packed for a worker
+        (:func:`impactbench.bench.workers.ship`)."""
+        return run if self.in_process else workers.ship(run)
 
     def run(self, todo: Mapping[str, list[int]]) -> None:
         """Execute the runs of ``todo`` (key -> positions in ``runs``), one task per key.
@@ -1109,7 +1145,10 @@ class _Execution:
         run per compiled-code group. A worker lost here is not a failure: the runs are
         performed next, and report what they do."""
         first = _one_per_compiled_code(self.runs, todo)
-        tasks = [joblib.delayed(_compile)(self.runs[positions[0]]) for positions in first.values()]
+        tasks = [
+            joblib.delayed(_compile)(workers.ship(self.runs[positions[0]]), self.folders)
+            for positions in first.values()
+        ]
         with _backend_context(self.backend, self.scheduler) as crashes:
             parallel = joblib.Parallel(
                 n_jobs=jobs, backend="loky" if self.backend == "loky" else None
@@ -1125,7 +1164,13 @@ class _Execution:
             return
         left = dict(todo)
         tasks = [
-            joblib.delayed(_task)(key, self.runs[positions[0]], self.launcher, self.references)
+            joblib.delayed(_task)(
+                key,
+                self._shipped(self.runs[positions[0]]),
+                self.launcher,
+                self.references,
+                self.folders,
+            )
             for key, positions in left.items()
         ]
         with _backend_context(self.backend, self.scheduler) as crashes:
@@ -1136,6 +1181,9 @@ class _Execution:
             )
             try:
                 for key, outcome in parallel(tasks):
+                    if isinstance(outcome, str):  # the worker could not unpack the run
+                        provenance = package_versions()
+                        outcome = Outcome.failure(self.runs[left[key][0]], outcome, provenance)
                     self._finish(left.pop(key), key, outcome)
             except crashes as crash:
                 message = f"worker crashed before this run finished: {_one_line(crash)}"

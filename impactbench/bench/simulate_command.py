@@ -33,7 +33,7 @@ from ..core.method import Method
 from ..core.problem import Problem
 from ..core.simulate import simulate
 from ..core.trajectory import SimulationError, Trajectory
-from . import style
+from .arguments import csv_file, figure_file
 from .plotting import plot, solution_of
 from .results import format_float
 from .specs import load_method, load_problem
@@ -69,10 +69,6 @@ def _summary(problem: Problem, method: Method, trajectory: Trajectory, t_end: fl
 
 def run_simulate(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     """The ``simulate`` subcommand (``args`` as parsed by :func:`add_parser`)."""
-    if args.plot is not None:
-        suffix = args.plot.suffix.lower().lstrip(".")
-        if suffix not in style.FORMATS:
-            raise usage_error(f"--plot must end in one of .png, .pdf, .svg, got {str(args.plot)!r}")
     try:
         problem = load_problem(args.problem)
         methods = [load_method(spec) for spec in args.methods]
@@ -189,13 +185,13 @@ def add_parser(
     )
     sim.add_argument(
         "--plot",
-        type=Path,
+        type=figure_file,
         help="write one figure (.png, .pdf or .svg) of every run against the exact solution, "
         "or against the reference run when there is none (then the errors are printed too)",
     )
     sim.add_argument(
         "--csv",
-        type=Path,
+        type=csv_file,
         help="write the samples (t, q, v, energy) as CSV; with several methods one file with a "
         "method column",
     )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import difflib
+import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 _SPEC = re.compile(r"^\s*(\w+)\s*(?:\[(.*)\])?\s*$")
@@ -27,14 +29,18 @@ def parse_spec(text: Any, table: Mapping[str, Any], kind: str) -> tuple[Any, dic
     ------
     ValueError
         For a malformed spec (unbalanced brackets or quotes included), an unknown name (the
-        message names ``kind`` and lists the known names) or a repeated parameter.
+        message names ``kind``, the closest known name and lists the known names), a repeated
+        parameter or one the entry does not take (naming it, the closest valid parameter and
+        the valid ones, :func:`parameters`).
     """
     match = _SPEC.match(text) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"{kind} must look like 'Name' or 'Name[param=value,...]', got {text!r}")
     name, params = match.groups()
     if name not in table:
-        raise ValueError(f"unknown {kind} {name!r}; known: {', '.join(table)}")
+        raise ValueError(
+            f"unknown {kind} {name!r}{did_you_mean(name, table)}; known: {', '.join(table)}"
+        )
     kwargs = {}
     for item in filter(None, (part.strip() for part in _split(params or "", text, kind))):
         key, sep, value = item.partition("=")
@@ -44,7 +50,64 @@ def parse_spec(text: Any, table: Mapping[str, Any], kind: str) -> tuple[Any, dic
         if key in kwargs:
             raise ValueError(f"{kind} parameter {key!r} is given more than once in {text!r}")
         kwargs[key] = _value(value.strip())
+    check_parameters(table[name], kwargs, f"{kind} {name}")
     return table[name], kwargs
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the closest of ``choices`` (:func:`difflib.get_close_matches`),
+    or "" when none is close."""
+    close = difflib.get_close_matches(name, [str(choice) for choice in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def parameters(factory: Any) -> list[inspect.Parameter] | None:
+    """The keyword parameters ``factory`` takes, or None when it takes any.
+
+    For a class: the named parameters of its ``__init__`` and, while an ``__init__`` passes
+    ``**options`` on, of the next ``__init__`` along the method resolution order (as
+    ``super().__init__(**options)`` does): ``MoreauJean`` takes ``theta`` and ``activation``,
+    and the ``compiled`` and ``log_capacity`` of :class:`impactbench.TimeStepping`. None when
+    the last one reached still takes ``**kwargs``, or a signature cannot be read.
+    """
+    if isinstance(factory, type):
+        functions = [
+            klass.__dict__["__init__"]
+            for klass in factory.__mro__
+            if klass is not object and "__init__" in klass.__dict__
+        ]
+    else:
+        functions = [factory]
+    found: dict[str, inspect.Parameter] = {}
+    for function in functions:
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            return None
+        for parameter in signature.parameters.values():
+            if parameter.kind in _NAMED and parameter.name != "self":
+                found.setdefault(parameter.name, parameter)
+        if all(p.kind != inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+            return list(found.values())
+    return None if functions else []
+
+
+def check_parameters(factory: Any, kwargs: Mapping[str, Any], what: str) -> None:
+    """ValueError naming the first of ``kwargs`` that ``factory`` does not take (with the
+    closest valid name and the valid ones); nothing when it takes them all or takes any."""
+    accepted = parameters(factory)
+    if accepted is None:
+        return
+    valid = [parameter.name for parameter in accepted]
+    for key in kwargs:
+        if key not in valid:
+            raise ValueError(
+                f"{what} has no parameter {key!r}{did_you_mean(key, valid)}; its parameters: "
+                f"{', '.join(valid) or 'none'}"
+            )
 
 
 _OPENING = {"(": ")", "[": "]", "{": "}"}

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from . import _checks
+from ._gradient_check import gradient_mismatch
 from ._jit import kernel
 from .contact import ldl_factor
 from .sampled import sample_gaps, sample_kinetic_energies
@@ -221,8 +222,10 @@ class Problem(ABC):
         """Validate sizes, restitution, initial state, and what the methods return at q0.
 
         The values returned at (t0, q0, v0) must have the contract's shapes, be real and finite,
-        and the mass matrix must be symmetric positive definite and well conditioned
-        (:func:`impactbench.core._checks.spd_matrix`). During a run the plain-Python path checks
+        the mass matrix must be symmetric positive definite and well conditioned
+        (:func:`impactbench.core._checks.spd_matrix`), and the gap gradient must agree with
+        differences of the gap at q0 (:mod:`impactbench.core._gradient_check`: a wrong sign or
+        a transposed gradient is refused). During a run the plain-Python path checks
         every returned value again (:class:`CheckedCalls`).
 
         Raises
@@ -246,13 +249,21 @@ class Problem(ABC):
             self.n_constraints = g0.shape[0]
         m = _checks.positive_int(self.n_constraints, "n_constraints")
         g0 = _valid(returned_array(self.gap(self.q0), "gap(q0)", (m,)))
-        _valid(returned_array(self.gap_gradient(self.q0), "gap_gradient(q0)", (m, n)))
+        G0 = _valid(returned_array(self.gap_gradient(self.q0), "gap_gradient(q0)", (m, n)))
         tol = ADMISSIBILITY_TOLERANCE * max(1.0, float(np.abs(self.q0).max()))
         if np.any(g0 < -tol):
             raise ValueError(
                 f"q0 must be admissible (gap(q0) >= 0), got q0={self.q0.tolist()} "
                 f"with gap(q0)={g0.tolist()}"
             )
+
+        def gap_or_none(q: np.ndarray) -> np.ndarray | None:
+            value, reason = returned_array(self.gap(q), "gap(q)", (m,))
+            return None if reason else value
+
+        mismatch = gradient_mismatch(gap_or_none, self.q0, g0, G0)
+        if mismatch:
+            raise ValueError(mismatch)
         _valid(returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,)))
 
     def _check_mass(self, n: int) -> None:
