@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from impactbench.bench.cli import main
-from impactbench.bench.plugins import discover
+from impactbench.bench.plugins import Registry
 
 PACKAGE = Path(__file__).parent / "data" / "third_party_package"
 
@@ -82,9 +82,9 @@ def test_a_plugin_study_runs_by_name_with_the_plugin_method_and_problem(plugin_p
     assert simulate.returncode == 0, simulate.stderr
 
 
-def test_discover_rejects_an_unknown_group():
+def test_a_registry_rejects_an_unknown_group():
     with pytest.raises(ValueError, match="group"):
-        discover("impactbench.things", bool, "anything", {})
+        Registry("impactbench.things", {}, lambda name, value: True, "anything")
 
 
 STUDY_FILE = '''

@@ -30,12 +30,11 @@ from ..analysis.reference import default_reference_dir, reference, reference_dir
 from ..core import names
 from ..core._files import CacheWarning, write_atomic
 from ..core.energy import energy
-from ..methods import METHODS, reference_method
-from ..problems import PROBLEMS
+from ..methods import reference_method
 from ..studies import STUDIES
 from . import style
 from .pipeline import DEFAULT_OUTPUT, run_study
-from .plugins import load_study_file
+from .plugins import METHODS, PROBLEMS, load_study_file, study_runs
 from .report import TABLE_FILE, write_index, write_study_report
 from .results import format_float
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
@@ -96,17 +95,28 @@ def _first_line(text: str | None) -> str:
 # list
 
 
+#: What ``impactbench list`` can list (each imports only its own plug-ins).
+LISTS = ("problems", "methods", "studies")
+
+
 def _list(args: argparse.Namespace) -> int:
-    print("Problems:")
-    for name, factory in PROBLEMS.items():
-        print(f"  {name:24} {_first_line(factory.__doc__)}")
-    print("Methods:")
-    for name, method in METHODS.items():
-        print(f"  {name:24} {method.family:14} {_first_line(method.__doc__)}")
-    print("Studies:")
-    for name, study in STUDIES.items():
-        counts = f"quick {len(study.runs(True))} runs, full {len(study.runs(False))} runs"
-        print(f"  {name:24} {study.title} ({counts})")
+    shown = [args.what] if args.what else LISTS
+    if "problems" in shown:
+        print("Problems:")
+        for name, factory in PROBLEMS.items():
+            print(f"  {name:24} {_first_line(factory.__doc__)}")
+    if "methods" in shown:
+        print("Methods:")
+        for name, method in METHODS.items():
+            print(f"  {name:24} {method.family:14} {_first_line(method.__doc__)}")
+    if "studies" in shown:
+        print("Studies:")
+        for name, study in STUDIES.items():
+            try:
+                sizes = [len(study_runs(study, quick)) for quick in (True, False)]
+            except ValueError as error:
+                raise UsageError(str(error)) from None
+            print(f"  {name:24} {study.title} (quick {sizes[0]} runs, full {sizes[1]} runs)")
     return 0
 
 
@@ -207,8 +217,9 @@ def _run(args: argparse.Namespace) -> int:
                 retries=args.retry_failed,
                 output=output,
                 report=False,
+                with_plugins=args.with_plugins,
             )
-        except ValueError as error:  # the Dask client refused the scheduler address
+        except ValueError as error:  # the Dask client refused the address, sys.exit in runs()
             raise UsageError(str(error)) from None
         failed = result.failed
         print(
@@ -338,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     listing = commands.add_parser("list", help="list the problems, methods and studies")
+    listing.add_argument(
+        "what", nargs="?", choices=LISTS, help="list only these (default: all three)"
+    )
     listing.set_defaults(handler=_list, parser=listing)
 
     run = commands.add_parser(
@@ -358,6 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
     run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
+    run.add_argument(
+        "--with-plugins",
+        action="store_true",
+        help="the built-in studies compare the installed plug-in methods too",
+    )
     run.add_argument(
         "--retry-failed",
         type=_retries,
@@ -408,8 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
         "problem has an exact solution). PROBLEM and METHOD are names with optional "
         "parameters, e.g. 'BouncingBall[restitution=0.5]' 'MoreauJean[theta=0.5]'.",
     )
-    sim.add_argument("problem", metavar="PROBLEM", help=f"one of {', '.join(PROBLEMS)}")
-    sim.add_argument("method", metavar="METHOD", help=f"one of {', '.join(METHODS)}")
+    sim.add_argument("problem", metavar="PROBLEM", help=f"one of {', '.join(PROBLEMS.names())}")
+    sim.add_argument("method", metavar="METHOD", help=f"one of {', '.join(METHODS.names())}")
     sim.add_argument("--t-end", type=float, required=True, help="final time")
     sim.add_argument("--h", type=float, default=None, help="step (time-stepping methods)")
     sim.add_argument("--output-every", type=_positive_int, default=1, help="keep every K-th step")

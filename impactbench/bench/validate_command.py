@@ -1,10 +1,11 @@
 """``impactbench validate METHOD``: the conformance suite
 (:func:`impactbench.bench.testing.check_method`) on the command line.
 
-METHOD is a built-in name with optional parameters (``MoreauJean[theta=0.5]``) or a class of
-another module, ``MODULE:CLASS[param=value,...]`` (``my_package.schemes:MyScheme[order=2]``);
-the current directory is searched first for MODULE, as ``python -m`` does. Exit codes: 0 every
-check passed, 1 a check failed, 2 usage error (unknown name, import error, bad parameter).
+METHOD is a name (built-in or plug-in) with optional parameters (``MoreauJean[theta=0.5]``) or
+a class of another module, ``MODULE:CLASS[param=value,...]``
+(``my_package.schemes:MyScheme[order=2]``); the current directory is searched first for MODULE, as
+``python -m`` does. Exit codes: 0 every check passed, 1 a check failed, 2 usage error (unknown
+name, import error, bad parameter).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..core import names
 from ..core.method import Method
+from .plugins import METHODS
 from .testing import LEVELS, check_method
 
 _EXTERNAL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*(\w+)\s*(\[.*\])?\s*$")
@@ -32,8 +34,6 @@ def load_method(spec: str) -> Method:
         For a malformed spec, a module that cannot be imported, a missing class, a class that
         is not a :class:`impactbench.Method`, or parameters the class rejects.
     """
-    from ..methods import METHODS
-
     match = _EXTERNAL.match(spec) if isinstance(spec, str) else None
     if match is None:
         factory, kwargs = names.parse_spec(spec, METHODS, "method")
