@@ -24,12 +24,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import SimulationError, simulate
 from ..analysis.metrics import METRICS, Reference
 from ..analysis.reference import default_reference_dir, reference, reference_dir_set
 from ..core import names
 from ..core._files import CacheWarning, write_atomic
 from ..core.energy import energy
+from ..core.simulate import simulate
+from ..core.trajectory import SimulationError
 from ..methods import reference_method
 from ..studies import STUDIES
 from . import style
