@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +190,25 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     return len(reports)
 
 
+@contextmanager
+def _references_of_this_command(bypass: bool) -> Iterator[None]:
+    """With ``bypass`` (``--no-cache``), the references this command computes live in a temporary
+    folder (its runs and reports share them; deleted at the end): the reference cache is neither
+    read nor written."""
+    if not bypass:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="impactbench-references-") as folder:
+        with reference_dir_set(folder):
+            yield
+
+
 def _run(args: argparse.Namespace) -> int:
+    with _references_of_this_command(args.no_cache):
+        return _run_studies(args)
+
+
+def _run_studies(args: argparse.Namespace) -> int:
     studies = _studies(args.studies)
     if args.backend == "dask" and not args.scheduler:
         raise UsageError("--backend dask needs --scheduler ADDRESS")
@@ -372,7 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=_jobs, default=-1, help="parallel jobs (default -1: all cores)")
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
     run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
-    run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
+    run.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="ignore and do not fill the run cache and the reference cache",
+    )
     run.add_argument(
         "--with-plugins",
         action="store_true",
