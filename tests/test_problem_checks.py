@@ -31,6 +31,7 @@ from impactbench.core.contact import (
 )
 from impactbench.core.status_codes import FAILURE_REASONS, STATUS_DEGENERATE_GRADIENT
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.problems import BouncingBall, ColumnOfBeads
 
 H = 1e-2
 T_END = 1.0
@@ -427,3 +428,24 @@ def test_a_gap_that_is_not_a_vector_cannot_give_the_constraint_count():
 
     with pytest.raises(ValueError, match=r"gap\(q0\) must have shape \(m,\)"):
         MatrixGap().check()
+
+
+@pytest.mark.parametrize("declared", [2, 3, 20])
+def test_a_changed_constraint_count_of_a_compiled_problem_is_refused(declared):
+    """The gap kernel writes as many values as it writes: a larger n_constraints would leave
+    entries of the loops' gap buffers uninitialised (the values read were whatever the memory
+    held), a smaller one would let the kernel write past them."""
+    problem = BouncingBall()
+    problem.n_constraints = declared
+    with pytest.raises(ValueError, match=r"n_constraints must be .* writes, 1 at q0, got"):
+        simulate(problem, MoreauJean(), 0.1, h=1e-2)
+    problem.n_constraints = 1
+    assert simulate(problem, MoreauJean(), 0.1, h=1e-2).success
+
+
+def test_a_smaller_constraint_count_than_the_kernels_is_refused():
+    column = ColumnOfBeads(3)
+    assert column.n_constraints == 3
+    column.n_constraints = 2
+    with pytest.raises(ValueError, match=r"writes, 3 at q0, got n_constraints=2"):
+        column.check()

@@ -310,13 +310,39 @@ class CompiledProblem(Problem):
         self.check()
 
     def check(self) -> None:
-        """:meth:`Problem.check`, and a diagonal declaration needs ``KERNELS.mass_diagonal``."""
+        """:meth:`Problem.check`; a diagonal declaration needs ``KERNELS.mass_diagonal``, and the
+        ``gap`` kernel must write exactly ``n_constraints`` values (:meth:`_check_gap_size`)."""
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
                 f"mass_structure='diagonal' needs a mass_diagonal kernel in "
                 f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
             )
+        self._check_gap_size()
         super().check()
+
+    def _check_gap_size(self) -> None:
+        """The number of values the ``gap`` kernel writes at q0 is ``n_constraints``.
+
+        The kernels write into buffers sized from ``n_constraints`` and do not check bounds: a
+        count above the kernel's leaves entries unwritten (read uninitialised), one below lets
+        it write past the buffer. The kernel is called on a buffer of 2 m + 8 NaNs (a kernel
+        writing more values than that is not caught); the last entry it wrote must be entry
+        m - 1.
+        """
+        m = getattr(self, "n_constraints", None)
+        q0 = np.asarray(getattr(self, "q0", None))
+        sized = isinstance(m, (int, np.integer)) and not isinstance(m, bool) and 0 < m < 2**31
+        if not sized or q0.dtype.kind not in "iuf" or q0.shape != (getattr(self, "n_dof", -1),):
+            return  # refused by name in Problem.check
+        probe = np.full(2 * int(m) + 8, np.nan)
+        self.KERNELS.gap(np.ascontiguousarray(q0, dtype=float), self._p, probe)
+        written = np.flatnonzero(~np.isnan(probe))
+        count = int(written[-1]) + 1 if written.size else 0
+        if count != m:
+            raise ValueError(
+                f"n_constraints must be the number of values the gap kernel of "
+                f"{type(self).__name__} writes, {count} at q0, got n_constraints={m!r}"
+            )
 
     def kernels(self) -> ProblemKernels:
         if self.KERNELS.mass_structure == self.mass_structure:
