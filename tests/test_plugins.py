@@ -254,13 +254,20 @@ def test_a_keyboard_interrupt_in_a_plugin_stops_the_command(monkeypatch, tmp_pat
 
 
 def test_help_and_unrelated_commands_run_no_plugin_code(monkeypatch, tmp_path, capsys):
-    """--help lists the plug-ins' names from their metadata; listing problems or looking up
-    built-in names imports no method plug-in; asking for the plug-in by name does."""
+    """--help lists the plug-ins' names from their metadata; listing problems, looking up
+    built-in names or reporting a folder without the plug-in study's table imports no plug-in;
+    asking for the plug-in by name does."""
     _fake_plugins(
         monkeypatch,
         tmp_path,
-        {"lazy_scheme": "from impactbench.methods import MoreauJean as LazyScheme\n"},
-        {"impactbench.methods": [("LazyScheme", "lazy_scheme:LazyScheme")]},
+        {
+            "lazy_scheme": "from impactbench.methods import MoreauJean as LazyScheme\n",
+            "lazy_study": "raise RuntimeError('imported')\n",
+        },
+        {
+            "impactbench.methods": [("LazyScheme", "lazy_scheme:LazyScheme")],
+            "impactbench.studies": [("lazy_study", "lazy_study:STUDY")],
+        },
     )
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
@@ -273,6 +280,7 @@ def test_help_and_unrelated_commands_run_no_plugin_code(monkeypatch, tmp_path, c
     assert "MoreauJean" in plugins.METHODS
     assert parse_spec("MoreauJean[theta=0.5]", plugins.METHODS, "method")[1] == {"theta": 0.5}
     assert "NoSuchScheme" not in plugins.METHODS
+    assert main(["report", "--output", str(tmp_path / "no_tables")]) == 1  # nothing to report
     assert _imported(tmp_path) == set()
     assert plugins.METHODS["LazyScheme"].__name__ == "MoreauJean"
     assert _imported(tmp_path) == {"lazy_scheme"}

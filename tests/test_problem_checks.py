@@ -31,7 +31,7 @@ from impactbench.core.contact import (
 )
 from impactbench.core.status_codes import FAILURE_REASONS, STATUS_DEGENERATE_GRADIENT
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.problems import BouncingBall, ColumnOfBeads
+from impactbench.problems import BouncingBall, DoublePendulum
 
 H = 1e-2
 T_END = 1.0
@@ -430,22 +430,27 @@ def test_a_gap_that_is_not_a_vector_cannot_give_the_constraint_count():
         MatrixGap().check()
 
 
-@pytest.mark.parametrize("declared", [2, 3, 20])
+@pytest.mark.parametrize("declared", [0, 2, 3, 20])
 def test_a_changed_constraint_count_of_a_compiled_problem_is_refused(declared):
-    """The gap kernel writes as many values as it writes: a larger n_constraints would leave
-    entries of the loops' gap buffers uninitialised (the values read were whatever the memory
-    held), a smaller one would let the kernel write past them."""
+    """The kernels write into buffers sized from n_constraints: a count above the gap kernel's
+    left entries of them uninitialised (MoreauJean stopped mid-run: 'the constraint gradient
+    vanishes'), one below let the kernel write past them, and a kernel that loops over its
+    buffer (DoublePendulum) read parameters past their end."""
+    for problem in (BouncingBall(), DoublePendulum()):
+        problem.n_constraints = declared
+        with pytest.raises(ValueError, match=r"n_constraints must be 1 .* got"):
+            simulate(problem, MoreauJean(), 0.1, h=1e-2)
     problem = BouncingBall()
     problem.n_constraints = declared
-    with pytest.raises(ValueError, match=r"n_constraints must be .* writes, 1 at q0, got"):
-        simulate(problem, MoreauJean(), 0.1, h=1e-2)
     problem.n_constraints = 1
     assert simulate(problem, MoreauJean(), 0.1, h=1e-2).success
 
 
-def test_a_smaller_constraint_count_than_the_kernels_is_refused():
-    column = ColumnOfBeads(3)
-    assert column.n_constraints == 3
-    column.n_constraints = 2
-    with pytest.raises(ValueError, match=r"writes, 3 at q0, got n_constraints=2"):
-        column.check()
+def test_a_gap_kernel_writing_fewer_values_than_declared_is_refused():
+    class ShortGap(BouncingBall):
+        def _finish_init(self):
+            self.n_constraints = 2  # what the constructor states; the kernel writes one value
+            super()._finish_init()
+
+    with pytest.raises(ValueError, match=r"n_constraints=2, and at q0 it left entries \[1\]"):
+        ShortGap()

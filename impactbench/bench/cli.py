@@ -164,8 +164,10 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     its study's folder, so the files do not depend on ``jobs``. Shows a progress bar on a
     terminal. Returns the number of studies found.
     """
-    known = {**STUDIES, **(extra or {})}
-    present = [study for name, study in known.items() if (output / name / TABLE_FILE).exists()]
+    extra = dict(extra or {})
+    names = [name for name in dict.fromkeys([*STUDIES.names(), *extra])]
+    found = [extra.get(name) or STUDIES.get(name) for name in names if _has_table(output, name)]
+    present = [study for study in found if study is not None]  # a plug-in imported if it has one
     in_workers = [study for study in present if STUDIES.get(study.name) is study]
     if jobs == 1 or len(in_workers) < 2:
         in_workers = []
@@ -257,8 +259,12 @@ def _run_studies(args: argparse.Namespace) -> int:
     return 1 if any_failed else 0
 
 
+def _has_table(folder: Path, name: str) -> bool:
+    return (folder / name / TABLE_FILE).exists()
+
+
 def _has_tables(folder: Path) -> bool:
-    return any((folder / name / TABLE_FILE).exists() for name in STUDIES)
+    return any(_has_table(folder, name) for name in STUDIES.names())
 
 
 def _report(args: argparse.Namespace) -> int:

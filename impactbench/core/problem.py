@@ -307,7 +307,9 @@ class CompiledProblem(Problem):
 
     def _finish_init(self) -> None:
         self._p = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
+        self._built_constraints = None
         self.check()
+        self._built_constraints = self.n_constraints
 
     def check(self) -> None:
         """:meth:`Problem.check`; a diagonal declaration needs ``KERNELS.mass_diagonal``, and the
@@ -321,27 +323,34 @@ class CompiledProblem(Problem):
         super().check()
 
     def _check_gap_size(self) -> None:
-        """The number of values the ``gap`` kernel writes at q0 is ``n_constraints``.
+        """``n_constraints`` is the number of values the ``gap`` kernel writes.
 
-        The kernels write into buffers sized from ``n_constraints`` and do not check bounds: a
-        count above the kernel's leaves entries unwritten (read uninitialised), one below lets
-        it write past the buffer. The kernel is called on a buffer of 2 m + 8 NaNs (a kernel
-        writing more values than that is not caught); the last entry it wrote must be entry
-        m - 1.
+        The kernels write into buffers sized from ``n_constraints`` and check no bounds, and
+        the kernel parameters are computed once, in :meth:`_finish_init`. A count changed since
+        then is refused (a kernel that loops over its buffer would read parameters past their
+        end), and so is a count above what the kernel writes at q0 (entries of the loops'
+        buffers would stay uninitialised: the kernel is called on m NaNs and must overwrite
+        them all). A count below what a kernel writes cannot be caught before it writes.
         """
         m = getattr(self, "n_constraints", None)
+        built = getattr(self, "_built_constraints", None)
+        if built is not None and m != built:
+            raise ValueError(
+                f"n_constraints must be {built} (the kernel parameters of this "
+                f"{type(self).__name__} were computed for it: build a new problem), got {m!r}"
+            )
         q0 = np.asarray(getattr(self, "q0", None))
         sized = isinstance(m, (int, np.integer)) and not isinstance(m, bool) and 0 < m < 2**31
         if not sized or q0.dtype.kind not in "iuf" or q0.shape != (getattr(self, "n_dof", -1),):
             return  # refused by name in Problem.check
-        probe = np.full(2 * int(m) + 8, np.nan)
+        probe = np.full(int(m), np.nan)
         self.KERNELS.gap(np.ascontiguousarray(q0, dtype=float), self._p, probe)
-        written = np.flatnonzero(~np.isnan(probe))
-        count = int(written[-1]) + 1 if written.size else 0
-        if count != m:
+        unwritten = np.flatnonzero(np.isnan(probe))
+        if unwritten.size:
             raise ValueError(
                 f"n_constraints must be the number of values the gap kernel of "
-                f"{type(self).__name__} writes, {count} at q0, got n_constraints={m!r}"
+                f"{type(self).__name__} writes: got n_constraints={m!r}, and at q0 it left "
+                f"entries {unwritten.tolist()[:5]} unwritten"
             )
 
     def kernels(self) -> ProblemKernels:
