@@ -17,6 +17,7 @@ import pytest
 from impactbench.bench import pipeline, plugins
 from impactbench.bench.cli import main
 from impactbench.bench.plugins import Registry
+from impactbench.bench.validate_command import load_method
 from impactbench.core.names import parse_spec
 
 PACKAGE = Path(__file__).parent / "data" / "third_party_package"
@@ -314,3 +315,16 @@ def test_plugin_methods_join_the_builtin_studies_only_when_asked(monkeypatch, tm
     extra = methods[True].count("ExtraScheme")
     assert extra > 0
     assert len(methods[True]) == len(methods[False]) + extra
+
+
+def test_validate_finds_a_plugin_method_by_name(monkeypatch, tmp_path):
+    _fake_plugins(
+        monkeypatch,
+        tmp_path,
+        {"validated_scheme": "from impactbench.methods import CatchingUp as ValidatedScheme\n"},
+        {"impactbench.methods": [("ValidatedScheme", "validated_scheme:ValidatedScheme")]},
+    )
+    method = load_method("ValidatedScheme[activation=approaching]")
+    assert type(method).__name__ == "CatchingUp" and method.activation == "approaching"
+    with pytest.raises(ValueError, match="unknown method 'NoSuchScheme'.*ValidatedScheme"):
+        load_method("NoSuchScheme")
