@@ -1,15 +1,14 @@
 """The methods: time-stepping (Paoli-Schatzman, Moreau-Jean, catching-up, nonsmooth
 generalized-alpha, D1MinusLinear, Moreau-Jean with position projection) and event-driven.
 
-``METHODS`` maps each class name to its class, followed by the methods of installed third-party
-packages (entry-point group ``impactbench.methods``, :mod:`impactbench.bench.plugins`);
-:func:`get_method` builds an instance from a name such as ``"MoreauJean"`` or
-``"MoreauJean[theta=0.5]"`` (the form of ``Method.name``).
+``METHODS`` maps each class name to its class (the built-in methods; those of installed
+third-party packages join them in :data:`impactbench.bench.plugins.METHODS`); :func:`get_method`
+builds an instance from a name such as ``"MoreauJean"`` or ``"MoreauJean[theta=0.5]"`` (the form
+of ``Method.name``).
 """
 
 from __future__ import annotations
 
-from impactbench.bench.plugins import discover
 from impactbench.core.method import Method
 from impactbench.core.names import parse_spec
 
@@ -29,14 +28,6 @@ METHODS: dict[str, type[Method]] = {
     "D1MinusLinear": D1MinusLinear,
     "EventDriven": EventDriven,
 }
-METHODS.update(
-    discover(
-        "impactbench.methods",
-        lambda value: isinstance(value, type) and issubclass(value, Method),
-        "an impactbench.Method subclass",
-        METHODS,
-    )
-)
 
 
 def reference_method(rtol: float = 1e-12, atol: float = 1e-14) -> EventDriven:

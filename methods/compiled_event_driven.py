@@ -497,19 +497,22 @@ def _add_sample(out_t, out_q, out_v, samples, t, y):
 
 def _project_position(y, p, rows, k, length, g, G, M, F, Y, W, WF, x, cws):  # noqa: N803
     """q = y[:n] moved to g_rows(q) = 0 in the metric of M (Gauss-Newton, as the Python path's
-    ``project_position``); returns a status."""
+    ``project_position``, tolerance 8 eps max(length, |q|_inf) |grad g_i|); returns a status."""
     n = N_DOF
     q = y[:n]
     for _ in range(_PROJECTION_ITERATIONS):
         gap(q, p, g)
         gap_gradient(q, p, G)
+        scale = length
+        for j in range(n):
+            scale = max(scale, abs(q[j]))
         done = True
         for a in range(k):
             i = rows[a]
             norm = 0.0
             for j in range(n):
                 norm += G[i, j] * G[i, j]
-            if abs(g[i]) > 8.0 * _EPS * length * math.sqrt(norm):
+            if abs(g[i]) > 8.0 * _EPS * scale * math.sqrt(norm):
                 done = False
         if done:
             return STATUS_OK

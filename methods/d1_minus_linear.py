@@ -86,7 +86,6 @@ from typing import Any
 
 import numpy as np
 
-from impactbench import TimeStepping
 from impactbench.core._jit import hot_kernel
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
@@ -111,8 +110,8 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
-    mass_bindings,
 )
+from impactbench.core.mass import mass_bindings
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
@@ -121,6 +120,7 @@ from impactbench.core.status_codes import (
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
 )
+from impactbench.core.timestepping import TimeStepping
 
 #: Factor of the round-off tolerance tau_i of a vanishing normal velocity (module docstring).
 VANISHING_FACTOR = 64.0 * float(np.finfo(float).eps)

@@ -434,11 +434,13 @@ class _Model:
     def project_position(
         self, t: float, q: np.ndarray, v: np.ndarray, rows: np.ndarray
     ) -> np.ndarray:
-        """Closest q in the metric of M with g_rows(q) = 0 (Gauss-Newton iterations)."""
+        """Closest q in the metric of M with g_rows(q) = 0 (Gauss-Newton iterations, until
+        |g_i| <= 8 eps max(L, |q|_inf) |grad g_i|: the gap at q is known to eps |q| only)."""
         for _ in range(_PROJECTION_ITERATIONS):
             g = self.gap(t, q, v)[rows]
             G = self.gradient(t, q, v)[rows]
-            if np.all(np.abs(g) <= 8.0 * _EPS * self.length * np.linalg.norm(G, axis=1)):
+            scale = max(self.length, float(np.abs(q).max()))
+            if np.all(np.abs(g) <= 8.0 * _EPS * scale * np.linalg.norm(G, axis=1)):
                 return q
             Y = self._solve(t, q, v, self.mass_matrix(t, q, v), G.T, "mass matrix")
             q = q - Y @ self._solve(t, q, v, G @ Y, g, "Delassus matrix in the projection")

@@ -53,7 +53,6 @@ from typing import Any
 
 import numpy as np
 
-from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
@@ -74,8 +73,8 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
-    mass_bindings,
 )
+from impactbench.core.mass import mass_bindings
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
@@ -84,6 +83,7 @@ from impactbench.core.status_codes import (
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
 )
+from impactbench.core.timestepping import TimeStepping
 
 # Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = matrix_rows = None

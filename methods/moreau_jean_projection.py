@@ -54,7 +54,6 @@ from typing import Any
 
 import numpy as np
 
-from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core.contact import DEGENERATE_GRADIENT, make_metric_projection
 from impactbench.core.driver import (
@@ -65,14 +64,15 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
-    mass_bindings,
 )
+from impactbench.core.mass import mass_bindings
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
 )
+from impactbench.core.timestepping import TimeStepping
 
 from . import moreau_jean
 from .moreau_jean import VELOCITY_SCHEME

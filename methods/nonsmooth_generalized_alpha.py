@@ -74,7 +74,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
@@ -97,8 +96,8 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
-    mass_bindings,
 )
+from impactbench.core.mass import mass_bindings
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
     FAILURE_REASONS,
@@ -109,6 +108,7 @@ from impactbench.core.status_codes import (
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
 )
+from impactbench.core.timestepping import TimeStepping
 
 #: The fixed-point iteration of the smooth part did not converge within ``iteration_max``.
 STATUS_ITERATION_NOT_CONVERGED = 100

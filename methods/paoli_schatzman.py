@@ -30,7 +30,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from impactbench import TimeStepping
 from impactbench.core import _checks
 from impactbench.core.contact import (
     DEGENERATE_GRADIENT,
@@ -49,8 +48,8 @@ from impactbench.core.driver import (
     NORMAL_BEFORE,
     Scheme,
     make_loop,
-    mass_bindings,
 )
+from impactbench.core.mass import mass_bindings
 from impactbench.core.problem import ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
@@ -59,6 +58,7 @@ from impactbench.core.status_codes import (
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
 )
+from impactbench.core.timestepping import TimeStepping
 
 # Names bound per problem by impactbench.core.driver.make_loop.
 mass_matrix = forces = gap = gap_gradient = project = matrix_rows = None

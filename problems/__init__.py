@@ -7,13 +7,8 @@ the exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced i
 the slanted wall, the undamped, unforced 1-DOF tight joint and the impacting bar (the continuous
 bar's solution at the nodes). The 2-DOF tight joint and the double pendulum have none (references
 are accurate event-driven runs), nor have the column of beads and Newton's cradle. Installed
-third-party problems follow (entry-point group ``impactbench.problems``).
+third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
-
-import inspect
-
-from impactbench.bench.plugins import discover
-from impactbench.core.problem import Problem
 
 from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
@@ -36,17 +31,6 @@ PROBLEMS = {
     "NewtonsCradle": NewtonsCradle,
     "ImpactingBar": ImpactingBar,
 }
-PROBLEMS.update(
-    discover(
-        "impactbench.problems",
-        lambda value: (
-            (isinstance(value, type) and issubclass(value, Problem))
-            or (inspect.isfunction(value) and "<" not in value.__qualname__)
-        ),
-        "an impactbench.Problem subclass or a module-level function returning one",
-        PROBLEMS,
-    )
-)
 
 __all__ = [
     "PROBLEMS",

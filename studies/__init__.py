@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from impactbench.bench.plugins import discover
+from impactbench.bench.plugins import Registry
 from impactbench.bench.study import Study
 
 
@@ -25,18 +25,13 @@ def _discover() -> dict[str, Study]:
 
 
 #: Every study of this package, by name (alphabetical), then those of installed third-party
-#: packages (entry-point group ``impactbench.studies``, :mod:`impactbench.bench.plugins`).
-STUDIES: dict[str, Study] = _discover()
-STUDIES.update(
-    {
-        study.name: study
-        for study in discover(
-            "impactbench.studies",
-            lambda value: isinstance(value, Study) and value.name not in STUDIES,
-            "an impactbench.bench.study.Study whose name is not a built-in study's",
-            STUDIES,
-        ).values()
-    }
+#: packages (entry-point group ``impactbench.studies``, each under its entry-point name, which
+#: must be its ``name``), imported on first use (:class:`impactbench.bench.plugins.Registry`).
+STUDIES = Registry(
+    "impactbench.studies",
+    _discover(),
+    lambda name, value: isinstance(value, Study) and value.name == name,
+    "an impactbench.bench.study.Study named like its entry point",
 )
 
 __all__ = ["STUDIES"]

@@ -24,6 +24,7 @@ from impactbench.analysis.fitting import (
     fit_row,
     phase_medians,
 )
+from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -37,7 +38,6 @@ from impactbench.bench.results import write_table
 from impactbench.bench.runner import FAILED, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.core.method import TIME_STEPPING
-from impactbench.methods import METHODS
 
 from ._exact import exact_cases, exact_floors
 
@@ -93,11 +93,12 @@ ORDER_COLUMNS = ["problem", "method", "metric", "axis", "errors", *FIT_COLUMNS]
 
 def runs(quick: bool) -> list[Run]:
     """Time-steppers by step (phase families), EventDriven by rtol, on the exact problems."""
+    methods = study_methods()
     grid = "quick" if quick else "full"
     cases = exact_cases(quick)
     steppers = [
         Grid(method, PARAMETERS.get(name, {}))
-        for name, method in METHODS.items()
+        for name, method in methods.items()
         if method.requires_step
     ]
     result = expand(
@@ -105,8 +106,8 @@ def runs(quick: bool) -> list[Run]:
     )
     copies = tuple(name for name in METRICS if name not in NOMINAL_ONLY)
     result = [run if run.h == run.nominal_h else replace(run, metrics=copies) for run in result]
-    if "EventDriven" in METHODS:
-        adaptive = Grid(METHODS["EventDriven"], {"rtol": TOLERANCES[grid]}, tolerance="rtol")
+    if "EventDriven" in methods:
+        adaptive = Grid(methods["EventDriven"], {"rtol": TOLERANCES[grid]}, tolerance="rtol")
         result += expand(cases, [adaptive], metrics=METRICS)
     return result
 

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -53,7 +54,6 @@ from impactbench.bench.results import read_artefact, write_table
 from impactbench.bench.runner import FAILED, Run
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.core.trajectory import Trajectory
-from impactbench.methods import METHODS
 from impactbench.problems import NewtonsCradle
 
 ARTEFACT = "cradle_outcome"
@@ -117,11 +117,12 @@ def outcome_artefact(run: Run, problem: NewtonsCradle, trajectory: Trajectory) -
 def runs(quick: bool) -> list[Run]:
     """Every configuration (quick: those with quick steps) by every method of ``METHODS``
     (time-steppers at each step)."""
+    methods = study_methods()
     result = []
     for label, (kwargs, full_steps, quick_steps) in CONFIGURATIONS.items():
         if quick and not quick_steps:
             continue
-        for method in METHODS.values():
+        for method in methods.values():
             steps = (quick_steps if quick else full_steps) if method.requires_step else [None]
             for h in steps:
                 result.append(

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -27,7 +28,6 @@ from impactbench.bench.report import (
 from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.core.method import EVENT_DRIVEN, TIME_STEPPING
-from impactbench.methods import METHODS
 from impactbench.problems import (
     BouncingBall,
     DoublePendulum,
@@ -70,6 +70,7 @@ def _cases(quick: bool, duration: float) -> list[Case]:
 
 def runs(quick: bool) -> list[Run]:
     """Compiled and plain-Python time-steppers at h = 1e-3; EventDriven at its defaults."""
+    methods = study_methods()
     grid = "quick" if quick else "full"
     compiled_steps, plain_steps = STEPS[grid]
     options = {"repeats": REPEATS[grid], "output_every": OUTPUT_EVERY}
@@ -77,13 +78,13 @@ def runs(quick: bool) -> list[Run]:
     for compiled, steps in ((True, compiled_steps), (False, plain_steps)):
         grids = [
             Grid(method, {"compiled": [compiled]})
-            for method in METHODS.values()
+            for method in methods.values()
             if method.requires_step
         ]
         result += expand(_cases(quick, steps * H), grids, steps=[H], **options)
-    if "EventDriven" in METHODS:
+    if "EventDriven" in methods:
         cases = _cases(quick, EVENT_DRIVEN_HORIZON[grid])
-        result += expand(cases, [Grid(METHODS["EventDriven"])], repeats=REPEATS[grid])
+        result += expand(cases, [Grid(methods["EventDriven"])], repeats=REPEATS[grid])
     return result
 
 

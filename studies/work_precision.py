@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from impactbench.analysis.fitting import ORDER, OrderFit, fit_order, phase_medians
+from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -30,7 +31,6 @@ from impactbench.bench.report import (
 from impactbench.bench.runner import Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.core.method import TIME_STEPPING
-from impactbench.methods import METHODS
 
 from ._exact import exact_cases, exact_floors
 
@@ -49,14 +49,15 @@ UNITS = {"wall_time": "s", "force_evaluations": "evaluations"}
 def runs(quick: bool) -> list[Run]:
     """Every method of ``METHODS``: time-steppers by h, EventDriven by rtol on both engines
     (compiled event loop and scipy path)."""
+    methods = study_methods()
     grid = "quick" if quick else "full"
     cases = exact_cases(quick)
     options = {"metrics": [METRIC], "repeats": REPEATS[grid]}
-    steppers = [Grid(method) for method in METHODS.values() if method.requires_step]
+    steppers = [Grid(method) for method in methods.values() if method.requires_step]
     result = expand(cases, steppers, steps=STEPS[grid].tolist(), phases=PHASES[grid], **options)
-    if "EventDriven" in METHODS:
+    if "EventDriven" in methods:
         adaptive = Grid(
-            METHODS["EventDriven"],
+            methods["EventDriven"],
             {"rtol": TOLERANCES[grid], "compiled": [True, False]},
             tolerance="rtol",
         )

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from impactbench import Problem, TimeStepping, simulate
-from impactbench.core.driver import mass_bindings
+from impactbench.core.mass import mass_bindings
 from impactbench.core.problem import ProblemKernels
 from impactbench.methods import METHODS
 from impactbench.problems import ColumnOfBeads, ImpactingBar, SlantedWall

@@ -3,6 +3,7 @@ folder on the path of a child process) and study files (``impactbench run path/t
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -14,8 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from impactbench.bench import pipeline, plugins
 from impactbench.bench.cli import main
-from impactbench.bench.plugins import discover
+from impactbench.bench.plugins import Registry
+from impactbench.bench.validate_command import load_method
+from impactbench.core.names import parse_spec
 
 PACKAGE = Path(__file__).parent / "data" / "third_party_package"
 
@@ -83,9 +87,9 @@ def test_a_plugin_study_runs_by_name_with_the_plugin_method_and_problem(plugin_p
     assert simulate.returncode == 0, simulate.stderr
 
 
-def test_discover_rejects_an_unknown_group():
+def test_a_registry_rejects_an_unknown_group():
     with pytest.raises(ValueError, match="group"):
-        discover("impactbench.things", bool, "anything", {})
+        Registry("impactbench.things", {}, lambda name, value: True, "anything")
 
 
 STUDY_FILE = '''
@@ -154,13 +158,174 @@ def test_a_study_file_runs_in_parallel_workers_that_cannot_import_it(tmp_path, c
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(None, "must be an existing .py file"), ("X = 1\n", "must define STUDY")],
+    [
+        (None, "must be an existing .py file"),
+        ("X = 1\n", "must define STUDY"),
+        ("def runs(:\n", "could not be loaded: SyntaxError"),
+        ("import no_such_module_of_impactbench\n", "could not be loaded: ModuleNotFoundError"),
+        ("raise RuntimeError('the study is broken')\n", "RuntimeError: the study is broken"),
+        ("import sys\nsys.exit(0)\n", "could not be loaded: it called sys.exit(0)"),
+    ],
 )
 def test_a_bad_study_file_is_a_usage_error(tmp_path, capsys, content, message):
-    path = tmp_path / "not_a_study.py"
+    """Exit code 2 with the message and no traceback, whatever the file does at import."""
+    path = tmp_path / f"not_a_study_{tmp_path.name}.py"  # a module name of its own
     if content is not None:
         path.write_text(content)
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(path), "--output", str(tmp_path / "out")])
     assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_sys_exit_in_a_study_files_runs_is_reported_not_obeyed(tmp_path, capsys):
+    path = tmp_path / "exiting_study.py"
+    path.write_text(
+        textwrap.dedent(STUDY_FILE).replace(
+            "def runs(quick):\n", "def runs(quick):\n    import sys\n\n    sys.exit(0)\n"
+        )
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(path), "--output", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    assert "'my_file_study': runs() called sys.exit(0)" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Plug-ins contained: entry points faked (modules written to a temporary folder)
+
+
+def _fake_plugins(monkeypatch, tmp_path, modules: dict[str, str], entries: dict[str, list]):
+    """Entry points ``entries`` (group -> [(name, "module:attribute")]) whose ``modules`` (name
+    -> source) are in ``tmp_path``; an imported module leaves ``<name>.imported`` there."""
+    for name, source in modules.items():
+        marker = f"open({str(tmp_path / (name + '.imported'))!r}, 'w').close()\n"
+        (tmp_path / f"{name}.py").write_text(marker + textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    points = {
+        group: [importlib.metadata.EntryPoint(name, value, group) for name, value in listed]
+        for group, listed in entries.items()
+    }
+    monkeypatch.setattr(plugins, "_entry_points", lambda group: points.get(group, []))
+
+
+def _imported(tmp_path) -> set[str]:
+    return {path.stem for path in tmp_path.glob("*.imported")}
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("raise RuntimeError('no licence')\n", "RuntimeError: no licence"),
+        ("import sys\nsys.exit(3)\n", "it called sys.exit(3)"),
+        ("raise SystemExit\n", "it called sys.exit(None)"),
+        ("raise GeneratorExit\n", "GeneratorExit"),
+        ("import no_such_module_of_impactbench\n", "ModuleNotFoundError"),
+    ],
+)
+def test_a_plugin_failing_at_import_is_left_out_by_name(
+    monkeypatch, tmp_path, capsys, source, message
+):
+    name = f"failing_{abs(hash(source))}"
+    _fake_plugins(
+        monkeypatch,
+        tmp_path,
+        {name: source},
+        {"impactbench.methods": [("Failing", f"{name}:Scheme")]},
+    )
+    assert main(["list", "methods"]) == 0
+    out, err = capsys.readouterr()
+    assert "MoreauJean" in out and "Failing" not in out
+    assert f"Failing = '{name}:Scheme' (entry point of group impactbench.methods)" in err
+    assert f"could not be loaded: {message}" in err
+
+
+def test_a_keyboard_interrupt_in_a_plugin_stops_the_command(monkeypatch, tmp_path, capsys):
+    _fake_plugins(
+        monkeypatch,
+        tmp_path,
+        {"interrupting": "raise KeyboardInterrupt\n"},
+        {"impactbench.problems": [("Interrupting", "interrupting:Model")]},
+    )
+    assert main(["list", "problems"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_help_and_unrelated_commands_run_no_plugin_code(monkeypatch, tmp_path, capsys):
+    """--help lists the plug-ins' names from their metadata; listing problems, looking up
+    built-in names or reporting a folder without the plug-in study's table imports no plug-in;
+    asking for the plug-in by name does."""
+    _fake_plugins(
+        monkeypatch,
+        tmp_path,
+        {
+            "lazy_scheme": "from impactbench.methods import MoreauJean as LazyScheme\n",
+            "lazy_study": "raise RuntimeError('imported')\n",
+        },
+        {
+            "impactbench.methods": [("LazyScheme", "lazy_scheme:LazyScheme")],
+            "impactbench.studies": [("lazy_study", "lazy_study:STUDY")],
+        },
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", "--help"])
+    assert exit_info.value.code == 0
+    assert "LazyScheme" in capsys.readouterr().out
+    assert main(["list", "problems"]) == 0
+    assert "MoreauJean" in plugins.METHODS
+    assert parse_spec("MoreauJean[theta=0.5]", plugins.METHODS, "method")[1] == {"theta": 0.5}
+    assert "NoSuchScheme" not in plugins.METHODS
+    assert main(["report", "--output", str(tmp_path / "no_tables")]) == 1  # nothing to report
+    assert _imported(tmp_path) == set()
+    assert plugins.METHODS["LazyScheme"].__name__ == "MoreauJean"
+    assert _imported(tmp_path) == {"lazy_scheme"}
+
+
+class _Captured(Exception):
+    """Raised by the fake executor with the runs it was given."""
+
+
+def test_plugin_methods_join_the_builtin_studies_only_when_asked(monkeypatch, tmp_path):
+    _fake_plugins(
+        monkeypatch,
+        tmp_path,
+        {"extra_scheme": "from impactbench.methods import MoreauJean\n\n"
+         "class ExtraScheme(MoreauJean):\n    pass\n"},
+        {"impactbench.methods": [("ExtraScheme", "extra_scheme:ExtraScheme")]},
+    )  # fmt: skip
+
+    def execute(runs, **options):
+        raise _Captured(runs)
+
+    monkeypatch.setattr(pipeline, "execute", execute)
+    methods = {}
+    for flag in ([], ["--with-plugins"]):
+        with pytest.raises(_Captured) as captured:
+            main(["run", "work_precision", "--quick", "--output", str(tmp_path / "out"), *flag])
+        methods[bool(flag)] = [run.method.__name__ for run in captured.value.args[0]]
+        if not flag:
+            assert _imported(tmp_path) == set()
+    assert "ExtraScheme" not in methods[False]
+    extra = methods[True].count("ExtraScheme")
+    assert extra > 0
+    assert len(methods[True]) == len(methods[False]) + extra
+
+
+def test_validate_finds_a_plugin_method_by_name(monkeypatch, tmp_path):
+    _fake_plugins(
+        monkeypatch,
+        tmp_path,
+        {"validated_scheme": "from impactbench.methods import CatchingUp as ValidatedScheme\n"},
+        {"impactbench.methods": [("ValidatedScheme", "validated_scheme:ValidatedScheme")]},
+    )
+    method = load_method("ValidatedScheme[activation=approaching]")
+    assert type(method).__name__ == "CatchingUp" and method.activation == "approaching"
+    with pytest.raises(ValueError, match="unknown method 'NoSuchScheme'.*ValidatedScheme"):
+        load_method("NoSuchScheme")

@@ -31,6 +31,7 @@ from impactbench.core.contact import (
 )
 from impactbench.core.status_codes import FAILURE_REASONS, STATUS_DEGENERATE_GRADIENT
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
+from impactbench.problems import BouncingBall, DoublePendulum
 
 H = 1e-2
 T_END = 1.0
@@ -537,3 +538,29 @@ def test_the_gradient_check_is_scale_free_and_accepts_corners_and_large_problems
     ManyBeads(1.0).check()
     with pytest.raises(ValueError, match="gap_gradient.*pseudo-random direction 0"):
         ManyBeads(-1.0).check()
+
+
+@pytest.mark.parametrize("declared", [0, 2, 3, 20])
+def test_a_changed_constraint_count_of_a_compiled_problem_is_refused(declared):
+    """The kernels write into buffers sized from n_constraints: a count above the gap kernel's
+    left entries of them uninitialised (MoreauJean stopped mid-run: 'the constraint gradient
+    vanishes'), one below let the kernel write past them, and a kernel that loops over its
+    buffer (DoublePendulum) read parameters past their end."""
+    for problem in (BouncingBall(), DoublePendulum()):
+        problem.n_constraints = declared
+        with pytest.raises(ValueError, match=r"n_constraints must be 1 .* got"):
+            simulate(problem, MoreauJean(), 0.1, h=1e-2)
+    problem = BouncingBall()
+    problem.n_constraints = declared
+    problem.n_constraints = 1
+    assert simulate(problem, MoreauJean(), 0.1, h=1e-2).success
+
+
+def test_a_gap_kernel_writing_fewer_values_than_declared_is_refused():
+    class ShortGap(BouncingBall):
+        def _finish_init(self):
+            self.n_constraints = 2  # what the constructor states; the kernel writes one value
+            super()._finish_init()
+
+    with pytest.raises(ValueError, match=r"n_constraints=2, and at q0 it left entries \[1\]"):
+        ShortGap()

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +122,10 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     its study's folder, so the files do not depend on ``jobs``. Shows a progress bar on a
     terminal. Returns the number of studies found.
     """
-    known = {**STUDIES, **(extra or {})}
-    present = [study for name, study in known.items() if (output / name / TABLE_FILE).exists()]
+    extra = dict(extra or {})
+    names = [name for name in dict.fromkeys([*STUDIES.names(), *extra])]
+    found = [extra.get(name) or STUDIES.get(name) for name in names if _has_table(output, name)]
+    present = [study for study in found if study is not None]  # a plug-in imported if it has one
     in_workers = [study for study in present if STUDIES.get(study.name) is study]
     if jobs == 1 or len(in_workers) < 2:
         in_workers = []
@@ -146,7 +150,25 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     return len(reports)
 
 
+@contextmanager
+def _references_of_this_command(bypass: bool) -> Iterator[None]:
+    """With ``bypass`` (``--no-cache``), the references this command computes live in a temporary
+    folder (its runs and reports share them; deleted at the end): the reference cache is neither
+    read nor written."""
+    if not bypass:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="impactbench-references-") as folder:
+        with reference_dir_set(folder):
+            yield
+
+
 def _run(args: argparse.Namespace) -> int:
+    with _references_of_this_command(args.no_cache):
+        return _run_studies(args)
+
+
+def _run_studies(args: argparse.Namespace) -> int:
     studies = _studies(args.studies)
     if args.backend != "dask" and args.scheduler:
         raise UsageError("--scheduler is only used with --backend dask")
@@ -174,8 +196,9 @@ def _run(args: argparse.Namespace) -> int:
                 retries=args.retry_failed,
                 output=output,
                 report=False,
+                with_plugins=args.with_plugins,
             )
-        except ValueError as error:  # the Dask client refused the scheduler address
+        except ValueError as error:  # the Dask client refused the address, sys.exit in runs()
             raise UsageError(str(error)) from None
         failed = result.failed
         print(
@@ -192,8 +215,12 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any_failed else 0
 
 
+def _has_table(folder: Path, name: str) -> bool:
+    return (folder / name / TABLE_FILE).exists()
+
+
 def _has_tables(folder: Path) -> bool:
-    return any((folder / name / TABLE_FILE).exists() for name in STUDIES)
+    return any(_has_table(folder, name) for name in STUDIES.names())
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -254,7 +281,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="Dask scheduler (dask backend; without it, a local cluster of --jobs processes)",
     )
-    run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
+    run.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="ignore and do not fill the run cache and the reference cache",
+    )
+    run.add_argument(
+        "--with-plugins",
+        action="store_true",
+        help="the built-in studies compare the installed plug-in methods too",
+    )
     run.add_argument(
         "--retry-failed",
         type=_retries,

@@ -2,8 +2,9 @@
 
 ``impactbench list`` prints one line per entry; ``--verbose`` adds the parameters each problem
 and method takes, with their defaults (:func:`impactbench.core.names.parameters`: the names the
-``Name[param=value,...]`` syntax accepts); ``impactbench list NAME ...`` prints only the named
-entries, with their parameters.
+``Name[param=value,...]`` syntax accepts); ``impactbench list problems`` (``methods``,
+``studies``) lists one kind only, importing only that kind's plug-ins; ``impactbench list NAME
+...`` prints only the named entries, with their parameters.
 """
 
 from __future__ import annotations
@@ -33,29 +34,49 @@ def parameter_line(factory: Any) -> str:
     return ", ".join(shown) or "none"
 
 
-def _tables() -> dict[str, Mapping[str, Any]]:
-    from ..methods import METHODS
-    from ..problems import PROBLEMS
-    from ..studies import STUDIES
-
-    return {"Problems": PROBLEMS, "Methods": METHODS, "Studies": STUDIES}
+#: The kinds ``impactbench list KIND`` lists alone.
+KINDS = {"problems": "Problems", "methods": "Methods", "studies": "Studies"}
 
 
-def _line(kind: str, name: str, entry: Any) -> str:
+def _tables(kinds: set[str]) -> dict[str, Mapping[str, Any]]:
+    """The registries (built-in entries and plug-ins) of ``kinds`` (all when empty)."""
+    tables: dict[str, Mapping[str, Any]] = {}
+    if not kinds or "Problems" in kinds:
+        from .plugins import PROBLEMS
+
+        tables["Problems"] = PROBLEMS
+    if not kinds or "Methods" in kinds:
+        from .plugins import METHODS
+
+        tables["Methods"] = METHODS
+    if not kinds or "Studies" in kinds:
+        from ..studies import STUDIES
+
+        tables["Studies"] = STUDIES
+    return tables
+
+
+def _line(kind: str, name: str, entry: Any, usage_error: type[Exception]) -> str:
     if kind == "Methods":
         return f"  {name:24} {entry.family:14} {_first_line(entry.__doc__)}"
     if kind == "Studies":
-        counts = f"quick {len(entry.runs(True))} runs, full {len(entry.runs(False))} runs"
-        return f"  {name:24} {entry.title} ({counts})"
+        from .plugins import study_runs
+
+        try:
+            sizes = [len(study_runs(entry, quick)) for quick in (True, False)]
+        except ValueError as error:
+            raise usage_error(str(error)) from None
+        return f"  {name:24} {entry.title} (quick {sizes[0]} runs, full {sizes[1]} runs)"
     return f"  {name:24} {_first_line(entry.__doc__)}"
 
 
 def list_entries(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     """Print the entries (see the module docstring); ``usage_error`` for an unknown name."""
-    tables = _tables()
-    wanted = set(args.names)
+    kinds = {KINDS[name] for name in args.names if name in KINDS}
+    wanted = {name for name in args.names if name not in KINDS}
+    tables = _tables(kinds if not wanted else set())
     known = {name for table in tables.values() for name in table}
-    for name in args.names:
+    for name in sorted(wanted):
         if name not in known:
             raise usage_error(
                 f"unknown name {name!r}{names.did_you_mean(name, known)}: not a problem, "
@@ -68,7 +89,7 @@ def list_entries(args: argparse.Namespace, usage_error: type[Exception]) -> int:
             continue
         print(f"{kind}:")
         for name in shown:
-            print(_line(kind, name, table[name]))
+            print(_line(kind, name, table[name], usage_error))
             if verbose and kind != "Studies":
                 print(f"  {'':24} parameters: {parameter_line(table[name])}")
     return 0
@@ -82,7 +103,12 @@ def add_parser(commands: Any, usage_error: type[Exception]) -> None:
         description="List the problems, methods and studies; --verbose, or naming entries, "
         "also shows the parameters of each problem and method (for 'Name[param=value,...]').",
     )
-    listing.add_argument("names", nargs="*", metavar="NAME", help="only these entries")
+    listing.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="only these entries, or one kind: problems, methods or studies",
+    )
     listing.add_argument(
         "--verbose", "-v", action="store_true", help="show the parameters and their defaults"
     )

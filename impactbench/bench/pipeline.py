@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..analysis.metrics import METRICS
 from .machine import machine_info
+from .plugins import plugins_in_studies, study_runs
 from .report import PARQUET_FILE, PROVENANCE_FILE, TABLE_FILE, write_study_report
 from .results import (
     build_table,
@@ -175,6 +176,7 @@ def run_study(
     retries: int = 0,
     output: Path | str | None = None,
     report: bool = True,
+    with_plugins: bool = False,
 ) -> StudyResult:
     """Run a study's grid, store its table with provenance, and (by default) its report.
 
@@ -196,6 +198,9 @@ def run_study(
         Also write the study's report (``README.md`` and figures, drawn from the stored table).
         The index of all studies (``output/README.md``) is written by ``impactbench run`` and
         ``impactbench report``.
+    with_plugins : bool
+        The built-in studies' runs compare the installed plug-in methods too
+        (:func:`impactbench.bench.plugins.plugins_in_studies`); default: the built-in methods.
 
     Returns
     -------
@@ -204,7 +209,8 @@ def run_study(
     Raises
     ------
     ValueError
-        For an unknown study name or a bad execution option (before any run starts).
+        For an unknown study name or a bad execution option (before any run starts), or a
+        study whose ``runs`` called ``sys.exit``.
     """
     study = _study(study)
     if not isinstance(quick, bool):
@@ -212,7 +218,8 @@ def run_study(
     check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
     grid = "quick" if quick else "full"
     folder = Path(output if output is not None else DEFAULT_OUTPUT[grid]) / study.name
-    runs = study.runs(quick)
+    with plugins_in_studies(with_plugins):
+        runs = study_runs(study, quick)
     compile_jobs = jobs  # a study timed serially still compiles on every worker asked for
     if study.max_jobs is not None and (jobs == -1 or jobs > study.max_jobs):
         jobs = study.max_jobs

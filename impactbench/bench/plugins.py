@@ -8,13 +8,21 @@ A package adds to impactbench without editing it by declaring entry points in it
     [project.entry-points."impactbench.problems"]
     MyModel = "my_package.models:MyModel"             # a Problem subclass (or factory)
     [project.entry-points."impactbench.studies"]
-    my_study = "my_package.study:STUDY"               # an impactbench.bench.study.Study
+    my_study = "my_package.study:STUDY"               # a Study named my_study
 
-Once installed, each is in ``METHODS``, ``PROBLEMS`` or ``STUDIES`` under its entry-point name (a
-study under its own ``name``): it is listed by ``impactbench list`` and runs by name in
-``impactbench run``, ``simulate`` and ``validate``. A plug-in that fails to load, is not what its
-group holds, or takes a name already used is left out with a :class:`PluginWarning` that names
-it (the built-ins and the plug-ins found first keep their names).
+Once installed, each is in :data:`METHODS`, :data:`PROBLEMS` or
+``impactbench.studies.STUDIES`` under its entry-point name: it is listed by ``impactbench list``
+and runs by name in ``impactbench run``, ``simulate`` and ``validate``. These registries hold the
+built-ins (``impactbench.methods.METHODS``, ``impactbench.problems.PROBLEMS``) and the plug-ins,
+and import a plug-in only when it is asked for by name or when the whole registry is read:
+``impactbench --help`` and a command that names built-ins only run no plug-in code. A plug-in
+that fails to import (any exception, ``SystemExit`` included; a ``KeyboardInterrupt`` is the
+user's and stops the command), is not what its group holds, or takes a name already used is left
+out with a :class:`PluginWarning` that names it (the built-ins and the plug-ins found first keep
+their names).
+
+The built-in studies compare the built-in methods; the installed plug-in methods join them only
+when asked (:func:`plugins_in_studies`, ``impactbench run --with-plugins``).
 
 A study can also live in a plain file: ``impactbench run path/to/study.py`` runs the ``STUDY``
 that the file defines (:func:`load_study_file`).
@@ -24,15 +32,23 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import inspect
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 import cloudpickle
 
-#: Entry-point groups read by :func:`discover`.
+from ..core.method import Method
+from ..core.problem import Problem
+from ..methods import METHODS as BUILTIN_METHODS
+from ..problems import PROBLEMS as BUILTIN_PROBLEMS
+
+#: Entry-point groups read by :class:`Registry`.
 GROUPS = ("impactbench.methods", "impactbench.problems", "impactbench.studies")
 
 
@@ -40,43 +56,156 @@ class PluginWarning(UserWarning):
     """A third-party plug-in was left out (the message says which and why)."""
 
 
-def discover(
-    group: str, accept: Callable[[Any], bool], what: str, taken: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The plug-ins of an entry-point group, by name.
+def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+    """The entry points of ``group``, by name (read from the packages' metadata: no plug-in code
+    runs)."""
+    return sorted(importlib.metadata.entry_points(group=group), key=lambda entry: entry.name)
+
+
+class Registry(Mapping[str, Any]):
+    """Built-ins by name, then the plug-ins of an entry-point group, each imported on first use.
+
+    Looking a name up (``registry[name]``, ``name in registry``) imports at most the plug-ins
+    declared under that name; iterating (``list(registry)``, ``.items()``, ``len``) imports every
+    plug-in of the group. :meth:`names` lists the names without importing anything. A plug-in
+    that cannot be used is left out with a :class:`PluginWarning`, once per process.
 
     Parameters
     ----------
     group : str
         One of :data:`GROUPS`.
+    builtins : mapping
+        The built-in entries, by name (they come first and keep their names).
     accept : callable
-        ``accept(value) -> bool``: whether a loaded value is what the group holds.
+        ``accept(name, value) -> bool``: whether a loaded value is what the group holds.
     what : str
         What the group holds, for the warnings (e.g. "an impactbench.Method subclass").
-    taken : mapping
-        Names already in use (the built-ins).
     """
-    if group not in GROUPS:
-        raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
-    found: dict[str, Any] = {}
-    for entry in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
-        where = f"{entry.name} = {entry.value!r} (entry point of group {group})"
+
+    def __init__(
+        self,
+        group: str,
+        builtins: Mapping[str, Any],
+        accept: Callable[[str, Any], bool],
+        what: str,
+    ) -> None:
+        if group not in GROUPS:
+            raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
+        self.group = group
+        self.builtins = builtins
+        self.accept = accept
+        self.what = what
+        self._loaded: dict[tuple[str, str], Any] = {}  # (name, value) -> plug-in, or None
+        self._shadowed: set[tuple[str, str]] = set()  # warned about: their name is taken
+
+    def names(self) -> list[str]:
+        """Every name, the plug-ins' as declared (none is imported, so none is checked)."""
+        declared = [entry.name for entry in _entry_points(self.group)]
+        return [*self.builtins, *sorted(set(declared) - set(self.builtins))]
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.builtins:
+            return self.builtins[name]
+        for entry in _entry_points(self.group):
+            if entry.name == name:
+                value = self._load(entry)
+                if value is not None:
+                    return value
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.builtins
+        yield from self._plugins()
+
+    def __len__(self) -> int:
+        return len(self.builtins) + len(self._plugins())
+
+    def _plugins(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for entry in _entry_points(self.group):
+            if entry.name in self.builtins or entry.name in found:
+                if (entry.name, entry.value) not in self._shadowed:
+                    self._shadowed.add((entry.name, entry.value))
+                    _warn(f"{_where(entry)}: the name {entry.name!r} is already used")
+                continue
+            value = self._load(entry)
+            if value is not None:
+                found[entry.name] = value
+        return found
+
+    def _load(self, entry: importlib.metadata.EntryPoint) -> Any:
+        """The plug-in of ``entry``, or None (with a warning) when it cannot be used."""
+        key = (entry.name, entry.value)
+        if key in self._loaded:
+            return self._loaded[key]
+        self._loaded[key] = None
         try:
             value = entry.load()
-        except Exception as error:  # noqa: BLE001 - a broken plug-in must not break impactbench
-            _warn(f"{where} could not be loaded: {type(error).__name__}: {error}")
-            continue
-        if not accept(value):
-            _warn(f"{where} is not {what}: {value!r:.100}")
-        elif entry.name in taken or entry.name in found:
-            _warn(f"{where}: the name {entry.name!r} is already used")
-        else:
-            found[entry.name] = value
-    return found
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # noqa: BLE001 - a broken plug-in must not stop impactbench
+            _warn(f"{_where(entry)} could not be loaded: {_describe(error)}")
+            return None
+        if not self.accept(entry.name, value):
+            _warn(f"{_where(entry)} is not {self.what}: {value!r:.100}")
+            return None
+        self._loaded[key] = value
+        return value
+
+
+def _where(entry: importlib.metadata.EntryPoint) -> str:
+    return f"{entry.name} = {entry.value!r} (entry point of group {entry.group})"
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r})"
+    return f"{type(error).__name__}: {error}"
 
 
 def _warn(message: str) -> None:
-    warnings.warn(f"plug-in left out: {message}", PluginWarning, stacklevel=3)
+    warnings.warn(f"plug-in left out: {message}", PluginWarning, stacklevel=4)
+
+
+def _is_problem_factory(value: Any) -> bool:
+    return (isinstance(value, type) and issubclass(value, Problem)) or (
+        inspect.isfunction(value) and "<" not in value.__qualname__
+    )
+
+
+#: The built-in methods, then the installed plug-in methods (group ``impactbench.methods``).
+METHODS = Registry(
+    "impactbench.methods",
+    BUILTIN_METHODS,
+    lambda name, value: isinstance(value, type) and issubclass(value, Method),
+    "an impactbench.Method subclass",
+)
+#: The built-in problems, then the installed plug-in problems (group ``impactbench.problems``).
+PROBLEMS = Registry(
+    "impactbench.problems",
+    BUILTIN_PROBLEMS,
+    lambda name, value: _is_problem_factory(value),
+    "an impactbench.Problem subclass or a module-level function returning one",
+)
+
+_PLUGINS_IN_STUDIES: ContextVar[bool] = ContextVar("plugins_in_studies", default=False)
+
+
+@contextmanager
+def plugins_in_studies(enabled: bool = True) -> Iterator[None]:
+    """Within the block, :func:`study_methods` includes the installed plug-in methods (when
+    ``enabled``): the built-in studies' runs then compare them too."""
+    token = _PLUGINS_IN_STUDIES.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _PLUGINS_IN_STUDIES.reset(token)
+
+
+def study_methods() -> Mapping[str, type[Method]]:
+    """The methods the built-in studies compare, by name: ``impactbench.methods.METHODS``, and
+    the plug-in methods too within :func:`plugins_in_studies`."""
+    return METHODS if _PLUGINS_IN_STUDIES.get() else BUILTIN_METHODS
 
 
 def load_study_file(path: Path | str) -> Any:
@@ -89,7 +218,8 @@ def load_study_file(path: Path | str) -> Any:
     Raises
     ------
     ValueError
-        If ``path`` is not a ``.py`` file, or the file defines no ``STUDY`` (an
+        If ``path`` is not a ``.py`` file, or it fails to import (any exception, a
+        ``SystemExit`` included: the message says which), or it defines no ``STUDY`` (an
         :class:`impactbench.bench.study.Study`), or its module name is taken by another module.
     """
     from .study import Study
@@ -112,9 +242,14 @@ def load_study_file(path: Path | str) -> Any:
         sys.path.insert(0, str(path.parent))
         try:
             spec.loader.exec_module(module)
-        except BaseException:
+        except KeyboardInterrupt:
             del sys.modules[name]
             raise
+        except BaseException as error:  # noqa: BLE001 - SystemExit included: reported, not obeyed
+            del sys.modules[name]
+            raise ValueError(
+                f"study file {str(path)!r} could not be loaded: {_describe(error)}"
+            ) from None
         finally:
             sys.path.remove(str(path.parent))
         cloudpickle.register_pickle_by_value(module)
@@ -125,3 +260,20 @@ def load_study_file(path: Path | str) -> Any:
             f"{study!r:.100}"
         )
     return study
+
+
+def study_runs(study: Any, quick: bool) -> list:
+    """``study.runs(quick)``, a ``sys.exit`` in it reported instead of obeyed.
+
+    Raises
+    ------
+    ValueError
+        If the study's ``runs`` called ``sys.exit`` (the message names the study and the code).
+    """
+    try:
+        return study.runs(quick)
+    except SystemExit as error:
+        raise ValueError(
+            f"study {study.name!r}: runs() called sys.exit({error.code!r}); a study must return "
+            "its runs"
+        ) from None

@@ -67,7 +67,7 @@ def method_factory(spec: str) -> tuple[type[Method], dict[str, Any]]:
         For a malformed spec, an unknown name, a module that cannot be imported, a missing
         class or one that is not a subclass of :class:`impactbench.Method`.
     """
-    from ..methods import METHODS
+    from .plugins import METHODS
 
     if isinstance(spec, str) and _EXTERNAL.match(spec):
         return _external(spec, "method", _is_method_class, "a subclass of impactbench.Method")
@@ -83,7 +83,7 @@ def problem_factory(spec: str) -> tuple[Callable[..., Problem], dict[str, Any]]:
     ValueError
         As :func:`method_factory`, for problems.
     """
-    from ..problems import PROBLEMS
+    from .plugins import PROBLEMS
 
     if isinstance(spec, str) and _EXTERNAL.match(spec):
         return _external(
@@ -96,7 +96,8 @@ def problem_factory(spec: str) -> tuple[Callable[..., Problem], dict[str, Any]]:
 
 
 def load_method(spec: str) -> Method:
-    """A method instance from ``"Name[params]"`` (built-in) or ``"module:Class[params]"``.
+    """A method instance from ``"Name[params]"`` (built-in or plug-in) or
+    ``"module:Class[params]"``.
 
     Raises
     ------

@@ -1,12 +1,13 @@
 """``impactbench validate METHOD``: the conformance suite
 (:func:`impactbench.bench.testing.check_method`) on the command line.
 
-METHOD is a built-in name with optional parameters (``MoreauJean[theta=0.5]``) or a class of
-another module, ``MODULE:CLASS[param=value,...]`` (``my_package.schemes:MyScheme[order=2]``);
-the current directory is searched first for MODULE, as ``python -m`` does. Exit codes: 0 every
-check passed, 1 a check failed, 2 usage error (unknown name, import error, bad parameter).
-Progress lines go to stderr while the battery runs; the report (a table at most 100 columns
-wide, then each failed check with its measured value, threshold and why) to stdout.
+METHOD is a name (built-in or plug-in) with optional parameters (``MoreauJean[theta=0.5]``) or
+a class of another module, ``MODULE:CLASS[param=value,...]``
+(``my_package.schemes:MyScheme[order=2]``); the current directory is searched first for MODULE, as
+``python -m`` does. Exit codes: 0 every check passed, 1 a check failed, 2 usage error (unknown
+name, import error, bad parameter). Progress lines go to stderr while the battery runs; the
+report (a table at most 100 columns wide, then each failed check with its measured value,
+threshold and why) to stdout.
 """
 
 from __future__ import annotations

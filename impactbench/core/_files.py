@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
+import secrets
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,12 +29,13 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and os.replace.
 
     The folder is created if needed. An interrupted write leaves the previous file (or none),
-    never a truncated one.
+    never a truncated one. The file gets the mode any new file gets (0o666 less the umask: 0o644
+    under the usual umask 022), so that a cache folder can be shared.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temporary = _new_file(path)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
@@ -42,6 +43,19 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _new_file(path: Path) -> tuple[int, str]:
+    """A new file next to ``path`` (descriptor and name), created as open() creates files: mode
+    0o666 less the umask (``tempfile.mkstemp`` would make it 0o600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        temporary = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(temporary, flags, 0o666), str(temporary)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name next to {str(path)!r}")
 
 
 _NPY_HEADER_READERS = {

@@ -86,9 +86,10 @@ Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gr
 ``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT``,
 ``matrix_rows`` and the scheme's own options are bound by :func:`make_loop`):
 
-Mass matrix. ``mass_bindings`` binds ``mass_matrix``, ``DIAGONAL_MASS`` and ``MASS_ROWS``: a
-scheme keeps M and its factor as blocks of ``MASS_ROWS`` rows of ``X`` (n for a dense M; 1 for a
-diagonal M, whose kernel then writes the diagonal into that row) and factors and solves with
+Mass matrix. :func:`impactbench.core.mass.mass_bindings` binds ``mass_matrix``,
+``DIAGONAL_MASS`` and ``MASS_ROWS``: a scheme keeps M and its factor as blocks of ``MASS_ROWS``
+rows of ``X`` (n for a dense M; 1 for a diagonal M, whose kernel then writes the diagonal into
+that row) and factors and solves with
 :func:`impactbench.core.contact.factor_mass` and :func:`impactbench.core.contact.solve_mass`,
 which take both forms: with a diagonal M no step does O(n^2) work or stores an (n, n) array.
 
@@ -120,7 +121,6 @@ import numpy as np
 
 from ._jit import constant_shape_view, specialize, stack_array, with_runtime_sizes
 from .contact import make_workspace
-from .problem import ProblemKernels
 from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
 
 #: Rows of the work buffer ``X`` read by the driver (see the module docstring).
@@ -246,9 +246,6 @@ def _time_loop(
         scheme_current(X, Z, state[1 : 1 + n], state[1 + n :])
 
 
-# Name bound per problem by mass_bindings.
-mass_diagonal = None
-
 #: Smallest n for which ``matrix_rows`` gives C-contiguous blocks (module docstring).
 WHOLE_ROWS_FROM = 8
 
@@ -274,50 +271,6 @@ def make_matrix_rows(n_dof: int, n_constraints: int, compile: bool) -> Callable:
     if not compile:
         return function
     return numba.njit(inline="always", _nrt=False)(function)
-
-
-def _diagonal_mass_row(q, p, out):
-    """The loops' mass kernel for a diagonal M: its diagonal into row 0 of ``out`` (1, n)."""
-    mass_diagonal(q, p, out[0])
-
-
-def mass_bindings(kernels: ProblemKernels, n_dof: int, compile: bool) -> dict[str, Any]:
-    """The mass-matrix globals of a scheme's functions for one problem's kernels.
-
-    Parameters
-    ----------
-    kernels : ProblemKernels
-        The problem's kernels; ``kernels.mass_structure`` chooses the form of M.
-    n_dof : int
-    compile : bool
-        As for :func:`make_loop`.
-
-    Returns
-    -------
-    dict
-        ``mass_matrix``: the kernel writing M(q) into a block of ``MASS_ROWS`` rows (the dense
-        kernel, or for a diagonal M the problem's ``mass_diagonal`` writing row 0);
-        ``DIAGONAL_MASS``; ``MASS_ROWS`` (n or 1); ``SIZES_AT_RUN_TIME``, the problem's
-        declaration read by :func:`make_loop` (``ProblemKernels.sizes_at_run_time``).
-    """
-    declared = {"SIZES_AT_RUN_TIME": bool(kernels.sizes_at_run_time)}
-    if kernels.mass_structure == "dense":
-        return {
-            "mass_matrix": kernels.mass_matrix,
-            "DIAGONAL_MASS": False,
-            "MASS_ROWS": n_dof,
-            **declared,
-        }
-    if kernels.mass_structure != "diagonal" or kernels.mass_diagonal is None:
-        raise ValueError(
-            f"kernels.mass_structure must be 'dense', or 'diagonal' with a mass_diagonal "
-            f"kernel, got mass_structure={kernels.mass_structure!r} and "
-            f"mass_diagonal={kernels.mass_diagonal!r}"
-        )
-    row = specialize(
-        _diagonal_mass_row, {"mass_diagonal": kernels.mass_diagonal}, compile, inline=True
-    )
-    return {"mass_matrix": row, "DIAGONAL_MASS": True, "MASS_ROWS": 1, **declared}
 
 
 def _zeros(height: int, width: int) -> np.ndarray:
@@ -356,8 +309,8 @@ def make_loop(
         The scheme's function templates and buffer layout.
     bindings : dict
         Name -> value of the globals of the scheme's templates: the problem's kernels
-        (:func:`mass_bindings`, ``forces``, ``gap``, ``gap_gradient``), its flags
-        (``CONSTANT_MASS``, ``AFFINE_GAP``) and the scheme's compile-time options. Without
+        (:func:`impactbench.core.mass.mass_bindings`, ``forces``, ``gap``, ``gap_gradient``),
+        its flags (``CONSTANT_MASS``, ``AFFINE_GAP``) and the scheme's compile-time options. Without
         ``MASS_ROWS`` the mass matrix is dense (``MASS_ROWS`` = n). ``N_DOF``, ``N_CONSTRAINTS``,
         ``SINGLE_CONSTRAINT`` and ``matrix_rows`` (module docstring) are added here.
     n_dof, n_constraints : int

@@ -322,16 +322,51 @@ class CompiledProblem(Problem):
 
     def _finish_init(self) -> None:
         self._p = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
+        self._built_constraints = None
         self.check()
+        self._built_constraints = self.n_constraints
 
     def check(self) -> None:
-        """:meth:`Problem.check`, and a diagonal declaration needs ``KERNELS.mass_diagonal``."""
+        """:meth:`Problem.check`; a diagonal declaration needs ``KERNELS.mass_diagonal``, and the
+        ``gap`` kernel must write exactly ``n_constraints`` values (:meth:`_check_gap_size`)."""
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
                 f"mass_structure='diagonal' needs a mass_diagonal kernel in "
                 f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
             )
+        self._check_gap_size()
         super().check()
+
+    def _check_gap_size(self) -> None:
+        """``n_constraints`` is the number of values the ``gap`` kernel writes.
+
+        The kernels write into buffers sized from ``n_constraints`` and check no bounds, and
+        the kernel parameters are computed once, in :meth:`_finish_init`. A count changed since
+        then is refused (a kernel that loops over its buffer would read parameters past their
+        end), and so is a count above what the kernel writes at q0 (entries of the loops'
+        buffers would stay uninitialised: the kernel is called on m NaNs and must overwrite
+        them all). A count below what a kernel writes cannot be caught before it writes.
+        """
+        m = getattr(self, "n_constraints", None)
+        built = getattr(self, "_built_constraints", None)
+        if built is not None and m != built:
+            raise ValueError(
+                f"n_constraints must be {built} (the kernel parameters of this "
+                f"{type(self).__name__} were computed for it: build a new problem), got {m!r}"
+            )
+        q0 = np.asarray(getattr(self, "q0", None))
+        sized = isinstance(m, (int, np.integer)) and not isinstance(m, bool) and 0 < m < 2**31
+        if not sized or q0.dtype.kind not in "iuf" or q0.shape != (getattr(self, "n_dof", -1),):
+            return  # refused by name in Problem.check
+        probe = np.full(int(m), np.nan)
+        self.KERNELS.gap(np.ascontiguousarray(q0, dtype=float), self._p, probe)
+        unwritten = np.flatnonzero(np.isnan(probe))
+        if unwritten.size:
+            raise ValueError(
+                f"n_constraints must be the number of values the gap kernel of "
+                f"{type(self).__name__} writes: got n_constraints={m!r}, and at q0 it left "
+                f"entries {unwritten.tolist()[:5]} unwritten"
+            )
 
     def kernels(self) -> ProblemKernels:
         if self.KERNELS.mass_structure == self.mass_structure:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._jit import specialize
+from .mass import mass_bindings
 
 if TYPE_CHECKING:
     from .problem import ProblemKernels
@@ -96,7 +97,7 @@ def sample_kinetic_energies(
     ----------
     kernels : ProblemKernels
         A problem's kernels; M is formed as the time-stepping loops form it
-        (:func:`impactbench.core.driver.mass_bindings`: for ``mass_structure="diagonal"`` its
+        (:func:`impactbench.core.mass.mass_bindings`: for ``mass_structure="diagonal"`` its
         diagonal only, O(n) per sample).
     p : ndarray, shape (P,)
     n_dof : int
@@ -107,8 +108,6 @@ def sample_kinetic_energies(
     -------
     ndarray, shape (N,)
     """
-    from .driver import mass_bindings  # the driver imports problem.py, which imports this
-
     q = _samples(q, n_dof, "q")
     v = _samples(v, n_dof, "v")
     if v.shape[0] != q.shape[0]:
