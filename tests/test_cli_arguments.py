@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import impactbench.bench.cli as cli
+import impactbench.bench.simulate_command as simulate_command
 from impactbench.bench.cli import main
 
 
@@ -23,7 +23,7 @@ def test_a_bad_output_file_is_refused_before_the_run(
     def no_run(*args, **kwargs):
         raise AssertionError("the run started")
 
-    monkeypatch.setattr(cli, "simulate", no_run)
+    monkeypatch.setattr(simulate_command, "simulate", no_run)
     argv = ["simulate", "BouncingBall", "MoreauJean", "--t-end", "1", "--h", "0.1"]
     with pytest.raises(SystemExit) as exit_info:
         main([*argv, option, str(tmp_path / name)])

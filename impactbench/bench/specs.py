@@ -38,9 +38,10 @@ def _external(spec: str, kind: str, accept: Callable[[Any], bool], what: str) ->
     factory = getattr(module, attribute, None)
     if factory is None:
         public = sorted(name for name in vars(module) if not name.startswith("_"))
+        close = names.did_you_mean(attribute, public)
         raise ValueError(
             f"{kind} {module_name}:{attribute}: module {module_name!r} has no attribute "
-            f"{attribute!r} (it defines {', '.join(public) or 'nothing public'})"
+            f"{attribute!r}{close} (it defines {', '.join(public) or 'nothing public'})"
         )
     if not accept(factory):
         raise ValueError(f"{kind} {module_name}:{attribute} must be {what}, got {factory!r}")
