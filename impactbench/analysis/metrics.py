@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -63,7 +64,9 @@ import numpy as np
 from ..core._jit import kernel
 from ..core.dense import DenseOutput
 from ..core.energy import energy
+from ..core.method import Method
 from ..core.problem import Problem
+from ..core.simulate import simulate
 from ..core.trajectory import Trajectory
 from . import fitting
 from .impact_events import impact_events, isolated_impacts, matching_window, nearest_impacts
@@ -209,6 +212,45 @@ def _sides(trajectory: Trajectory, reference: Reference) -> _Sides:
         ):
             left[0][jump], left[1][jump] = values
     return _Sides(nodes, jump, run_right, run_left, ref_right, ref_left)
+
+
+#: The metrics measured over time on the error grid (:func:`error_nodes`): the ones that see a
+#: run between its samples, through its continuous extension.
+GRID_METRICS = frozenset({"max_position_error", "l1_velocity_error", "hausdorff_velocity_distance"})
+
+
+def with_dense_output(
+    problem: Problem,
+    method: Method,
+    trajectory: Trajectory,
+    t_end: float,
+    h: float | None = None,
+    output_every: int = 1,
+) -> Trajectory:
+    """``trajectory`` with its method's dense output, for the error metrics.
+
+    A method that offers a dense output (a ``dense_output`` parameter, as
+    :class:`impactbench.methods.EventDriven`) and ran without one is run once more with
+    ``dense_output=True`` and the same other parameters, and that run's dense output is attached
+    to a copy of ``trajectory`` (samples, impacts and stats unchanged). For EventDriven this
+    rerun takes the scipy path (the compiled engine keeps no dense output): the same algorithm,
+    whose impacts and final state agree with the compiled engine's to 10 rtol
+    (tests/test_event_driven_engines.py). Any other trajectory is returned as it is (a
+    time-stepping run's continuous extension is the polyline of its samples).
+
+    Raises
+    ------
+    RuntimeError
+        If the rerun fails (its message says where).
+    """
+    parameters = method.parameters()
+    if trajectory.dense is not None or parameters.get("dense_output", True) is not False:
+        return trajectory
+    dense_method = type(method)(**{**parameters, "dense_output": True})
+    rerun = simulate(problem, dense_method, t_end, h=h, output_every=output_every)
+    if not rerun.success or rerun.dense is None:
+        raise RuntimeError(f"the rerun with dense_output=True failed: {rerun.message}")
+    return replace(trajectory, dense=rerun.dense)
 
 
 def _or_exact(problem: Problem, trajectory: Trajectory, reference: Reference | None) -> Reference:

@@ -25,7 +25,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .. import SimulationError, simulate
-from ..analysis.metrics import METRICS, Reference
+from ..analysis.metrics import METRICS, Reference, with_dense_output
 from ..analysis.reference import default_reference_dir, reference, reference_dir_set
 from ..core import names
 from ..core._files import CacheWarning, write_atomic
@@ -308,8 +308,10 @@ def _simulate(args: argparse.Namespace) -> int:
     print(f"  q(T) = {trajectory.q[-1].tolist()}, v(T) = {trajectory.v[-1].tolist()}")
     if problem.has_exact_solution:
         reference = Reference.exact(problem, args.t_end)
+        options = {"h": args.h, "output_every": args.output_every}
+        measured = with_dense_output(problem, method, trajectory, args.t_end, **options)
         for name in _SIMULATE_METRICS:
-            value = METRICS[name].function(problem, trajectory, reference)
+            value = METRICS[name].function(problem, measured, reference)
             print(f"  {name.replace('_', ' ')} (exact solution): {value:.6g}")
     frame = _trajectory_frame(problem, trajectory)
     if args.csv:

@@ -79,7 +79,7 @@ from tqdm.auto import tqdm
 
 from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
-from ..analysis.metrics import METRICS
+from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
 from ..core import _checks
 from ..core._files import CacheWarning, write_atomic
@@ -515,6 +515,13 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
     -------
     Outcome
         Without ``key``, ``code_version`` and ``git_revision`` (set by :func:`execute`).
+
+    Notes
+    -----
+    The metrics of the error grid (:data:`impactbench.analysis.metrics.GRID_METRICS`) see the
+    run through its continuous extension: a method that offers a dense output and ran without
+    one is run once more with it, untimed
+    (:func:`impactbench.analysis.metrics.with_dense_output`).
     """
     provenance = package_versions()
     try:
@@ -535,6 +542,9 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             return Outcome.failure(run, trajectory.message, provenance)
         reference = _reference(run, problem)
         artefacts = _artefacts(run, problem, trajectory)
+        measured = trajectory
+        if reference is not None and GRID_METRICS.intersection(run.metrics):
+            measured = with_dense_output(problem, method, trajectory, run.t_end, **options)
         values = {}
         for name in run.metrics:
             metric = METRICS[name]
@@ -542,7 +552,7 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
                 values[name] = float("nan")
                 continue
             try:
-                values[name] = float(metric.function(problem, trajectory, reference))
+                values[name] = float(metric.function(problem, measured, reference))
             except Exception as error:
                 raise RuntimeError(f"metric {name} failed: {_describe(error)}") from error
     except KeyboardInterrupt as error:
