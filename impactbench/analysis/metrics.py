@@ -214,6 +214,18 @@ def _sides(trajectory: Trajectory, reference: Reference) -> _Sides:
     return _Sides(nodes, jump, run_right, run_left, ref_right, ref_left)
 
 
+#: How the errors over time are measured, as the studies' reports state it.
+ERROR_GRID_TEXT = (
+    f"Errors over time (max position error, L1 velocity error, Hausdorff velocity distance) "
+    f"are measured on one grid for every method: {ERROR_GRID_POINTS} uniform times over "
+    "[t0, T], joined with the run's own samples and the impact times of the run and of the "
+    "reference, through each method's continuous extension -- the event-driven method's dense "
+    "output (its solver interpolants across restarts and impacts; for the compiled engine, "
+    "which keeps none, the dense output of the same algorithm's scipy path, rerun untimed), "
+    "the time-steppers' piecewise-linear interpolant of their steps."
+)
+
+
 #: The metrics measured over time on the error grid (:func:`error_nodes`): the ones that see a
 #: run between its samples, through its continuous extension.
 GRID_METRICS = frozenset({"max_position_error", "l1_velocity_error", "hausdorff_velocity_distance"})
