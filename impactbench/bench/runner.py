@@ -436,7 +436,10 @@ class Outcome:
     cost : dict
         ``h_used`` (None for adaptive methods), ``steps``, ``force_evaluations``, ``impacts``
         (impact events, :mod:`impactbench.analysis.impact_events`), ``impact_log_entries`` (the raw
-        log), ``contact_phases`` and ``contact_time`` (persistent contact).
+        log), ``contact_phases`` and ``contact_time`` (persistent contact), ``impacts_capped``
+        (True when the impact log overflowed its capacity, ``ImpactLog.truncated``: ``impacts``,
+        ``contact_phases`` and ``contact_time`` then count the stored entries only and are lower
+        bounds; ``impact_log_entries`` counts every entry).
     timing : dict
         ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``
         and ``warmup_time``.
@@ -573,6 +576,7 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "impact_log_entries": int(trajectory.stats["impacts"]),
             "contact_phases": events.contact_phases,
             "contact_time": events.contact_time,
+            "impacts_capped": trajectory.impacts.truncated,
         },
         timing={
             "wall_time": min(times),
@@ -736,6 +740,7 @@ _COST_FIELDS = (
     "impact_log_entries",
     "contact_phases",
     "contact_time",
+    "impacts_capped",
 )
 _COUNT_FIELDS = ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases")
 _TIMING_FIELDS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
@@ -791,6 +796,8 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     contact_time = cost["contact_time"]
     if not (_is_number(contact_time) and math.isfinite(contact_time) and contact_time >= 0):
         raise ValueError(f"contact_time must be a finite non-negative number, got {contact_time!r}")
+    if not isinstance(cost["impacts_capped"], bool):
+        raise ValueError(f"impacts_capped must be true or false, got {cost['impacts_capped']!r}")
     timing = stored["timing"]
     if not isinstance(timing, dict) or set(timing) != set(_TIMING_FIELDS):
         raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")
