@@ -39,7 +39,8 @@ def test_findings_state_capped_logs_chatter_and_the_deepest_run_of_every_sweep()
     text = "\n".join(findings)
     assert "1 of 4 runs overflowed their impact log" in text
     assert ">= 100000 events" in text
-    assert "Chatter (impact events more than 0.01 of the steps) in 2 runs" in text
+    assert "more than 0.01 of the steps, all constraints counted) in 2 runs" in text
+    assert "PaoliSchatzman: resting ball, h = 0.001, T = 100, >= 100000 events in 200000" in text
     # the deepest PaoliSchatzman run is the h sweep's, not the h = 2e-3 one
     assert "largest depth over [T/2, T] 0.0001 (resting ball, h = 0.001" in text
 
