@@ -24,6 +24,7 @@ from impactbench.analysis.fitting import (
     fit_row,
     phase_medians,
 )
+from impactbench.analysis.metrics import ERROR_GRID_TEXT
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
@@ -332,10 +333,10 @@ STUDY = Study(
         "more than 1.5 decades, each run at the nominal step and at perturbed copies h (1 + "
         "delta_j), |delta_j| <= 0.1 (5 per step, 3 in the quick grid: the error at one h "
         "depends on where the impacts fall on the grid); the event-driven method over its "
-        "relative tolerance. Errors are measured on each run's own samples (every step) "
-        "against the exact solution; the velocity error is integrated in time (L1) and "
-        "measured as the Hausdorff distance between the velocity graphs, never taken in the "
-        "max norm."
+        "relative tolerance, against the exact solution. "
+        + ERROR_GRID_TEXT
+        + " The velocity error is integrated in time (L1) and measured as the Hausdorff "
+        "distance between the velocity graphs, never taken in the max norm."
     ),
     runs=runs,
     report=report,

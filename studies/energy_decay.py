@@ -737,6 +737,44 @@ def _by_method(group: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["_rank", "_size"], kind="stable").drop(columns=["_rank", "_size"])
 
 
+#: A run whose excess energy at T is below this fraction of the exact (reference) one has
+#: dissipated all of it: its motion stopped where the exact one goes on.
+DISSIPATED = 1e-2
+
+
+def _outlier_findings(rates: pd.DataFrame) -> list[str]:
+    """Runs that dissipate the whole excess energy, and 1-DOF runs with fewer impacts than the
+    exact solution, each with the configuration that shows it (every run, not the medians)."""
+    findings = []
+    rates = rates.assign(resolution=rates["h"].fillna(rates["tolerance"]))
+    dissipated = rates[rates["final_excess"] <= DISSIPATED * rates["final_excess_exact"]]
+    for problem, rows in dissipated.groupby("problem", sort=False):
+        listed = "; ".join(
+            f"{row.method} (h or rtol {format_number(row.resolution, 3)}: excess "
+            f"{format_number(row.final_excess, 2)} against "
+            f"{format_number(row.final_excess_exact, 2)}, {row.impacts:.0f} of "
+            f"{row.impacts_exact:.0f} impacts)"
+            for row in rows.head(5).itertuples()
+        )
+        more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+        findings.append(
+            f"{problem}: {len(rows)} runs dissipate all the excess energy (E - E_min at T below "
+            f"{DISSIPATED:g} of the {'exact' if problem in (SPRING, FREE) else 'reference'} "
+            f"value): {listed}{more}."
+        )
+    exact = rates[rates["problem"].isin((SPRING, FREE))]
+    short = exact[exact["impacts"] < exact["impacts_exact"]]
+    short = short[~short.index.isin(dissipated.index)]
+    for problem, rows in short.groupby("problem", sort=False):
+        worst = rows.loc[(rows["impacts"] / rows["impacts_exact"]).idxmin()]
+        findings.append(
+            f"{problem}: {len(rows)} runs impact fewer times than the exact solution; fewest: "
+            f"{worst['method']} (h or rtol {format_number(worst['resolution'], 3)}), "
+            f"{worst['impacts']:.0f} of {worst['impacts_exact']:.0f}."
+        )
+    return findings
+
+
 def _findings(families: pd.DataFrame, table: pd.DataFrame, unknown: int) -> list[str]:
     findings = []
     horizons = dict(zip(table["problem"], table["t_end"], strict=False))
@@ -813,7 +851,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + "\n".join(figures or ["None (no run finished).\n"]),
         ),
     ]
-    return StudyReport(sections, _findings(families, table, unknown))
+    return StudyReport(sections, _findings(families, table, unknown) + _outlier_findings(rates))
 
 
 STUDY = Study(

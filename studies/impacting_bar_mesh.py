@@ -4,8 +4,10 @@
 e = 0): the bar flies onto the wall, stays in contact for 2L/c = 2 and leaves as a rigid body
 at -v0. PaoliSchatzman and MoreauJean run to t = 2.6 on meshes of N elements with the step
 h = CFL h_e / c (CFL = 0.5 of the explicit schemes' bound ``stable_step``), so h and the mesh
-are refined together. Errors: the largest nodal displacement error over the samples and the
-displacement error at T, against the d'Alembert solution evaluated at the nodes. The order in
+are refined together. Errors: the largest nodal displacement error over the error grid (the
+schemes' piecewise-linear interpolant at the uniform times and the samples of
+:func:`impactbench.analysis.metrics.error_nodes`) and the displacement error at T, against the
+d'Alembert solution evaluated at the nodes. The order in
 h_e is fitted over the meshes with its 95 % interval
 (:func:`impactbench.analysis.fitting.fit_order`; full grid: 10 meshes from 10 to 320 elements,
 1.5 decades). The compiled loops are specialised on the number of DOF, so each mesh is one

@@ -296,6 +296,94 @@ def energy_increases(table: pd.DataFrame) -> pd.DataFrame:
     return frame.drop_duplicates(["problem", "method", "h"])
 
 
+#: A run chatters when its impact events exceed this fraction of its steps: impacts at the step
+#: scale, where a persistent contact should give one event per contact phase.
+CHATTER_FRACTION = 0.01
+#: Rows of the chatter table (the runs with the most events per step).
+CHATTER_ROWS = 20
+
+
+def count_text(count: float, capped: bool) -> str:
+    """An impact count as printed: ">= N" when the impact log overflowed (a lower bound)."""
+    return f">= {count:.0f}" if capped else f"{count:.0f}"
+
+
+def _capped(done: pd.DataFrame) -> pd.Series:
+    if "impacts_capped" not in done:  # a table written before the column existed
+        return pd.Series(False, index=done.index)
+    return done["impacts_capped"].fillna(False).astype(bool)
+
+
+def chatter(table: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose impact events exceed ``CHATTER_FRACTION`` of their steps, most events per step
+    first, counts printed as ">= N" where the impact log overflowed."""
+    done = _ok(table)
+    done = done.assign(capped=_capped(done), per_step=done["impacts"] / done["steps"])
+    rows = done[done["per_step"] > CHATTER_FRACTION].sort_values(
+        ["per_step", "late_penetration"], ascending=False, na_position="last", kind="stable"
+    )
+    rows = rows.drop_duplicates(["problem", "method", "h", "t_end"])  # the energy runs repeat
+    columns = ["problem", "method", "h", "T", "impact events", "steps", "events per step"]
+    frame = pd.DataFrame(
+        {
+            "problem": rows["problem"],
+            "method": rows["method"],
+            "h": rows["h"],
+            "T": rows["t_end"],
+            "impact events": [
+                count_text(n, c) for n, c in zip(rows["impacts"], rows["capped"], strict=True)
+            ],
+            "steps": rows["steps"],
+            "events per step": rows["per_step"].astype(float),
+            "depth": rows["late_penetration"],
+        },
+        columns=[*columns, "depth"],
+    )
+    return frame.reset_index(drop=True)
+
+
+def _outlier_findings(table: pd.DataFrame, chattering: pd.DataFrame) -> list[str]:
+    """Capped impact logs, chatter and the largest depth of every run, with their runs."""
+    findings = []
+    done = _ok(table)
+    capped = done[_capped(done)]
+    if not capped.empty:
+        worst = capped.loc[capped["impact_log_entries"].idxmax()]
+        findings.append(
+            f"{len(capped)} of {len(done)} runs overflowed their impact log: their impact "
+            "events, contact phases and contact time count the stored entries only and are "
+            f"lower bounds (column impacts_capped; printed >= N), e.g. {worst['problem']}, "
+            f"{worst['method']}, h = {format_number(worst['h'])}, T = {worst['t_end']:g}: "
+            f"{count_text(worst['impacts'], True)} events, {worst['impact_log_entries']} log "
+            "entries."
+        )
+    if not chattering.empty:
+        worst = [
+            f"{method}: {top['problem']}, h = {format_number(top['h'])}, T = {top['T']:g}, "
+            f"{top['impact events']} events in {top['steps']} steps, depth "
+            f"{format_number(top['depth'])}"
+            for method, top in chattering.groupby("method", sort=True).first().iterrows()
+        ]
+        findings.append(
+            f"Chatter (impact events more than {CHATTER_FRACTION:g} of the steps, all "
+            f"constraints counted) in {len(chattering)} runs; the most events per step of each "
+            f"method: {'; '.join(worst)}."
+        )
+    deep = done[done["late_penetration"].notna()]
+    for method, rows in deep.groupby("method", sort=False):
+        if method != "PaoliSchatzman":
+            continue
+        worst = rows.loc[rows["late_penetration"].idxmax()]
+        findings.append(
+            f"PaoliSchatzman over every run (both sweeps): largest depth over [T/2, T] "
+            f"{format_number(worst['late_penetration'])} ({worst['problem']}, "
+            f"h = {format_number(worst['h'])}, T = {worst['t_end']:g}, "
+            f"{count_text(worst['impacts'], bool(_capped(rows).loc[worst.name]))} impact "
+            "events)."
+        )
+    return findings
+
+
 def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
     done = _ok(table)
     labels = [label for label in CASES if label in set(done["problem"])]
@@ -374,7 +462,7 @@ def _findings(by_time: pd.DataFrame, by_step: pd.DataFrame, energy: pd.DataFrame
         ps = by_time[by_time["method"] == "PaoliSchatzman"]
         if ps[horizons].notna().any().any():
             findings.append(
-                f"PaoliSchatzman: largest depth over [T/2, T] at any horizon "
+                f"PaoliSchatzman at h = {STEP:g}: largest depth over [T/2, T] at any horizon "
                 f"{format_number(float(ps[horizons].max().max()))}."
             )
     fitted = by_step[by_step["order"].notna()]
@@ -418,6 +506,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     by_time = depth_against_time(table)
     by_step = depth_against_step(table)
     energy = energy_increases(table)
+    chattering = chatter(table)
     cases = pd.DataFrame(
         [
             {
@@ -456,9 +545,20 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "energy is the spring's): its energy changes by the load's work.\n\n"
             + markdown_table(energy),
         ),
+        Section(
+            "Chatter and capped impact logs",
+            f"Runs whose impact events (impactbench.analysis.impact_events) exceed "
+            f"{CHATTER_FRACTION:g} of their steps, i.e. impacts at the step scale where a "
+            f"persistent contact gives one event per contact phase; the {CHATTER_ROWS} with "
+            "the most events per step ("
+            f"{len(chattering)} in all). A count printed >= N comes from an impact log that "
+            "overflowed its capacity (column impacts_capped of the results): a lower bound.\n\n"
+            + markdown_table(chattering.head(CHATTER_ROWS)),
+        ),
         Section("Figures", "\n".join(_figures(table, folder))),
     ]
-    return StudyReport(sections, _findings(by_time, by_step, energy))
+    findings = _findings(by_time, by_step, energy) + _outlier_findings(table, chattering)
+    return StudyReport(sections, findings)
 
 
 STUDY = Study(

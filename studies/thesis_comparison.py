@@ -37,7 +37,7 @@ from matplotlib.ticker import NullFormatter
 from impactbench.analysis.fitting import fit_order, phase_medians
 from impactbench.analysis.impact_events import isolated_impacts as isolated_mask
 from impactbench.analysis.impact_events import matching_window
-from impactbench.analysis.metrics import error_floor
+from impactbench.analysis.metrics import ERROR_GRID_TEXT, error_floor
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -685,7 +685,8 @@ def _description() -> str:
         "(EventDriven[...,compiled=True], the main line: both families compiled, so the wall "
         "times compare methods); EventDriven[...,compiled=False] is the same algorithm as "
         "Python around scipy's DOP853 (dotted), shown for what the interpreter costs. The "
-        "force evaluations are the cost that does not depend on the implementation."
+        "force evaluations are the cost that does not depend on the implementation. "
+        + ERROR_GRID_TEXT
     )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from impactbench.analysis.fitting import ORDER, OrderFit, fit_order, phase_medians
+from impactbench.analysis.metrics import ERROR_GRID_TEXT
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
@@ -207,7 +208,7 @@ STUDY = Study(
         "compiled event loop, compiled=True, and the same algorithm as Python around scipy, "
         "compiled=False, dotted), on one chart per problem. Wall time is the minimum over "
         "repeats after a warm-up run; the runs execute one at a time. A run that fails is a "
-        "row with its status and NaN errors, not dropped."
+        "row with its status and NaN errors, not dropped. " + ERROR_GRID_TEXT
     ),
     runs=runs,
     report=report,

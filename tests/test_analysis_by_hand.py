@@ -25,11 +25,15 @@ from impactbench.analysis.impact_events import (
     nearest_impacts,
 )
 from impactbench.analysis.metrics import (
+    ERROR_GRID_POINTS,
     METRICS,
     energy_at_end,
     energy_error_at_end,
     error_floor,
+    error_grid,
+    error_nodes,
     graph_distance,
+    hausdorff_velocity_distance,
     impact_time_error,
     l1_velocity_error,
     late_penetration,
@@ -43,6 +47,7 @@ from impactbench.analysis.metrics import (
 )
 from impactbench.analysis.reference import Reference
 from impactbench.bench import runner
+from impactbench.core.dense import DenseOutput, chebyshev_lobatto_nodes
 from impactbench.core.trajectory import ImpactLog, Status, Trajectory
 from impactbench.methods import MoreauJean
 from impactbench.problems import BouncingBall, TightJoint
@@ -115,16 +120,18 @@ def test_energy_at_end():
 
 
 def test_max_position_error_over_the_samples():
-    # max |q - q_ref| over 0.5, 0.5, 1
+    # max |q - q_ref| over 0.5, 0.5, 1 (q - q_ref is linear between the samples)
     assert max_position_error(BALL, RUN, LINEAR) == 1.0
 
 
-def test_l1_velocity_error_by_the_trapezoidal_rule():
-    # |v - v_ref| = 3, 1, 4: (3 + 1) / 2 + (1 + 4) / 2 = 4.5
-    assert l1_velocity_error(BALL, RUN, LINEAR) == 4.5
-    # uneven steps: samples at 0, 0.5, 2 with errors 3, 1, 4: 0.5 * 2 + 1.5 * 2.5 = 4.75
+def test_l1_velocity_error_integrates_the_polyline_of_the_samples():
+    # v - v_ref = 3 - 4 t on [0, 1] (it changes sign at 0.75: 9/8 + 1/8) and 2 - 3 t on [1, 2]
+    # (from -1 to -4: 5/2): 3.75, resolved by the error grid (the trapezoid of the samples alone
+    # would give (3 + 1) / 2 + (1 + 4) / 2 = 4.5)
+    assert l1_velocity_error(BALL, RUN, LINEAR) == pytest.approx(3.75, abs=1e-7)
+    # uneven steps: samples at 0, 0.5, 2 with errors 3, 1, 4 and no sign change: 1 + 3.75
     uneven = _trajectory([0.0, 0.5, 2.0], [0.0, 0.5, 2.0], [4.0, 3.0, 9.0])
-    assert l1_velocity_error(BALL, uneven, LINEAR) == 4.75
+    assert l1_velocity_error(BALL, uneven, LINEAR) == pytest.approx(4.75, abs=1e-12)
 
 
 def test_max_energy_increase_is_the_largest_rise_not_the_largest_drop():
@@ -174,7 +181,73 @@ def test_registry_names_its_functions():
 
 
 # --------------------------------------------------------------------------------------------
-# Event-driven pairs: compared side by side with the reference's own impact
+# The error grid: between the samples, through each method's continuous extension
+
+
+def _free_fall(times):
+    # BALL before its first impact at t = 1: q = 1 - t^2, v = -2 t
+    times = np.asarray(times, dtype=float)
+    return (1.0 - times**2)[:, None], (-2.0 * times)[:, None]
+
+
+def test_error_grid_is_uniform_and_joined_with_samples_and_impacts():
+    grid = error_grid(0.0, 2.0)
+    assert grid.size == ERROR_GRID_POINTS == 10_001
+    assert grid[0] == 0.0 and grid[-1] == 2.0
+    np.testing.assert_allclose(np.diff(grid), 2e-4, rtol=1e-9)
+    run = _trajectory([0.0, 0.123, 2.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+    nodes, jump = error_nodes(run, Reference("hand", _linear_state, np.array([1.2345])))
+    assert {0.123, 1.2345} <= set(nodes.tolist()) and set(grid.tolist()) <= set(nodes.tolist())
+    assert nodes[jump].tolist() == [1.2345]
+    with pytest.raises(ValueError, match="t_end"):
+        error_grid(1.0, 0.0)
+
+
+def test_time_stepper_error_between_its_samples_is_seen():
+    # exact samples at t = 0, 0.5 of q = 1 - t^2: the chord is 1 - t / 2, off by t / 2 - t^2,
+    # largest at t = 0.25: 1/16 (the samples alone show 0); v = -2 t is linear: no v error
+    run = _trajectory([0.0, 0.5], [1.0, 0.75], [0.0, -1.0])
+    assert max_position_error(BALL, run) == pytest.approx(1.0 / 16.0, abs=1e-12)
+    assert l1_velocity_error(BALL, run) == pytest.approx(0.0, abs=1e-12)
+
+
+def _dense_free_fall(breaks, corruption=0.0) -> DenseOutput:
+    """DenseOutput of degree 3 of the free fall on ``breaks`` (exact: q is quadratic), the two
+    inner nodes of every piece shifted by ``corruption`` in q and v (its ends stay exact)."""
+    nodes, _ = chebyshev_lobatto_nodes(3)
+    values = []
+    for a, b in zip(breaks[:-1], breaks[1:], strict=True):
+        q, v = _free_fall(a + (b - a) * nodes)
+        piece = np.hstack([q, v])
+        piece[1:-1] += corruption
+        values.append(piece)
+    return DenseOutput(np.asarray(breaks), np.array(values), np.zeros(0))
+
+
+def test_event_driven_dense_output_wrong_between_its_steps_is_caught():
+    breaks = [0.0, 0.3, 0.6, 0.9]
+    t = np.array(breaks)
+    q, v = _free_fall(t)
+    exact = _trajectory(t, q, v, h=None)
+    exact.dense = _dense_free_fall(breaks)
+    corrupt = _trajectory(t, q, v, h=None)
+    corrupt.dense = _dense_free_fall(breaks, corruption=0.01)
+    # the accepted steps are exact: the old measure (the samples against the reference at the
+    # same times) passes both runs
+    q_ref, v_ref = _free_fall(corrupt.t)
+    assert np.max(np.abs(corrupt.q - q_ref)) == 0.0 and np.max(np.abs(corrupt.v - v_ref)) == 0.0
+    # the correct dense output reproduces the free fall at every grid point
+    assert max_position_error(BALL, exact) < 1e-14
+    assert l1_velocity_error(BALL, exact) < 1e-14
+    # the corrupted one is off between the steps: on each piece x = (t - a) / (b - a) the error is
+    # the polynomial through 0 at x = 0, 1 and 0.01 at the inner nodes x = 1/4, 3/4, i.e.
+    # (0.16 / 3) x (1 - x): 0.04 / 3 at mid-step, and in v it integrates to
+    # (0.16 / 3) / 6 x 0.9 = 0.008 over the three pieces
+    assert max_position_error(BALL, corrupt) == pytest.approx(0.04 / 3.0, rel=1e-6)
+    assert l1_velocity_error(BALL, corrupt) == pytest.approx(0.008, rel=1e-6)
+    reference = Reference.exact(BALL, 0.9)
+    assert hausdorff_velocity_distance(BALL, exact, reference) < 1e-12
+    assert hausdorff_velocity_distance(BALL, corrupt, reference) > 1e-3
 
 
 def test_event_driven_impact_pair_is_compared_with_each_side_of_the_reference_impact():
@@ -188,12 +261,12 @@ def test_event_driven_impact_pair_is_compared_with_each_side_of_the_reference_im
     run = _trajectory(
         [0.0, 1.01, 1.01, 2.0], [1.0, 0.0, 0.0, 1.0], [-1.0, -1.0, 1.0, 1.0], [1.01], h=None
     )
-    # pre sample against v_ref(1-) = -1 and post against v_ref(1+) = 1: no O(1) velocity error;
-    # q errors: q_ref(1-) = q_ref(1+) = 1 - 16 eps ~ 1 -> 1
     assert velocity_error_at_end(BALL, run, reference) == 0.0
+    # q errors: 1 at t = 0 (the run starts at 1, the reference at 0)
     assert max_position_error(BALL, run, reference) == pytest.approx(1.0, abs=1e-12)
-    # velocity errors 0, 0, 0, 0 -> L1 0 (matched side by side)
-    assert l1_velocity_error(BALL, run, reference) == pytest.approx(0.0, abs=1e-12)
+    # velocity error 2 on (1, 1.01) only, where the reference has jumped and the run not yet:
+    # the jump times the delay, 0.02 (the left limit of the run at 1.01 is its pre sample)
+    assert l1_velocity_error(BALL, run, reference) == pytest.approx(0.02, abs=1e-12)
 
 
 # --------------------------------------------------------------------------------------------

@@ -805,3 +805,19 @@ def test_read_artefact_keeps_the_table_s_runs_and_names_the_first_missing_one(tm
         read_artefact(table, tmp_path, "curve", required=["a", "c"])
     with pytest.raises(MissingArtefactError, match=r"^2 run\(s\) of probe .* P M h=0.1"):
         read_artefact(table, tmp_path, "absent")
+
+
+def test_an_overflowed_impact_log_marks_its_counts_as_lower_bounds(tmp_path):
+    """A resting ball logs an impulse at every step: with a log of 5 entries the stored events
+    are a lower bound, said by the impacts_capped column (the raw entry count stays exact)."""
+    common = {"problem": BouncingBall, "method": MoreauJean, "t_end": 3.0, "h": 1e-2}
+    capped = Run(**common, method_kwargs={"log_capacity": 5})
+    full = Run(**common)
+    outcomes = execute([capped, full], cache_dir=tmp_path, jobs=1, progress=False)
+    assert [o.cost["impacts_capped"] for o in outcomes] == [True, False]
+    assert outcomes[0].cost["impact_log_entries"] == outcomes[1].cost["impact_log_entries"] > 5
+    assert outcomes[0].cost["impacts"] <= outcomes[1].cost["impacts"]
+    table = build_table("capped", [capped, full], outcomes)
+    assert table["impacts_capped"].tolist() == [True, False]
+    again = execute([capped], cache_dir=tmp_path, jobs=1, progress=False)[0]  # from the cache
+    assert again.cached and again.cost["impacts_capped"] is True

@@ -6,15 +6,30 @@ trajectory, e.g. a high-accuracy event-driven run (:meth:`Reference.from_traject
 
 Where errors are measured
 -------------------------
-Every error is measured on the run's own samples: for a time-stepping run with
-``output_every=1`` that is every step, for an event-driven run its accepted solver steps and the
-states just before and after each impact. The reference is evaluated at those times (a
-reference trajectory through its dense output, or by linear interpolation when it has none). At
-an event-driven impact the run holds two samples with the same time: the one before the impact
-is compared with the reference just before its own nearest impact and the one after with the
-reference just after it, so an impact located slightly early or late is counted by
-``impact_time_error``, not as an O(1) velocity error over the preceding step.
+Every error over time (:func:`max_position_error`, :func:`l1_velocity_error`,
+:func:`hausdorff_velocity_distance`) is measured on one grid for every method: the
+:data:`ERROR_GRID_POINTS` uniform times over [t0, T] (:func:`error_grid`, 10^4 intervals),
+joined with the run's own sample times and the impact times of the run and of the reference
+(:func:`error_nodes`), through each run's own continuous extension (:func:`run_state`):
 
+* a run with a dense output (``Trajectory.dense``, e.g. ``EventDriven(dense_output=True)``) is
+  evaluated through it: the event-driven method's solver interpolants across its restarts and
+  impacts, so its error between accepted steps is seen;
+* any other run through the polyline of its samples: for a time-stepping scheme the
+  piecewise-linear interpolant of (t_k, q_k, v_k), the continuous extension the scheme defines
+  (a velocity jump inside a step is the ramp between the two samples around it); at a pair of
+  samples with the same time (an event-driven impact) the left and right limits are the two
+  samples.
+
+At an impact time (of the run or of the reference) both sides are evaluated: the error just
+before from the left limits of the run and of the reference, just after from their right
+limits. An impact located a time d late therefore costs its jump times d in the L1 velocity
+error (the trapezoidal rule on these nodes integrates exactly across the mismatch), and the max
+position error, position being continuous, is not affected by the side. With a dense output
+attached to a run whose samples come from another engine of the same algorithm (the runner
+measures the compiled event-driven engine through the scipy path's dense output,
+:func:`impactbench.bench.runner.perform`), the max position error also covers the run's own
+samples.
 Impact matching
 ---------------
 The run's impacts are the times in its impact log (time-stepping: the end of each step with a
@@ -41,13 +56,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
 
 from ..core._jit import kernel
+from ..core.dense import DenseOutput
 from ..core.energy import energy
+from ..core.method import Method
 from ..core.problem import Problem
+from ..core.simulate import simulate
 from ..core.trajectory import Trajectory
 from . import fitting
 from .impact_events import impact_events, isolated_impacts, matching_window, nearest_impacts
@@ -81,21 +100,169 @@ def _window(problem: Problem, trajectory: Trajectory) -> float:
     return matching_window(trajectory.h, float(trajectory.t[-1] - problem.t0))
 
 
-def _reference_state(
-    problem: Problem, trajectory: Trajectory, reference: Reference
+#: Points of the uniform error grid over [t0, T] (:func:`error_grid`): 10^4 intervals.
+ERROR_GRID_POINTS = 10_001
+
+
+def error_grid(t0: float, t_end: float, points: int = ERROR_GRID_POINTS) -> np.ndarray:
+    """The uniform error grid: ``points`` times from t0 to t_end, both included."""
+    if not (math.isfinite(t0) and math.isfinite(t_end) and t_end >= t0):
+        raise ValueError(f"t_end must be finite and >= t0 = {t0!r}, got {t_end!r}")
+    if points < 2:
+        raise ValueError(f"points must be >= 2, got {points!r}")
+    grid = np.linspace(t0, t_end, points)
+    grid[-1] = t_end
+    return grid
+
+
+def _run_impacts(trajectory: Trajectory) -> np.ndarray:
+    """Times where the run's extension may jump: its dense output's impacts, or the times of
+    pairs of samples."""
+    if trajectory.dense is not None:
+        return np.asarray(trajectory.dense.impacts, dtype=float)
+    t = trajectory.t
+    return np.unique(t[1:][t[1:] == t[:-1]])
+
+
+def error_nodes(trajectory: Trajectory, reference: Reference) -> tuple[np.ndarray, np.ndarray]:
+    """The times errors are measured at, and which of them are impact times.
+
+    Returns
+    -------
+    nodes : ndarray, shape (k,)
+        Sorted distinct times in [t0, T] (t0, T the run's first and last sample): the
+        :func:`error_grid`, the run's samples and the impact times of the run and the reference.
+    jump : ndarray of bool, shape (k,)
+        True at an impact time of the run or the reference, where both sides are evaluated.
+    """
+    t0, t_end = float(trajectory.t[0]), float(trajectory.t[-1])
+    impacts = _run_impacts(trajectory)
+    if reference.impact_times is not None:
+        impacts = np.concatenate([impacts, np.asarray(reference.impact_times, dtype=float)])
+    impacts = np.unique(impacts[(impacts > t0) & (impacts <= t_end)])
+    nodes = np.unique(np.concatenate([error_grid(t0, t_end), trajectory.t, impacts]))
+    return nodes, np.isin(nodes, impacts)
+
+
+def _polyline(t: np.ndarray, y: np.ndarray, times: np.ndarray, side: str) -> np.ndarray:
+    """The polyline through (t_k, y_k) at ``times`` (within [t_0, t_-1]); at a pair of samples
+    with one time, the first is the left limit and the last the right value."""
+    if t.size == 1:
+        return np.repeat(y[:1], times.size, axis=0)
+    if side == "right":
+        k = np.clip(np.searchsorted(t, times, side="right") - 1, 0, t.size - 2)
+    else:
+        k = np.clip(np.searchsorted(t, times, side="left") - 1, 0, t.size - 2)
+    span = t[k + 1] - t[k]
+    weight = np.divide(times - t[k], span, out=np.ones_like(times), where=span > 0)
+    weight = np.clip(weight, 0.0, 1.0)[:, None]
+    return (1.0 - weight) * y[k] + weight * y[k + 1]
+
+
+def run_state(
+    trajectory: Trajectory, times: np.ndarray, side: str = "right"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Reference (q, v) at the run's samples, impact-instant pairs matched side by side."""
-    t = np.array(trajectory.t, dtype=float)
-    pre = np.flatnonzero(t[1:] == t[:-1])
-    impacts = reference.impact_times
-    if pre.size and impacts is not None and impacts.size:
-        nearest = nearest_impacts(np.sort(impacts), t[pre])
-        matched = np.abs(nearest - t[pre]) <= _window(problem, trajectory)
-        pre, nearest = pre[matched], nearest[matched]
-        offset = _SIDE_OFFSET * np.maximum(1.0, np.abs(nearest))
-        t[pre] = np.minimum(t[pre], nearest) - offset
-        t[pre + 1] = np.maximum(t[pre + 1], nearest) + offset
-    return reference.state(np.clip(t, trajectory.t[0], trajectory.t[-1]))
+    """The run's continuous extension (q, v) at ``times``: its dense output when it has one,
+    else the polyline of its samples; ``side`` "right" (the value after an impact) or "left"
+    (the left limit). Shapes (len(times), n)."""
+    if side not in ("right", "left"):
+        raise ValueError(f"side must be 'right' or 'left', got {side!r}")
+    times = np.asarray(times, dtype=float)
+    if trajectory.dense is not None:
+        return trajectory.dense(times) if side == "right" else trajectory.dense.left(times)
+    return (
+        _polyline(trajectory.t, trajectory.q, times, side),
+        _polyline(trajectory.t, trajectory.v, times, side),
+    )
+
+
+def _reference_left(reference: Reference, times: np.ndarray, t0: float) -> np.ndarray:
+    """Left limits (q, v) of the reference at ``times``: its dense output's, else its state a few
+    ulps before (not before t0)."""
+    if isinstance(reference.state, DenseOutput):
+        return reference.state.left(times)
+    before = times - _SIDE_OFFSET * np.maximum(1.0, np.abs(times))
+    return reference.state(np.maximum(before, t0))
+
+
+class _Sides(NamedTuple):
+    """Run and reference at the error nodes: right values and left limits (left = right away
+    from the impact times)."""
+
+    nodes: np.ndarray
+    jump: np.ndarray
+    run_right: tuple[np.ndarray, np.ndarray]
+    run_left: tuple[np.ndarray, np.ndarray]
+    ref_right: tuple[np.ndarray, np.ndarray]
+    ref_left: tuple[np.ndarray, np.ndarray]
+
+
+def _sides(trajectory: Trajectory, reference: Reference) -> _Sides:
+    nodes, jump = error_nodes(trajectory, reference)
+    t0, t_end = float(trajectory.t[0]), float(trajectory.t[-1])
+    run_right = run_state(trajectory, nodes, "right")
+    ref_right = reference.state(np.clip(nodes, t0, t_end))
+    run_left = tuple(np.copy(a) for a in run_right)
+    ref_left = tuple(np.copy(a) for a in ref_right)
+    if jump.any():
+        at = nodes[jump]
+        for left, values in (
+            (run_left, run_state(trajectory, at, "left")),
+            (ref_left, _reference_left(reference, at, t0)),
+        ):
+            left[0][jump], left[1][jump] = values
+    return _Sides(nodes, jump, run_right, run_left, ref_right, ref_left)
+
+
+#: How the errors over time are measured, as the studies' reports state it.
+ERROR_GRID_TEXT = (
+    f"Errors over time (max position error, L1 velocity error, Hausdorff velocity distance) "
+    f"are measured on one grid for every method: {ERROR_GRID_POINTS} uniform times over "
+    "[t0, T], joined with the run's own samples and the impact times of the run and of the "
+    "reference, through each method's continuous extension -- the event-driven method's dense "
+    "output (its solver interpolants across restarts and impacts; for the compiled engine, "
+    "which keeps none, the dense output of the same algorithm's scipy path, rerun untimed), "
+    "the time-steppers' piecewise-linear interpolant of their steps."
+)
+
+
+#: The metrics measured over time on the error grid (:func:`error_nodes`): the ones that see a
+#: run between its samples, through its continuous extension.
+GRID_METRICS = frozenset({"max_position_error", "l1_velocity_error", "hausdorff_velocity_distance"})
+
+
+def with_dense_output(
+    problem: Problem,
+    method: Method,
+    trajectory: Trajectory,
+    t_end: float,
+    h: float | None = None,
+    output_every: int = 1,
+) -> Trajectory:
+    """``trajectory`` with its method's dense output, for the error metrics.
+
+    A method that offers a dense output (a ``dense_output`` parameter, as
+    :class:`impactbench.methods.EventDriven`) and ran without one is run once more with
+    ``dense_output=True`` and the same other parameters, and that run's dense output is attached
+    to a copy of ``trajectory`` (samples, impacts and stats unchanged). For EventDriven this
+    rerun takes the scipy path (the compiled engine keeps no dense output): the same algorithm,
+    whose impacts and final state agree with the compiled engine's to 10 rtol
+    (tests/test_event_driven_engines.py). Any other trajectory is returned as it is (a
+    time-stepping run's continuous extension is the polyline of its samples).
+
+    Raises
+    ------
+    RuntimeError
+        If the rerun fails (its message says where).
+    """
+    parameters = method.parameters()
+    if trajectory.dense is not None or parameters.get("dense_output", True) is not False:
+        return trajectory
+    dense_method = type(method)(**{**parameters, "dense_output": True})
+    rerun = simulate(problem, dense_method, t_end, h=h, output_every=output_every)
+    if not rerun.success or rerun.dense is None:
+        raise RuntimeError(f"the rerun with dense_output=True failed: {rerun.message}")
+    return replace(trajectory, dense=rerun.dense)
 
 
 def _or_exact(problem: Problem, trajectory: Trajectory, reference: Reference | None) -> Reference:
@@ -108,40 +275,48 @@ def _or_exact(problem: Problem, trajectory: Trajectory, reference: Reference | N
 def max_position_error(
     problem: Problem, trajectory: Trajectory, reference: Reference | None = None
 ) -> float:
-    """max over the samples of max_i |q_i - q_ref,i| (default reference: the closed form)."""
-    q_ref, _ = _reference_state(problem, trajectory, _or_exact(problem, trajectory, reference))
-    return float(np.max(np.abs(trajectory.q - q_ref)))
+    """max over the error nodes of max_i |q_i - q_ref,i| (default reference: the closed form).
+
+    The run through its continuous extension on the nodes of :func:`error_nodes` (see the module
+    notes); with a dense output, its own samples count too.
+    """
+    reference = _or_exact(problem, trajectory, reference)
+    sides = _sides(trajectory, reference)
+    error = max(
+        float(np.max(np.abs(sides.run_right[0] - sides.ref_right[0]))),
+        float(np.max(np.abs(sides.run_left[0] - sides.ref_left[0]))),
+    )
+    if trajectory.dense is not None:
+        t0, t_end = float(trajectory.t[0]), float(trajectory.t[-1])
+        q_ref, _ = reference.state(np.clip(trajectory.t, t0, t_end))
+        error = max(error, float(np.max(np.abs(trajectory.q - q_ref))))
+    return error
 
 
 def l1_velocity_error(
     problem: Problem, trajectory: Trajectory, reference: Reference | None = None
 ) -> float:
-    """Integral over [t0, T] of max_i |v_i - v_ref,i| (trapezoidal rule on the samples).
+    """Integral over [t0, T] of max_i |v_i - v_ref,i| (trapezoidal rule on the error nodes).
 
-    Default reference: the closed form. Converges for time-stepping schemes, unlike the max
-    norm of the velocity error.
+    The run through its continuous extension on the nodes of :func:`error_nodes`; on each
+    interval between nodes the rule takes the right values at its start and the left limits at
+    its end, so an impact located a time d away from the reference's costs |jump| d. Default
+    reference: the closed form. Converges for time-stepping schemes, unlike the max norm of the
+    velocity error.
     """
-    _, v_ref = _reference_state(problem, trajectory, _or_exact(problem, trajectory, reference))
-    err = np.max(np.abs(trajectory.v - v_ref), axis=1)
-    return float(np.sum(0.5 * (err[1:] + err[:-1]) * np.diff(trajectory.t)))
+    sides = _sides(trajectory, _or_exact(problem, trajectory, reference))
+    after = np.max(np.abs(sides.run_right[1] - sides.ref_right[1]), axis=1)
+    before = np.max(np.abs(sides.run_left[1] - sides.ref_left[1]), axis=1)
+    return float(np.sum(0.5 * (after[:-1] + before[1:]) * np.diff(sides.nodes)))
 
 
-def _velocity_graph(trajectory: Trajectory, reference: Reference) -> tuple[np.ndarray, np.ndarray]:
-    """The reference velocity's graph at the run's sample times, jumps as vertical segments.
-
-    Its vertices: the reference at the distinct sample times of the run, and at every
-    reference impact t* in (t0, T] the two vertices (t*, v(t*-)) and (t*, v(t*+)).
-    """
-    t0, t_end = float(trajectory.t[0]), float(trajectory.t[-1])
-    samples = np.unique(trajectory.t)
-    impacts = np.empty(0) if reference.impact_times is None else np.sort(reference.impact_times)
-    impacts = impacts[(impacts > t0) & (impacts <= t_end)]
-    before = impacts - _SIDE_OFFSET * np.maximum(1.0, np.abs(impacts))
-    times = np.concatenate([np.maximum(before, t0), impacts, samples])
-    _, v = reference.state(times)
-    rank = np.concatenate([np.zeros(impacts.size), np.ones(impacts.size), np.full(samples.size, 2)])
-    order = np.lexsort((rank, np.concatenate([impacts, impacts, samples])))
-    return np.concatenate([impacts, impacts, samples])[order], v[order]
+def _graph(nodes: np.ndarray, jump: np.ndarray, right: np.ndarray, left: np.ndarray):
+    """Vertices of a velocity graph: the values at the nodes, the left limit first at a jump."""
+    times = np.concatenate([nodes[jump], nodes])
+    values = np.concatenate([left[jump], right])
+    rank = np.concatenate([np.zeros(int(jump.sum())), np.ones(nodes.size)])
+    order = np.lexsort((rank, times))
+    return times[order], values[order]
 
 
 def hausdorff_velocity_distance(
@@ -151,22 +326,21 @@ def hausdorff_velocity_distance(
 
     Scaled units: time divided by the horizon T - t0 and velocity by V, the largest
     |v_ref,i| on the reference graph (1 if that is 0), so a velocity jump located a time d
-    late costs d / (T - t0). The run's graph is the polyline through its samples (its jumps
-    are the segments across the steps where they happen, vertical for the before/after pairs
-    of an event-driven run), the reference's is :func:`_velocity_graph`, and the distance is
-    :func:`graph_distance` (max norm in the (t, v_i) plane, largest over
-    the components v_i). Unlike the max norm of the velocity error it converges through
-    impacts.
+    late costs d / (T - t0). Each graph is the polyline through its values at the nodes of
+    :func:`error_nodes` (the run through its continuous extension), with a vertical segment
+    from the left limit to the right value at each impact time; the distance is
+    :func:`graph_distance` (max norm in the (t, v_i) plane, largest over the components v_i).
+    Unlike the max norm of the velocity error it converges through impacts.
     """
-    t_ref, v_ref = _velocity_graph(trajectory, reference)
     t0 = float(trajectory.t[0])
     span = float(trajectory.t[-1]) - t0
     if span <= 0:
         return 0.0
+    sides = _sides(trajectory, reference)
+    t_run, v_run = _graph(sides.nodes, sides.jump, sides.run_right[1], sides.run_left[1])
+    t_ref, v_ref = _graph(sides.nodes, sides.jump, sides.ref_right[1], sides.ref_left[1])
     speed = float(np.max(np.abs(v_ref))) or 1.0
-    return graph_distance(
-        (trajectory.t - t0) / span, trajectory.v / speed, (t_ref - t0) / span, v_ref / speed
-    )
+    return graph_distance((t_run - t0) / span, v_run / speed, (t_ref - t0) / span, v_ref / speed)
 
 
 def position_error_at_end(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:
@@ -308,7 +482,7 @@ def _reference_impacts(reference: Reference) -> np.ndarray:
 #: The metrics a run can ask for, by name (the column names of the result tables).
 METRICS: dict[str, Metric] = {
     "max_position_error": Metric(
-        max_position_error, True, "max over the samples of the position error (max norm)"
+        max_position_error, True, "max over the error grid of the position error (max norm)"
     ),
     "l1_velocity_error": Metric(
         l1_velocity_error, True, "integral over [t0, T] of the velocity error (max norm)"

@@ -13,7 +13,8 @@ Columns, in this order:
 * the cost: ``h_used`` (the step actually used), ``steps``, ``force_evaluations``, ``impacts``
   (impact events, one definition for every method: :mod:`impactbench.analysis.impact_events`),
   ``impact_log_entries`` (the method's raw impact log), ``contact_phases`` and ``contact_time``
-  (persistent contact);
+  (persistent contact), ``impacts_capped`` (the impact log overflowed its capacity: ``impacts``,
+  ``contact_phases`` and ``contact_time`` are lower bounds);
 * ``status`` and ``error``;
 * provenance: ``key``, ``code_version``, ``git_revision`` and the versions ``python``,
   ``impactbench``, ``numpy``, ``scipy``, ``numba``;
@@ -62,6 +63,7 @@ COST_COLUMNS = (
     "impact_log_entries",
     "contact_phases",
     "contact_time",
+    "impacts_capped",
 )
 STATUS_COLUMNS = ("status", "error")
 PROVENANCE_COLUMNS = (
@@ -147,6 +149,7 @@ def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) ->
         table[name] = table[name].astype(float)
     for name in ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases"):
         table[name] = table[name].astype("Int64")
+    table["impacts_capped"] = table["impacts_capped"].astype("boolean")
     return table
 
 

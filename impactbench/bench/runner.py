@@ -79,7 +79,7 @@ from tqdm.auto import tqdm
 
 from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
-from ..analysis.metrics import METRICS
+from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
 from ..core import _checks
 from ..core._files import CacheWarning, write_atomic
@@ -437,7 +437,10 @@ class Outcome:
     cost : dict
         ``h_used`` (None for adaptive methods), ``steps``, ``force_evaluations``, ``impacts``
         (impact events, :mod:`impactbench.analysis.impact_events`), ``impact_log_entries`` (the raw
-        log), ``contact_phases`` and ``contact_time`` (persistent contact).
+        log), ``contact_phases`` and ``contact_time`` (persistent contact), ``impacts_capped``
+        (True when the impact log overflowed its capacity, ``ImpactLog.truncated``: ``impacts``,
+        ``contact_phases`` and ``contact_time`` then count the stored entries only and are lower
+        bounds; ``impact_log_entries`` counts every entry).
     timing : dict
         ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``
         and ``warmup_time``.
@@ -516,6 +519,13 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
     -------
     Outcome
         Without ``key``, ``code_version`` and ``git_revision`` (set by :func:`execute`).
+
+    Notes
+    -----
+    The metrics of the error grid (:data:`impactbench.analysis.metrics.GRID_METRICS`) see the
+    run through its continuous extension: a method that offers a dense output and ran without
+    one is run once more with it, untimed
+    (:func:`impactbench.analysis.metrics.with_dense_output`).
     """
     provenance = package_versions()
     try:
@@ -536,6 +546,9 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             return Outcome.failure(run, trajectory.message, provenance)
         reference = _reference(run, problem)
         artefacts = _artefacts(run, problem, trajectory)
+        measured = trajectory
+        if reference is not None and GRID_METRICS.intersection(run.metrics):
+            measured = with_dense_output(problem, method, trajectory, run.t_end, **options)
         values = {}
         for name in run.metrics:
             metric = METRICS[name]
@@ -543,7 +556,7 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
                 values[name] = float("nan")
                 continue
             try:
-                values[name] = float(metric.function(problem, trajectory, reference))
+                values[name] = float(metric.function(problem, measured, reference))
             except Exception as error:
                 raise RuntimeError(f"metric {name} failed: {_describe(error)}") from error
     except KeyboardInterrupt as error:
@@ -564,6 +577,7 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "impact_log_entries": int(trajectory.stats["impacts"]),
             "contact_phases": events.contact_phases,
             "contact_time": events.contact_time,
+            "impacts_capped": trajectory.impacts.truncated,
         },
         timing={
             "wall_time": min(times),
@@ -745,6 +759,7 @@ _COST_FIELDS = (
     "impact_log_entries",
     "contact_phases",
     "contact_time",
+    "impacts_capped",
 )
 _COUNT_FIELDS = ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases")
 _TIMING_FIELDS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
@@ -800,6 +815,8 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     contact_time = cost["contact_time"]
     if not (_is_number(contact_time) and math.isfinite(contact_time) and contact_time >= 0):
         raise ValueError(f"contact_time must be a finite non-negative number, got {contact_time!r}")
+    if not isinstance(cost["impacts_capped"], bool):
+        raise ValueError(f"impacts_capped must be true or false, got {cost['impacts_capped']!r}")
     timing = stored["timing"]
     if not isinstance(timing, dict) or set(timing) != set(_TIMING_FIELDS):
         raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")

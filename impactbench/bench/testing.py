@@ -341,6 +341,7 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
                 parameter = np.array([rtol for rtol, _ in variants])
                 for _, variant in variants:
                     run = _run(problem, variant, t_end, None)
+                    run = metrics.with_dense_output(problem, variant, run, t_end)
                     for metric in ORDER_METRICS:
                         function = metrics.METRICS[metric].function
                         errors[metric].append(function(problem, run, reference))
