@@ -12,7 +12,9 @@ kernels so that each model's physics is written once and the time-stepping loops
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
@@ -310,13 +312,27 @@ class CompiledProblem(Problem):
         self.check()
 
     def check(self) -> None:
-        """:meth:`Problem.check`, and a diagonal declaration needs ``KERNELS.mass_diagonal``."""
+        """:meth:`Problem.check`, and a diagonal declaration needs ``KERNELS.mass_diagonal``.
+
+        The values checked at q0 are the kernels' at (t0, q0, v0) with the parameter vector
+        fixed at construction, so a check that passed holds while the contract's attributes
+        (sizes, ``mass_structure``, ``restitution``, ``t0``, ``q0``, ``v0``: types, shapes and
+        bits) and that vector are unchanged: it is skipped then (:func:`_contract_key`), and run
+        in full after any change. A subclass that overrides a method of the contract in Python
+        is checked in full every time.
+        """
+        key = _contract_key(self)
+        if key is not None and _PASSED.get(self) == key:
+            return
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
                 f"mass_structure='diagonal' needs a mass_diagonal kernel in "
                 f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
             )
         super().check()
+        key = _contract_key(self)
+        if key is not None:
+            _PASSED[self] = key
 
     def kernels(self) -> ProblemKernels:
         if self.KERNELS.mass_structure == self.mass_structure:
@@ -366,6 +382,47 @@ class CompiledProblem(Problem):
         out = np.empty((self.n_constraints, self.n_dof))
         self.KERNELS.gap_gradient(np.ascontiguousarray(q, dtype=float), self._p, out)
         return out
+
+
+#: The compiled problems whose last :meth:`CompiledProblem.check` passed, with the
+#: :func:`_contract_key` it passed for (kept outside the instance: its attributes fingerprint
+#: it, :func:`impactbench.analysis.reference.problem_fingerprint`).
+_PASSED: weakref.WeakKeyDictionary[CompiledProblem, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+#: The methods :meth:`Problem.check` calls: :class:`CompiledProblem` derives them from its kernels.
+_CHECKED_METHODS = ("mass_matrix", "mass_diagonal", "forces", "gap", "gap_gradient", "check")
+
+
+@functools.cache
+def _kernels_only(cls: type) -> bool:
+    """Whether the contract methods of ``cls`` are :class:`CompiledProblem`'s own (its values
+    at q0 then depend on the kernels, the parameter vector and the state only)."""
+    return all(getattr(cls, name) is getattr(CompiledProblem, name) for name in _CHECKED_METHODS)
+
+
+def _contract_key(problem: CompiledProblem) -> tuple[Any, ...] | None:
+    """What :meth:`CompiledProblem.check` reads: the sizes, ``mass_structure``, ``restitution``
+    and ``t0`` with their types, ``q0``, ``v0`` and the parameter vector by shape and bytes; None
+    when a check cannot be skipped (a subclass overriding a contract method, a ``q0``, ``v0`` or
+    parameter vector that is not a float64 ndarray, a problem that is not hashable)."""
+    cls = type(problem)
+    if not _kernels_only(cls) or cls.__hash__ is None:
+        return None
+    q0 = getattr(problem, "q0", None)
+    v0 = getattr(problem, "v0", None)
+    p = getattr(problem, "_p", None)
+    for array in (q0, v0, p):
+        if type(array) is not np.ndarray or array.dtype != _FLOAT64:
+            return None
+    scalars = (
+        problem.n_dof,
+        problem.n_constraints,
+        problem.mass_structure,
+        getattr(problem, "restitution", None),
+        problem.t0,
+    )
+    arrays = (q0.shape, q0.tobytes(), v0.shape, v0.tobytes())
+    return (cls, cls.KERNELS, scalars, tuple(map(type, scalars)), arrays, p.tobytes())
 
 
 # --------------------------------------------------------------------------------------------
