@@ -43,6 +43,7 @@ from impactbench.analysis.timing import (
     crossover,
     crossover_text,
     row_timing,
+    ties,
     verdict,
     with_spreads,
 )
@@ -335,6 +336,22 @@ def _fastest(group: pd.DataFrame, target: float) -> pd.Series | None:
     return None if reached.empty else reached.loc[reached["wall_time"].idxmin()]
 
 
+def _tied_note(best: pd.Series, runs_of: pd.DataFrame, target: float) -> str:
+    """``" (tied with ...)"``: the other methods of ``runs_of`` whose fastest run to ``target``
+    ties with ``best`` (:func:`impactbench.analysis.timing.ties`), "" when none does."""
+    reached = runs_of[
+        (runs_of["max_position_error"] <= target) & (runs_of["method"] != best["method"])
+    ]
+    if reached.empty:
+        return ""
+    fastest = reached.loc[reached.groupby("method", sort=False)["wall_time"].idxmin()]
+    tied = ties(best, fastest)
+    if tied.empty:
+        return ""
+    listed = ", ".join(f"{_run_label(row)}, {_ms(row['wall_time'])})" for _, row in tied.iterrows())
+    return f" (tied, within the spread of the repeats, with {listed})"
+
+
 def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
     """Which run reaches each max position error target fastest, and the other family's best:
     "faster" only where the gap exceeds the spread of the repeats of both
@@ -353,6 +370,7 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
         text = (
             f"{_run_label(best)}, {_ms(best['wall_time'])}, "
             f"{int(best['force_evaluations'])} force evaluations)"
+            + _tied_note(best, families[best["family"]], target)
         )
         for family, runs_of in families.items():
             if runs_of.empty or (best["family"] == TIME_STEPPING) == (family == TIME_STEPPING):
@@ -369,6 +387,7 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
                 text += (
                     f", {ratio:.3g}x faster than the fastest {family} run "
                     f"{_run_label(other)}, {_ms(other['wall_time'])})"
+                    + _tied_note(other, runs_of, target)
                 )
             else:
                 text += (

@@ -40,14 +40,15 @@ def spread_columns(table: pd.DataFrame, name: str = "wall_time") -> pd.Series:
 
 def with_spreads(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with ``wall_time_spread`` and ``integration_time_spread`` added
-    (:func:`spread_columns`), and the integration-time columns as NaN where the table has none
-    (a table written before they were recorded)."""
+    (:func:`spread_columns`; NaN without the ``_max`` column), and the timing columns it lacks
+    as NaN (e.g. a table written before the integration time was recorded)."""
     columns: dict[str, Any] = {}
     for name in ("wall_time", "integration_time"):
         if {name, f"{name}_max"} <= set(table.columns):
             columns[f"{name}_spread"] = spread_columns(table, name)
         else:
-            columns.update(dict.fromkeys((name, f"{name}_max", f"{name}_spread"), math.nan))
+            names = (name, f"{name}_max", f"{name}_spread")
+            columns.update(dict.fromkeys((n for n in names if n not in table), math.nan))
     return table.assign(**columns)
 
 
