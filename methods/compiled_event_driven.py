@@ -1198,12 +1198,15 @@ class _Buffers:
     allocated once and handed to later runs of the same sizes (:data:`_FREE_BUFFERS`).
 
     The arrays a fresh run needs initialised (zeros; NaN in some slots of ``info``, -inf in
-    ``last_impact``) are views of three flat buffers (float64, int64, bool), so that
-    :meth:`fresh` sets them with three operations; the output, the impact log and the contact
-    workspace's scratch are written before they are read.
+    ``last_impact``; the contact workspace's warm-start memory) are views of three flat buffers
+    (float64, int64, bool), so that :meth:`fresh` sets them with three operations; the output,
+    the impact log and the rest of the contact workspace are written before they are read.
     """
 
     def __init__(self, rk: RungeKuttaIntegrator, n: int, m: int, capacity: int) -> None:
+        # The same tuple of buffers as make_workspace (numba's boxing of its 20 arrays would
+        # cost twice NumPy's allocation of them), its warm-start memory a view of the bool buffer
+        workspace = list(getattr(make_workspace, "py_func", make_workspace)(n, m))
         s = _SUBINTERVALS + 1
         f, i, b = np.float64, np.int64, np.bool_
         zeroed = (
@@ -1237,6 +1240,7 @@ class _Buffers:
             ("W", (m, m), f),
             ("WF", (m, m), f),
             ("x", (m,), f),
+            ("warm_start", workspace[WARM_START_ENTRY].shape, b),  # make_workspace's entry
         )
         sizes = {f: 0, i: 0, b: 0}
         for _, shape, dtype in zeroed:
@@ -1254,17 +1258,15 @@ class _Buffers:
         views["last_impact"].fill(-math.inf)
         #: the float buffer as a fresh run needs it (zeros, and the NaN and -inf above)
         self.initial = self.flat[0].copy()
+        workspace[WARM_START_ENTRY] = views["warm_start"]
         output = (
             np.empty(capacity), np.empty((capacity, n)), np.empty((capacity, n)),
             np.empty(IMPACT_LOG_CAPACITY), np.empty(IMPACT_LOG_CAPACITY, dtype=np.int64),
             np.empty((IMPACT_LOG_CAPACITY, 2)),
         )  # fmt: skip
-        # The same tuple of fresh buffers as make_workspace (numba's boxing of its 20 arrays
-        # would cost twice NumPy's allocation of them).
-        self.workspace = getattr(make_workspace, "py_func", make_workspace)(n, m)
         self.arrays = (
             *output, views["counters"], np.empty(1 + 2 * n), views["info"],
-            *(views[name] for name, _, _ in zeroed[2:]), self.workspace,
+            *(views[name] for name, _, _ in zeroed[2:-1]), tuple(workspace),
         )  # fmt: skip
 
     def fresh(self) -> tuple[Any, ...]:
@@ -1273,7 +1275,6 @@ class _Buffers:
         floats[:] = self.initial
         integers.fill(0)
         booleans.fill(False)
-        self.workspace[WARM_START_ENTRY].fill(False)
         return self.arrays
 
 
@@ -1372,11 +1373,13 @@ def run_engine(
     min_impact_interval: float,
     compile: bool = True,
     capacity: int = 4096,
+    name: str = "",
 ) -> Trajectory:
     """:func:`simulate_compiled` with arguments already validated: floats (``t_end > t0``,
     ``rtol`` and ``atol`` as there, ``max_step > 0``, the thresholds in [0, 1]) and ints
     (``output_every >= 1``, ``capacity >= 2``) -- e.g. the attributes of an ``EventDriven``
-    instance, which its constructor validated, and :meth:`Method.solve`'s ``t_end``."""
+    instance, which its constructor validated, and :meth:`Method.solve`'s ``t_end``; ``name``
+    the trajectory's ``method`` (default: the engine and its settings)."""
     t0 = float(problem.t0)
     loop, rk = make_engine(problem, integrator, compile)
     n, m = int(problem.n_dof), int(problem.n_constraints)
@@ -1417,12 +1420,16 @@ def run_engine(
     count = counts[COUNTER_SAMPLES]
     logged = counts[COUNTER_LOGGED]
     t_stop = float(state[0])
-    impacts = ImpactLog(
-        t=log_t[:logged].copy(),
-        constraint=log_i[:logged].copy(),
-        normal_velocity_before=log_u[:logged, 0].copy(),
-        normal_velocity_after=log_u[:logged, 1].copy(),
-        total=counts[COUNTER_IMPACTS],
+    impacts = (
+        ImpactLog(
+            t=log_t[:logged].copy(),
+            constraint=log_i[:logged].copy(),
+            normal_velocity_before=log_u[:logged, 0].copy(),
+            normal_velocity_after=log_u[:logged, 1].copy(),
+            total=counts[COUNTER_IMPACTS],
+        )
+        if logged
+        else ImpactLog(total=counts[COUNTER_IMPACTS])
     )
     length_settings = {
         "impact_interval": impact_interval,
@@ -1475,7 +1482,8 @@ def run_engine(
         status=run_status,
         message=message,
         stats=stats,
-        method=f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})",
+        method=name
+        or f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})",
         problem=problem.name,
         h=None,
     )

@@ -292,13 +292,9 @@ class EventDriven(Method):
             self.max_step,
             self.rest_velocity,
             self.min_impact_interval,
+            name=self.name,
         )
-        trajectory.method = self.name
-        trajectory.stats.update(
-            engine="compiled",
-            rest_velocity=self.rest_velocity,
-            min_impact_interval=self.min_impact_interval,
-        )
+        trajectory.stats["engine"] = "compiled"
         if trajectory.status is Status.FAILED:
             n = int(problem.n_dof)
             state = trajectory.stats["state_stop"]
