@@ -97,3 +97,11 @@ def test_reused_work_buffers_carry_nothing_from_one_run_to_the_next(method, opti
 def test_the_integration_time_is_part_of_the_wall_time(method, options):
     stats = simulate(BouncingBall(), method, 0.5, **options).stats
     assert 0.0 < stats["integration_time"] <= stats["wall_time"]
+
+
+def test_a_freed_problem_leaves_no_kept_check():
+    ball = BouncingBall()
+    key = id(ball)
+    assert key in problem_module._PASSED
+    del ball
+    assert key not in problem_module._PASSED

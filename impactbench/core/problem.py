@@ -322,7 +322,8 @@ class CompiledProblem(Problem):
         is checked in full every time.
         """
         key = _contract_key(self)
-        if key is not None and _PASSED.get(self) == key:
+        passed = _PASSED.get(id(self))
+        if key is not None and passed is not None and passed[0]() is self and passed[1] == key:
             return
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
@@ -332,7 +333,8 @@ class CompiledProblem(Problem):
         super().check()
         key = _contract_key(self)
         if key is not None:
-            _PASSED[self] = key
+            forget = functools.partial(_PASSED.pop, id(self), None)
+            _PASSED[id(self)] = (weakref.ref(self, lambda _: forget()), key)
 
     def kernels(self) -> ProblemKernels:
         if self.KERNELS.mass_structure == self.mass_structure:
@@ -384,10 +386,11 @@ class CompiledProblem(Problem):
         return out
 
 
-#: The compiled problems whose last :meth:`CompiledProblem.check` passed, with the
-#: :func:`_contract_key` it passed for (kept outside the instance: its attributes fingerprint
-#: it, :func:`impactbench.analysis.reference.problem_fingerprint`).
-_PASSED: weakref.WeakKeyDictionary[CompiledProblem, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+#: The compiled problems whose last :meth:`CompiledProblem.check` passed, by id: a weak
+#: reference to the problem (its entry removed when it is freed) and the :func:`_contract_key`
+#: it passed for (kept outside the instance: its attributes fingerprint it,
+#: :func:`impactbench.analysis.reference.problem_fingerprint`).
+_PASSED: dict[int, tuple[weakref.ref, tuple[Any, ...]]] = {}
 
 #: The methods :meth:`Problem.check` calls: :class:`CompiledProblem` derives them from its kernels.
 _CHECKED_METHODS = ("mass_matrix", "mass_diagonal", "forces", "gap", "gap_gradient", "check")
@@ -404,15 +407,15 @@ def _contract_key(problem: CompiledProblem) -> tuple[Any, ...] | None:
     """What :meth:`CompiledProblem.check` reads: the sizes, ``mass_structure``, ``restitution``
     and ``t0`` with their types, ``q0``, ``v0`` and the parameter vector by shape and bytes; None
     when a check cannot be skipped (a subclass overriding a contract method, a ``q0``, ``v0`` or
-    parameter vector that is not a float64 ndarray, a problem that is not hashable)."""
+    parameter vector that is not a float64 ndarray)."""
     cls = type(problem)
-    if not _kernels_only(cls) or cls.__hash__ is None:
+    if not _kernels_only(cls):
         return None
     q0 = getattr(problem, "q0", None)
     v0 = getattr(problem, "v0", None)
     p = getattr(problem, "_p", None)
     for array in (q0, v0, p):
-        if type(array) is not np.ndarray or array.dtype != _FLOAT64:
+        if type(array) is not np.ndarray or array.dtype is not _FLOAT64:
             return None
     scalars = (
         problem.n_dof,
