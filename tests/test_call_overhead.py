@@ -105,3 +105,17 @@ def test_a_freed_problem_leaves_no_kept_check():
     assert key in problem_module._PASSED
     del ball
     assert key not in problem_module._PASSED
+
+
+def test_an_engine_run_that_outgrows_its_output_is_the_same_run():
+    # capacity 2 fills up at once: the run is repeated with 4, 8, ... samples, each size taking
+    # its own pooled buffers; the trajectory is that of a run with room from the start
+    from impactbench.methods.compiled_event_driven import simulate_compiled
+
+    ball = BouncingBall(restitution=0.8)
+    roomy = simulate_compiled(ball, 6.0)
+    for _ in range(2):
+        grown = simulate_compiled(ball, 6.0, capacity=2)
+        for a, b in ((roomy.t, grown.t), (roomy.q, grown.q), (roomy.impacts.t, grown.impacts.t)):
+            np.testing.assert_array_equal(a, b)
+        assert grown.stats["steps"] == roomy.stats["steps"] and len(grown.t) > 2
