@@ -121,6 +121,7 @@ output of the run), problems without kernels, ``max_step`` tests, time-dependent
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -139,6 +140,7 @@ from impactbench.core.compiled_rk import (
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
     LCP_SLOT_ACCELERATION,
+    WARM_START_ENTRY,
     delassus,
     impulse,
     ldl_factor,
@@ -146,6 +148,7 @@ from impactbench.core.contact import (
     make_workspace,
     solve_lcp_warm,
 )
+from impactbench.core.entry import DirectCall
 from impactbench.core.problem import Problem
 from impactbench.core.status_codes import (
     COUNTER_FORCE_EVALUATIONS,
@@ -1193,6 +1196,100 @@ def _zeno_message(info: np.ndarray, m: int, settings: dict[str, float]) -> str:
     )
 
 
+class _Buffers:
+    """The arrays a run of the event loop writes (every argument after ``impact_interval``),
+    allocated once and handed to later runs of the same sizes (:data:`_FREE_BUFFERS`).
+
+    The arrays a fresh run needs initialised (zeros; NaN in some slots of ``info``, -inf in
+    ``last_impact``; the contact workspace's warm-start memory) are views of three flat buffers
+    (float64, int64, bool), so that :meth:`fresh` sets them with three operations; the output,
+    the impact log and the rest of the contact workspace are written before they are read.
+    """
+
+    def __init__(self, rk: RungeKuttaIntegrator, n: int, m: int, capacity: int) -> None:
+        # The same tuple of buffers as make_workspace (numba's boxing of its 20 arrays would
+        # cost twice NumPy's allocation of them), its warm-start memory a view of the bool buffer
+        workspace = list(getattr(make_workspace, "py_func", make_workspace)(n, m))
+        s = _SUBINTERVALS + 1
+        f, i, b = np.float64, np.int64, np.bool_
+        zeroed = (
+            ("counters", (N_COUNTERS,), i),
+            ("info", (INFO_HEAD + 3 * m,), f),
+            ("K", rk.stage_buffer(2 * n).shape, f),
+            ("Yb", (8, 2 * n), f),
+            ("dense", rk.dense_buffer(2 * n).shape, f),
+            ("rws", rhs_workspace(n, m).shape, f),
+            ("tau", (s,), f),
+            ("gs", (s, m), f),
+            ("rs", (s, m), f),
+            ("ls", (s, m), f),
+            ("armed", (m,), b),
+            ("armed_next", (m,), b),
+            ("floor", (m,), f),
+            ("last_impact", (m,), f),
+            ("closed", (m,), i),
+            ("mark", (m,), i),
+            ("g", (m,), f),
+            ("G", (m, n), f),
+            ("Gp", (m, n), f),
+            ("Gm", (m, n), f),
+            ("M", (n, n), f),
+            ("F", (n, n), f),
+            ("tol", (m,), f),
+            ("u", (m,), f),
+            ("u_after", (m,), f),
+            ("rest", (m,), f),
+            ("rows", (m,), i),
+            ("W", (m, m), f),
+            ("WF", (m, m), f),
+            ("x", (m,), f),
+            ("warm_start", workspace[WARM_START_ENTRY].shape, b),  # make_workspace's entry
+        )
+        sizes = {f: 0, i: 0, b: 0}
+        for _, shape, dtype in zeroed:
+            sizes[dtype] += math.prod(shape)
+        flat = {dtype: np.zeros(size, dtype=dtype) for dtype, size in sizes.items()}
+        self.flat = (flat[f], flat[i], flat[b])
+        offsets = dict.fromkeys(sizes, 0)
+        views = {}
+        for name, shape, dtype in zeroed:
+            start, offsets[dtype] = offsets[dtype], offsets[dtype] + math.prod(shape)
+            views[name] = flat[dtype][start : offsets[dtype]].reshape(shape)
+        info = views["info"]
+        info[[INFO_ZENO_TIME, INFO_CONTACT_TIME]] = math.nan
+        info[INFO_HEAD + m :] = math.nan
+        views["last_impact"].fill(-math.inf)
+        #: the float buffer as a fresh run needs it (zeros, and the NaN and -inf above)
+        self.initial = self.flat[0].copy()
+        workspace[WARM_START_ENTRY] = views["warm_start"]
+        output = (
+            np.empty(capacity), np.empty((capacity, n)), np.empty((capacity, n)),
+            np.empty(IMPACT_LOG_CAPACITY), np.empty(IMPACT_LOG_CAPACITY, dtype=np.int64),
+            np.empty((IMPACT_LOG_CAPACITY, 2)),
+        )  # fmt: skip
+        self.arrays = (
+            *output, views["counters"], np.empty(1 + 2 * n), views["info"],
+            *(views[name] for name, _, _ in zeroed[2:-1]), tuple(workspace),
+        )  # fmt: skip
+
+    def fresh(self) -> tuple[Any, ...]:
+        """The arguments of the event loop after ``impact_interval``, as a new run needs them."""
+        floats, integers, booleans = self.flat
+        floats[:] = self.initial
+        integers.fill(0)
+        booleans.fill(False)
+        return self.arrays
+
+
+#: The event loops' calls without numba's dispatch (the arguments of :func:`simulate_compiled`
+#: have fixed types: floats, ints, and arrays it copies or allocates).
+_DIRECT_CALLS: dict[Callable, DirectCall] = {}
+
+#: The buffers of finished runs by (Runge-Kutta pair, n, m, output capacity), taken by the next
+#: run of those sizes (list.pop and list.append are atomic: concurrent runs take their own set).
+_FREE_BUFFERS: dict[tuple[str, int, int, int], list[_Buffers]] = {}
+
+
 def simulate_compiled(
     problem: Problem,
     t_end: float,
@@ -1261,58 +1358,81 @@ def simulate_compiled(
     min_impact_interval = _checks.in_interval(min_impact_interval, "min_impact_interval", 0.0, 1.0)
     if not (isinstance(capacity, (int, np.integer)) and capacity >= 2):
         raise ValueError(f"capacity must be an integer >= 2, got {capacity!r}")
+    return run_engine(
+        problem, t_end, rtol, atol, integrator, int(output_every), float(max_step),
+        rest_velocity, min_impact_interval, compile, int(capacity),
+    )  # fmt: skip
+
+
+def run_engine(
+    problem: Problem,
+    t_end: float,
+    rtol: float,
+    atol: float,
+    integrator: str,
+    output_every: int,
+    max_step: float,
+    rest_velocity: float,
+    min_impact_interval: float,
+    compile: bool = True,
+    capacity: int = 4096,
+    name: str = "",
+) -> Trajectory:
+    """:func:`simulate_compiled` with arguments already validated: floats (``t_end > t0``,
+    ``rtol`` and ``atol`` as there, ``max_step > 0``, the thresholds in [0, 1]) and ints
+    (``output_every >= 1``, ``capacity >= 2``) -- e.g. the attributes of an ``EventDriven``
+    instance, which its constructor validated, and :meth:`Method.solve`'s ``t_end``; ``name``
+    the trajectory's ``method`` (default: the engine and its settings)."""
+    t0 = float(problem.t0)
     loop, rk = make_engine(problem, integrator, compile)
     n, m = int(problem.n_dof), int(problem.n_constraints)
-    # The same tuple of fresh buffers as make_workspace (numba's boxing of its 20 arrays would
-    # cost twice NumPy's allocation of them).
-    new_workspace = getattr(make_workspace, "py_func", make_workspace)
     q0 = np.array(problem.q0, dtype=float)
     v0 = np.array(problem.v0, dtype=float)
-    p = np.ascontiguousarray(problem.kernel_parameters(), dtype=float)
-    length = max(1.0, float(np.abs(q0).max()))
+    p = np.array(problem.kernel_parameters(), dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"kernel_parameters() must be a 1-D array, got shape {p.shape}")
+    length = max(1.0, *map(abs, q0.tolist()))
     impact_interval = min_impact_interval * (t_end - t0)
+    # float() and int() keep the types of the compiled call fixed (DirectCall)
+    head = (
+        t0, float(t_end), q0, v0, p, float(problem.restitution), float(rtol), float(atol),
+        float(max_step), int(output_every), float(length), float(rest_velocity),
+        float(impact_interval),
+    )  # fmt: skip
+    integration_time = 0.0
     while True:
-        out_t = np.empty(capacity)
-        out_q = np.empty((capacity, n))
-        out_v = np.empty((capacity, n))
-        log_t = np.empty(IMPACT_LOG_CAPACITY)
-        log_i = np.empty(IMPACT_LOG_CAPACITY, dtype=np.int64)
-        log_u = np.empty((IMPACT_LOG_CAPACITY, 2))
-        counters = np.zeros(N_COUNTERS, dtype=np.int64)
-        state = np.empty(1 + 2 * n)
-        info = np.zeros(INFO_HEAD + 3 * m)
-        info[[INFO_ZENO_TIME, INFO_CONTACT_TIME]] = math.nan
-        info[INFO_HEAD + m :] = math.nan
-        last_impact = np.empty(m)
-        last_impact.fill(-math.inf)
-        loop(
-            t0, t_end, q0, v0, p, float(problem.restitution), rtol, atol, float(max_step),
-            int(output_every), length, rest_velocity, impact_interval,
-            out_t, out_q, out_v, log_t, log_i, log_u, counters, state, info,
-            rk.stage_buffer(2 * n), np.zeros((8, 2 * n)), rk.dense_buffer(2 * n),
-            rhs_workspace(n, m), np.zeros(_SUBINTERVALS + 1),
-            np.zeros((_SUBINTERVALS + 1, m)), np.zeros((_SUBINTERVALS + 1, m)),
-            np.zeros((_SUBINTERVALS + 1, m)),
-            np.zeros(m, dtype=np.bool_), np.zeros(m, dtype=np.bool_), np.zeros(m),
-            last_impact, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-            np.zeros(m), np.zeros((m, n)), np.zeros((m, n)),
-            np.zeros((m, n)), np.zeros((n, n)), np.zeros((n, n)), np.zeros(m), np.zeros(m),
-            np.zeros(m), np.zeros(m), np.zeros(m, dtype=np.int64), np.zeros((m, m)),
-            np.zeros((m, m)), np.zeros(m), new_workspace(n, m),
-        )  # fmt: skip
+        key = (integrator, n, m, capacity)
+        free = _FREE_BUFFERS.setdefault(key, [])
+        try:
+            buffers = free.pop()
+        except IndexError:
+            buffers = _Buffers(rk, n, m, capacity)
+        arrays = buffers.fresh()
+        call = _DIRECT_CALLS.get(loop) or _DIRECT_CALLS.setdefault(loop, DirectCall(loop))
+        start = time.perf_counter()
+        call(*head, *arrays)
+        integration_time += time.perf_counter() - start
+        out_t, out_q, out_v, log_t, log_i, log_u, counters, state, info = arrays[:9]
         status = int(counters[COUNTER_STATUS])
         if status != STATUS_OUTPUT_FULL:
             break
+        free.append(buffers)
         capacity *= 2
-    count = int(counters[COUNTER_SAMPLES])
-    logged = int(counters[COUNTER_LOGGED])
+    counts = counters.tolist()
+    slots = info[:INFO_HEAD].tolist()
+    count = counts[COUNTER_SAMPLES]
+    logged = counts[COUNTER_LOGGED]
     t_stop = float(state[0])
-    impacts = ImpactLog(
-        t=log_t[:logged].copy(),
-        constraint=log_i[:logged].copy(),
-        normal_velocity_before=log_u[:logged, 0].copy(),
-        normal_velocity_after=log_u[:logged, 1].copy(),
-        total=int(counters[COUNTER_IMPACTS]),
+    impacts = (
+        ImpactLog(
+            t=log_t[:logged].copy(),
+            constraint=log_i[:logged].copy(),
+            normal_velocity_before=log_u[:logged, 0].copy(),
+            normal_velocity_after=log_u[:logged, 1].copy(),
+            total=counts[COUNTER_IMPACTS],
+        )
+        if logged
+        else ImpactLog(total=counts[COUNTER_IMPACTS])
     )
     length_settings = {
         "impact_interval": impact_interval,
@@ -1320,8 +1440,8 @@ def simulate_compiled(
         "rest_velocity": rest_velocity,
         "length": length,
     }
-    zeno_time = None if math.isnan(info[INFO_ZENO_TIME]) else float(info[INFO_ZENO_TIME])
-    contact_time = None if math.isnan(info[INFO_CONTACT_TIME]) else float(info[INFO_CONTACT_TIME])
+    zeno_time = None if math.isnan(slots[INFO_ZENO_TIME]) else slots[INFO_ZENO_TIME]
+    contact_time = None if math.isnan(slots[INFO_CONTACT_TIME]) else slots[INFO_CONTACT_TIME]
     if status != STATUS_OK:
         run_status = Status.FAILED
         message = _failure_message(status, t_stop, info, m)
@@ -1337,26 +1457,27 @@ def simulate_compiled(
         if contact_time is not None:
             message += f"; persistent contact from t={contact_time!r}"
     stats = {
-        "steps": int(counters[COUNTER_STEPS]),
-        "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
+        "steps": counts[COUNTER_STEPS],
+        "force_evaluations": counts[COUNTER_FORCE_EVALUATIONS],
         "impacts": impacts.total,
-        "segments": int(counters[COUNTER_SEGMENTS]),
-        "projections": int(info[INFO_PROJECTIONS]),
+        "segments": counts[COUNTER_SEGMENTS],
+        "projections": int(slots[INFO_PROJECTIONS]),
         "rest_velocity": rest_velocity,
         "min_impact_interval": min_impact_interval,
-        "rest_speed": None if zeno_time is None else float(info[INFO_REST_SPEED]),
+        "rest_speed": None if zeno_time is None else slots[INFO_REST_SPEED],
         "impact_interval": impact_interval,
         "contact_tolerance": _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length),
         "length_scale": length,
         "zeno_time": zeno_time,
         "contact_time": contact_time,
-        "contact_phases": int(info[INFO_CONTACT_PHASES]),
-        "contact_duration": float(info[INFO_CONTACT_DURATION]),
-        "events": int(counters[COUNTER_EVENTS]),
+        "contact_phases": int(slots[INFO_CONTACT_PHASES]),
+        "contact_duration": slots[INFO_CONTACT_DURATION],
+        "events": counts[COUNTER_EVENTS],
         "t_stop": t_stop,
         "state_stop": state[1:].copy(),
+        "integration_time": integration_time,
     }
-    return Trajectory(
+    trajectory = Trajectory(
         t=out_t[:count].copy(),
         q=out_q[:count].copy(),
         v=out_v[:count].copy(),
@@ -1364,7 +1485,10 @@ def simulate_compiled(
         status=run_status,
         message=message,
         stats=stats,
-        method=f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})",
+        method=name
+        or f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})",
         problem=problem.name,
         h=None,
     )
+    free.append(buffers)  # every array the trajectory keeps is a copy
+    return trajectory

@@ -75,6 +75,7 @@ the cost is Python overhead per right-hand side, ~50 us).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -94,7 +95,7 @@ from impactbench.core.trajectory import (
     Status,
     Trajectory,
 )
-from impactbench.methods.compiled_event_driven import simulate_compiled
+from impactbench.methods.compiled_event_driven import run_engine
 from impactbench.methods.free_flight import free_flight_rhs
 
 #: Whether ``EventDriven()`` runs the compiled event loop where it applies.
@@ -271,30 +272,29 @@ class EventDriven(Method):
             return self._solve_compiled(problem, t_end, output_every)
         run = _Run(self, problem, t_end, output_every)
         try:
-            return run.execute()
+            start = time.perf_counter()
+            trajectory = run.execute()
+            trajectory.stats["integration_time"] = time.perf_counter() - start
+            return trajectory
         except SimulationError as err:
             if err.trajectory is None:
                 err.trajectory = run.record.trajectory(Status.FAILED, err.reason, run.stats())
             raise
 
     def _solve_compiled(self, problem: Problem, t_end: float, output_every: int) -> Trajectory:
-        trajectory = simulate_compiled(
+        trajectory = run_engine(  # the arguments validated by __init__ and Method.solve
             problem,
             t_end,
-            rtol=self.rtol,
-            atol=self.atol,
-            integrator=self.integrator,
-            output_every=output_every,
-            max_step=self.max_step,
-            rest_velocity=self.rest_velocity,
-            min_impact_interval=self.min_impact_interval,
+            self.rtol,
+            self.atol,
+            self.integrator,
+            output_every,
+            self.max_step,
+            self.rest_velocity,
+            self.min_impact_interval,
+            name=self.name,
         )
-        trajectory.method = self.name
-        trajectory.stats.update(
-            engine="compiled",
-            rest_velocity=self.rest_velocity,
-            min_impact_interval=self.min_impact_interval,
-        )
+        trajectory.stats["engine"] = "compiled"
         if trajectory.status is Status.FAILED:
             n = int(problem.n_dof)
             state = trajectory.stats["state_stop"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from impactbench.analysis.timing import FASTER, Timing, verdict, with_spreads
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
@@ -93,13 +94,17 @@ def _plain(table: pd.DataFrame) -> pd.Series:
 
 
 def step_costs(table: pd.DataFrame) -> pd.DataFrame:
-    """Time-stepping runs: ns per step and steps per second."""
+    """Time-stepping runs: ns per step (wall time: min, median, max of the repeats; and of the
+    integration loop alone, min), steps per second and the spread of the repeats (s)."""
     done = table[(table["status"] != FAILED) & (table["family"] == TIME_STEPPING)]
     frame = done[["problem", "method", "steps", "wall_time"]].copy()
     frame["ns_per_step"] = 1e9 * frame["wall_time"] / frame["steps"]
     frame["ns_median"] = 1e9 * done["wall_time_median"] / frame["steps"]
     frame["ns_max"] = 1e9 * done["wall_time_max"] / frame["steps"]
     frame["steps_per_s"] = frame["steps"] / frame["wall_time"]
+    timed = with_spreads(done)
+    frame["ns_integration"] = 1e9 * timed["integration_time"] / frame["steps"]
+    frame["ns_spread"] = 1e9 * timed["wall_time_spread"] / frame["steps"]
     frame["compiled"] = ~_plain(done)
     frame["base"] = frame["method"].str.split("[").str[0]
     return frame
@@ -117,6 +122,17 @@ def _speedups(costs: pd.DataFrame) -> pd.DataFrame:
     frame.columns.name = None
     if {"compiled ns/step", "plain ns/step"} <= set(frame.columns):
         frame["speedup"] = frame["plain ns/step"] / frame["compiled ns/step"]
+        spreads = costs.pivot_table(
+            index=["problem", "base"], columns="compiled", values="ns_spread", sort=False,
+            dropna=False,
+        ).reindex(pivot.index)  # fmt: skip
+        frame["verdict"] = [
+            verdict(Timing(fast, fast_spread), Timing(slow, slow_spread))
+            for fast, slow, fast_spread, slow_spread in zip(
+                frame["compiled ns/step"], frame["plain ns/step"],
+                spreads.get(True, np.nan), spreads.get(False, np.nan), strict=True,
+            )
+        ]  # fmt: skip
     return frame
 
 
@@ -133,10 +149,13 @@ def _ratios(costs: pd.DataFrame) -> pd.DataFrame:
 
 
 def event_costs(table: pd.DataFrame) -> pd.DataFrame:
-    """Event-driven runs: ms per run and per impact."""
-    done = table[(table["status"] != FAILED) & (table["family"] == EVENT_DRIVEN)]
+    """Event-driven runs: ms per run (wall time, its spread over the repeats, and the
+    integration loop's part) and per impact."""
+    done = with_spreads(table[(table["status"] != FAILED) & (table["family"] == EVENT_DRIVEN)])
     frame = done[["problem", "method", "t_end", "steps", "impacts", "wall_time"]].copy()
     frame["ms_per_run"] = 1e3 * frame["wall_time"]
+    frame["ms_spread"] = 1e3 * done["wall_time_spread"]
+    frame["ms_integration"] = 1e3 * done["integration_time"]
     frame["ms_per_impact"] = frame["ms_per_run"] / frame["impacts"].astype(float)
     return frame
 
@@ -205,10 +224,18 @@ def _findings(
             )
         findings.append(f"{label} time-stepping loops: {text}.")
     if "speedup" in speedups and speedups["speedup"].notna().any():
-        findings.append(
-            f"Compiled loops are {speedups['speedup'].min():.3g} to "
-            f"{speedups['speedup'].max():.3g} times faster than the same loops in plain Python."
+        faster = speedups[speedups["verdict"] == FASTER]
+        text = (
+            f"Compiled loops are {faster['speedup'].min():.3g} to "
+            f"{faster['speedup'].max():.3g} times faster than the same loops in plain Python"
+            if not faster.empty
+            else "No compiled loop is faster than its plain-Python loop beyond the spread of "
+            "the repeats"
         )
+        tied = len(speedups[speedups["speedup"].notna()]) - len(faster)
+        if tied and not faster.empty:
+            text += f"; {tied} pairs within the spread of the repeats (a tie)"
+        findings.append(text + ".")
     if not ratios.empty:
         column = ratios["PaoliSchatzman / MoreauJean"]
         low, high = ratios.loc[column.idxmin()], ratios.loc[column.idxmax()]
@@ -239,13 +266,30 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         "ns_per_step",
         "ns_median",
         "ns_max",
+        "ns_integration",
         "steps_per_s",
     ]
     sections = [
-        Section("Time-stepping: cost per step", markdown_table(costs[columns])),
-        Section("Compiled against plain Python", markdown_table(speedups)),
+        Section(
+            "Time-stepping: cost per step",
+            "ns_per_step, ns_median, ns_max: the minimum, median and maximum over the repeats "
+            "of the wall time per step; ns_integration: the minimum of the time spent in the "
+            "integration loop per step (the rest of the wall time is the per-call work of "
+            "`simulate`).\n\n" + markdown_table(costs[columns]),
+        ),
+        Section(
+            "Compiled against plain Python",
+            "verdict: faster where the gap in ns per step exceeds the spread of the repeats of "
+            "both runs, tie otherwise (impactbench.analysis.timing).\n\n"
+            + markdown_table(speedups),
+        ),
         Section("Compiled PaoliSchatzman against MoreauJean", markdown_table(ratios)),
-        Section("Event-driven: cost per run and per impact", markdown_table(events)),
+        Section(
+            "Event-driven: cost per run and per impact",
+            "ms_per_run: minimum over the repeats; ms_spread: maximum minus minimum; "
+            "ms_integration: the time spent in the integration loop (minimum).\n\n"
+            + markdown_table(events),
+        ),
         Section("Figure", _figure(costs, folder)),
     ]
     return StudyReport(sections, _findings(costs, speedups, ratios, events))

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from impactbench.analysis.cost_scaling import fit_cost_exponent
+from impactbench.analysis.timing import FASTER, SLOWER, Timing, verdict, with_spreads
 from impactbench.bench.report import markdown_table, method_style, new_figure, save_figure
 from impactbench.bench.runner import FAILED, Run
 from impactbench.bench.study import Section, Study, StudyReport
@@ -166,7 +167,9 @@ def runs(quick: bool) -> list[Run]:
 
 
 def costs(table: pd.DataFrame) -> pd.DataFrame:
-    """ns per step and memory bytes per DOF of each finished run, with its problem and n."""
+    """ns per step and memory bytes per DOF of each finished run, with its problem and n; the
+    wall time per run (minimum over the repeats), the spread of the repeats (max - min) and the
+    time spent in the integration loop (:mod:`impactbench.analysis.timing`)."""
     done = table[table["status"] != FAILED]
     n = pd.Series(np.nan, index=done.index)
     if "problem.n_elements" in done:
@@ -174,6 +177,7 @@ def costs(table: pd.DataFrame) -> pd.DataFrame:
     if "problem.n_beads" in done:
         n = n.fillna(done["problem.n_beads"])
     memory = done["work_bytes"] if "work_bytes" in done else pd.Series(np.nan, index=done.index)
+    timed = with_spreads(done)
     frame = pd.DataFrame(
         {
             "problem": done["problem"],
@@ -182,6 +186,8 @@ def costs(table: pd.DataFrame) -> pd.DataFrame:
             "steps": done["steps"],
             "ns_per_step": 1e9 * done["wall_time"] / done["steps"],
             "ms_per_run": 1e3 * done["wall_time"],
+            "ms_spread": 1e3 * timed["wall_time_spread"],
+            "ms_integration": 1e3 * timed["integration_time"],
             "bytes_per_dof": memory / n,
         }
     )
@@ -284,6 +290,13 @@ def _event_driven_finding(frame: pd.DataFrame, problem: str) -> str | None:
             f"; the fastest time-stepping run at n = {near.n}, {near.method}: {near.steps} "
             f"steps, {near.ns_per_step / 1e3:.3g} us per step, {near.ms_per_run:.3g} ms per run"
         )
+        outcome = verdict(
+            Timing(largest.ms_per_run, largest.ms_spread), Timing(near.ms_per_run, near.ms_spread)
+        )
+        line += {
+            FASTER: " (the engine's run is the faster, beyond the spread of the repeats)",
+            SLOWER: " (the engine's run is the slower, beyond the spread of the repeats)",
+        }.get(outcome, " (a tie: the gap is within the spread of the repeats)")
     if problem == BAR:
         return line + (
             ": the engine factors the dense M at every force evaluation and its explicit steps "
@@ -333,7 +346,12 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     frame = costs(table)
     fits = exponents(frame)
     sections = [
-        Section("Cost per step and memory per DOF", markdown_table(frame)),
+        Section(
+            "Cost per step and memory per DOF",
+            "ms_per_run: minimum of the repeats' wall times; ms_spread: maximum minus minimum; "
+            "ms_integration: the time spent in the integration loop (minimum).\n\n"
+            + markdown_table(frame),
+        ),
         Section("Fitted exponents", markdown_table(fits)),
         Section("Figure", _figure(frame, fits, folder)),
     ]

@@ -38,6 +38,15 @@ from impactbench.analysis.fitting import fit_order, phase_medians
 from impactbench.analysis.impact_events import isolated_impacts as isolated_mask
 from impactbench.analysis.impact_events import matching_window
 from impactbench.analysis.metrics import ERROR_GRID_TEXT, error_floor
+from impactbench.analysis.timing import (
+    FASTER,
+    crossover,
+    crossover_text,
+    row_timing,
+    ties,
+    verdict,
+    with_spreads,
+)
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -257,14 +266,17 @@ AGGREGATED = (
     "impacts",
     "force_evaluations",
     "wall_time",
+    "wall_time_spread",
+    "integration_time",
 )
 
 
 def families(table: pd.DataFrame) -> pd.DataFrame:
     """One row per phase family (time-steppers: nominal h; EventDriven: rtol) with the medians
-    of :data:`AGGREGATED` (:func:`impactbench.analysis.fitting.phase_medians`) and ``resolution``
+    of :data:`AGGREGATED` (:func:`impactbench.analysis.fitting.phase_medians`; ``wall_time_spread``
+    the spread of each run's repeats, :mod:`impactbench.analysis.timing`) and ``resolution``
     (the nominal h or the rtol)."""
-    medians = phase_medians(table, AGGREGATED, keys=("family", "t_end"))
+    medians = phase_medians(with_spreads(table), AGGREGATED, keys=("family", "t_end"))
     return medians.assign(resolution=medians["h"].fillna(medians["tolerance"]))
 
 
@@ -282,7 +294,8 @@ def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
         if row["problem"] in impacts and pd.notna(row["missed_impacts"]):
             checked = isolated_impacts(impacts[row["problem"]], _window(row, t0[row["problem"]]))
             found = f"{checked - int(row['missed_impacts'])}/{checked}"
-        wall = row["wall_time"]
+        wall, loop = row["wall_time"], row.get("integration_time", np.nan)
+        spread = row["wall_time_max"] - wall if row["repeats"] >= 2 else np.nan
         rows.append(
             {
                 "configuration": row["problem"],
@@ -300,6 +313,8 @@ def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
                 "penetration": row["max_penetration"],
                 "force evaluations": row["force_evaluations"],
                 "wall time (ms)": wall * 1e3 if pd.notna(wall) else np.nan,
+                "spread (ms)": spread * 1e3 if pd.notna(spread) else np.nan,
+                "integration (ms)": loop * 1e3 if pd.notna(loop) else np.nan,
             }
         )
     return pd.DataFrame(rows)
@@ -321,8 +336,26 @@ def _fastest(group: pd.DataFrame, target: float) -> pd.Series | None:
     return None if reached.empty else reached.loc[reached["wall_time"].idxmin()]
 
 
+def _tied_note(best: pd.Series, runs_of: pd.DataFrame, target: float) -> str:
+    """``" (tied with ...)"``: the other methods of ``runs_of`` whose fastest run to ``target``
+    ties with ``best`` (:func:`impactbench.analysis.timing.ties`), "" when none does."""
+    reached = runs_of[
+        (runs_of["max_position_error"] <= target) & (runs_of["method"] != best["method"])
+    ]
+    if reached.empty:
+        return ""
+    fastest = reached.loc[reached.groupby("method", sort=False)["wall_time"].idxmin()]
+    tied = ties(best, fastest)
+    if tied.empty:
+        return ""
+    listed = ", ".join(f"{_run_label(row)}, {_ms(row['wall_time'])})" for _, row in tied.iterrows())
+    return f" (tied, within the spread of the repeats, with {listed})"
+
+
 def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
-    """Which run reaches each max position error target fastest, and the other family's best.
+    """Which run reaches each max position error target fastest, and the other family's best:
+    "faster" only where the gap exceeds the spread of the repeats of both
+    (:func:`impactbench.analysis.timing.verdict`), a tie otherwise.
 
     Consecutive targets with the same answer are merged into one clause.
     """
@@ -337,6 +370,7 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
         text = (
             f"{_run_label(best)}, {_ms(best['wall_time'])}, "
             f"{int(best['force_evaluations'])} force evaluations)"
+            + _tied_note(best, families[best["family"]], target)
         )
         for family, runs_of in families.items():
             if runs_of.empty or (best["family"] == TIME_STEPPING) == (family == TIME_STEPPING):
@@ -348,11 +382,17 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
                     f", no {family} run gets there (smallest error "
                     f"{format_number(closest['max_position_error'])}: {_run_label(closest)}))"
                 )
-            else:
+            elif verdict(row_timing(best), row_timing(other)) == FASTER:
                 ratio = other["wall_time"] / best["wall_time"]
                 text += (
                     f", {ratio:.3g}x faster than the fastest {family} run "
                     f"{_run_label(other)}, {_ms(other['wall_time'])})"
+                    + _tied_note(other, runs_of, target)
+                )
+            else:
+                text += (
+                    f", a tie with the fastest {family} run {_run_label(other)}, "
+                    f"{_ms(other['wall_time'])}: the gap is within the spread of the repeats)"
                 )
         if texts and texts[-1] == text:
             merged[-1].append(target)
@@ -366,6 +406,21 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
         for targets, text in zip(merged, texts, strict=True)
     ]
     return f"{problem}: fastest run to a max position error " + "; ".join(clauses) + "."
+
+
+def _crossover_finding(problem: str, group: pd.DataFrame) -> str | None:
+    """Which family is faster to each max position error target (medians over the phase
+    copies; :func:`impactbench.analysis.timing.crossover`)."""
+    if group["family"].nunique() < 2:
+        return None
+    answers = crossover(group, "max_position_error", TARGETS)
+    if not answers:
+        return None
+    return (
+        f"{problem}: faster family to a max position error (wall time; a verdict only where "
+        f"the gap exceeds the spread of the repeats of both runs, else a tie): "
+        f"{crossover_text(answers)}."
+    )
 
 
 def _impacts_finding(problem: str, group: pd.DataFrame, reference_impacts: int) -> str:
@@ -487,6 +542,7 @@ def findings(table: pd.DataFrame, references: pd.DataFrame) -> list[str]:
     for problem, group in medians.groupby("problem", sort=False):
         for finding in (
             _accuracy_finding(problem, group),
+            _crossover_finding(problem, group),
             _impacts_finding(problem, done[done["problem"] == problem], counts.get(problem, 0)),
             _finest_finding(problem, group),
             _order_finding(problem, fits, group),
@@ -625,7 +681,10 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "reference impact nearby; *impacts logged*: entries of the run's impact log; "
             "*penetration*: max(0, -min g) (on the nominal step's run only, - on its "
             "perturbed copies); *wall time*: minimum of the repeats after a "
-            "warm-up.\n\n" + markdown_table(summary(table, references)),
+            "warm-up; *spread*: maximum minus minimum of the repeats (- for a run timed once); "
+            "*integration*: the part of the wall time spent in the method's integration loop "
+            "(the rest is the per-call work of `simulate`).\n\n"
+            + markdown_table(summary(table, references)),
         ),
         Section(
             "Observed orders",

@@ -20,6 +20,7 @@ import pandas as pd
 
 from impactbench.analysis.fitting import ORDER, OrderFit, fit_order, phase_medians
 from impactbench.analysis.metrics import ERROR_GRID_TEXT
+from impactbench.analysis.timing import crossover, crossover_text, ties, with_spreads
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
@@ -67,14 +68,21 @@ def runs(quick: bool) -> list[Run]:
 
 
 def families(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per phase family (time-steppers: nominal h; EventDriven: rtol): the median error
-    and costs over its finished runs (:func:`impactbench.analysis.fitting.phase_medians`)."""
-    medians = phase_medians(table, (METRIC, *COSTS), keys=("family",))
+    """One row per phase family (time-steppers: nominal h; EventDriven: rtol): the median error,
+    costs, spread of the repeats' wall times and integration time over its finished runs
+    (:func:`impactbench.analysis.fitting.phase_medians`, :mod:`impactbench.analysis.timing`)."""
+    values = (METRIC, *COSTS, "wall_time_spread", "integration_time")
+    medians = phase_medians(with_spreads(table), values, keys=("family",))
     return medians[medians[METRIC].notna()]
 
 
 def cheapest(medians: pd.DataFrame, cost: str) -> pd.DataFrame:
-    """Per problem and error target: the cheapest family whose median error is at most it."""
+    """Per problem and error target: the cheapest family whose median error is at most it.
+
+    By wall time, the cell gives the spread of its repeats and its integration time, and lists
+    the other methods' cheapest runs that tie with it (:func:`impactbench.analysis.timing.ties`:
+    a gap within the spread of the repeats of both).
+    """
     rows = []
     for problem, group in medians.groupby("problem", sort=False):
         row = {"problem": problem}
@@ -83,15 +91,31 @@ def cheapest(medians: pd.DataFrame, cost: str) -> pd.DataFrame:
             cell = "-"
             if not reached.empty:
                 best = reached.loc[reached[cost].idxmin()]
-                axis = "h" if best["family"] == TIME_STEPPING else "rtol"
-                value = best["h"] if axis == "h" else best["tolerance"]
-                cell = (
-                    f"{best['method']} ({axis}={format_number(value, 2)}, "
-                    f"{format_number(float(best[cost]), 2)} {UNITS[cost]})"
-                )
+                cell = _cell(best, cost)
+                if cost == "wall_time":
+                    others = reached[reached["method"] != best["method"]]
+                    others = others.loc[others.groupby("method", sort=False)[cost].idxmin()]
+                    tied = ties(best, others)
+                    if not tied.empty:
+                        listed = "; ".join(_cell(other, cost) for _, other in tied.iterrows())
+                        cell = f"tie: {cell}; {listed}"
             row[f"error <= {target:g}"] = cell
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _cell(run: pd.Series, cost: str) -> str:
+    """``Method (h=..., cost)``; by wall time with the spread and the integration time."""
+    axis = "h" if run["family"] == TIME_STEPPING else "rtol"
+    value = run["h"] if axis == "h" else run["tolerance"]
+    text = f"{run['method']} ({axis}={format_number(value, 2)}, "
+    text += f"{format_number(float(run[cost]), 2)} {UNITS[cost]}"
+    if cost == "wall_time":
+        spread, loop = run["wall_time_spread"], run["integration_time"]
+        text += " +/- " + (format_number(float(spread), 2) if pd.notna(spread) else "?")
+        if pd.notna(loop):
+            text += f", integration {format_number(float(loop), 2)} s"
+    return text + ")"
 
 
 def slopes(medians: pd.DataFrame, floors: dict[tuple[str, str], float]) -> pd.DataFrame:
@@ -143,8 +167,16 @@ def _figures(medians: pd.DataFrame, floors: dict, folder: Path) -> list[str]:
     return links or ["None (no run finished).\n"]
 
 
-def _findings(fastest: pd.DataFrame, rates: pd.DataFrame) -> list[str]:
+def _findings(fastest: pd.DataFrame, rates: pd.DataFrame, medians: pd.DataFrame) -> list[str]:
     findings = []
+    for problem, group in medians.groupby("problem", sort=False):
+        answers = crossover(group, METRIC, TARGETS)
+        if group["family"].nunique() > 1 and answers:
+            findings.append(
+                f"{problem}: faster family to a max position error (median wall time; a "
+                f"verdict only where the gap exceeds the spread of the repeats of both runs, "
+                f"else a tie): {crossover_text(answers)}."
+            )
     for row in fastest.to_dict("records"):
         reached = {k: v for k, v in row.items() if k != "problem" and v != "-"}
         if not reached:
@@ -178,8 +210,10 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         Section(
             "Fastest run per error target",
             median_note + "Among the steps (tolerances) with max position error at most the "
-            "target, the one with the least wall time (its step or tolerance, and the "
-            "time).\n\n" + markdown_table(by_time),
+            "target, the one with the least wall time (its step or tolerance, the time, +/- the "
+            "spread of its repeats (max - min; ? for a run timed once) and the time spent in its "
+            'integration loop); "tie:" lists the other methods\' fastest runs whose gap to it '
+            "is within the spread of the repeats of both.\n\n" + markdown_table(by_time),
         ),
         Section(
             "Fewest force evaluations per error target",
@@ -194,7 +228,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         ),
         Section("Figures", "\n".join(_figures(medians, floors, folder))),
     ]
-    return StudyReport(sections, _findings(by_time, rates))
+    return StudyReport(sections, _findings(by_time, rates, medians))
 
 
 STUDY = Study(

@@ -446,9 +446,12 @@ def test_error_floors_by_hand():
 
 def test_runner_reports_the_minimum_of_the_repeats(monkeypatch):
     clock = iter([9.0, 3.0, 1.0, 2.0])  # warm-up, then the three repeats
+    # the loops' share of each: the spread is that of the loops, not of the wall times
+    loop = iter([8.0, 2.5, 0.25, 1.75])
 
     def fake_simulate(problem, method, t_end, **options):
         stats = {"wall_time": next(clock), "steps": 2, "force_evaluations": 2, "impacts": 0}
+        stats["integration_time"] = next(loop)
         return _trajectory([0.0, 1.0], [1.0, 1.0], [0.0, 0.0], h=0.5, stats=stats)
 
     monkeypatch.setattr(runner, "simulate", fake_simulate)
@@ -461,7 +464,23 @@ def test_runner_reports_the_minimum_of_the_repeats(monkeypatch):
         "wall_time_median": 2.0,
         "wall_time_max": 3.0,
         "warmup_time": 9.0,
+        "integration_time": 0.25,
+        "integration_time_median": 1.75,
+        "integration_time_max": 2.5,
     }
+
+
+def test_runner_integration_time_is_nan_when_the_method_does_not_report_it(monkeypatch):
+    def fake_simulate(problem, method, t_end, **options):
+        stats = {"wall_time": 1.0, "steps": 2, "force_evaluations": 2, "impacts": 0}
+        return _trajectory([0.0, 1.0], [1.0, 1.0], [0.0, 0.0], h=0.5, stats=stats)
+
+    monkeypatch.setattr(runner, "simulate", fake_simulate)
+    monkeypatch.setattr(runner, "_WARMED_UP", set())
+    outcome = runner.perform(runner.Run(BouncingBall, MoreauJean, 1.0, h=0.5, repeats=2))
+    assert outcome.status == "ok" and outcome.timing["wall_time"] == 1.0
+    names = ("integration_time", "integration_time_median", "integration_time_max")
+    assert all(math.isnan(outcome.timing[name]) for name in names)
 
 
 # --------------------------------------------------------------------------------------------

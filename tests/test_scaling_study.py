@@ -108,6 +108,23 @@ def test_findings_state_the_figures_of_the_table(tmp_path):
         "steps, 0.8 us per step, 0.4 ms per run" in text
     )
     assert (tmp_path / "scaling.png").exists()
+    # no spread measured in this table: no verdict between the engine and the time-stepper
+    assert text.count("(a tie: the gap is within the spread of the repeats)") == 2
+
+
+def test_the_engine_against_a_time_stepper_is_a_verdict_beyond_the_spread_only(tmp_path):
+    # engine 2 ms +/- 0.5 ms against MoreauJean 0.5 ms +/- 0.1 ms at n = 100 and 11: gap 1.5 ms
+    # > 0.5 ms, the engine is the slower; with MoreauJean at 1.8 ms (gap 0.2 ms) a tie
+    def timed(row, spread):
+        return {**row, "wall_time_max": row["wall_time"] + spread, "repeats": 3}
+
+    engine = timed(_row(scaling.BAR, "EventDriven[rtol=1e-10]", 11, 100, 20000.0), 5e-4)
+    slower = [engine, timed(_row(scaling.BAR, "MoreauJean", 100, 1000, 500.0), 1e-4)]
+    text = "\n".join(scaling.report(pd.DataFrame(slower), tmp_path).findings)
+    assert "(the engine's run is the slower, beyond the spread of the repeats)" in text
+    tie = [engine, timed(_row(scaling.BAR, "MoreauJean", 100, 1000, 1800.0), 1e-4)]
+    text = "\n".join(scaling.report(pd.DataFrame(tie), tmp_path).findings)
+    assert "(a tie: the gap is within the spread of the repeats)" in text
 
 
 def test_runs_of_each_grid():

@@ -74,7 +74,15 @@ PROVENANCE_COLUMNS = (
     *(f"{name}_version" for name in PACKAGES),
 )
 #: Columns that change from one execution to the next; always the last ones.
-TIMING_COLUMNS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
+TIMING_COLUMNS = (
+    "wall_time",
+    "wall_time_median",
+    "wall_time_max",
+    "warmup_time",
+    "integration_time",
+    "integration_time_median",
+    "integration_time_max",
+)
 
 
 def _cell(value: Any) -> Any:

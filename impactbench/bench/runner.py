@@ -37,8 +37,11 @@ has warmed up the same compiled code before (``Method.compiled_code``: a compile
 event-driven engine; the plain-Python and scipy paths are always warmed up). Then the run is
 simulated ``repeats`` times; ``wall_time`` is the minimum over the repeats,
 ``wall_time_median`` and ``wall_time_max`` their spread (``warmup_time`` the time of the
-warm-up, NaN when there was none), the metrics are those of the last repeat (the repeats are
-identical).
+warm-up, NaN when there was none); ``integration_time`` (and ``_median``, ``_max``) the same for
+the time spent in the method's integration loop (``Trajectory.stats["integration_time"]``: the
+compiled loop where one runs; NaN for a method that does not report it), so that a table gives
+the method's cost next to the per-call cost of :func:`impactbench.simulate`. The metrics are
+those of the last repeat (the repeats are identical).
 
 Compilation. In parallel, one run per compiled-code group goes first and the others follow when
 these are done, so that two workers never compile the same code at once (the later runs load it
@@ -110,7 +113,7 @@ MAX_RETRIES = 10
 #: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
 MAX_JOBS_PER_CPU = 4
 
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 _KEY_LENGTH = 20
 
 FAILED = Status.FAILED.value
@@ -442,8 +445,9 @@ class Outcome:
         ``contact_phases`` and ``contact_time`` then count the stored entries only and are lower
         bounds; ``impact_log_entries`` counts every entry).
     timing : dict
-        ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``
-        and ``warmup_time``.
+        ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``,
+        ``warmup_time`` and ``integration_time`` (min), ``integration_time_median``,
+        ``integration_time_max`` (NaN when the method does not report it).
     provenance : dict
         Package versions (:func:`package_versions`, from the process that ran it) and
         ``git_revision`` (of the process that launched it).
@@ -538,10 +542,11 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             warmup_time = simulate(problem, method, run.t_end, **options).stats["wall_time"]
             if code is not None:
                 _WARMED_UP.add(code)
-        times = []
+        times, integration = [], []
         for _ in range(run.repeats):
             trajectory = simulate(problem, method, run.t_end, **options)
             times.append(trajectory.stats["wall_time"])
+            integration.append(trajectory.stats.get("integration_time", math.nan))
         if not trajectory.success:
             return Outcome.failure(run, trajectory.message, provenance)
         reference = _reference(run, problem)
@@ -584,10 +589,23 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "wall_time_median": float(np.median(times)),
             "wall_time_max": max(times),
             "warmup_time": warmup_time,
+            **_spread("integration_time", integration),
         },
         provenance=provenance,
         artefacts=artefacts,
     )
+
+
+def _spread(name: str, seconds: list[float]) -> dict[str, float]:
+    """``name``, ``name_median``, ``name_max``: the minimum, median and maximum of ``seconds``
+    (all NaN when one is NaN: the method did not report it)."""
+    if any(math.isnan(value) for value in seconds):
+        return dict.fromkeys((name, f"{name}_median", f"{name}_max"), math.nan)
+    return {
+        name: min(seconds),
+        f"{name}_median": float(np.median(seconds)),
+        f"{name}_max": max(seconds),
+    }
 
 
 def _artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict[str, dict[str, list]]:
@@ -762,7 +780,18 @@ _COST_FIELDS = (
     "impacts_capped",
 )
 _COUNT_FIELDS = ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases")
-_TIMING_FIELDS = ("wall_time", "wall_time_median", "wall_time_max", "warmup_time")
+_TIMING_FIELDS = (
+    "wall_time",
+    "wall_time_median",
+    "wall_time_max",
+    "warmup_time",
+    "integration_time",
+    "integration_time_median",
+    "integration_time_max",
+)
+#: Timing fields that are NaN when there is nothing to time.
+_OPTIONAL_TIMINGS = ("warmup_time", "integration_time", "integration_time_median",
+                     "integration_time_max")  # fmt: skip
 
 
 def _is_number(value: Any) -> bool:
@@ -770,10 +799,11 @@ def _is_number(value: Any) -> bool:
 
 
 def _is_timing(name: str, value: Any) -> bool:
-    """A finite non-negative number of seconds; a warm-up time may be NaN (none was done)."""
+    """A finite non-negative number of seconds; a warm-up time may be NaN (none was done), an
+    integration time too (the method does not report it)."""
     if not _is_number(value):
         return False
-    if name == "warmup_time" and math.isnan(value):
+    if name in _OPTIONAL_TIMINGS and math.isnan(value):
         return True
     return math.isfinite(value) and value >= 0
 
@@ -822,8 +852,8 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
         raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")
     if not all(_is_timing(name, t) for name, t in timing.items()):
         raise ValueError(
-            f"timings must be finite non-negative numbers (warmup_time NaN when there was "
-            f"none), got {timing}"
+            f"timings must be finite non-negative numbers (warmup_time and integration_time "
+            f"NaN when there was none), got {timing}"
         )
     provenance = stored["provenance"]
     if not isinstance(provenance, dict) or not all(

@@ -34,6 +34,8 @@ def _is_boolean(value: Any) -> bool:
 
 def finite_scalar(value: Any, name: str) -> float:
     """Return ``value`` as a float, or raise ValueError if it is not a finite real number."""
+    if type(value) is float and math.isfinite(value):  # the common case, without the checks below
+        return value
     if _is_boolean(value):
         raise ValueError(f"{name} must be a real number, not a boolean, got {value!r}")
     try:
@@ -69,6 +71,8 @@ def restitution(value: Any, name: str = "restitution") -> float:
 def positive_int(value: Any, name: str) -> int:
     """Return ``value`` as an int in 1..2^63 - 1 (the int64 range of the compiled loops), or
     raise ValueError."""
+    if type(value) is int and 1 <= value <= INT64_MAX:  # the common case, without the checks below
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not 1 <= value <= INT64_MAX:

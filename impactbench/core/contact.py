@@ -29,6 +29,9 @@ LCP_SLOT_IMPULSE = 0
 LCP_SLOT_PROJECTION = 1
 LCP_SLOT_ACCELERATION = 2
 LCP_SLOTS = 3
+#: Index of the warm-start memory in the tuple of :func:`make_workspace` (zeroed when a
+#: workspace is reused).
+WARM_START_ENTRY = 18
 
 #: Returned (instead of a pivot or iteration count) by :func:`impulse_single`,
 #: :func:`affine_projection_step`, :func:`solve_lcp_single`, :func:`solve_lcp`, :func:`impulse`

@@ -120,7 +120,8 @@ import numba
 import numpy as np
 
 from ._jit import constant_shape_view, specialize, stack_array, with_runtime_sizes
-from .contact import make_workspace
+from .contact import WARM_START_ENTRY, make_workspace
+from .entry import DirectCall
 from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
 
 #: Rows of the work buffer ``X`` read by the driver (see the module docstring).
@@ -392,15 +393,35 @@ def make_loop(
     if generic and compile:  # one dispatcher per process for every size
         loop = _GENERIC_LOOPS.setdefault(loop.py_func.__qualname__, loop)
     arguments_of_sizes = (tuple(sizes[name] for name in RUNTIME_SIZES),) if generic else ()
+    m = max(n_constraints, 1)
+    new_workspace = getattr(make_workspace, "py_func", make_workspace)
 
-    def run(*arguments: Any) -> int:
+    def work_buffers() -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
         # a generic loop keeps its candidate state Z (2, n) after X in the buffer
         buffer = np.zeros(height * width + (2 * n_dof if generic else 0))
-        rows = np.zeros(max(n_constraints, 1), dtype=np.int64)
-        m = max(n_constraints, 1)
-        ws = make_workspace(n_dof, m, mass_rows, hessian)
-        loop(*arguments_of_sizes, *arguments, buffer, rows, ws)
-        return buffer.nbytes + rows.nbytes + sum(array.nbytes for array in ws)
+        return buffer, np.zeros(m, dtype=np.int64), new_workspace(n_dof, m, mass_rows, hessian)
+
+    buffers = work_buffers()
+    work_bytes = buffers[0].nbytes + buffers[1].nbytes + sum(array.nbytes for array in buffers[2])
+    # Work buffers of finished calls, taken by the next (list.pop and list.append are atomic:
+    # concurrent calls each take their own set). A set is handed over as a fresh one would be:
+    # the arrays allocated with zeros are zeroed again (the others are written before read).
+    free = [buffers]
+    # the arguments have fixed types (timestepping.TimeStepping._solve_impl builds them)
+    call = DirectCall(loop)
+
+    def run(*arguments: Any) -> int:
+        try:
+            buffer, rows, ws = free.pop()
+        except IndexError:
+            buffer, rows, ws = work_buffers()
+        else:
+            buffer.fill(0.0)
+            rows.fill(0)
+            ws[WARM_START_ENTRY].fill(False)
+        call(*arguments_of_sizes, *arguments, buffer, rows, ws)
+        free.append((buffer, rows, ws))
+        return work_bytes
 
     run.loop = loop
     return run

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import operator
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 from . import _checks
@@ -16,6 +18,32 @@ from .trajectory import Trajectory
 TIME_STEPPING = "time-stepping"
 EVENT_DRIVEN = "event-driven"
 FAMILIES = (TIME_STEPPING, EVENT_DRIVEN)
+
+
+#: Parameter types whose values :attr:`Method.name` may keep its text for (compared by value).
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _parameter_names(cls: type) -> tuple[str, ...]:
+    """The named parameters of ``cls.__init__`` (read once per class: the signature of a class's
+    constructor does not change)."""
+    signature = inspect.signature(cls.__init__)
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(
+        name
+        for name, parameter in signature.parameters.items()
+        if name != "self" and parameter.kind in named
+    )
+
+
+@functools.cache
+def _parameter_values(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """A function returning the tuple of an instance's :func:`_parameter_names` attributes."""
+    names = _parameter_names(cls)
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda method: tuple(getattr(method, name) for name in names)
 
 
 class Method(ABC):
@@ -45,25 +73,31 @@ class Method(ABC):
         disagree with what the constructor takes (a constructor must store each named parameter
         as an attribute of that name; the contract test checks it for every registered method).
         """
-        signature = inspect.signature(type(self).__init__)
-        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        return {
-            name: getattr(self, name)
-            for name, parameter in signature.parameters.items()
-            if name != "self" and parameter.kind in named
-        }
+        return {name: getattr(self, name) for name in _parameter_names(type(self))}
 
     @property
     def name(self) -> str:
         """The class name with its parameters, e.g. ``MoreauJean[theta=0.5,activation=position]``
-        (parameters at their :attr:`name_omits` value left out)."""
+        (parameters at their :attr:`name_omits` value left out).
+
+        Kept with the parameter values it was formatted from while these are all of immutable
+        built-in types (str, int, float, bool, None) and unchanged, type included."""
+        values = _parameter_values(type(self))(self)
+        types = tuple(map(type, values))
+        memo = self.__dict__.get("_name_memo")
+        if memo is not None and memo[0] == types and memo[1] == values:
+            return memo[2]
         omitted = self.name_omits
+        names = _parameter_names(type(self))
         params = ",".join(
             f"{k}={v}"
-            for k, v in self.parameters().items()
+            for k, v in zip(names, values, strict=True)
             if not (k in omitted and v == omitted[k])
         )
-        return f"{type(self).__name__}[{params}]" if params else type(self).__name__
+        name = f"{type(self).__name__}[{params}]" if params else type(self).__name__
+        if _IMMUTABLE.issuperset(types):  # then memo[1] == values compares plain values
+            self.__dict__["_name_memo"] = (types, values, name)
+        return name
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters().items())

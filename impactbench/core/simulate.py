@@ -24,9 +24,10 @@ def simulate(
         the rule for attributes changed after construction: the attributes of the contract
         (``n_dof``, ``n_constraints``, ``restitution``, ``t0``, ``q0``, ``v0``, and the mass
         matrix, gap and forces at q0) are checked again here, so a mutated invalid value is a
-        ValueError naming it. A built-in problem's model parameters (a mass, a length, the
-        gravity) are checked by its constructor only: build a new problem rather than mutate
-        them.
+        ValueError naming it (a built-in problem's check is skipped while these attributes are
+        unchanged since its last check passed: :meth:`CompiledProblem.check`). A built-in
+        problem's model parameters (a mass, a length, the gravity) are checked by its
+        constructor only: build a new problem rather than mutate them.
     method : Method
         An instance such as ``MoreauJean(theta=0.5)`` or ``EventDriven(rtol=1e-10)``.
     t_end : float

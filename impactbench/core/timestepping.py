@@ -30,7 +30,9 @@ None), to which ``stats["memory_bytes"]`` adds the output arrays and the impact 
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -97,19 +99,40 @@ def step_count(t0: float, t_end: float, h: Any) -> tuple[int, float]:
     if h > span * (1.0 + 1e-12):
         raise ValueError(f"h must be <= t_end - t0 = {span!r}, got h={h!r}")
     smallest = MIN_RELATIVE_STEP * max(abs(t0), abs(t_end))
-    too_small = (
-        f"h must be >= 4 eps max(|t0|, |t_end|) = {smallest!r} for the times t0 + k h to "
-        f"advance on [{t0!r}, {t_end!r}]"
-    )
     if h < smallest:
-        raise ValueError(f"{too_small}, got h={h!r} ({span / h:.3g} steps)")
+        raise ValueError(f"{_too_small(smallest, t0, t_end)}, got h={h!r} ({span / h:.3g} steps)")
     ratio = span / h
     nearest = round(ratio)
     n = int(nearest) if abs(ratio - nearest) <= 1e-9 * ratio else math.ceil(ratio)
     n = max(n, 1)
     if span / n < smallest:
-        raise ValueError(f"{too_small}, got h={h!r}, reduced to {span / n!r} ({n} steps)")
+        raise ValueError(
+            f"{_too_small(smallest, t0, t_end)}, got h={h!r}, reduced to {span / n!r} ({n} steps)"
+        )
     return n, span / n
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _float_step_count(t0: float, t_end: float, h: float) -> tuple[int, float]:
+    """:func:`step_count` for float arguments, kept for the next runs with the same ones."""
+    return step_count(t0, t_end, h)
+
+
+def _vector(value: Any, name: str) -> np.ndarray:
+    """A C-contiguous, writeable float64 copy of the 1-D array ``value`` (ValueError naming
+    ``name`` otherwise): the loops' vector arguments always have this one numba type."""
+    array = np.array(value, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {array.shape}")
+    return array
+
+
+def _too_small(smallest: float, t0: float, t_end: float) -> str:
+    """The start of :func:`step_count`'s message for a step too small for the grid to advance."""
+    return (
+        f"h must be >= 4 eps max(|t0|, |t_end|) = {smallest!r} for the times t0 + k h to "
+        f"advance on [{t0!r}, {t_end!r}]"
+    )
 
 
 class TimeStepping(Method):
@@ -184,15 +207,19 @@ class TimeStepping(Method):
         (:func:`impactbench.core.problem.python_kernels`).
         """
         n, m = problem.n_dof, problem.n_constraints
-        options = self._loop_options()
         key = self.compiled_code(problem)
         if key is None:
             calls = CheckedCalls(problem)
+            options = self._loop_options()
             return self._make_loop(python_kernels(problem, calls), n, m, False, **options), calls
+        memo = self.__dict__.get("_loop_memo")
+        if memo is not None and memo[0] is key:  # compiled_code returned its kept key
+            return memo[1], None
         loop = self._compiled_loops.get(key)
         if loop is None:
-            loop = self._make_loop(problem.kernels(), n, m, True, **options)
+            loop = self._make_loop(problem.kernels(), n, m, True, **self._loop_options())
             self._compiled_loops[key] = loop
+        self.__dict__["_loop_memo"] = (key, loop)
         return loop, None
 
     def compiled_code(self, problem: Problem) -> tuple[Any, ...] | None:
@@ -201,13 +228,23 @@ class TimeStepping(Method):
         kernels = problem.kernels()
         if not self.compiled or kernels is None:
             return None
-        options = tuple(sorted(self._loop_options().items()))
-        return (type(self), kernels, problem.n_dof, problem.n_constraints, options)
+        options = self._loop_options()
+        sizes = (problem.n_dof, problem.n_constraints)
+        memo = self.__dict__.get("_code_memo")  # the last key, kept while its inputs are equal
+        if memo is not None and memo[0] is kernels and memo[1] == sizes and memo[2] == options:
+            return memo[3]
+        key = (type(self), kernels, *sizes, tuple(sorted(options.items())))
+        self.__dict__["_code_memo"] = (kernels, sizes, options, key)
+        return key
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
     ) -> Trajectory:
-        n_steps, h = step_count(problem.t0, t_end, h)
+        t0 = problem.t0
+        if type(h) is float and type(t0) is float and type(t_end) is float:
+            n_steps, h = _float_step_count(t0, t_end, h)
+        else:
+            n_steps, h = step_count(t0, t_end, h)
         n = problem.n_dof
         n_out = n_steps // output_every + 1 + (1 if n_steps % output_every else 0)
         if n_out * (2 * n + 1) * 8 > MAX_OUTPUT_BYTES:
@@ -225,55 +262,63 @@ class TimeStepping(Method):
         log_u = np.empty((capacity, 2))
         counters = np.zeros(N_COUNTERS, dtype=np.int64)
         state = np.empty(1 + 2 * n)
+        arguments = (
+            float(problem.t0),
+            float(h),
+            n_steps,
+            _vector(problem.q0, "q0"),
+            _vector(problem.v0, "v0"),
+            _vector(problem.kernel_parameters(), "kernel_parameters()"),
+            float(problem.restitution),
+            _vector(self._method_vector(), "_method_vector()"),
+            output_every,
+            out_t,
+            out_q,
+            out_v,
+            log_t,
+            log_i,
+            log_u,
+            counters,
+            state,
+        )
         try:
-            work_bytes = loop(
-                float(problem.t0),
-                float(h),
-                n_steps,
-                np.ascontiguousarray(problem.q0, dtype=float),
-                np.ascontiguousarray(problem.v0, dtype=float),
-                np.ascontiguousarray(problem.kernel_parameters(), dtype=float),
-                float(problem.restitution),
-                self._method_vector(),
-                output_every,
-                out_t,
-                out_q,
-                out_v,
-                log_t,
-                log_i,
-                log_u,
-                counters,
-                state,
-            )
+            start = time.perf_counter()
+            work_bytes = loop(*arguments)
+            integration_time = time.perf_counter() - start
         except SimulationError as error:  # a checked call of the plain-Python path
             raise SimulationError(
                 f"{self.name} on {problem.name}: {error.reason}", error.t, error.q, error.v
             ) from None
-        samples = int(counters[COUNTER_SAMPLES])
-        logged = int(counters[COUNTER_LOGGED])
-        impacts = ImpactLog(
-            t=log_t[:logged].copy(),
-            constraint=log_i[:logged].copy(),
-            normal_velocity_before=log_u[:logged, 0].copy(),
-            normal_velocity_after=log_u[:logged, 1].copy(),
-            total=int(counters[COUNTER_IMPACTS]),
+        count = counters.tolist()
+        samples = count[COUNTER_SAMPLES]
+        logged = count[COUNTER_LOGGED]
+        # out_t, out_q, out_v; log_t, log_i, log_u (2 entries); counters; state: 8-byte items
+        output_bytes = 8 * (n_out * (1 + 2 * n) + 4 * capacity + N_COUNTERS + 1 + 2 * n)
+        impacts = (
+            ImpactLog(
+                t=log_t[:logged].copy(),
+                constraint=log_i[:logged].copy(),
+                normal_velocity_before=log_u[:logged, 0].copy(),
+                normal_velocity_after=log_u[:logged, 1].copy(),
+                total=count[COUNTER_IMPACTS],
+            )
+            if logged
+            else ImpactLog(total=count[COUNTER_IMPACTS])
         )
         stats = {
-            "steps": int(counters[COUNTER_STEPS]),
-            "force_evaluations": int(counters[COUNTER_FORCE_EVALUATIONS]),
-            "impacts": int(counters[COUNTER_IMPACTS]),
-            "solver_iterations": int(counters[COUNTER_SOLVER_ITERATIONS]),
+            "steps": count[COUNTER_STEPS],
+            "force_evaluations": count[COUNTER_FORCE_EVALUATIONS],
+            "impacts": count[COUNTER_IMPACTS],
+            "solver_iterations": count[COUNTER_SOLVER_ITERATIONS],
             "compiled": calls is None,
             "velocity_output": self.velocity_output,
             # the loop's work buffers (their size is returned by the driver's loop; None from a
             # loop that does not say), and with the output arrays all the run allocated
             "work_bytes": None if work_bytes is None else int(work_bytes),
-            "memory_bytes": None
-            if work_bytes is None
-            else int(work_bytes)
-            + sum(a.nbytes for a in (out_t, out_q, out_v, log_t, log_i, log_u, counters, state)),
+            "memory_bytes": None if work_bytes is None else int(work_bytes) + output_bytes,
+            "integration_time": integration_time,
         }
-        status = int(counters[COUNTER_STATUS])
+        status = count[COUNTER_STATUS]
         reason = "reached t_end"
         if status != STATUS_OK:  # the plain path says which bad M(q) or F(t, q, v) stopped it
             reason = (calls.deferred if calls is not None else "") or self.failure_reasons[status]

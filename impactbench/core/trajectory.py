@@ -80,7 +80,10 @@ class Trajectory:
         Human-readable explanation of ``status``.
     stats : dict
         Cost and method-specific information: ``steps``, ``force_evaluations``, ``impacts``,
-        ``wall_time`` (seconds) and more per method (time-stepping: ``work_bytes``, the bytes of
+        ``wall_time`` (seconds, the whole call of :func:`impactbench.simulate`),
+        ``integration_time`` (seconds, the part of it spent in the method's integration loop:
+        the compiled loop's call where one runs; the rest is the per-call work of ``simulate``)
+        and more per method (time-stepping: ``work_bytes``, the bytes of
         the loop's work buffers, and ``memory_bytes``, those and the output arrays).
     method : str
         Name of the method with its parameters, e.g. ``MoreauJean[theta=0.5]``.

@@ -1,0 +1,48 @@
+"""Calling a compiled loop without numba's per-call dispatch.
+
+A numba dispatcher types every argument at each call to select the compiled overload, about
+20-40 ns per argument: for the time loops (about 20 arguments and a tuple of 20 work arrays)
+and the event loop (about 50) a microsecond or more per run. :class:`DirectCall` selects the
+overload once, at its first call, and then calls the overload's compiled entry point directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numba
+
+
+class DirectCall:
+    """``function(*arguments)``, through the entry point of the compiled overload its first call
+    selected when ``function`` is a numba dispatcher (a plain function is called as such).
+
+    The caller guarantees that every call passes arguments of the first call's numba types
+    (the same Python scalars; arrays of the same dtype, dimension, layout, alignment and
+    writeability; tuples of such): the entry point converts its arguments by its own
+    signature without checking them. The loops of :mod:`impactbench.core.driver` and
+    :mod:`impactbench.methods.compiled_event_driven` build their arguments so (floats, ints, and
+    float64, int64 or bool arrays they allocate or copy as C-contiguous, writeable arrays).
+
+    Parameters
+    ----------
+    function : callable
+        A numba dispatcher or a plain function.
+    """
+
+    def __init__(self, function: Callable) -> None:
+        self.function = function
+        self.entry: Callable | None = None
+
+    def __call__(self, *arguments: Any) -> Any:
+        entry = self.entry
+        if entry is not None:
+            return entry(*arguments)
+        result = self.function(*arguments)
+        overloads = getattr(self.function, "overloads", None)
+        if overloads is not None:
+            compiled = overloads.get(tuple(numba.typeof(argument) for argument in arguments))
+            if compiled is not None:
+                self.entry = compiled.entry_point
+        return result
