@@ -10,19 +10,18 @@ function, so they all measure against the same reference and share its cache.
 
 from __future__ import annotations
 
-import impactbench
-from impactbench.analysis.reference import Reference
+from impactbench.analysis.reference import Reference, reference
 from impactbench.core.problem import Problem
 from impactbench.methods import reference_method
 
 
 def event_driven_reference(problem: Problem, t_end: float) -> Reference:
     """The cached DOP853 event-driven reference (rtol 1e-12, dense output) on [t0, t_end]."""
-    return impactbench.reference(problem, t_end, reference_method())
+    return reference(problem, t_end, reference_method())
 
 
 def stored_event_driven_reference(problem: Problem, t_end: float) -> Reference:
     """:func:`event_driven_reference` read from the cache only, for reports (which never
     simulate); :class:`impactbench.analysis.reference.MissingReferenceError` when it is not
     there."""
-    return impactbench.reference(problem, t_end, reference_method(), compute=False)
+    return reference(problem, t_end, reference_method(), compute=False)

@@ -230,7 +230,7 @@ def _report(args: argparse.Namespace) -> int:
         if not _has_tables(output) and _has_tables(DEFAULT_OUTPUT["quick"]):
             output = DEFAULT_OUTPUT["quick"]
             print(f"no stored tables in {DEFAULT_OUTPUT['full']}: reporting {output} (--quick)")
-    named = {name: s for name, s in _studies(args.studies).items() if args.studies}
+    named = _studies(args.studies) if args.studies else {}  # no study imported otherwise
     recorded, notes = file_studies(output, UsageError)
     for note in notes:
         if not any(note.startswith(f"no report for {output / name}:") for name in named):

@@ -167,12 +167,19 @@ def add_parser(
         "class or function of a module of the current directory, e.g. "
         "'wavy:WavyFloorBall[a=0.1]'.",
     )
-    sim.add_argument("problem", metavar="PROBLEM", help="'Name[p=v,...]' or 'module:Name[p=v,...]'")
+    from .plugins import METHODS, PROBLEMS  # names from the plug-ins' metadata: none imported
+
+    sim.add_argument(
+        "problem",
+        metavar="PROBLEM",
+        help=f"'Name[p=v,...]' (one of {', '.join(PROBLEMS.names())}) or 'module:Name[p=v,...]'",
+    )
     sim.add_argument(
         "methods",
         metavar="METHOD",
         nargs="+",
-        help="one or more methods, 'Name[p=v,...]' or 'module:Class[p=v,...]'",
+        help=f"one or more methods, 'Name[p=v,...]' (one of {', '.join(METHODS.names())}) or "
+        "'module:Class[p=v,...]'",
     )
     sim.add_argument("--t-end", type=float, required=True, help="final time")
     sim.add_argument(
