@@ -38,7 +38,7 @@ never meets the rule.
 
 What the projection costs. It moves q without touching v: the position is no longer the
 integral of the velocity, and the energy is not the velocity scheme's. Over an impact: a step
-that ends inside the constraint without an impulse (g(q_p) > 0 >= g(qt)) is lifted by up to
+with no active constraint that ends inside the constraint (g(q_p) > 0 >= g(qt)) is lifted by up to
 h |U_k| / 2 (U_k = G v_k), which raises the potential energy by up to |G M^-1 F| h |U_k| / (2 w)
 (w = G M^-1 G^T), O(h) where the velocity scheme alone keeps E exactly for theta = 1/2; the
 impulse follows on the next step. Over the whole impact (the impact step and the step before
