@@ -42,9 +42,9 @@ Index sets (of constraints i; DESIGN notation: g the gaps, G their gradients, U 
 Newton's law, restitution per constraint (the second stated choice of this variant): e_i = e for
 i in I_3 (an impact: the constraint closed during the step) and e_i = 0 for i in I_1 \\ I_3 (a
 contact already closed at t_k: persistent contact, plastic) that approaches (e_i = 1 for one
-that separates, below). With e_i = e on all of I_1
-(Siconos: its right-hand side is (1 + e) G v_free for every i in I_1) a ball resting on the floor
-does not settle: once v_k < h a/2 each step gives v_{k+1} = e (h a/2 - v_k) > 0, whose fixed
+that separates, below). With e_i = e on all of I_1 (Siconos: its right-hand side is
+(1 + e) G v_free for every i in I_1) a ball resting on the floor does not settle:
+once v_k < h a/2 each step gives v_{k+1} = e (h a/2 - v_k) > 0, whose fixed
 point e h a / (2 (1 + e)) is positive, so I_2 never holds at t_k and the ball sinks by
 h^2 a / (2 (1 + e)) per step, linearly in time without bound (checked by running that rule: ball
 e = 0.9, h = 1e-2, depth 0.31 at t = 20, 2.37 at t = 100, v_k at the fixed point 0.0232).
@@ -55,10 +55,10 @@ grow (tests, to t = 1000).
 A persistent contact (i in I_1 \\ I_3) that separates, u-_i = G_i v_free > 0, takes e_i = 1
 (alone it takes no impulse whatever e_i). Each impulse changes the kinetic energy by
 P_i (1 - e_i) u-_i / 2, a gain when P_i > 0 and u-_i > 0: a separating contact that the impulses
-on the others push back. With e_i = 0 there (the plastic rule on the whole of I_1 \\ I_3)
-the mixed law of a stack (e on the contact that just closed, 0 on
-its separating neighbour still inside K) gains that much at every step and sends a growing wave
-up the stack (measured, resting column of 50 beads with round-off gaps, e = 0.9, h = 1e-3:
+on the others push back. With e_i = 0 there (the plastic rule on the whole of I_1 \\ I_3) the
+mixed law of a stack (e on the contact that just closed, 0 on its separating neighbour still
+inside K) gains that much at every step and sends a growing wave up the stack
+(measured, resting column of 50 beads with round-off gaps, e = 0.9, h = 1e-3:
 +22 J, |v| = 1.65 m/s, beads moved by 0.14 m). Leaving such contacts out of the problem instead
 removes the gain but lets the impulses drive them into K at any speed, to be stopped plastically
 at the next step O(h |U|) deep (the falling column of four beads: depth 0.028 at h = 5e-3,
