@@ -121,8 +121,11 @@ def test_persistent_contact_depth_is_bounded_to_t_1000(label):
     """h = 1e-2, T = 1000. D1MinusLinear has no position-level constraint: a contact that
     settles keeps the depth O(alpha h^2) it reached when it settled (measured, in units of
     alpha h^2 at h = 1e-2, 5e-3, 1e-3: resting ball 0.33, 0.36, 0.15; sliding particle 0.59,
-    0.08, 0.19; stack 0.19, 0.19, 0.24), and the acceleration-level forces on I_2 then hold it
-    there: the depth after t = 500 is the depth before t = 100 to round-off."""
+    0.08, 0.19; stack at h = 1e-2, 5e-3: 1.19, 1.05, where a separating persistent contact takes
+    e_i = 1 and the impulses push it back into K before it is stopped: with e_i = 0 there the
+    stack settles at 0.19 but a stack gains energy, see the module docstring), and the
+    acceleration-level forces on I_2 then hold it there: the depth after t = 500 is the depth
+    before t = 100 to round-off."""
     case = CASES[label]
     problem = case.factory()
     h = 1e-2
@@ -132,7 +135,7 @@ def test_persistent_contact_depth_is_bounded_to_t_1000(label):
     late = depth[run.t >= 500.0].max()
     gradient = np.abs(problem.gap_gradient(problem.q0)).max()
     roundoff = 1e-14 + 100 * np.finfo(float).eps * gradient * np.abs(run.q).max()
-    assert 0.0 < early <= 1.0 * case.alpha * h**2, early / (case.alpha * h**2)
+    assert 0.0 < early <= 2.0 * case.alpha * h**2, early / (case.alpha * h**2)
     assert late <= early + roundoff, (early, late)
 
 
