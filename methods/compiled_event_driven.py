@@ -1,9 +1,7 @@
-"""Compiled event-driven engine (issue 12): the event loop of :mod:`event_driven` in numba.
+"""Compiled event-driven engine: the event loop of :mod:`event_driven` in numba.
 
-Status (not registered in ``METHODS``; ``EventDriven(compiled=True)`` is to call
-:func:`simulate_compiled`)
-------------------------------------------------------------------------------------------------
-Done, in one numba function compiled with ``_nrt=False`` (every buffer is allocated by the
+``EventDriven(compiled=True)`` (the default) runs this engine for problems with compiled
+kernels. It is one numba function compiled with ``_nrt=False`` (every buffer is allocated by the
 Python wrapper :func:`simulate_compiled`; the same source runs as plain Python with
 ``compile=False``), each step as the scipy path's ``_Run`` does it:
 
@@ -67,55 +65,33 @@ the scipy path's within 1e-9, measured 2e-11), the slanted wall,
 the double pendulum (tip wall and two contacts, T = 5.5: the same accepted steps as the
 scipy path), a grazing crossing inside one step, output decimation.
 
-Cost (``benchmarks/compiled_event_driven.py``, rtol 1e-10, shared 2-core machine, same process,
-best of 5 against best of 3): double pendulum tip wall, T = 5.5: DOP853 212 steps, 0.49-0.51
-ms per run (2.3 us per accepted step, wrapper included) against 50-69 ms for the scipy path
-(ratio 97-137x); RK45 899 steps, 0.83-0.85 ms (0.93 us/step) against 131-212 ms (155-254x).
-Bouncing ball e = 0.8 from q0 = 1 to T = 10, DOP853 (62 impacts, the accumulation cut at
-t = 4.06, persistent contact after it; two runs of the benchmark on the same busy machine):
-0.16-0.18 ms per run (153 steps) against 145-155 ms for the scipy path (ratio 877-890x); in
-the same runs the pendulum took 0.53-0.62 ms (DOP853) and 0.89 ms (RK45) against 110-111 ms
-and 138-297 ms.
-Compiling one engine (one problem class, sizes and pair; cached on disk) costs 14-26 s of CPU,
-against 31-78 s before this layout (first run in a fresh process, numba cache empty but for the
-shared kernels, ``time.process_time``, two runs each on the shared 2-core machine):
-BouncingBall DOP853 35.3-35.8 -> 14.3-16.7 s, RK45 32.2-34.0 -> 15.5-15.7 s; DoublePendulum
-DOP853 39.1-39.8 -> 20.5-21.4 s, RK45 30.8-38.8 -> 15.7-18.6 s; ColumnOfBeads(n_beads=4)
-DOP853 70.2-77.9 -> 25.4-26.0 s, RK45 61.1-61.8 -> 20.8-20.9 s. How (:func:`make_engine`):
-the helpers are typed with the non-literal types of their arguments (numba had compiled the
-restart and the root search once more for each literal seen while typing the loop: a counter
-set to 0, a constant kind); the helpers of rare paths (root search, projections, the start of a
-segment with its initial step, the acceleration LCP) are called functions compiled once
-instead of being inlined at every call site (the gap-crossing test held 14 inlined copies of
-the dense-output evaluation); the helpers with one call site (the RK step and its attempt,
-the dense-output preparation, the gap-crossing test, the drift test) are copied into the loop
-by numba instead of being compiled and optimised on their own for their IR; the RK attempt
-calls the right-hand side from one site. The restart (``_resolve``) stays inlined: called (37
-arguments, each array passed as its fields), it and the segment start made the ball e = 0.8 to
-T = 10 (62 impacts) run in 0.133-0.174 ms instead of 0.116-0.118 ms; with the root search and
-the segment start called, it runs in 0.120-0.123 ms (best of 40, the previous layout
-0.117-0.118 ms in the same interleaved runs; the pendulum unchanged). Sizes read from the
-arrays instead of compile-time constants (one engine per class whatever n) were tried and
-left: LLVM then vectorises and unrolls every loop over n, and the engine compiled in 50 s
-(ball) and 86 s (ColumnOfBeads(4)) and ran the pendulum with DOP853 in 0.89 ms instead of
-0.41-0.51 ms.
+Cost: ``benchmarks/compiled_event_driven.py`` measures the engine against the scipy path and
+per force evaluation; the ``performance`` study reports it. How the engine is compiled
+(:func:`make_engine`): the helpers are typed with the non-literal types of their arguments (a
+counter set to 0 or a constant kind would otherwise compile the restart and the root search once
+more per literal); the helpers of rare paths (root search, projections, the start of a segment
+with its initial step, the acceleration LCP) are called functions compiled once instead of being
+inlined at every call site; the helpers with one call site (the RK step and its attempt, the
+dense-output preparation, the gap-crossing test, the drift test) are copied into the loop by
+numba; the restart (``_resolve``) stays inlined. The sizes are compile-time constants (one engine
+per problem class, sizes and pair): read from the arrays, LLVM vectorises and unrolls every loop
+over n, which made the engine both slower to compile and slower to run.
 
 Known differences from the scipy path: the closed-contact accelerations come from the Schur
-complement instead of the KKT solve and free flight from LDL^T instead of LAPACK, so results
-agree to round-off, not bit for bit; where the error estimate is itself round-off (the ball's
-constant acceleration) the step sequences can differ (ball e = 0.8, T = 10: 153 accepted
-steps against 151, same impacts), and where a drift crosses its tolerance by round-off the
-projection counts can (particle sliding in a circle to T = 3: 1 projection against 3, final
-states within 2e-11). A contact held closed through impacts of another constraint stays
-closed when its post-impact normal velocity is below its rest speed, taken (in both engines)
-from the larger of |a_i| (with the held contacts' forces) and |b_i| (without): a held
-contact's own a_i is round-off, and with it alone the outcome depended on round-off (the
-engines then differed on the corner with offset 0.5: 47 impacts and 4 phases against 41 and 2).
-``force_evaluations`` counts right-hand sides and contact
-force evaluations of this engine, not ``problem.forces`` calls.
+complement instead of the KKT solve and free flight from LDL^T instead of LAPACK, so results agree
+to round-off, not bit for bit; where the error estimate is itself round-off (the ball's constant
+acceleration) the step sequences can differ (with the same impacts), and where a drift crosses its
+tolerance by round-off the projection counts can (particle sliding in a circle: the final states
+agree to round-off). A contact held closed through impacts of another constraint stays closed when
+its post-impact normal velocity is below its rest speed, taken (in both engines) from the larger of
+|a_i| (with the held contacts' forces) and |b_i| (without): a held contact's own a_i is round-off,
+and with it alone the outcome depended on round-off (the engines then differed on the corner with
+offset 0.5). ``force_evaluations`` counts right-hand sides and contact force evaluations of this
+engine, not ``problem.forces`` calls.
 
-Missing: integration as ``EventDriven(compiled=True)`` (``SimulationError`` on failure, dense
-output of the run), problems without kernels, ``max_step`` tests, time-dependent gaps.
+Not in this engine: dense output of the run (the error metrics rerun the scipy path for it,
+:func:`impactbench.analysis.metrics.with_dense_output`), problems without kernels (the scipy
+path), time-dependent gaps.
 """
 
 from __future__ import annotations
@@ -219,7 +195,7 @@ INFO_CONTACT_DURATION = 9
 INFO_PROJECTIONS = 10
 INFO_HEAD = 11
 
-# Names bound per problem by _make_engine.
+# Names bound per problem by make_engine.
 mass_matrix = forces = gap = gap_gradient = None
 CONSTANT_MASS = False
 rk_initial_step = rk_step = rk_dense_prepare = rk_dense_evaluate = None

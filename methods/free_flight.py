@@ -4,7 +4,7 @@ Between impacts without persistent contact the event-driven method integrates th
 system y' = (v, M(q)^-1 F(t, q, v)) with y = (q, v). For a problem with compiled kernels this
 function is compiled once per (problem class, n) from the kernels, so that the solver's many
 right-hand side calls do not each go through the Python methods of the problem and a LAPACK
-solve (measured on the double pendulum: about 75 us per call in Python, most of a run's time).
+solve, which would be most of a run's time.
 """
 
 from __future__ import annotations

@@ -308,8 +308,8 @@ def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
                 before = 0.0
                 after = 0.0
                 first, last = 0, n - 1
-                # compile-time: the spans pay on long rows; with n = 1 (TightJoint) the lookup
-                # alone measured 58.6 against 55.7 ns/step, most steps free flight (code layout)
+                # compile-time: the spans pay on long rows; on one-DOF problems the lookup alone
+                # costs more than it saves
                 if not SINGLE_CONSTRAINT and N_DOF >= 8:
                     first, last = impulse_span(ws, active, b, n)
                 for j in range(first, last + 1):

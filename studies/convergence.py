@@ -72,9 +72,8 @@ LABELS = {
 #: The fitted metrics drawn, one panel each (time-steppers), and the event-driven panel's.
 PANELS = ("max_position_error", "l1_velocity_error", "hausdorff_velocity_distance")
 
-#: Metrics evaluated by a Python loop over the samples (the energy and the gap of each), which
-#: cost more than the run itself: reported, never fitted, so computed on the nominal run of each
-#: step only (NaN on its perturbed copies).
+#: Metrics reported at each nominal step and never fitted: computed on the nominal run of each
+#: step only (NaN on its perturbed copies), which is all the report shows of them.
 NOMINAL_ONLY = ("max_penetration", "max_energy_increase")
 
 #: Parameters given explicitly (they appear in the method names), by method class name.

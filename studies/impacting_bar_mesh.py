@@ -10,13 +10,8 @@ schemes' piecewise-linear interpolant at the uniform times and the samples of
 d'Alembert solution evaluated at the nodes. The order in
 h_e is fitted over the meshes with its 95 % interval
 (:func:`impactbench.analysis.fitting.fit_order`; full grid: 10 meshes from 10 to 320 elements,
-1.5 decades). The compiled loops are specialised on the number of DOF, so each mesh is one
-numba compilation per method, which dominates the cost: about 3.5 s per mesh for PaoliSchatzman
-and MoreauJean on a cold cache, but 10 to 38 s for CatchingUp, MoreauJeanProjection,
-NonsmoothGeneralizedAlpha and D1MinusLinear on the shared, loaded 2-core machine (measured on
-the full grid with every time-stepper: 905 s of compilation against 26 s of runs). Those four
-are therefore left out; in that one measurement their orders in h_e were 0.70 to 0.75 (largest
-error) with finest-mesh errors 0.011 to 0.015, like the two kept.
+1.5 decades). Two schemes represent the families of time-steppers here, PaoliSchatzman
+(position level) and MoreauJean (velocity level); the other schemes are not run by this study.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ median over the copies. Every run is measured against the cached DOP853 event-dr
 rtol 1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
 Hausdorff velocity errors, impact-time error, isolated reference impacts found / missed and
 spurious impacts (the matching rules of :mod:`impactbench.analysis.metrics`), penetration (on the
-nominal run of each step only: a Python loop over the samples), force
+nominal run of each step only: reported, never fitted), force
 evaluations and wall time (minimum of the repeats after a warm-up; the runs execute one at a
 time). Orders in h are fitted on the medians with their 95 % intervals, errors below ten times
 the reference's claimed accuracy excluded (:mod:`impactbench.analysis.fitting`).
@@ -87,9 +87,8 @@ METRICS = (
     "max_penetration",
 )
 
-#: Metric evaluated by a Python loop over the samples (the gap of each), which costs more than
-#: the run itself: reported, never fitted, so computed on the nominal run of each step only (NaN
-#: on its perturbed copies).
+#: Metric reported at each nominal step and never fitted: computed on the nominal run of each
+#: step only (NaN on its perturbed copies).
 NOMINAL_ONLY = ("max_penetration",)
 
 #: Time-steppers (the thesis' catching-up scheme first) and their explicit parameters.

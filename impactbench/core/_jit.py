@@ -56,14 +56,11 @@ class _CountingDispatcher(CPUDispatcher):
 
     A caller's counter started with ``0`` (the number k of active constraints) is first typed
     ``Literal[int](0)``, then int64: the helper, with everything it calls, was compiled for both,
-    and the finished loop never calls the first (MoreauJean on a 3-ball cradle: the impulse law
-    and the LCP solver twice, 3.4 s of its 12.4 s of compilation). A count is never 0 where the
+    and the finished loop never calls the first. A count is never 0 where the
     helper runs (it is called for k >= 1), so a literal 0 is always such a start value; a literal
     count >= 1 (all m constraints of a projection) and every other argument keep their literal
-    types, on which the helpers' machine code relies (with every argument of the step helpers
-    typed non-literal, MoreauJean's step on the slanted wall measured 6.4 -> 22 ns; with the
-    projection's constant m typed int64 too, NonsmoothGeneralizedAlpha on the 4-bead column
-    measured about 8 % slower, median of five runs).
+    types, on which the helpers' machine code relies (typed non-literal, the step helpers run
+    several times slower: ``benchmarks/loops.py``).
     """
 
     counts: frozenset[str] = frozenset()
@@ -137,11 +134,10 @@ kernel = _compiler(cache=True, nogil=True)
 #: Decorator for the small helpers called in every step (factorisations, solves, the impact law):
 #: compiled once (cached on disk) without reference counting and marked ``alwaysinline`` for
 #: LLVM, which inlines them into every loop that calls them. Both matter: an opaque call passes
-#: each array as a struct and reference-counts it (measured 20-200 ns per step, more than the
-#: arithmetic of a small system), and LLVM's own heuristics leave large helpers as calls (the
-#: double pendulum's step: 45 -> 141 ns). numba's IR-level inlining (``inline="always"``) gives
-#: the same machine code but copies and retypes the callee's IR at every call site: it was half
-#: of the compile time of a loop (the Paoli-Schatzman pendulum loop: 18 s with it, 6 s without).
+#: each array as a struct and reference-counts it (more than the arithmetic of a small system),
+#: and LLVM's own heuristics leave large helpers as calls. numba's IR-level inlining
+#: (``inline="always"``) gives the same machine code but copies and retypes the callee's IR at
+#: every call site, which multiplies the compile time of a loop.
 hot_kernel = _compiler(cache=True, nogil=True, _nrt=False, forceinline=True)
 
 #: Compiled copies without reference counting of the numba functions bound into loops.

@@ -503,8 +503,8 @@ def affine_projection_step(n, g_y, Y, inv_w, P, dx):  # noqa: N803
     Closed form dx = P M^-1 grad g with P = max(0, -g(y) / (grad g^T M^-1 grad g)); ``g_y`` is
     g(y), ``Y`` and ``inv_w`` come from :func:`metric_row`, ``P`` receives the multiplier. This is
     what :func:`make_metric_projection` computes in that case; the loops call it directly because
-    inlining the general projection (a Newton loop over a tuple of buffers) measured ~150 ns per
-    call against ~5 ns for this formula. Returning the step rather than x keeps y off the
+    inlining the general projection (a Newton loop over a tuple of buffers) costs far more than
+    this formula. Returning the step rather than x keeps y off the
     dependency chain of the Paoli-Schatzman update q^{k+1} = z + (1 + e) dx. Returns 1, or
     :data:`DEGENERATE_GRADIENT` (``dx`` unset) when ``inv_w`` is not positive and y violates the
     constraint (g(y) < 0): the projection then does not exist.
@@ -521,9 +521,8 @@ def affine_projection_step(n, g_y, Y, inv_w, P, dx):  # noqa: N803
 def all_finite(A, m, n):  # noqa: N803
     """True if the leading (m, n) block of ``A`` holds no inf or NaN.
 
-    Branch-free, so LLVM vectorises it: a running sum tested once (the loops' former check of
-    a gradient) is a chain of dependent additions, m n times the latency of one (measured
-    11 us per step for the 100 x 100 gradient of a 100-bead column).
+    Branch-free, so LLVM vectorises it: a running sum tested once is a chain of dependent
+    additions, m n times the latency of one.
     """
     finite = True
     for i in range(m):

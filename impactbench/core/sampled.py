@@ -1,9 +1,8 @@
 """A compiled problem's kernels evaluated at every sample of a trajectory, in one compiled call.
 
 The metrics and reports evaluate the gaps and the kinetic energy at each of up to 10^5-10^6
-output samples; called from Python once per sample, the kernels cost 2-4 us a call (argument
-checks, an output array), which was most of a short run's cost in the studies (a 385 ms
-energy-decay run spent 87 ms simulating). The loops here call the same kernels over all the
+output samples; called from Python once per sample, each kernel call pays argument checks and
+an output array, more than a short run costs. The loops here call the same kernels over all the
 samples: :func:`sample_gaps` returns exactly what ``gap`` returns sample by sample;
 :func:`sample_kinetic_energies` forms M(q) as the time-stepping loops do (the dense matrix, or
 for a diagonal M its diagonal) and sums v^T M(q) v / 2 in its own order (agreeing with the
