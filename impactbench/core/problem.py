@@ -22,6 +22,7 @@ import numpy as np
 from . import _checks
 from ._jit import kernel
 from .contact import ldl_factor
+from .divergence import declared_stable_step, declared_state_scale
 from .sampled import sample_gaps, sample_kinetic_energies
 from .trajectory import SimulationError
 
@@ -108,6 +109,15 @@ class Problem(ABC):
         q (a lumped mass): the time-stepping loops then store its diagonal only and solve with
         it in O(n) (:meth:`mass_diagonal`). :meth:`check` rejects a declaration that M(q0)
         contradicts (for n <= :data:`DIAGONAL_CHECK_MAX_DOF`, where it forms M(q0)).
+    stable_step : float or None
+        2 / omega_max, omega_max the largest eigenfrequency of the linearised smooth dynamics
+        (of M^-1 K for forces -K q), or None (default) when not declared: the stable step of
+        explicit central-difference-type schemes, which refuse a larger step
+        (``TimeStepping.step_limit``, :mod:`impactbench.core.divergence`).
+    state_scale : (float, float) or None
+        Magnitudes (Q, V) that the positions and velocities of the problem's motion stay
+        within, or None (default) to take them from the initial data: a run whose max |q| or
+        max |v| exceeds 1e6 times them stops as diverged (:mod:`impactbench.core.divergence`).
     RUN_TIME_PARAMETERS : tuple of str (class attribute)
         Constructor parameters that are not real numbers yet change no compiled code (neither
         the sizes nor anything the kernels are compiled for), default none: the runner then
@@ -140,6 +150,8 @@ class Problem(ABC):
     q0: np.ndarray
     v0: np.ndarray
     mass_structure: str = "dense"
+    stable_step: float | None = None
+    state_scale: tuple[float, float] | None = None
     RUN_TIME_PARAMETERS: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
@@ -232,6 +244,8 @@ class Problem(ABC):
         n = _checks.positive_int(self.n_dof, "n_dof")
         self.restitution = _checks.restitution(getattr(self, "restitution", None))
         self.t0 = _checks.finite_scalar(self.t0, "t0")
+        declared_stable_step(self)
+        declared_state_scale(self)
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
         self._check_mass(n)
