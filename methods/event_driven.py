@@ -87,6 +87,7 @@ from impactbench.core.contact import CURVATURE_FD_STEP, impact_velocity, make_wo
 from impactbench.core.dense import DenseOutputBuilder
 from impactbench.core.method import EVENT_DRIVEN, Method
 from impactbench.core.problem import CheckedCalls, Problem
+from impactbench.core.stall import StallGuard
 from impactbench.core.trajectory import (
     IMPACT_LOG_CAPACITY,
     ImpactLog,
@@ -696,6 +697,9 @@ class _Run:
         solver_class = INTEGRATORS[self.method.integrator]
         first_step = None
         stalled = 0
+        guard = StallGuard(
+            self.t0, self.t_end, self.method.min_impact_interval, model.gradient, model.length
+        )
         dense = self.record.dense
         while t < self.t_end:
             y_start = np.concatenate((q, v))  # the state at the start of the next step
@@ -729,6 +733,7 @@ class _Run:
                     if stalled > 2 * model.m + 2:
                         raise SimulationError("events repeat without progress", t, q, v)
                     y = sol(t_event)
+                    guard.advance(t, t_event, y[:n], y[n:])
                     if dense is not None:
                         dense.add(solver.t_old, t_event, sol, y_start, y)
                     t = t_event
@@ -741,6 +746,7 @@ class _Run:
                 if dense is not None:
                     dense.add(solver.t_old, solver.t, sol, y_start, y)
                     y_start = y.copy()
+                guard.advance(t, solver.t, y[:n], y[n:])
                 t, q, v = solver.t, y[:n], y[n:]
                 if solver.status == "finished":
                     break

@@ -128,7 +128,14 @@ class Problem(ABC):
     --------------------
     mass_matrix(q) -> (n, n) symmetric positive definite array.
     forces(t, q, v) -> (n,) generalised non-impulsive forces F.
-    gap(q) -> (m,) constraint values; the admissible set is K = {q : gap(q) >= 0}.
+    gap(q) -> (m,) constraint values; the admissible set is K = {q : gap(q) >= 0}. Each g_i
+        must be continuously differentiable (C^1) near its zero set: every method linearises
+        it (impulse and projection directions M^-1 grad g_i, event location). A gap with a
+        kink (a V-shaped floor, g = y - a |x|, at its apex) is outside the contract: the
+        event-driven method then stalls, and stops with the stall naming the constraint whose
+        gradient jumps (:mod:`impactbench.core.stall`); the time-stepping schemes detect
+        nothing (MoreauJean and D1MinusLinear sink through the apex of a V-shaped floor). Write
+        such an obstacle as two C^1 constraints (one per face).
     gap_gradient(q) -> (m, n) array whose rows are grad g_i(q).
     potential_energy(q) -> float, so that F = -grad V + non-conservative terms.
     exact_solution(t) -> (q, v), arrays of shape (len(t), n) (optional; only where a closed form
@@ -513,6 +520,13 @@ def _excused(array: np.ndarray, shape: tuple[int, ...], *arguments: Any) -> bool
     return any(_first_non_finite(np.asarray(x, dtype=float)) >= 0 for x in arguments)
 
 
+#: :class:`CheckedCalls` computes the condition number of M(q) (its eigenvalues, as
+#: :meth:`Problem.check` at q0) on the first call of ``mass_matrix`` and on every this many
+#: calls after it: the LDL^T pivots, checked on every call, miss a matrix whose pivots are all 1
+#: and whose condition number is not (M = L L^T, L unit lower triangular with a large entry).
+CONDITION_CHECK_EVERY = 16
+
+
 class CheckedCalls:
     """A problem's methods with every returned value checked, for the plain-Python path.
 
@@ -524,7 +538,9 @@ class CheckedCalls:
     :data:`impactbench.core._checks.SYMMETRY_TOLERANCE`), positive definite (its LDL^T
     factorisation, :func:`impactbench.core.contact.ldl_factor`, the test the loops apply) and not
     numerically singular (no pivot below max |M| / :data:`impactbench.core._checks.MAX_CONDITION`,
-    which accepts every M that :meth:`Problem.check` accepts at q0); no row of
+    which accepts every M that :meth:`Problem.check` accepts at q0), and of condition number at
+    most :data:`impactbench.core._checks.MAX_CONDITION` as at q0 (on the first call and every
+    :data:`CONDITION_CHECK_EVERY` calls); no row of
     the gap gradient zero where its gap is <= 0 (in contact the impulse and projection
     direction M^-1 grad g_i is then undefined). A value of the right shape is passed on
     unchecked when the arguments themselves are not finite: the method then reports its
@@ -549,6 +565,7 @@ class CheckedCalls:
         self.m = int(problem.n_constraints)
         self.deferred = ""
         self._factor = np.empty((self.n, self.n))
+        self._mass_calls = 0
 
     def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """F(t, q, v), shape (n,)."""
@@ -599,7 +616,17 @@ class CheckedCalls:
         elif defect == _SINGULAR:
             what = f"well conditioned (no LDL^T pivot below max |M| / {_checks.MAX_CONDITION:.0e})"
         else:
-            return M, ""
+            self._mass_calls += 1
+            if self._mass_calls % CONDITION_CHECK_EVERY != 1:
+                return M, ""
+            eigenvalues = np.linalg.eigvalsh(M)
+            if eigenvalues[-1] <= _checks.MAX_CONDITION * eigenvalues[0]:
+                return M, ""
+            return M, (
+                f"{call} must be well conditioned (condition number "
+                f"{eigenvalues[-1] / eigenvalues[0]:.3g} > {_checks.MAX_CONDITION:.0e}, as at "
+                f"q0), got eigenvalues {_brief(eigenvalues)}: {_brief(M)}"
+            )
         eigenvalues = np.linalg.eigvalsh(M)
         return M, f"{call} must be {what}, got eigenvalues {_brief(eigenvalues)}: {_brief(M)}"
 

@@ -1,0 +1,107 @@
+"""No hang: a stalled adaptive integration stops, a mass matrix that becomes ill conditioned
+mid-run stops, and a study's run stops at its time limit (issue probes, plain-Python problems)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from impactbench import Problem, SimulationError, simulate
+from impactbench.core import stall
+from impactbench.core.stall import StallGuard
+from impactbench.methods import EventDriven, MoreauJean
+
+
+class VFloor(Problem):
+    """A ball on a V-shaped floor g = y - |x|: a gap with a kink at the apex (not C^1)."""
+
+    name = "VFloor"
+
+    def __init__(self) -> None:
+        self.restitution = 0.5
+        self.q0 = np.array([0.3, 1.0])
+        self.v0 = np.zeros(2)
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        return np.eye(2)
+
+    def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.array([0.0, -9.81])
+
+    def gap(self, q: np.ndarray) -> np.ndarray:
+        return np.array([q[1] - abs(q[0])])
+
+    def gap_gradient(self, q: np.ndarray) -> np.ndarray:
+        return np.array([[-np.sign(q[0]), 1.0]])
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        return 9.81 * float(q[1])
+
+
+class Skewed(Problem):
+    """M(q) = L L^T, L unit lower triangular with L[1, 0] = 2.7e4 tanh(10 x): M(q0) = I, and
+    once the body has moved, LDL^T pivots of 1 with a condition number up to 5e17."""
+
+    name = "Skewed"
+
+    def __init__(self) -> None:
+        self.restitution = 0.5
+        self.q0 = np.array([0.0, 1.0])
+        self.v0 = np.array([1.0, 0.0])
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        lower = np.array([[1.0, 0.0], [2.7e4 * np.tanh(10.0 * q[0]), 1.0]])
+        return lower @ lower.T
+
+    def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.array([0.0, -1.0])
+
+    def gap(self, q: np.ndarray) -> np.ndarray:
+        return np.array([q[1]])
+
+    def gap_gradient(self, q: np.ndarray) -> np.ndarray:
+        return np.array([[0.0, 1.0]])
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        return float(q[1])
+
+
+def test_the_scipy_path_stops_when_it_stalls_on_a_kinked_gap():
+    """The probe: steps of 2.2e-13 at t = 1.287 for ever (1000 steps per 5 s, no event)."""
+    with pytest.raises(SimulationError, match="stalled: 100 consecutive steps") as caught:
+        simulate(VFloor(), EventDriven(compiled=False), 3.0)
+    error = caught.value
+    assert "constraint 0" in error.reason and "C^1" in error.reason
+    assert 1.0 < error.t < 1.5 and abs(error.q[0]) < 1e-3  # at the apex
+
+
+def test_the_stall_guard_counts_consecutive_short_advances_only():
+    def gradient(t, q, v):
+        return np.array([[2.0 * q[0], 1.0]])  # a smooth gap: no kink to name
+
+    guard = StallGuard(0.0, 1.0, 1e-12, gradient, 1.0)
+    assert guard.short_step == pytest.approx(1e-12)
+    q, v = np.array([0.5, 0.0]), np.array([1.0, 0.0])
+    for _ in range(2):
+        for k in range(stall.STALL_STEPS - 1):
+            guard.advance(k * 1e-13, (k + 1) * 1e-13, q, v)
+        guard.advance(0.0, 1e-6, q, v)  # a long step resets the count
+    with pytest.raises(SimulationError, match="stalled") as caught:
+        for k in range(stall.STALL_STEPS):
+            guard.advance(k * 1e-13, (k + 1) * 1e-13, q, v)
+    assert "C^1" not in caught.value.reason
+    late = StallGuard(1e6, 1e6 + 1.0, 1e-12, gradient, 1.0)  # round-off of t dominates
+    assert late.short_step == pytest.approx(stall.STALL_ROUNDOFF * np.finfo(float).eps * 1e6)
+
+
+@pytest.mark.parametrize("method", [MoreauJean(compiled=False), EventDriven(compiled=False)])
+def test_a_mass_matrix_ill_conditioned_mid_run_stops_the_run(method):
+    """The probe: unit LDL^T pivots, condition number up to 5e17 (rejected at q0, accepted
+    mid-run, where only the pivots were checked): 227 101 steps and 136 s to t = 0.2."""
+    with pytest.raises(ValueError, match="badly conditioned"):
+        moved = Skewed()
+        moved.q0 = np.array([0.5, 1.0])
+        moved.check()
+    options = {"h": 1e-2} if method.requires_step else {}
+    with pytest.raises(SimulationError, match=r"condition number .* > 1e\+12, as at q0"):
+        simulate(Skewed(), method, 2.0, **options)
