@@ -3,10 +3,16 @@ mid-run stops, and a study's run stops at its time limit (issue probes, plain-Py
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
-from impactbench import Problem, SimulationError, simulate
+from impactbench import Problem, SimulationError, run_study, simulate
+from impactbench.bench import cli
+from impactbench.bench.cli import main
+from impactbench.bench.runner import Run, execute
+from impactbench.bench.study import Study, StudyReport
 from impactbench.core import stall
 from impactbench.core.stall import StallGuard
 from impactbench.methods import EventDriven, MoreauJean
@@ -105,3 +111,79 @@ def test_a_mass_matrix_ill_conditioned_mid_run_stops_the_run(method):
     options = {"h": 1e-2} if method.requires_step else {}
     with pytest.raises(SimulationError, match=r"condition number .* > 1e\+12, as at q0"):
         simulate(Skewed(), method, 2.0, **options)
+
+
+class Sleeper(Problem):
+    """A free particle whose forces block in a C call (a 10-minute sleep) after t0: a run that
+    no Python-level interruption stops."""
+
+    name = "Sleeper"
+
+    def __init__(self) -> None:
+        self.restitution = 0.0
+        self.q0 = np.array([1.0])
+        self.v0 = np.array([0.0])
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        return np.eye(1)
+
+    def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if t > self.t0:
+            time.sleep(600.0)
+        return np.zeros(1)
+
+    def gap(self, q: np.ndarray) -> np.ndarray:
+        return np.array([q[0]])
+
+    def gap_gradient(self, q: np.ndarray) -> np.ndarray:
+        return np.array([[1.0]])
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        return 0.0
+
+
+def _limited_runs(quick: bool) -> list[Run]:
+    return [
+        Run(Sleeper, MoreauJean, 1.0, h=0.1, method_kwargs={"compiled": False}),
+        Run(VFloor, MoreauJean, 0.5, h=0.01, method_kwargs={"compiled": False}),
+    ]
+
+
+def _no_report(table, folder) -> StudyReport:
+    return StudyReport([], [])
+
+
+LIMITED = Study(
+    "limited", "Limited", "A run that blocks.", _limited_runs, _no_report, run_timeout=2
+)
+
+
+def test_a_run_over_its_time_limit_is_stopped_and_recorded_as_failed(tmp_path):
+    """The study's ``run_timeout``: the blocked run is killed at 2 s and is a failed row naming
+    the limit; the other run is ok and cached, the table has both rows."""
+    result = run_study(
+        LIMITED, jobs=1, cache_dir=tmp_path / "cache", output=tmp_path / "out", report=False
+    )
+    blocked, free = result.outcomes
+    assert blocked.status == "failed" and "time limit of 2 s (run_timeout)" in blocked.error
+    assert free.status == "ok" and not free.error
+    assert list(result.table["status"]) == ["failed", "ok"]
+    again = execute(_limited_runs(True)[1:], cache_dir=tmp_path / "cache", jobs=1)
+    assert again[0].cached
+
+
+def test_the_run_timeout_is_checked_and_passed_by_the_cli(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="run_timeout"):
+        execute(_limited_runs(True), run_timeout=0.0, use_cache=False)
+    with pytest.raises(SystemExit) as caught:
+        main(["run", "--run-timeout", "-1", "--quick", "tiny"])
+    assert caught.value.code == 2
+    seen = {}
+
+    def fake_run_study(study, **options):
+        seen.update(options)
+        raise KeyboardInterrupt  # stop before anything runs (the CLI reports it)
+
+    monkeypatch.setattr(cli, "run_study", fake_run_study)
+    assert main(["run", "--run-timeout", "2.5", "--output", str(tmp_path), "convergence"]) != 0
+    assert seen["run_timeout"] == 2.5

@@ -88,6 +88,7 @@ from ..core.problem import CompiledProblem, Problem
 from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
+from .timeout import check_run_timeout, perform_within
 
 ProblemFactory = Callable[..., Problem]
 ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
@@ -629,13 +630,25 @@ def _compile(run: Run) -> None:
         return
 
 
-def _task(key: str, run: Run, launcher: tuple[int, int], references: str) -> tuple[str, Outcome]:
+def _task(
+    key: str,
+    run: Run,
+    launcher: tuple[int, int],
+    references: str,
+    run_timeout: float | None = None,
+) -> tuple[str, Outcome]:
     """Perform ``run`` in a worker; interruptible only in the launching process and thread.
     References are read from and stored in the launching process's reference cache
-    ``references`` (a reused worker keeps the environment it was started with)."""
+    ``references`` (a reused worker keeps the environment it was started with). With a
+    ``run_timeout``, in a child process stopped at that limit
+    (:func:`impactbench.bench.timeout.perform_within`)."""
     here = (os.getpid(), threading.get_ident())
+
+    def failure(error: str) -> Outcome:
+        return Outcome.failure(run, error, package_versions())
+
     with reference_dir_set(references):
-        return key, perform(run, interruptible=here == launcher)
+        return key, perform_within(perform, failure, run, run_timeout, here == launcher)
 
 
 # --------------------------------------------------------------------------------------------
@@ -938,6 +951,7 @@ def execute(
     progress: bool | None = None,
     description: str = "runs",
     compile_jobs: int = 1,
+    run_timeout: float | None = None,
 ) -> list[Outcome]:
     """Execute ``runs`` in parallel, reading and filling the run cache.
 
@@ -971,6 +985,11 @@ def execute(
         first compiled on this many workers, one short run per compiled-code group (see the
         module notes), then the runs are performed one after the other. Ignored when ``jobs``
         is not 1. Checked as ``jobs``.
+    run_timeout : float, optional
+        Time limit in seconds of each run (its warm-up, repeats and metrics): a run still
+        going at its limit is killed and is a failed outcome whose error names the limit; the
+        other runs go on (:mod:`impactbench.bench.timeout`: the run executes in a forked child
+        process). Default: no limit.
 
     Returns
     -------
@@ -983,13 +1002,15 @@ def execute(
     Raises
     ------
     ValueError
-        For a bad ``jobs``, ``backend``, ``scheduler`` or ``retries``, also when the Dask
+        For a bad ``jobs``, ``backend``, ``scheduler``, ``retries`` or ``run_timeout``, also
+        when the Dask
         client refuses the scheduler address.
     OSError
         When no Dask scheduler answers at ``scheduler`` (only tried when a run is to compute).
     """
     check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
     _check_jobs(compile_jobs, backend, "compile_jobs")
+    run_timeout = check_run_timeout(run_timeout)
     versions = [code_version(run) for run in runs]
     keys = [run_key(run, version) for run, version in zip(runs, versions, strict=True)]
     cache = RunCache(cache_dir or default_cache_dir()) if use_cache else None
@@ -1010,6 +1031,7 @@ def execute(
     ) as bar:
         if pending:
             execution = _Execution(runs, versions, outcomes, cache, backend, scheduler, jobs, bar)
+            execution.run_timeout = run_timeout
             if jobs == 1 and compile_jobs != 1:
                 execution.compile(pending, compile_jobs)
             execution.run(pending)
@@ -1087,6 +1109,7 @@ class _Execution:
         self.launcher = (os.getpid(), threading.get_ident())
         self.references = str(default_reference_dir())
         self.cache_failed = False
+        self.run_timeout: float | None = None
 
     def run(self, todo: Mapping[str, list[int]]) -> None:
         """Execute the runs of ``todo`` (key -> positions in ``runs``), one task per key.
@@ -1125,7 +1148,9 @@ class _Execution:
             return
         left = dict(todo)
         tasks = [
-            joblib.delayed(_task)(key, self.runs[positions[0]], self.launcher, self.references)
+            joblib.delayed(_task)(
+                key, self.runs[positions[0]], self.launcher, self.references, self.run_timeout
+            )
             for key, positions in left.items()
         ]
         with _backend_context(self.backend, self.scheduler) as crashes:
