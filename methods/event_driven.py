@@ -85,6 +85,7 @@ from scipy import integrate, optimize
 from impactbench.core import _checks
 from impactbench.core.contact import CURVATURE_FD_STEP, impact_velocity, make_workspace, solve_lcp
 from impactbench.core.dense import DenseOutputBuilder
+from impactbench.core.divergence import divergence_error, exceeds, state_bounds
 from impactbench.core.method import EVENT_DRIVEN, Method
 from impactbench.core.problem import CheckedCalls, Problem
 from impactbench.core.stall import StallGuard
@@ -697,6 +698,7 @@ class _Run:
         solver_class = INTEGRATORS[self.method.integrator]
         first_step = None
         stalled = 0
+        growth = state_bounds(self.problem, self.t_end)
         guard = StallGuard(
             self.t0, self.t_end, self.method.min_impact_interval, model.gradient, model.length
         )
@@ -724,6 +726,9 @@ class _Run:
                     )
                 if not np.isfinite(y).all():
                     raise SimulationError("non-finite state", solver.t, y[:n], y[n:])
+                if exceeds(growth, solver.t, y[:n], y[n:]):
+                    name = f"{self.method.name} on {self.problem.name}"
+                    raise divergence_error(name, growth, solver.t, y[:n], y[n:], None)
                 self.record.steps += 1
                 sol = solver.dense_output()
                 event = self.scan(segment, sol, solver.t_old, solver.t)

@@ -13,13 +13,14 @@ import math
 import numpy as np
 import pytest
 
-from impactbench import SimulationError, simulate
+from impactbench import Problem, SimulationError, simulate
 from impactbench.bench.runner import Run, perform
 from impactbench.core import divergence
 from impactbench.core.divergence import DivergenceError
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
+    EventDriven,
     MoreauJean,
     MoreauJeanProjection,
     NonsmoothGeneralizedAlpha,
@@ -144,3 +145,42 @@ def test_a_study_records_a_diverged_run_as_failed():
     refused = perform(Run(ImpactingBar, MoreauJean, 1.0, h=1.5 * STABLE,
                           problem_kwargs={"n_elements": 4}))  # fmt: skip
     assert refused.status == "failed" and "stable step" in refused.error
+
+
+class Repeller(Problem):
+    """q'' = 100 q (a negative stiffness): the exact solution grows like exp(10 t), 1e13 at
+    t = 3, with a floor far away. No stable step to declare: only the run-time bounds stop it."""
+
+    name = "Repeller"
+
+    def __init__(self) -> None:
+        self.restitution = 0.0
+        self.q0 = np.array([1.0])
+        self.v0 = np.array([0.0])
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        return np.eye(1)
+
+    def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return 100.0 * q
+
+    def gap(self, q: np.ndarray) -> np.ndarray:
+        return q + 1e20
+
+    def gap_gradient(self, q: np.ndarray) -> np.ndarray:
+        return np.ones((1, 1))
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        return -50.0 * float(q[0] ** 2)
+
+
+@pytest.mark.parametrize(
+    "method", [EventDriven(compiled=False), MoreauJean(compiled=False)], ids=["scipy", "mj"]
+)
+def test_a_growing_exact_solution_stops_every_path(method):
+    """Bounds from E0 = -50, F0 = 100 over t = 3: V = 300, Q = 900, times 1e6."""
+    options = {"h": 1e-3} if method.requires_step else {}
+    with pytest.raises(DivergenceError, match=r"diverged: max \|v\|") as caught:
+        simulate(Repeller(), method, 3.0, **options)
+    assert caught.value.bound == pytest.approx(3e8)
+    assert 1.75 < caught.value.t < 1.83  # v = 10 sinh(10 t) = 3e8 at t = 1.79
