@@ -127,17 +127,23 @@ def state_bounds(problem: Problem, t_end: float) -> np.ndarray:
     if declared is not None:
         position, velocity = declared
     else:
-        q0 = np.asarray(problem.q0, dtype=float)
-        v0 = np.asarray(problem.v0, dtype=float)
+        q0, v0 = problem.q0, problem.v0  # float64 arrays after problem.check()
         span = float(t_end - problem.t0)
-        lightest = float(np.min(problem.mass_diagonal(q0)))
-        energy = abs(float(problem.energy(q0, v0)))
-        force = float(np.max(np.abs(problem.forces(problem.t0, q0, v0))))
+        if problem.mass_structure == "diagonal":
+            masses = np.asarray(problem.mass_diagonal(q0), dtype=float)
+            kinetic = 0.5 * float(masses @ (v0 * v0))
+        else:
+            mass = np.asarray(problem.mass_matrix(q0), dtype=float)
+            masses = np.diagonal(mass)
+            kinetic = 0.5 * float(v0 @ mass @ v0)
+        lightest = float(masses.min())
+        energy = abs(kinetic + float(problem.potential_energy(q0)))
+        force = float(np.abs(problem.forces(problem.t0, q0, v0)).max())
         velocity = max(
-            float(np.max(np.abs(v0))), math.sqrt(2.0 * energy / lightest), span * force / lightest
+            float(np.abs(v0).max()), math.sqrt(2.0 * energy / lightest), span * force / lightest
         )
         velocity = max(velocity, 1.0) if math.isfinite(velocity) else math.inf
-        position = max(float(np.max(np.abs(q0))), velocity * span, 1.0)
+        position = max(float(np.abs(q0).max()), velocity * span, 1.0)
     growth[Q_BOUND] = DIVERGENCE_FACTOR * position
     growth[V_BOUND] = DIVERGENCE_FACTOR * velocity
     return growth
