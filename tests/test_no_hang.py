@@ -3,6 +3,7 @@ mid-run stops, and a study's run stops at its time limit (issue probes, plain-Py
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 
 import numpy as np
@@ -187,3 +188,11 @@ def test_the_run_timeout_is_checked_and_passed_by_the_cli(tmp_path, monkeypatch)
     monkeypatch.setattr(cli, "run_study", fake_run_study)
     assert main(["run", "--run-timeout", "2.5", "--output", str(tmp_path), "convergence"]) != 0
     assert seen["run_timeout"] == 2.5
+
+
+def test_a_run_whose_process_cannot_start_is_a_failure_not_a_crash(monkeypatch):
+    """A daemonic process (a Dask worker's) may not fork a child: the run fails, the study
+    goes on."""
+    monkeypatch.setitem(multiprocessing.current_process()._config, "daemon", True)
+    outcome = execute(_limited_runs(True)[1:], run_timeout=5.0, use_cache=False, jobs=1)[0]
+    assert outcome.status == "failed" and "could not start" in outcome.error

@@ -87,15 +87,24 @@ def perform_within(
     Returns
     -------
     Outcome
-        The child's outcome; a failure naming the limit when it expired, or naming the exit
-        code when the child died without an outcome.
+        The child's outcome; a failure naming the limit when it expired, naming the exit
+        code when the child died without an outcome, or saying why the child could not start
+        (a daemonic process, such as a Dask worker's, may not have children).
     """
     if limit is None:
         return perform(run, interruptible=interruptible)
     context = multiprocessing.get_context(START_METHOD)
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(perform, run, sender), daemon=True)
-    child.start()
+    try:
+        child.start()
+    except (AssertionError, OSError) as error:  # a daemonic worker (Dask's), no resources
+        receiver.close()
+        sender.close()
+        return failure(
+            f"RuntimeError: run_timeout could not start the run's process here "
+            f"({type(error).__name__}: {error})"
+        )
     sender.close()
     try:
         if not receiver.poll(limit):
