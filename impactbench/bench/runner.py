@@ -605,8 +605,9 @@ COMPILE_STEPS = 10
 COMPILE_FRACTION = 1e-3
 
 
-def _compile(run: Run) -> None:
-    """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it.
+def _compile(run: Run) -> Any:
+    """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it;
+    return its ``Method.compiled_code``, or None when it has none or the short run failed.
 
     Only a run whose method executes compiled code on its problem (``Method.compiled_code``
     not None) has code to compile; a problem class that is not a
@@ -614,12 +615,13 @@ def _compile(run: Run) -> None:
     left to the run itself to report, when it is performed.
     """
     if isinstance(run.problem, type) and not issubclass(run.problem, CompiledProblem):
-        return
+        return None
     try:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
-        if method.compiled_code(problem) is None:
-            return
+        code = method.compiled_code(problem)
+        if code is None:
+            return None
         span = run.t_end - problem.t0
         if run.h is None:
             simulate(problem, method, problem.t0 + COMPILE_FRACTION * span)
@@ -627,7 +629,8 @@ def _compile(run: Run) -> None:
             span = min(span, COMPILE_STEPS * run.h)
             simulate(problem, method, problem.t0 + span, h=min(run.h, span))
     except Exception:  # the run reports it
-        return
+        return None
+    return code
 
 
 def _task(
@@ -641,8 +644,13 @@ def _task(
     References are read from and stored in the launching process's reference cache
     ``references`` (a reused worker keeps the environment it was started with). With a
     ``run_timeout``, in a child process stopped at that limit
-    (:func:`impactbench.bench.timeout.perform_within`)."""
+    (:func:`impactbench.bench.timeout.perform_within`), after the run's compiled code is loaded
+    here (:func:`_compile`, outside the limit): every child inherits it, warmed up."""
     here = (os.getpid(), threading.get_ident())
+    if run_timeout is not None:
+        code = _compile(run)
+        if code is not None:
+            _WARMED_UP.add(code)
 
     def failure(error: str) -> Outcome:
         return Outcome.failure(run, error, package_versions())

@@ -10,9 +10,11 @@ run is a failed outcome whose error names the limit. The process that forked is 
 nothing else is lost: the other runs go on, and the finished ones are cached as usual.
 
 The fork keeps everything the process has loaded (the study's classes, the compiled code it
-has already loaded), so a run neither pickles nor recompiles anything to be limited; the code
-the child compiles or loads from numba's disk cache is lost with it (the next run loads it
-again: a warm-up per limited run, outside the timed repeats). Forking needs the ``fork`` start
+has already loaded), so a run neither pickles nor recompiles anything to be limited: the runner
+loads a run's compiled loop in the forking process first, by a run of a few steps outside the
+limit (``_compile`` in :mod:`impactbench.bench.runner`), and every child starts with it loaded
+and warmed up. What a child loads itself (the numba helpers of a plain-Python run) is lost with
+it and loaded again by the next child, within its limit. Forking needs the ``fork`` start
 method (POSIX); :func:`check_run_timeout` refuses a limit where it is missing.
 """
 
