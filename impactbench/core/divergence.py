@@ -108,7 +108,7 @@ def state_bounds(problem: Problem, t_end: float) -> np.ndarray:
     Parameters
     ----------
     problem : Problem
-        A checked problem (``problem.check()`` has run).
+        The problem (checked here if ``problem.check()`` has not run).
     t_end : float
         End of the run, > ``problem.t0``.
 
@@ -127,18 +127,14 @@ def state_bounds(problem: Problem, t_end: float) -> np.ndarray:
     if declared is not None:
         position, velocity = declared
     else:
+        if getattr(problem, "_initial_scales", None) is None:
+            problem.check()
+        # the smallest diagonal entry of M(q0), T(q0, v0) and max |F(t0, q0, v0)|, as found by
+        # problem.check() (a run evaluates neither M nor F outside its loop)
+        lightest, kinetic, force = problem._initial_scales
         q0, v0 = problem.q0, problem.v0  # float64 arrays after problem.check()
         span = float(t_end - problem.t0)
-        if problem.mass_structure == "diagonal":
-            masses = np.asarray(problem.mass_diagonal(q0), dtype=float)
-            kinetic = 0.5 * float(masses @ (v0 * v0))
-        else:
-            mass = np.asarray(problem.mass_matrix(q0), dtype=float)
-            masses = np.diagonal(mass)
-            kinetic = 0.5 * float(v0 @ mass @ v0)
-        lightest = float(masses.min())
         energy = abs(kinetic + float(problem.potential_energy(q0)))
-        force = float(np.abs(problem.forces(problem.t0, q0, v0)).max())
         velocity = max(
             float(np.abs(v0).max()), math.sqrt(2.0 * energy / lightest), span * force / lightest
         )

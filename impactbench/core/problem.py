@@ -255,7 +255,7 @@ class Problem(ABC):
         declared_state_scale(self)
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
-        self._check_mass(n)
+        lightest, kinetic = self._check_mass(n)
         if getattr(self, "n_constraints", None) is None:  # inferred from gap(q0)
             g0 = np.asarray(self.gap(self.q0))
             if g0.ndim != 1:
@@ -270,14 +270,20 @@ class Problem(ABC):
                 f"q0 must be admissible (gap(q0) >= 0), got q0={self.q0.tolist()} "
                 f"with gap(q0)={g0.tolist()}"
             )
-        _valid(returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,)))
+        force = _valid(
+            returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,))
+        )
+        # the scales of the divergence bounds (impactbench.core.divergence.state_bounds), kept
+        # so that a run does not evaluate M and F at q0 again
+        self._initial_scales = (lightest, kinetic, float(np.abs(force).max()))
 
-    def _check_mass(self, n: int) -> None:
-        """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`)."""
+    def _check_mass(self, n: int) -> tuple[float, float]:
+        """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`); return the
+        smallest diagonal entry of M(q0) and the kinetic energy v0^T M(q0) v0 / 2."""
         if valid_mass_structure(self.mass_structure) == "dense":
             mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
             _checks.spd_matrix(mass, "mass_matrix(q0)", n)
-            return
+            return float(np.diagonal(mass).min()), 0.5 * float(self.v0 @ mass @ self.v0)
         diagonal = _valid(returned_array(self.mass_diagonal(self.q0), "mass_diagonal(q0)", (n,)))
         if not np.all(diagonal > 0.0):
             raise ValueError(f"mass_diagonal(q0) must be positive, got {_brief(diagonal)}")
@@ -287,8 +293,9 @@ class Problem(ABC):
                 f"{diagonal.max() / diagonal.min():.3g} > {_checks.MAX_CONDITION:.0e}): "
                 f"{_brief(diagonal)}"
             )
+        scales = float(diagonal.min()), 0.5 * float(diagonal @ (self.v0 * self.v0))
         if n > DIAGONAL_CHECK_MAX_DOF:
-            return
+            return scales
         mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
         off = mass - np.diag(np.diagonal(mass))
         if np.any(off != 0.0):
@@ -305,6 +312,7 @@ class Problem(ABC):
                 f"mass_diagonal(q0)[{worst}] = {float(diagonal[worst])!r} and "
                 f"mass_matrix(q0)[{worst}, {worst}] = {float(mass[worst, worst])!r}"
             )
+        return scales
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, e={self.restitution})"
