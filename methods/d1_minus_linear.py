@@ -118,6 +118,7 @@ from impactbench.core.contact import (
     solve_lcp_warm,
     solve_mass,
 )
+from impactbench.core.divergence import declared_stable_step
 from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
@@ -129,7 +130,7 @@ from impactbench.core.driver import (
     make_loop,
 )
 from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import ProblemKernels
+from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
@@ -500,6 +501,11 @@ class D1MinusLinear(TimeStepping):
             "AFFINE_GAP": kernels.affine_gap,
         }
         return make_loop(D1_MINUS_LINEAR_SCHEME, bindings, n_dof, n_constraints, compile)
+
+    def step_limit(self, problem: Problem) -> float | None:
+        """``problem.stable_step`` (2 / omega_max): the smooth part is velocity Verlet,
+        stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
+        return declared_stable_step(problem)
 
     def _method_vector(self) -> np.ndarray:
         return np.zeros(1)

@@ -86,8 +86,10 @@ from scipy import integrate, optimize
 from impactbench.core import _checks
 from impactbench.core.contact import CURVATURE_FD_STEP, impact_velocity, make_workspace, solve_lcp
 from impactbench.core.dense import DenseOutputBuilder
+from impactbench.core.divergence import divergence_error, exceeds, state_bounds
 from impactbench.core.method import EVENT_DRIVEN, Method
 from impactbench.core.problem import CheckedCalls, Problem
+from impactbench.core.stall import StallGuard
 from impactbench.core.trajectory import (
     IMPACT_LOG_CAPACITY,
     ImpactLog,
@@ -698,6 +700,10 @@ class _Run:
         solver_class = INTEGRATORS[self.method.integrator]
         first_step = None
         stalled = 0
+        growth = state_bounds(self.problem, self.t_end)
+        guard = StallGuard(
+            self.t0, self.t_end, self.method.min_impact_interval, model.gradient, model.length
+        )
         dense = self.record.dense
         while t < self.t_end:
             y_start = np.concatenate((q, v))  # the state at the start of the next step
@@ -722,6 +728,9 @@ class _Run:
                     )
                 if not np.isfinite(y).all():
                     raise SimulationError("non-finite state", solver.t, y[:n], y[n:])
+                if exceeds(growth, solver.t, y[:n], y[n:]):
+                    name = f"{self.method.name} on {self.problem.name}"
+                    raise divergence_error(name, growth, solver.t, y[:n], y[n:], None)
                 self.record.steps += 1
                 sol = solver.dense_output()
                 event = self.scan(segment, sol, solver.t_old, solver.t)
@@ -731,6 +740,7 @@ class _Run:
                     if stalled > 2 * model.m + 2:
                         raise SimulationError("events repeat without progress", t, q, v)
                     y = sol(t_event)
+                    guard.advance(t, t_event, y[:n], y[n:])
                     if dense is not None:
                         dense.add(solver.t_old, t_event, sol, y_start, y)
                     t = t_event
@@ -743,6 +753,7 @@ class _Run:
                 if dense is not None:
                     dense.add(solver.t_old, solver.t, sol, y_start, y)
                     y_start = y.copy()
+                guard.advance(t, solver.t, y[:n], y[n:])
                 t, q, v = solver.t, y[:n], y[n:]
                 if solver.status == "finished":
                     break

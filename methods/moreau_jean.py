@@ -70,6 +70,7 @@ from impactbench.core.contact import (
     metric_row,
     solve_mass,
 )
+from impactbench.core.divergence import declared_stable_step, theta_scheme_limit
 from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
@@ -81,7 +82,7 @@ from impactbench.core.driver import (
     make_loop,
 )
 from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import ProblemKernels
+from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
@@ -302,6 +303,11 @@ class MoreauJean(TimeStepping):
         bindings = _bindings(kernels, n_dof, compile, False, options["activation"])
         return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
 
+    def step_limit(self, problem: Problem) -> float | None:
+        """``problem.stable_step / sqrt(4 theta - 1)`` for theta >= 1/2, None below
+        (:func:`impactbench.core.divergence.theta_scheme_limit`)."""
+        return theta_scheme_limit(problem, self.theta)
+
     def _method_vector(self) -> np.ndarray:
         return np.array([self.theta])
 
@@ -335,6 +341,11 @@ class CatchingUp(TimeStepping):
     ) -> Callable:
         bindings = _bindings(kernels, n_dof, compile, True, options["activation"])
         return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
+
+    def step_limit(self, problem: Problem) -> float | None:
+        """``problem.stable_step`` (2 / omega_max): the smooth part is symplectic Euler,
+        stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
+        return declared_stable_step(problem)
 
     def _method_vector(self) -> np.ndarray:
         return np.zeros(1)

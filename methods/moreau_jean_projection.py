@@ -72,6 +72,7 @@ import numpy as np
 
 from impactbench.core import _checks
 from impactbench.core.contact import DEGENERATE_GRADIENT, make_metric_projection
+from impactbench.core.divergence import theta_scheme_limit
 from impactbench.core.driver import (
     IMPULSE,
     NEXT_Q,
@@ -82,7 +83,7 @@ from impactbench.core.driver import (
     make_loop,
 )
 from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import ProblemKernels
+from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_OK,
@@ -249,6 +250,11 @@ class MoreauJeanProjection(TimeStepping):
             ),
         }
         return make_loop(PROJECTED_SCHEME, bindings, n_dof, n_constraints, compile)
+
+    def step_limit(self, problem: Problem) -> float | None:
+        """``problem.stable_step / sqrt(4 theta - 1)`` for theta >= 1/2, None below
+        (:func:`impactbench.core.divergence.theta_scheme_limit`)."""
+        return theta_scheme_limit(problem, self.theta)
 
     def _method_vector(self) -> np.ndarray:
         return np.array([self.theta, self.projection_tol, float(self.projection_max_iter)])

@@ -39,6 +39,7 @@ from impactbench.core.contact import (
     metric_row,
     solve_mass,
 )
+from impactbench.core.divergence import declared_stable_step
 from impactbench.core.driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
@@ -50,7 +51,7 @@ from impactbench.core.driver import (
     make_loop,
 )
 from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import ProblemKernels
+from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
@@ -287,6 +288,11 @@ class PaoliSchatzman(TimeStepping):
         kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
     ) -> Callable:
         return make_paoli_schatzman_loop(kernels, n_dof, n_constraints, compile)
+
+    def step_limit(self, problem: Problem) -> float | None:
+        """``problem.stable_step`` (2 / omega_max): the smooth part is the central difference,
+        stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
+        return declared_stable_step(problem)
 
     def _method_vector(self) -> np.ndarray:
         return np.array([self.projection_tol, float(self.projection_max_iter)])

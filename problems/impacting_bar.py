@@ -41,7 +41,13 @@ N grows and h -> 0 (at a fixed CFL number h c / h_e), not for a fixed mesh.
 **Stable step.** The largest eigenfrequency of M^-1 K is omega_max = 2 c / h_e exactly (the
 zigzag mode q_i = (-1)^i; Gershgorin's bound 4 c^2 / h_e^2 on every row of M^-1 K is attained),
 so explicit central-difference-type schemes are stable for h <= 2 / omega_max = h_e / c
-(CFL number 1): :attr:`ImpactingBar.stable_step`.
+(CFL number 1): :attr:`ImpactingBar.stable_step`, the problem's declaration
+(:mod:`impactbench.core.divergence`). Above their limit the explicit schemes refuse the step
+(ValueError): PaoliSchatzman (central difference), D1MinusLinear (velocity Verlet) and
+CatchingUp (symplectic Euler) at h_e / c; MoreauJean and MoreauJeanProjection at
+h_e / (c sqrt(4 theta - 1)) for theta >= 1/2 (h_e / c at theta = 1/2; below 1/2 no step is
+stable). NonsmoothGeneralizedAlpha is implicit and declares no limit: its fixed-point iteration
+stops the run (status 100) near it (at 0.9 h_e / c on 4 elements, measured).
 
 References
 ----------
@@ -183,7 +189,8 @@ class ImpactingBar(CompiledProblem):
 
     @property
     def stable_step(self) -> float:
-        """h_e / c = 2 / omega_max, the CFL bound of the explicit schemes on this mesh."""
+        """h_e / c = 2 / omega_max, the CFL bound of the explicit schemes on this mesh (module
+        docstring: the schemes that refuse a larger step)."""
         return self.element_size / self.wave_speed
 
     @property

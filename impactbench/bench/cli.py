@@ -11,6 +11,7 @@ as ``impactbench: warning: ...`` and do not change the exit code.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import warnings
@@ -78,6 +79,16 @@ def _retries(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
     if not 0 <= value <= MAX_RETRIES:
         raise argparse.ArgumentTypeError(f"must lie in 0..{MAX_RETRIES}, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
 
 
@@ -197,6 +208,7 @@ def _run_studies(args: argparse.Namespace) -> int:
                 output=output,
                 report=False,
                 with_plugins=args.with_plugins,
+                run_timeout=args.run_timeout,
             )
         except ValueError as error:  # the Dask client refused the address, sys.exit in runs()
             raise UsageError(str(error)) from None
@@ -298,6 +310,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="rerun the failed runs (errors, crashed workers) up to N more times in this "
         f"invocation (0..{MAX_RETRIES}, default 0)",
+    )
+    run.add_argument(
+        "--run-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stop a run after this many seconds and record it as failed (default: the "
+        "study's run_timeout, else no limit)",
     )
     run.add_argument(
         "--cache-dir",

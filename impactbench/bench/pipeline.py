@@ -177,6 +177,7 @@ def run_study(
     output: Path | str | None = None,
     report: bool = True,
     with_plugins: bool = False,
+    run_timeout: float | None = None,
 ) -> StudyResult:
     """Run a study's grid, store its table with provenance, and (by default) its report.
 
@@ -191,6 +192,9 @@ def run_study(
         As :func:`impactbench.bench.runner.execute`; ``jobs`` is capped by the study's
         ``max_jobs``, and a study capped to one job compiles its code on ``jobs`` workers first
         (``compile_jobs`` of :func:`~impactbench.bench.runner.execute`).
+    run_timeout : float, optional
+        Time limit in seconds of each run (as :func:`~impactbench.bench.runner.execute`);
+        default: the study's ``run_timeout``.
     output : path, optional
         Parent folder of the study's folder; default ``reports`` (``reports-quick`` when
         ``quick``).
@@ -234,6 +238,7 @@ def run_study(
         retries=retries,
         description=study.name,
         compile_jobs=compile_jobs,
+        run_timeout=run_timeout if run_timeout is not None else study.run_timeout,
     )
     _store_references(runs, outcomes)
     warn_unmeasured(study.name, runs, outcomes)

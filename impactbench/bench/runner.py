@@ -92,6 +92,7 @@ from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
 from . import workers
+from .timeout import check_run_timeout, perform_within
 
 ProblemFactory = Callable[..., Problem]
 ReferenceFactory = Callable[[Problem, float], "Trajectory | Reference"]
@@ -637,8 +638,9 @@ COMPILE_STEPS = 10
 COMPILE_FRACTION = 1e-3
 
 
-def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> None:
-    """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it.
+def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> Any:
+    """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it;
+    return its ``Method.compiled_code``, or None when it has none or the short run failed.
 
     Only a run whose method executes compiled code on its problem (``Method.compiled_code``
     not None) has code to compile; a problem class that is not a
@@ -649,14 +651,15 @@ def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> None:
         try:
             run = workers.receive(run, folders)
         except workers.UnshippableRun:  # the run reports it
-            return
+            return None
     if isinstance(run.problem, type) and not issubclass(run.problem, CompiledProblem):
-        return
+        return None
     try:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
-        if method.compiled_code(problem) is None:
-            return
+        code = method.compiled_code(problem)
+        if code is None:
+            return None
         span = run.t_end - problem.t0
         if run.h is None:
             simulate(problem, method, problem.t0 + COMPILE_FRACTION * span)
@@ -664,7 +667,8 @@ def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> None:
             span = min(span, COMPILE_STEPS * run.h)
             simulate(problem, method, problem.t0 + span, h=min(run.h, span))
     except Exception:  # the run reports it
-        return
+        return None
+    return code
 
 
 def _task(
@@ -673,20 +677,32 @@ def _task(
     launcher: tuple[int, int],
     references: str,
     folders: tuple[str, ...] = (),
+    run_timeout: float | None = None,
 ) -> tuple[str, Outcome | str]:
     """Perform ``run`` (or the run :func:`impactbench.bench.workers.ship` packed, unpacked here
     with ``folders`` on the path) in a worker; interruptible only in the launching process and
     thread. References are read from and stored in the launching process's reference cache
     ``references`` (a reused worker keeps the environment it was started with). A run that
-    cannot be unpacked returns the reason instead of an outcome."""
+    cannot be unpacked returns the reason instead of an outcome. With a ``run_timeout``, in a
+    child process stopped at that limit (:func:`impactbench.bench.timeout.perform_within`),
+    after the run's compiled code is loaded here (:func:`_compile`, outside the limit): every
+    child inherits it, warmed up."""
     if isinstance(run, bytes):
         try:
             run = workers.receive(run, folders)
         except workers.UnshippableRun as error:
             return key, str(error)
     here = (os.getpid(), threading.get_ident())
+    if run_timeout is not None:
+        code = _compile(run)
+        if code is not None:
+            _WARMED_UP.add(code)
+
+    def failure(error: str) -> Outcome:
+        return Outcome.failure(run, error, package_versions())
+
     with reference_dir_set(references):
-        return key, perform(run, interruptible=here == launcher)
+        return key, perform_within(perform, failure, run, run_timeout, here == launcher)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1003,6 +1019,7 @@ def execute(
     progress: bool | None = None,
     description: str = "runs",
     compile_jobs: int = 1,
+    run_timeout: float | None = None,
 ) -> list[Outcome]:
     """Execute ``runs`` in parallel, reading and filling the run cache.
 
@@ -1040,6 +1057,11 @@ def execute(
         first compiled on this many workers, one short run per compiled-code group (see the
         module notes), then the runs are performed one after the other. Ignored when ``jobs``
         is not 1. Checked as ``jobs``.
+    run_timeout : float, optional
+        Time limit in seconds of each run (its warm-up, repeats and metrics): a run still
+        going at its limit is killed and is a failed outcome whose error names the limit; the
+        other runs go on (:mod:`impactbench.bench.timeout`: the run executes in a forked child
+        process). Default: no limit.
 
     Returns
     -------
@@ -1052,13 +1074,15 @@ def execute(
     Raises
     ------
     ValueError
-        For a bad ``jobs``, ``backend``, ``scheduler`` or ``retries``, also when the Dask
+        For a bad ``jobs``, ``backend``, ``scheduler``, ``retries`` or ``run_timeout``, also
+        when the Dask
         client refuses the scheduler address.
     OSError
         When no Dask scheduler answers at ``scheduler`` (only tried when a run is to compute).
     """
     check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
     _check_jobs(compile_jobs, backend, "compile_jobs")
+    run_timeout = check_run_timeout(run_timeout)
     versions = [code_version(run) for run in runs]
     keys = [run_key(run, version) for run, version in zip(runs, versions, strict=True)]
     cache = RunCache(cache_dir or default_cache_dir()) if use_cache else None
@@ -1086,6 +1110,7 @@ def execute(
     ):
         if pending:
             execution = _Execution(runs, versions, outcomes, cache, backend, address, jobs, bar)
+            execution.run_timeout = run_timeout
             if jobs == 1 and compile_jobs != 1:
                 execution.compile(pending, compile_jobs)
             execution.run(pending)
@@ -1165,6 +1190,7 @@ class _Execution:
         self.cache_failed = False
         self.folders = workers.import_roots(runs)
         self.in_process = backend == "loky" and jobs == 1
+        self.run_timeout: float | None = None
 
     def _shipped(self, run: Run) -> Run | bytes:
         """``run`` as a task argument: itself in this process, else packed for a worker
@@ -1217,6 +1243,7 @@ class _Execution:
                 self.launcher,
                 self.references,
                 self.folders,
+                self.run_timeout,
             )
             for key, positions in left.items()
         ]

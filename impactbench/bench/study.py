@@ -57,6 +57,10 @@ class Study:
     max_jobs : int or None
         Upper bound on parallel jobs (1 for studies whose timings would be disturbed by runs
         sharing the machine); None for no bound.
+    run_timeout : float or None
+        Time limit in seconds of each run (``run_timeout`` of
+        :func:`impactbench.bench.runner.execute`: a run over it is stopped and recorded as
+        failed); None (default) for none. ``impactbench run --run-timeout`` overrides it.
     """
 
     name: str
@@ -65,3 +69,4 @@ class Study:
     runs: Callable[[bool], list[Run]]
     report: Callable[[pd.DataFrame, Path], StudyReport]
     max_jobs: int | None = None
+    run_timeout: float | None = None

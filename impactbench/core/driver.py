@@ -2,8 +2,9 @@
 
 The driver (:func:`_time_loop`) owns everything that is not the scheme: the work buffers
 (allocated once, in Python, before the loop), output sampling and decimation, the finite check
-of every new state, the impact log, the counters and the statuses, and the state reported at
-the end or at a failure. A scheme supplies five small functions and its buffer layout
+of every new state and its bounds (:mod:`impactbench.core.divergence`: every ``CHECK_EVERY``
+steps and at the last), the impact log, the counters and the statuses, and the state reported
+at the end or at a failure. A scheme supplies five small functions and its buffer layout
 (:class:`Scheme`); they are bound per problem, with the problem's kernels and the scheme's
 compile-time options, by :func:`make_loop` and inlined by numba into one compiled loop (the same
 source runs as plain Python with ``compile=False``).
@@ -121,8 +122,15 @@ import numpy as np
 
 from ._jit import constant_shape_view, specialize, stack_array, with_runtime_sizes
 from .contact import WARM_START_ENTRY, make_workspace
+from .divergence import CHECK_EVERY, GREW, POSITION, Q_BOUND, V_BOUND, VALUE, VELOCITY, WHEN
 from .entry import DirectCall
-from .status_codes import STATUS_NOT_FINITE, STATUS_OK, log_impact, store_counters
+from .status_codes import (
+    STATUS_DIVERGED,
+    STATUS_NOT_FINITE,
+    STATUS_OK,
+    log_impact,
+    store_counters,
+)
 
 #: Rows of the work buffer ``X`` read by the driver (see the module docstring).
 IMPULSE = 0
@@ -175,7 +183,7 @@ GENERIC = False
 
 def _time_loop(
     t0, h, n_steps, q0, v0, p, e, mp, every,
-    out_t, out_q, out_v, log_t, log_i, log_u, counters, state, buffer, rows, ws,
+    out_t, out_q, out_v, log_t, log_i, log_u, counters, state, growth, buffer, rows, ws,
 ):  # fmt: skip
     if GENERIC:  # compile-time constant: the sizes are read at run time (module docstring)
         X = buffer[: HEIGHT * WIDTH].reshape((HEIGHT, WIDTH))  # noqa: N806
@@ -215,6 +223,19 @@ def _time_loop(
             if not np.isfinite(check):
                 status = STATUS_NOT_FINITE
                 break
+            if (k & (CHECK_EVERY - 1)) == CHECK_EVERY - 1 or k == n_steps - 1:
+                largest_q = 0.0
+                largest_v = 0.0
+                for j in range(n):
+                    largest_q = max(largest_q, abs(Z[NEXT_Q, j]))
+                    largest_v = max(largest_v, abs(Z[NEXT_V, j]))
+                if largest_q > growth[Q_BOUND] or largest_v > growth[V_BOUND]:
+                    position = largest_q > growth[Q_BOUND]
+                    growth[GREW] = POSITION if position else VELOCITY
+                    growth[VALUE] = largest_q if position else largest_v
+                    growth[WHEN] = t_next
+                    status = STATUS_DIVERGED
+                    break
             if contact:
                 iterations += used
                 for i in range(m):
@@ -329,9 +350,9 @@ def make_loop(
     -------
     function
         ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
-        log_u, counters, state)`` (see :mod:`impactbench.core.timestepping`); the work buffers are
-        allocated on each call, before the loop, and the call returns their size in bytes. Its
-        attribute ``loop`` is the compiled (or plain-Python) loop it calls.
+        log_u, counters, state, growth)`` (see :mod:`impactbench.core.timestepping`); the work
+        buffers are allocated on each call, before the loop, and the call returns their size in
+        bytes. Its attribute ``loop`` is the compiled (or plain-Python) loop it calls.
     """
     if generic is None:
         smallest = WHOLE_ROWS_FROM if bindings.get("SIZES_AT_RUN_TIME", False) else GENERIC_FROM

@@ -25,6 +25,7 @@ from . import _checks
 from ._gradient_check import gradient_mismatch
 from ._jit import kernel
 from .contact import ldl_factor
+from .divergence import declared_stable_step, declared_state_scale
 from .sampled import sample_gaps, sample_kinetic_energies
 from .trajectory import SimulationError
 
@@ -114,6 +115,15 @@ class Problem(ABC):
         q (a lumped mass): the time-stepping loops then store its diagonal only and solve with
         it in O(n) (:meth:`mass_diagonal`). :meth:`check` rejects a declaration that M(q0)
         contradicts (for n <= :data:`DIAGONAL_CHECK_MAX_DOF`, where it forms M(q0)).
+    stable_step : float or None
+        2 / omega_max, omega_max the largest eigenfrequency of the linearised smooth dynamics
+        (of M^-1 K for forces -K q), or None (default) when not declared: the stable step of
+        explicit central-difference-type schemes, which refuse a larger step
+        (``TimeStepping.step_limit``, :mod:`impactbench.core.divergence`).
+    state_scale : (float, float) or None
+        Magnitudes (Q, V) that the positions and velocities of the problem's motion stay
+        within, or None (default) to take them from the initial data: a run whose max |q| or
+        max |v| exceeds 1e6 times them stops as diverged (:mod:`impactbench.core.divergence`).
     RUN_TIME_PARAMETERS : tuple of str (class attribute)
         Constructor parameters that are not real numbers yet change no compiled code (neither
         the sizes nor anything the kernels are compiled for), default none: the runner then
@@ -126,7 +136,14 @@ class Problem(ABC):
 
     - ``mass_matrix(q)`` -> (n, n) symmetric positive definite array.
     - ``forces(t, q, v)`` -> (n,) generalised non-impulsive forces F.
-    - ``gap(q)`` -> (m,) constraint values; the admissible set is K = {q : gap(q) >= 0}.
+    - ``gap(q)`` -> (m,) constraint values; the admissible set is K = {q : gap(q) >= 0}. Each
+      g_i must be continuously differentiable (C^1) near its zero set: every method linearises
+      it (impulse and projection directions M^-1 grad g_i, event location). A gap with a kink
+      (a V-shaped floor, g = y - a |x|, at its apex) is outside the contract: the event-driven
+      method then stalls, and stops with the stall naming the constraint whose gradient jumps
+      (:mod:`impactbench.core.stall`); the time-stepping schemes detect nothing (MoreauJean and
+      D1MinusLinear sink through the apex of a V-shaped floor). Write such an obstacle as two
+      C^1 constraints (one per face).
     - ``gap_gradient(q)`` -> (m, n) array whose rows are grad g_i(q).
     - ``potential_energy(q)`` -> float, so that F = -grad V + non-conservative terms.
     - ``exact_solution(t)`` -> (q, v), arrays of shape (len(t), n) (optional; only where a
@@ -147,6 +164,8 @@ class Problem(ABC):
     q0: np.ndarray
     v0: np.ndarray
     mass_structure: str = "dense"
+    stable_step: float | None = None
+    state_scale: tuple[float, float] | None = None
     RUN_TIME_PARAMETERS: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
@@ -241,9 +260,11 @@ class Problem(ABC):
         n = _checks.positive_int(self.n_dof, "n_dof")
         self.restitution = _checks.restitution(getattr(self, "restitution", None))
         self.t0 = _checks.finite_scalar(self.t0, "t0")
+        declared_stable_step(self)
+        declared_state_scale(self)
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
-        self._check_mass(n)
+        lightest, kinetic = self._check_mass(n)
         if getattr(self, "n_constraints", None) is None:  # inferred from gap(q0)
             g0 = np.asarray(self.gap(self.q0))
             if g0.ndim != 1:
@@ -266,14 +287,20 @@ class Problem(ABC):
         mismatch = gradient_mismatch(gap_or_none, self.q0, g0, G0)
         if mismatch:
             raise ValueError(mismatch)
-        _valid(returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,)))
+        force = _valid(
+            returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,))
+        )
+        # the scales of the divergence bounds (impactbench.core.divergence.state_bounds), kept
+        # so that a run does not evaluate M and F at q0 again
+        self._initial_scales = (lightest, kinetic, float(np.abs(force).max()))
 
-    def _check_mass(self, n: int) -> None:
-        """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`)."""
+    def _check_mass(self, n: int) -> tuple[float, float]:
+        """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`); return the
+        smallest diagonal entry of M(q0) and the kinetic energy v0^T M(q0) v0 / 2."""
         if valid_mass_structure(self.mass_structure) == "dense":
             mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
             _checks.spd_matrix(mass, "mass_matrix(q0)", n)
-            return
+            return float(np.diagonal(mass).min()), 0.5 * float(self.v0 @ mass @ self.v0)
         diagonal = _valid(returned_array(self.mass_diagonal(self.q0), "mass_diagonal(q0)", (n,)))
         if not np.all(diagonal > 0.0):
             raise ValueError(f"mass_diagonal(q0) must be positive, got {_brief(diagonal)}")
@@ -283,8 +310,9 @@ class Problem(ABC):
                 f"{diagonal.max() / diagonal.min():.3g} > {_checks.MAX_CONDITION:.0e}): "
                 f"{_brief(diagonal)}"
             )
+        scales = float(diagonal.min()), 0.5 * float(diagonal @ (self.v0 * self.v0))
         if n > DIAGONAL_CHECK_MAX_DOF:
-            return
+            return scales
         mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
         off = mass - np.diag(np.diagonal(mass))
         if np.any(off != 0.0):
@@ -301,6 +329,7 @@ class Problem(ABC):
                 f"mass_diagonal(q0)[{worst}] = {float(diagonal[worst])!r} and "
                 f"mass_matrix(q0)[{worst}, {worst}] = {float(mass[worst, worst])!r}"
             )
+        return scales
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, e={self.restitution})"
@@ -609,6 +638,13 @@ def _excused(array: np.ndarray, shape: tuple[int, ...], *arguments: Any) -> bool
     return any(_first_non_finite(np.asarray(x, dtype=float)) >= 0 for x in arguments)
 
 
+#: :class:`CheckedCalls` computes the condition number of M(q) (its eigenvalues, as
+#: :meth:`Problem.check` at q0) on the first call of ``mass_matrix`` and on every this many
+#: calls after it: the LDL^T pivots, checked on every call, miss a matrix whose pivots are all 1
+#: and whose condition number is not (M = L L^T, L unit lower triangular with a large entry).
+CONDITION_CHECK_EVERY = 16
+
+
 class CheckedCalls:
     """A problem's methods with every returned value checked, for the plain-Python path.
 
@@ -620,7 +656,9 @@ class CheckedCalls:
     :data:`impactbench.core._checks.SYMMETRY_TOLERANCE`), positive definite (its LDL^T
     factorisation, :func:`impactbench.core.contact.ldl_factor`, the test the loops apply) and not
     numerically singular (no pivot below max |M| / :data:`impactbench.core._checks.MAX_CONDITION`,
-    which accepts every M that :meth:`Problem.check` accepts at q0); no row of
+    which accepts every M that :meth:`Problem.check` accepts at q0), and of condition number at
+    most :data:`impactbench.core._checks.MAX_CONDITION` as at q0 (on the first call and every
+    :data:`CONDITION_CHECK_EVERY` calls); no row of
     the gap gradient zero where its gap is <= 0 (in contact the impulse and projection
     direction M^-1 grad g_i is then undefined). A value of the right shape is passed on
     unchecked when the arguments themselves are not finite: the method then reports its
@@ -645,6 +683,7 @@ class CheckedCalls:
         self.m = int(problem.n_constraints)
         self.deferred = ""
         self._factor = np.empty((self.n, self.n))
+        self._mass_calls = 0
 
     def forces(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """F(t, q, v), shape (n,)."""
@@ -695,7 +734,17 @@ class CheckedCalls:
         elif defect == _SINGULAR:
             what = f"well conditioned (no LDL^T pivot below max |M| / {_checks.MAX_CONDITION:.0e})"
         else:
-            return M, ""
+            self._mass_calls += 1
+            if self._mass_calls % CONDITION_CHECK_EVERY != 1:
+                return M, ""
+            eigenvalues = np.linalg.eigvalsh(M)
+            if eigenvalues[-1] <= _checks.MAX_CONDITION * eigenvalues[0]:
+                return M, ""
+            return M, (
+                f"{call} must be well conditioned (condition number "
+                f"{eigenvalues[-1] / eigenvalues[0]:.3g} > {_checks.MAX_CONDITION:.0e}, as at "
+                f"q0), got eigenvalues {_brief(eigenvalues)}: {_brief(M)}"
+            )
         eigenvalues = np.linalg.eigvalsh(M)
         return M, f"{call} must be {what}, got eigenvalues {_brief(eigenvalues)}: {_brief(M)}"
 

@@ -23,6 +23,9 @@ STATUS_GAP_NOT_FINITE = 5
 #: A constraint in contact has a vanishing gradient: its Delassus number grad g^T M^-1 grad g is
 #: not positive (the contact helpers return :data:`impactbench.core.contact.DEGENERATE_GRADIENT`).
 STATUS_DEGENERATE_GRADIENT = 6
+#: The state left the bounds of :mod:`impactbench.core.divergence` (a run that grows without
+#: bound: an explicit scheme above its stable step, an unstable scheme or problem).
+STATUS_DIVERGED = 7
 
 FAILURE_REASONS = {
     STATUS_NOT_FINITE: "non-finite state or force",
@@ -34,6 +37,7 @@ FAILURE_REASONS = {
         "the constraint gradient vanishes in contact (gap_gradient(q) has a zero row where "
         "gap(q) <= 0): the contact direction M^-1 grad g is undefined"
     ),
+    STATUS_DIVERGED: "diverged: the state grew beyond its bound",
 }
 
 

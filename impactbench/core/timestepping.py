@@ -17,15 +17,17 @@ plain-Python problem (its methods wrapped, with every returned value checked, by
 Loop signature (arrays preallocated here; the loop allocates nothing)::
 
     loop(t0, h, n_steps, q0, v0, p, e, mp, every,
-         out_t, out_q, out_v, log_t, log_i, log_u, counters, state)
+         out_t, out_q, out_v, log_t, log_i, log_u, counters, state, growth)
 
 ``p`` problem parameters, ``e`` restitution, ``mp`` method
 parameters (float64), ``every`` output decimation; ``out_*`` the samples (step 0, every
 ``every``-th step, the last step); ``log_*`` the impact log (capacity ``len(log_t)``;
 ``log_u[k] = (normal velocity before, after)``); ``counters`` (int64, see ``COUNTER_*``) and
-``state`` (t, q, v at the end or at a failure). It returns the bytes of the work arrays it
-allocated, ``stats["work_bytes"]`` (the driver's loop does; a loop that returns None leaves it
-None), to which ``stats["memory_bytes"]`` adds the output arrays and the impact log.
+``state`` (t, q, v at the end or at a failure); ``growth`` the bounds of the state and, at a
+divergence, what exceeded them (:mod:`impactbench.core.divergence`). It returns the bytes of
+the work arrays it allocated, ``stats["work_bytes"]`` (the driver's loop does; a loop that
+returns None leaves it None), to which ``stats["memory_bytes"]`` adds the output arrays and
+the impact log.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _checks
+from .divergence import check_step, divergence_error, state_bounds
 from .method import TIME_STEPPING, Method
 from .problem import CheckedCalls, Problem, ProblemKernels, python_kernels
 from .status_codes import (
@@ -52,6 +55,7 @@ from .status_codes import (
     COUNTER_STEPS,
     FAILURE_REASONS,
     N_COUNTERS,
+    STATUS_DIVERGED,
     STATUS_OK,
 )
 from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status, Trajectory
@@ -196,6 +200,16 @@ class TimeStepping(Method):
         """
         return {}
 
+    def step_limit(self, problem: Problem) -> float | None:
+        """The largest step with which this scheme is stable on ``problem``, or None.
+
+        None (the default) for a scheme without a step limit or whose limit is not stated, and
+        for a problem that declares no ``stable_step``. An explicit scheme returns its limit
+        in terms of ``problem.stable_step`` = 2 / omega_max; :meth:`_solve_impl` refuses a
+        larger step (:func:`impactbench.core.divergence.check_step`).
+        """
+        return None
+
     @abstractmethod
     def _method_vector(self) -> np.ndarray:
         """Method parameters as the float64 vector ``mp`` read by the loop."""
@@ -245,6 +259,8 @@ class TimeStepping(Method):
             n_steps, h = _float_step_count(t0, t_end, h)
         else:
             n_steps, h = step_count(t0, t_end, h)
+        check_step(self, problem, h)
+        growth = state_bounds(problem, t_end)
         n = problem.n_dof
         n_out = n_steps // output_every + 1 + (1 if n_steps % output_every else 0)
         if n_out * (2 * n + 1) * 8 > MAX_OUTPUT_BYTES:
@@ -280,6 +296,7 @@ class TimeStepping(Method):
             log_u,
             counters,
             state,
+            growth,
         )
         try:
             start = time.perf_counter()
@@ -334,6 +351,15 @@ class TimeStepping(Method):
             problem=problem.name,
             h=h,
         )
+        if status == STATUS_DIVERGED:
+            raise divergence_error(
+                f"{self.name} on {problem.name}",
+                growth,
+                state[0],
+                state[1 : 1 + n],
+                state[1 + n :],
+                trajectory,
+            )
         if status != STATUS_OK:
             raise SimulationError(
                 f"{self.name} on {problem.name}: {reason}",
