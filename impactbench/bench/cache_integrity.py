@@ -5,6 +5,8 @@ when it is read (:meth:`impactbench.bench.runner.RunCache.load`): corruption and
 are found, a writer who recomputes the checksum is not (docs/cache.md states the trust model).
 :func:`verify_sample` recomputes a random sample of the runs read from the cache and reports
 those whose stored results differ from their recomputation (``impactbench run --verify-cache``).
+:func:`no_patching` refuses a study file that rebinds impactbench's own classes or functions
+(its results would be stored under the built-in runs' keys, and differ with ``--jobs``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 #: Relative difference below which a recomputed metric or cost equals its stored value (a cache
@@ -80,7 +84,7 @@ def verify_sample(
     *,
     rng: random.Random | None = None,
     **options: Any,
-) -> list[str]:
+) -> tuple[int, list[str]]:
     """Recompute a random ``fraction`` of the runs read from the cache and compare.
 
     Parameters
@@ -98,15 +102,17 @@ def verify_sample(
 
     Returns
     -------
-    list of str
-        One line per differing run: the run and what differs.
+    checked : int
+        Number of runs recomputed.
+    differences : list of str
+        One line per differing run: the run, its cache entry and what differs.
     """
     from .runner import RunCache, default_cache_dir, execute
 
     fraction = check_fraction(fraction)
     cached = [i for i, outcome in enumerate(outcomes) if outcome.cached]
     if not cached:
-        return []
+        return 0, []
     chosen = [cached[i] for i in sample(len(cached), fraction, rng)]
     cache_dir = options.pop("cache_dir", None) or default_cache_dir()
     fresh = execute([runs[i] for i in chosen], use_cache=False, **options)
@@ -125,4 +131,60 @@ def verify_sample(
             else:
                 cache.store(outcome.key, run, outcome)
         outcomes[position] = outcome
-    return report
+    return len(chosen), report
+
+
+def _is_ours(name: str) -> bool:
+    return name == "impactbench" or name.startswith("impactbench.")
+
+
+def code_snapshot() -> dict[str, dict[str, int]]:
+    """The identity of every global of the imported ``impactbench`` modules and of every
+    attribute of the classes they define (what a monkeypatch rebinds)."""
+    snapshot = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not _is_ours(name):
+            continue
+        names = vars(module)
+        snapshot[name] = {k: id(v) for k, v in names.items() if not k.startswith("__")}
+        for attribute, value in list(names.items()):
+            if isinstance(value, type) and value.__module__ == name:
+                snapshot[f"{name}.{attribute}"] = {k: id(v) for k, v in vars(value).items()}
+    return snapshot
+
+
+def changed_code(before: dict[str, dict[str, int]]) -> list[str]:
+    """The names (``module.Class.attribute`` or ``module.global``) rebound, added or deleted
+    since ``before`` (:func:`code_snapshot`); modules imported since are not compared."""
+    after = code_snapshot()
+    changed = []
+    for owner, names in before.items():
+        now = after.get(owner, {})
+        for name in sorted(set(names) | set(now)):
+            if names.get(name) != now.get(name):
+                changed.append(f"{owner}.{name}")
+    return changed
+
+
+@contextmanager
+def no_patching(what: str) -> Iterator[None]:
+    """Refuse changes to impactbench's own code within the block (ValueError naming them and
+    ``what`` made them).
+
+    A study file that rebinds a built-in class's method or a module's function would store its
+    altered results under the built-in runs' cache keys, which cover the built-in sources, not
+    the patch; and worker processes, which import impactbench afresh, would not see the patch,
+    so that its results would depend on ``--jobs``. Subclassing is the supported way.
+    """
+    before = code_snapshot()
+    yield
+    changed = changed_code(before)
+    if changed:
+        shown = ", ".join(changed[:5]) + (
+            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        )
+        raise ValueError(
+            f"{what} changed impactbench's own code ({shown}): patching built-in classes or "
+            "modules is refused (their runs' cache keys would not cover the change, and worker "
+            "processes would not see it); define a subclass or a new function instead"
+        )

@@ -34,6 +34,8 @@ from ..methods import METHODS, reference_method
 from ..problems import PROBLEMS
 from ..studies import STUDIES
 from . import style
+from .cache_integrity import check_fraction, no_patching
+from .files import naming_write_failures
 from .pipeline import DEFAULT_OUTPUT, run_study
 from .plugins import load_study_file
 from .report import TABLE_FILE, write_index, write_study_report
@@ -78,6 +80,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    try:
+        return check_fraction(float(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from error
+
+
 def _retries(text: str) -> int:
     try:
         value = int(text)
@@ -114,15 +123,25 @@ def _list(args: argparse.Namespace) -> int:
 # run and report
 
 
-def _studies(names: Sequence[str]) -> dict[str, Study]:
-    """The studies named on the command line (names, or paths of files defining ``STUDY``)."""
+def _studies(names: Sequence[str], replace: bool = False) -> dict[str, Study]:
+    """The studies named on the command line (names, or paths of files defining ``STUDY``).
+
+    A study file may not patch impactbench's own code (:func:`no_patching`), nor take the name
+    of a built-in study unless ``replace``."""
     chosen: dict[str, Study] = {}
     for name in names:
         if name.endswith(".py"):
             try:
-                study = load_study_file(name)
+                with no_patching(f"study file {name!r}"):
+                    study = load_study_file(name)
             except ValueError as error:
                 raise UsageError(str(error)) from None
+            if study.name in STUDIES and STUDIES[study.name] is not study and not replace:
+                raise UsageError(
+                    f"study file {name!r} defines the study {study.name!r}, the name of a "
+                    "built-in study: rename it, or pass --replace to write it in the built-in "
+                    "study's place"
+                )
         elif name in STUDIES:
             study = STUDIES[name]
         else:
@@ -139,7 +158,18 @@ def _report_of(name: str, folder: Path, references: str) -> StudyReport:
     reading the reference cache ``references`` of the launching process (a reused worker keeps
     the environment it was started with)."""
     with reference_dir_set(references):
-        return write_study_report(STUDIES[name], folder)
+        return _write_report(STUDIES[name], folder)
+
+
+def _write_report(study: Study, folder: Path) -> StudyReport:
+    """:func:`write_study_report`; a file it cannot write (a full disk) is a StudyWriteError
+    naming the file and the study."""
+    resume = (
+        f"Its table {folder / TABLE_FILE} is kept, and each report file is the previous one or "
+        f"none: free some space and run `impactbench report --output {folder.parent}`"
+    )
+    with naming_write_failures(study.name, resume):
+        return write_study_report(study, folder)
 
 
 def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1) -> int:
@@ -151,7 +181,7 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     its study's folder, so the files do not depend on ``jobs``. Shows a progress bar on a
     terminal. Returns the number of studies found.
     """
-    known = {**STUDIES, **(extra or {})}
+    known = {**STUDIES, **(extra or {})}  # a study file given --replace in its built-in's place
     present = [study for name, study in known.items() if (output / name / TABLE_FILE).exists()]
     in_workers = [study for study in present if STUDIES.get(study.name) is study]
     if jobs == 1 or len(in_workers) < 2:
@@ -169,7 +199,7 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
                 bar.update()
         for study in present:
             if study.name not in written:
-                written[study.name] = write_study_report(study, output / study.name)
+                written[study.name] = _write_report(study, output / study.name)
                 bar.update()
     reports = [(study, written[study.name]) for study in present]
     if reports:
@@ -178,7 +208,7 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
 
 
 def _run(args: argparse.Namespace) -> int:
-    studies = _studies(args.studies)
+    studies = _studies(args.studies, args.replace)
     if args.backend == "dask" and not args.scheduler:
         raise UsageError("--backend dask needs --scheduler ADDRESS")
     if args.backend != "dask" and args.scheduler:
@@ -207,6 +237,7 @@ def _run(args: argparse.Namespace) -> int:
                 retries=args.retry_failed,
                 output=output,
                 report=False,
+                verify_cache=args.verify_cache,
             )
         except ValueError as error:  # the Dask client refused the scheduler address
             raise UsageError(str(error)) from None
@@ -218,11 +249,25 @@ def _run(args: argparse.Namespace) -> int:
         for outcome in failed[:5]:
             print(f"  failed: {outcome.error}", file=sys.stderr)
         any_failed = any_failed or bool(failed)
-    extra = {name: s for name, s in studies.items() if name not in STUDIES}
+        if args.verify_cache:
+            _print_verification(name, result)
+            any_failed = any_failed or bool(result.cache_differences)
+    extra = {name: s for name, s in studies.items() if STUDIES.get(name) is not s}
     # the reports are written here (loky) whatever the runs' backend; -1 with Dask's jobs
     _write_reports(output, extra, jobs=args.jobs if args.backend == "loky" else -1)
     print(f"reports: {output / 'README.md'}")
     return 1 if any_failed else 0
+
+
+def _print_verification(name: str, result: Any) -> None:
+    """Report ``--verify-cache``: how many cached runs were recomputed, and those that differ."""
+    differences = result.cache_differences
+    print(
+        f"{name}: {result.cache_verified} cached runs recomputed, {len(differences)} differ "
+        "from the cache"
+    )
+    for line in differences:
+        print(f"  differs from the cache: {line}", file=sys.stderr)
 
 
 def _has_tables(folder: Path) -> bool:
@@ -358,6 +403,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
     run.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (dask backend)")
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the cache")
+    run.add_argument(
+        "--verify-cache",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="recompute this fraction (0 < FRACTION <= 1, at least one run) of the runs read "
+        "from the cache, drawn at random, and report those that differ (exit code 1); their "
+        "entries are replaced",
+    )
+    run.add_argument(
+        "--replace",
+        action="store_true",
+        help="let a study file take the name of a built-in study (its table and report then "
+        "replace the built-in study's in the output folder)",
+    )
     run.add_argument(
         "--retry-failed",
         type=_retries,

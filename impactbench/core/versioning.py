@@ -18,6 +18,7 @@ from typing import Any
 PRESENTATION_MODULES = frozenset(
     {
         "cli.py",
+        "files.py",
         "fitting.py",
         "long_time.py",
         "machine.py",
