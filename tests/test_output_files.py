@@ -109,8 +109,14 @@ def test_a_study_file_may_shadow_a_built_in_study_only_with_replace(tmp_path, ca
     assert exit_.value.code == 2
     assert "--replace" in capsys.readouterr().err and not output.exists()
     assert main([*argv, "--replace"]) == 0
-    assert "1 rows of shadowing" in (output / "convergence" / "README.md").read_text()
+    readme = (output / "convergence" / "README.md").read_text()
+    assert "1 rows of shadowing" in readme
     assert len(pd.read_csv(output / "convergence" / "results.csv")) == 1
+    capsys.readouterr()
+    # `impactbench report` knows only the built-in convergence: it leaves that report alone
+    assert main(["report", "--output", str(output), "--jobs", "1"]) == 1
+    assert "written by the study of shadowing" in capsys.readouterr().err
+    assert (output / "convergence" / "README.md").read_text() == readme
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,8 +38,8 @@ from .cache_integrity import check_fraction, no_patching
 from .files import naming_write_failures
 from .pipeline import DEFAULT_OUTPUT, run_study
 from .plugins import load_study_file
-from .report import TABLE_FILE, write_index, write_study_report
-from .results import format_float
+from .report import PROVENANCE_FILE, TABLE_FILE, write_index, write_study_report
+from .results import format_float, read_provenance
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .study import Study, StudyReport
 from .trajectory_figure import trajectory_figure
@@ -182,7 +182,11 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     terminal. Returns the number of studies found.
     """
     known = {**STUDIES, **(extra or {})}  # a study file given --replace in its built-in's place
-    present = [study for name, study in known.items() if (output / name / TABLE_FILE).exists()]
+    present = [
+        study
+        for name, study in known.items()
+        if (output / name / TABLE_FILE).exists() and _written_by(study, output / name)
+    ]
     in_workers = [study for study in present if STUDIES.get(study.name) is study]
     if jobs == 1 or len(in_workers) < 2:
         in_workers = []
@@ -205,6 +209,21 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     if reports:
         write_index(output, reports)
     return len(reports)
+
+
+def _written_by(study: Study, folder: Path) -> bool:
+    """Whether the table in ``folder`` was written by ``study``'s module (its provenance says
+    so, or says nothing); if not (a study file run with --replace), say so on stderr."""
+    module = read_provenance(folder / PROVENANCE_FILE).get("study_module")
+    ours = getattr(study.runs, "__module__", None)
+    if module is None or module == ours:
+        return True
+    print(
+        f"impactbench: warning: {folder} was written by the study of {module}, not {ours}: "
+        "its report is left as it is (run that study again to rewrite it)",
+        file=sys.stderr,
+    )
+    return False
 
 
 def _run(args: argparse.Namespace) -> int:
