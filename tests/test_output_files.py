@@ -297,6 +297,25 @@ def test_a_study_file_patching_a_built_in_class_is_refused(tmp_path, capsys):
     assert not cache.exists()
 
 
+def _patching_runs(quick: bool) -> list:
+    from impactbench.problems import bouncing_ball
+
+    bouncing_ball.PATCHED_BY_A_STUDY = True
+    return []
+
+
+def test_a_study_whose_runs_patch_impactbench_is_refused(tmp_path):
+    from impactbench.problems import bouncing_ball
+
+    study = Study("runs_patch", "T", "D", _patching_runs, _report_tables)
+    try:
+        with pytest.raises(ValueError, match="bouncing_ball.PATCHED_BY_A_STUDY"):
+            run_study(study, quick=True, jobs=1, use_cache=False, output=tmp_path)
+    finally:
+        vars(bouncing_ball).pop("PATCHED_BY_A_STUDY", None)
+    assert not (tmp_path / "runs_patch").exists()
+
+
 def _sign(path: Path, change) -> None:
     """Edit a cache entry and recompute its checksum (a writer who knows the format)."""
     entry = json.loads(path.read_text())

@@ -547,12 +547,15 @@ def test_an_edited_cache_entry_fails_its_checksum_and_is_replaced(tmp_path):
 
 
 def test_an_entry_copied_under_another_key_is_refused(tmp_path):
-    """The checksum binds the content to its key: another run's entry renamed to this one's."""
+    """The checksum binds the content to its key: another run's entry renamed to this one's,
+    with the key and the run's specification fixed as a naive forger would (the old schema
+    checks then passed, and the first run got the second's results)."""
     runs = probe_runs(tmp_path / "log", heights=(1.0, 0.9))
     first, second = execute(runs, cache_dir=tmp_path / "cache")
     cache = runner.RunCache(tmp_path / "cache")
     entry = json.loads(cache.path(second.key).read_text())
-    entry["key"] = first.key  # a naive forger also fixes the key
+    entry["key"] = first.key
+    entry["run"] = json.loads(cache.path(first.key).read_text())["run"]
     cache.path(first.key).write_text(json.dumps(entry))
     with pytest.warns(CacheWarning, match="checksum mismatch"):
         outcomes = execute(runs, cache_dir=tmp_path / "cache")

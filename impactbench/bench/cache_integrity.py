@@ -16,9 +16,12 @@ import json
 import math
 import random
 import sys
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+from ..core._files import CacheWarning
 
 #: Relative difference below which a recomputed metric or cost equals its stored value (a cache
 #: shared between machines may hold results differing in the last bits).
@@ -126,10 +129,17 @@ def verify_sample(
                 f"{run.problem_name} {run.method_name} h={run.h} (cache entry "
                 f"{cache.path(outcome.key)}): " + "; ".join(found)
             )
-            if outcome.status == "failed":  # never cached: the stored success goes
-                cache.path(outcome.key).unlink(missing_ok=True)
-            else:
-                cache.store(outcome.key, run, outcome)
+            try:
+                if outcome.status == "failed":  # never cached: the stored success goes
+                    cache.path(outcome.key).unlink(missing_ok=True)
+                else:
+                    cache.store(outcome.key, run, outcome)
+            except OSError as error:
+                warnings.warn(
+                    f"run cache entry {cache.path(outcome.key)} not replaced ({error})",
+                    CacheWarning,
+                    stacklevel=2,
+                )
         outcomes[position] = outcome
     return len(chosen), report
 
