@@ -1,8 +1,11 @@
 """The ``impactbench`` command: list, run studies, rebuild reports, simulate one run.
 
-Exit codes: 0 success; 1 a run failed (the tables and reports are still written), there was
-nothing to report, or a file or the Dask scheduler could not be reached; 2 a usage error
-(unknown name, bad value, malformed scheduler address, a size beyond its limit), reported as a
+Exit codes: 0 success; 1 a run failed (the tables and reports are still written),
+``--verify-cache`` found cached runs that differ from their recomputation, there was nothing to
+report, or a file or the Dask scheduler could not be reached (a file that cannot be written,
+e.g. on a full disk, is named with its study and how to resume); 2 a usage error (unknown name,
+bad value, malformed scheduler address, a size beyond its limit, a study file that patches
+impactbench's code or takes a built-in study's name without ``--replace``), reported as a
 message without a traceback; 130 interrupted (finished runs are cached: run the same command
 again to resume). Cache warnings (an ignored entry, a cache that cannot be written) are printed
 as ``impactbench: warning: ...`` and do not change the exit code.
