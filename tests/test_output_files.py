@@ -300,7 +300,7 @@ def test_a_study_file_patching_a_built_in_class_is_refused(tmp_path, capsys):
 def _patching_runs(quick: bool) -> list:
     from impactbench.problems import bouncing_ball
 
-    bouncing_ball.PATCHED_BY_A_STUDY = True
+    bouncing_ball.MAX_IMPACT_COUNT = 3
     return []
 
 
@@ -308,11 +308,12 @@ def test_a_study_whose_runs_patch_impactbench_is_refused(tmp_path):
     from impactbench.problems import bouncing_ball
 
     study = Study("runs_patch", "T", "D", _patching_runs, _report_tables)
+    before = bouncing_ball.MAX_IMPACT_COUNT
     try:
-        with pytest.raises(ValueError, match="bouncing_ball.PATCHED_BY_A_STUDY"):
+        with pytest.raises(ValueError, match="bouncing_ball.MAX_IMPACT_COUNT"):
             run_study(study, quick=True, jobs=1, use_cache=False, output=tmp_path)
     finally:
-        vars(bouncing_ball).pop("PATCHED_BY_A_STUDY", None)
+        bouncing_ball.MAX_IMPACT_COUNT = before
     assert not (tmp_path / "runs_patch").exists()
 
 

@@ -164,13 +164,16 @@ def code_snapshot() -> dict[str, dict[str, int]]:
 
 
 def changed_code(before: dict[str, dict[str, int]]) -> list[str]:
-    """The names (``module.Class.attribute`` or ``module.global``) rebound, added or deleted
-    since ``before`` (:func:`code_snapshot`); modules imported since are not compared."""
+    """The names rebound or deleted since ``before`` (:func:`code_snapshot`): the globals of a
+    module (``module.name``) and the attributes of a class (``module.Class.name``), and those
+    added to a class (they override what it inherits). Globals added to a module (a lazily
+    filled registry) and modules imported since are not compared."""
     after = code_snapshot()
     changed = []
     for owner, names in before.items():
         now = after.get(owner, {})
-        for name in sorted(set(names) | set(now)):
+        compared = set(names) | (set(now) if owner not in sys.modules else set())
+        for name in sorted(compared):
             if names.get(name) != now.get(name):
                 changed.append(f"{owner}.{name}")
     return changed
