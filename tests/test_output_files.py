@@ -366,3 +366,13 @@ def test_verify_cache_takes_a_fraction(fraction, capsys):
         main(["run", "--verify-cache", fraction])
     assert exit_.value.code == 2
     assert "--verify-cache: must be a number in (0, 1]" in capsys.readouterr().err
+
+
+def test_only_write_failures_are_reported_as_such():
+    """A file missing when read (a reference not in the cache) is not a full disk."""
+    from impactbench.analysis.reference import MissingReferenceError
+    from impactbench.bench.files import naming_write_failures
+
+    with pytest.raises(MissingReferenceError, match="not in the reference cache"):
+        with naming_write_failures("s", "resume"):
+            raise MissingReferenceError("the reference is not in the reference cache")

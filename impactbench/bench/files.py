@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..core._files import CacheWarning, read_regular, write_atomic
+from ..core._files import CacheWarning, FileWriteError, read_regular, write_atomic
 
 #: Name of the manifest of a study folder.
 MANIFEST = ".impactbench-manifest.json"
@@ -134,13 +134,13 @@ def _delete(folder: Path, name: str) -> None:
 
 @contextmanager
 def naming_write_failures(study: str, resume: str) -> Iterator[None]:
-    """Within the block an OSError becomes a :class:`StudyWriteError` saying which file of which
-    study could not be written, and ``resume`` (what is kept and how to go on)."""
+    """Within the block a file that cannot be written
+    (:class:`impactbench.core._files.FileWriteError`) becomes a :class:`StudyWriteError` saying
+    which file of which study, and ``resume`` (what is kept and how to go on); other errors
+    (a file missing when read) go through unchanged."""
     try:
         yield
-    except StudyWriteError:
-        raise
-    except OSError as error:
+    except FileWriteError as error:
         what = error.filename or "its files"
         reason = error.strerror or str(error)
         message = f"study {study}: could not write {what}: {reason}. {resume}"

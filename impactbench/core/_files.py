@@ -27,6 +27,10 @@ class CacheWarning(UserWarning):
     used without being stored)."""
 
 
+class FileWriteError(OSError):
+    """A file could not be written (:func:`write_atomic`); ``filename`` names it."""
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and os.replace.
 
@@ -35,7 +39,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
     Raises
     ------
-    OSError
+    FileWriteError
         If the file cannot be written; its ``filename`` is ``path`` (the message names it even
         when the failure came from the temporary file, e.g. ENOSPC).
     """
@@ -54,7 +58,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         if temporary is not None:
             Path(temporary).unlink(missing_ok=True)
         if isinstance(error, OSError) and error.errno is not None:
-            raise OSError(error.errno, error.strerror, str(path)) from error
+            raise FileWriteError(error.errno, error.strerror, str(path)) from error
         raise
 
 
