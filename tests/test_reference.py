@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
 
 import numpy as np
@@ -19,7 +20,7 @@ import pytest
 import impactbench as ib
 from impactbench.analysis.fitting import observed_order
 from impactbench.analysis.metrics import METRICS
-from impactbench.analysis.reference import problem_fingerprint
+from impactbench.analysis.reference import SCHEMA_VERSION, _checksum, problem_fingerprint
 from impactbench.methods import (
     CatchingUp,
     EventDriven,
@@ -100,14 +101,18 @@ def test_a_planted_pickle_is_never_opened(tmp_path):
     assert ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache).parameters["cached"]
 
 
-def _rewrite(path, **changes):
-    """Rewrite the entry at ``path`` with members replaced (header as a dict)."""
+def _rewrite(path, *, signed=True, **changes):
+    """Rewrite the entry at ``path`` with members replaced (header as a dict); ``signed``: its
+    checksum recomputed (as a writer who edits on purpose can), so that the checks behind the
+    checksum are reached."""
     with np.load(path, allow_pickle=False) as stored:
         members = {name: stored[name] for name in stored.files}
     header = json.loads(str(members["header"]))
     header.update(changes.pop("header", {}))
-    members["header"] = np.array(json.dumps(header))
     members.update(changes)
+    if signed:
+        header["checksum"] = _checksum(header, members)
+    members["header"] = np.array(json.dumps(header))
     buffer = io.BytesIO()
     np.savez(buffer, **members)
     path.write_bytes(buffer.getvalue())
@@ -127,6 +132,21 @@ def _huge_declared_shape(path):
             archive.writestr(name, data)
 
 
+def _scaled_values(path):
+    with np.load(path, allow_pickle=False) as stored:
+        return stored["values"] * 1.001
+
+
+def _fifo(path):
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _link_to_dev_zero(path):
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
 #: Damage done to a stored entry, and the reason the loader must give.
 CORRUPTIONS = {
     "not a zip": (lambda path: path.write_bytes(b"not an archive"), "not a readable .npz"),
@@ -135,7 +155,20 @@ CORRUPTIONS = {
         lambda path: _rewrite(path, impacts=np.array([None, 1.0], dtype=object)),
         "impacts has dtype object",
     ),
-    "old schema": (lambda path: _rewrite(path, header={"schema": 1}), "schema must be 2"),
+    "old schema": (
+        lambda path: _rewrite(path, header={"schema": 2}),
+        f"schema must be {SCHEMA_VERSION}",
+    ),
+    "edited values": (
+        lambda path: _rewrite(path, signed=False, values=_scaled_values(path)),
+        "checksum mismatch",
+    ),
+    "edited impact time": (
+        lambda path: _rewrite(path, signed=False, impacts=np.array([0.5])),
+        "checksum mismatch",
+    ),
+    "fifo": (_fifo, "not a regular file"),
+    "link to /dev/zero": (_link_to_dev_zero, "not a regular file"),
     "other key": (lambda path: _rewrite(path, header={"key": "0" * 24}), "key must be"),
     "NaN values": (
         lambda path: _rewrite(path, values=np.full((3, 8, 4), np.nan)),

@@ -11,6 +11,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 import time
 import warnings
 from dataclasses import replace
@@ -25,6 +26,7 @@ from impactbench.analysis.fitting import phase_offsets
 from impactbench.analysis.metrics import METRICS, Reference
 from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE, default_reference_dir
 from impactbench.bench import runner
+from impactbench.bench.cache_integrity import entry_checksum
 from impactbench.bench.results import (
     TIMING_COLUMNS,
     MissingArtefactError,
@@ -35,6 +37,7 @@ from impactbench.bench.results import (
 )
 from impactbench.bench.runner import Case, Grid, Run, execute, expand
 from impactbench.core import versioning
+from impactbench.core._files import read_regular
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, SlantedWall
 
@@ -458,6 +461,13 @@ def _ok_entry(tmp_path: Path) -> tuple[list[Run], Path, dict]:
     return runs, path, json.loads(path.read_text())
 
 
+def _signed(entry):
+    """``entry`` with its checksum recomputed (what a writer who edits on purpose can do)."""
+    if isinstance(entry, dict):
+        entry = {**entry, "checksum": entry_checksum(entry)}
+    return entry
+
+
 def _corrupt(entry: dict, how: str):
     if how == "null":
         return None
@@ -502,8 +512,10 @@ def _corrupt(entry: dict, how: str):
     ],
 )
 def test_an_invalid_cache_entry_is_recomputed_with_a_warning(tmp_path, how):
+    """Each entry is signed again after the damage (as a writer who recomputes the checksum
+    would): the schema checks behind the checksum still refuse it."""
     runs, path, entry = _ok_entry(tmp_path)
-    path.write_text(json.dumps(_corrupt(entry, how)))
+    path.write_text(json.dumps(_signed(_corrupt(entry, how))))
     with pytest.warns(CacheWarning, match="ignoring the run cache entry"):
         (outcome,) = execute(runs, cache_dir=tmp_path / "cache")
     assert outcome.status == "ok" and not outcome.cached
@@ -515,6 +527,87 @@ def test_an_invalid_cache_entry_is_recomputed_with_a_warning(tmp_path, how):
         warnings.simplefilter("error")
         (again,) = execute(runs, cache_dir=tmp_path / "cache")
     assert again.cached
+
+
+def test_an_edited_cache_entry_fails_its_checksum_and_is_replaced(tmp_path):
+    """The probe of issue 37: a stored error scaled by hand (as h/0.01 scaled MoreauJean's
+    errors into a false order 2) was read back silently; now the checksum refuses it, the run is
+    recomputed and the entry replaced."""
+    runs, path, entry = _ok_entry(tmp_path)
+    true_error = entry["outcome"]["metrics"]["max_position_error"]
+    entry["outcome"]["metrics"]["max_position_error"] = true_error * 10.0
+    path.write_text(json.dumps(entry))
+    with pytest.warns(CacheWarning, match="checksum mismatch"):
+        (outcome,) = execute(runs, cache_dir=tmp_path / "cache")
+    assert not outcome.cached and outcome.metrics["max_position_error"] == true_error
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (again,) = execute(runs, cache_dir=tmp_path / "cache")
+    assert again.cached and again.metrics["max_position_error"] == true_error
+
+
+def test_an_entry_copied_under_another_key_is_refused(tmp_path):
+    """The checksum binds the content to its key: another run's entry renamed to this one's,
+    with the key and the run's specification fixed as a naive forger would (the old schema
+    checks then passed, and the first run got the second's results)."""
+    runs = probe_runs(tmp_path / "log", heights=(1.0, 0.9))
+    first, second = execute(runs, cache_dir=tmp_path / "cache")
+    cache = runner.RunCache(tmp_path / "cache")
+    entry = json.loads(cache.path(second.key).read_text())
+    entry["key"] = first.key
+    entry["run"] = json.loads(cache.path(first.key).read_text())["run"]
+    cache.path(first.key).write_text(json.dumps(entry))
+    with pytest.warns(CacheWarning, match="checksum mismatch"):
+        outcomes = execute(runs, cache_dir=tmp_path / "cache")
+    assert not outcomes[0].cached and outcomes[1].cached
+
+
+def _unblock_fifo(path: Path) -> None:
+    """Feed a FIFO once if it is still one (stops a reader that blocked on it, so that a test
+    of the old behaviour fails instead of hanging)."""
+    if path.is_fifo():
+        handle = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(handle, b"[]")
+        os.close(handle)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero", "folder"])
+def test_only_regular_files_are_read_from_the_cache(tmp_path, kind):
+    """A FIFO named like an entry hung `impactbench run`; a link to /dev/zero passed the size
+    check (0 bytes) and was read without bound. Both are refused with a warning, unread."""
+    runs, path, _ = _ok_entry(tmp_path)
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        if not os.path.exists("/dev/zero"):
+            pytest.skip("no /dev/zero here")
+        path.symlink_to("/dev/zero")
+    watchdog = threading.Timer(10.0, _unblock_fifo, (path,))
+    watchdog.start()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            (outcome,) = execute(runs, cache_dir=tmp_path / "cache")
+    finally:
+        watchdog.cancel()
+    messages = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert any("not a regular file" in text for text in messages), messages
+    assert outcome.status == "ok" and not outcome.cached
+
+
+def test_the_size_limit_is_enforced_while_reading(tmp_path):
+    limit = 1000
+    path = tmp_path / "entry"
+    path.write_bytes(b"x" * limit)
+    assert read_regular(path, limit) == b"x" * limit
+    path.write_bytes(b"x" * (limit + 1))
+    with pytest.raises(ValueError, match=f"larger than {limit} bytes"):
+        read_regular(path, limit)
+    with pytest.raises(FileNotFoundError):
+        read_regular(tmp_path / "none", limit)
 
 
 def test_an_oversized_or_deeply_nested_cache_entry_is_not_parsed(tmp_path):

@@ -17,13 +17,16 @@ it.
 Entries are data, never code (a cache folder is shared and copied between machines). An entry
 ``<key>.npz`` is an uncompressed NumPy archive, written atomically, read member by member
 without unpickling (:func:`impactbench.core._files.read_npz`). It holds ``header``, a JSON text
-(schema version, key, the description the key was hashed from, and the reference's
-``parameters``), and the arrays of the dense output: ``breaks`` (k + 1,), ``values``
-(k, d + 1, 2 n) and ``impacts`` (m,), float64 (:class:`impactbench.DenseOutput`). On load the
-header must match the requested reference exactly and the arrays must be finite, of these
-shapes, and cover [t0, t_end] with a valid dense output; an entry that fails any check, and a
-pickle left by an older version (``<key>.pkl``, never opened), is ignored with a
-:class:`impactbench.CacheWarning` and recomputed. A cache that cannot be written is reported the
+(schema version, key, the description the key was hashed from, the reference's
+``parameters`` and the SHA-256 ``checksum`` of the header and the arrays), and the arrays of
+the dense output: ``breaks`` (k + 1,), ``values`` (k, d + 1, 2 n) and ``impacts`` (m,),
+float64 (:class:`impactbench.DenseOutput`). On load the file must be a regular file (a FIFO or
+a link to a device is refused unread), the checksum must match (it finds corruption and edits,
+not a writer who recomputes it: docs/cache.md), the header must match the requested reference
+exactly and the arrays must be finite, of these shapes, and cover [t0, t_end] with a valid
+dense output; an entry that fails any check, and a pickle left by an older version
+(``<key>.pkl``, never opened), is ignored with a :class:`impactbench.CacheWarning` and
+recomputed. A cache that cannot be written is reported the
 same way; the reference is then returned without being stored.
 """
 
@@ -54,7 +57,7 @@ from ..core.versioning import source_digest
 State = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 #: Version of the stored form of a reference (the ``schema`` of its header).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Members of a stored reference: the JSON header and the arrays of its dense output.
 _MEMBERS = ("header", "breaks", "values", "impacts")
@@ -307,6 +310,8 @@ def _store(path: Path, key: str, description: dict, parameters: dict, dense: Den
         "description": description,
         "parameters": parameters,
     }
+    arrays = {"breaks": dense.breaks, "values": dense.values, "impacts": dense.impacts}
+    header["checksum"] = _checksum(header, arrays)
     buffer = io.BytesIO()
     np.savez(
         buffer,
@@ -323,6 +328,20 @@ def _store(path: Path, key: str, description: dict, parameters: dict, dense: Den
             CacheWarning,
             stacklevel=3,
         )
+
+
+def _checksum(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 of an entry: its header without the checksum (key included) and the bytes of
+    its arrays (little-endian, C order) with their dtypes and shapes."""
+    digest = hashlib.sha256()
+    content = {name: value for name, value in header.items() if name != "checksum"}
+    digest.update(json.dumps(content, sort_keys=True).encode())
+    for name in _MEMBERS[1:]:
+        array = np.asarray(arrays[name])
+        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        digest.update(f"{name} {array.dtype.str} {array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 #: The reference parameters a stored entry must carry, with their types.
@@ -378,6 +397,8 @@ def _validated(
         raise ValueError(f"schema must be {SCHEMA_VERSION}, got {found!r}")
     if header.get("key") != expected["key"]:
         raise ValueError(f"key must be {expected['key']}, got {header.get('key')!r}")
+    if header.get("checksum") != _checksum(header, arrays):
+        raise ValueError("checksum mismatch: the entry was modified after it was written")
     if header.get("description") != json.loads(json.dumps(expected["description"])):
         raise ValueError("its description differs from the requested reference")
     parameters = header.get("parameters")

@@ -1,8 +1,11 @@
 """The ``impactbench`` command: list, run studies, rebuild reports, simulate one run.
 
-Exit codes: 0 success; 1 a run failed (the tables and reports are still written), there was
-nothing to report, or a file or the Dask scheduler could not be reached; 2 a usage error
-(unknown name, bad value, malformed scheduler address, a size beyond its limit), reported as a
+Exit codes: 0 success; 1 a run failed (the tables and reports are still written),
+``--verify-cache`` found cached runs that differ from their recomputation, there was nothing to
+report, or a file or the Dask scheduler could not be reached (a file that cannot be written,
+e.g. on a full disk, is named with its study and how to resume); 2 a usage error (unknown name,
+bad value, malformed scheduler address, a size beyond its limit, a study file that patches
+impactbench's code or takes a built-in study's name without ``--replace``), reported as a
 message without a traceback; 130 interrupted (finished runs are cached: run the same command
 again to resume). Cache warnings (an ignored entry, a cache that cannot be written) are printed
 as ``impactbench: warning: ...`` and do not change the exit code.
@@ -28,12 +31,15 @@ from ..core import names
 from ..core._files import CacheWarning
 from ..core.names import did_you_mean
 from ..studies import STUDIES
+from .cache_integrity import check_fraction, no_patching
 from .compare import add_parser as add_compare_parser
+from .files import naming_write_failures
 from .list_command import add_parser as add_list_parser
 from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
 from .plugins import load_study_file
-from .report import TABLE_FILE, write_index, write_study_report
+from .report import PROVENANCE_FILE, TABLE_FILE, write_index, write_study_report
 from .report_files import file_studies
+from .results import read_provenance
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .simulate_command import add_parser as add_simulate_parser
 from .study import Study, StudyReport
@@ -72,6 +78,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    try:
+        return check_fraction(float(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from error
+
+
 def _retries(text: str) -> int:
     try:
         value = int(text)
@@ -96,15 +109,25 @@ def _seconds(text: str) -> float:
 # run and report
 
 
-def _studies(names: Sequence[str]) -> dict[str, Study]:
-    """The studies named on the command line (names, or paths of files defining ``STUDY``)."""
+def _studies(names: Sequence[str], replace: bool = False) -> dict[str, Study]:
+    """The studies named on the command line (names, or paths of files defining ``STUDY``).
+
+    A study file may not patch impactbench's own code (:func:`no_patching`), nor take the name
+    of a built-in study unless ``replace``."""
     chosen: dict[str, Study] = {}
     for name in names:
         if name.endswith(".py"):
             try:
-                study = load_study_file(name)
+                with no_patching(f"study file {name!r}"):
+                    study = load_study_file(name)
             except ValueError as error:
                 raise UsageError(str(error)) from None
+            if study.name in STUDIES and STUDIES[study.name] is not study and not replace:
+                raise UsageError(
+                    f"study file {name!r} defines the study {study.name!r}, the name of a "
+                    "built-in study: rename it, or pass --replace to write it in the built-in "
+                    "study's place"
+                )
         elif name in STUDIES:
             study = STUDIES[name]
         else:
@@ -121,7 +144,18 @@ def _report_of(name: str, folder: Path, references: str) -> StudyReport:
     reading the reference cache ``references`` of the launching process (a reused worker keeps
     the environment it was started with)."""
     with reference_dir_set(references):
-        return write_study_report(STUDIES[name], folder)
+        return _write_report(STUDIES[name], folder)
+
+
+def _write_report(study: Study, folder: Path) -> StudyReport:
+    """:func:`write_study_report`; a file it cannot write (a full disk) is a StudyWriteError
+    naming the file and the study."""
+    resume = (
+        f"Its table {folder / TABLE_FILE} is kept, and each report file is the previous one or "
+        f"none: free some space and run `impactbench report --output {folder.parent}`"
+    )
+    with naming_write_failures(study.name, resume):
+        return write_study_report(study, folder)
 
 
 def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1) -> int:
@@ -133,10 +167,12 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
     its study's folder, so the files do not depend on ``jobs``. Shows a progress bar on a
     terminal. Returns the number of studies found.
     """
-    extra = dict(extra or {})
+    extra = dict(extra or {})  # a study file given --replace in its built-in's place
     names = [name for name in dict.fromkeys([*STUDIES.names(), *extra])]
     found = [extra.get(name) or STUDIES.get(name) for name in names if _has_table(output, name)]
-    present = [study for study in found if study is not None]  # a plug-in imported if it has one
+    present = [  # a plug-in imported if it has a table
+        study for study in found if study is not None and _written_by(study, output / study.name)
+    ]
     in_workers = [study for study in present if STUDIES.get(study.name) is study]
     if jobs == 1 or len(in_workers) < 2:
         in_workers = []
@@ -153,12 +189,27 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
                 bar.update()
         for study in present:
             if study.name not in written:
-                written[study.name] = write_study_report(study, output / study.name)
+                written[study.name] = _write_report(study, output / study.name)
                 bar.update()
     reports = [(study, written[study.name]) for study in present]
     if reports:
         write_index(output, reports)
     return len(reports)
+
+
+def _written_by(study: Study, folder: Path) -> bool:
+    """Whether the table in ``folder`` was written by ``study``'s module (its provenance says
+    so, or says nothing); if not (a study file run with --replace), say so on stderr."""
+    module = read_provenance(folder / PROVENANCE_FILE).get("study_module")
+    ours = getattr(study.runs, "__module__", None)
+    if module is None or module == ours:
+        return True
+    print(
+        f"impactbench: warning: {folder} was written by the study of {module}, not {ours}: "
+        "its report is left as it is (run that study again to rewrite it)",
+        file=sys.stderr,
+    )
+    return False
 
 
 @contextmanager
@@ -180,7 +231,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_studies(args: argparse.Namespace) -> int:
-    studies = _studies(args.studies)
+    studies = _studies(args.studies, args.replace)
     if args.backend != "dask" and args.scheduler:
         raise UsageError("--scheduler is only used with --backend dask")
     try:  # every option before any study runs
@@ -209,6 +260,7 @@ def _run_studies(args: argparse.Namespace) -> int:
                 report=False,
                 with_plugins=args.with_plugins,
                 run_timeout=args.run_timeout,
+                verify_cache=args.verify_cache,
             )
         except ValueError as error:  # the Dask client refused the address, sys.exit in runs()
             raise UsageError(str(error)) from None
@@ -220,7 +272,10 @@ def _run_studies(args: argparse.Namespace) -> int:
         for outcome in failed[:5]:
             print(f"  failed: {outcome.error}", file=sys.stderr)
         any_failed = any_failed or bool(failed)
-    extra = {name: s for name, s in studies.items() if name not in STUDIES}
+        if args.verify_cache:
+            _print_verification(name, result)
+            any_failed = any_failed or bool(result.cache_differences)
+    extra = {name: s for name, s in studies.items() if STUDIES.get(name) is not s}
     # the reports are written here (loky) whatever the runs' backend; -1 with Dask's jobs
     _write_reports(output, extra, jobs=args.jobs if args.backend == "loky" else -1)
     print(f"reports: {output / 'README.md'}")
@@ -229,6 +284,17 @@ def _run_studies(args: argparse.Namespace) -> int:
 
 def _has_table(folder: Path, name: str) -> bool:
     return (folder / name / TABLE_FILE).exists()
+
+
+def _print_verification(name: str, result: Any) -> None:
+    """Report ``--verify-cache``: how many cached runs were recomputed, and those that differ."""
+    differences = result.cache_differences
+    print(
+        f"{name}: {result.cache_verified} cached runs recomputed, {len(differences)} differ "
+        "from the cache"
+    )
+    for line in differences:
+        print(f"  differs from the cache: {line}", file=sys.stderr)
 
 
 def _has_tables(folder: Path) -> bool:
@@ -302,6 +368,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--with-plugins",
         action="store_true",
         help="the built-in studies compare the installed plug-in methods too",
+    )
+    run.add_argument(
+        "--verify-cache",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="recompute this fraction (0 < FRACTION <= 1, at least one run) of the runs read "
+        "from the cache, drawn at random, and report those that differ (exit code 1); their "
+        "entries are replaced",
+    )
+    run.add_argument(
+        "--replace",
+        action="store_true",
+        help="let a study file take the name of a built-in study (its table and report then "
+        "replace the built-in study's in the output folder)",
     )
     run.add_argument(
         "--retry-failed",

@@ -18,13 +18,16 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ..analysis.metrics import METRICS
+from .cache_integrity import check_fraction, no_patching, verify_sample
+from .files import check_study_folder, naming_write_failures
 from .machine import machine_info
 from .plugins import plugins_in_studies, study_runs
 from .report import PARQUET_FILE, PROVENANCE_FILE, TABLE_FILE, write_study_report
@@ -36,7 +39,7 @@ from .results import (
     write_provenance,
     write_table,
 )
-from .runner import FAILED, Outcome, Run, check_options, execute
+from .runner import FAILED, Outcome, Run, RunCache, check_options, default_cache_dir, execute
 from .study import Study
 
 #: Output folders of the full and the quick grids (the quick grid never overwrites the full one).
@@ -61,6 +64,11 @@ class StudyResult:
         (:func:`impactbench.bench.results.write_artefacts`) and the report were written.
     elapsed : float
         Wall time of the runs, in seconds.
+    cache_verified : int
+        With ``verify_cache``: the number of cached runs recomputed (0 otherwise).
+    cache_differences : list of str
+        With ``verify_cache``: the recomputed runs whose results differ from the cache, one
+        line each (empty otherwise).
     """
 
     study: Study
@@ -69,6 +77,8 @@ class StudyResult:
     table: pd.DataFrame
     folder: Path
     elapsed: float
+    cache_verified: int = 0
+    cache_differences: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Outcome]:
@@ -178,6 +188,7 @@ def run_study(
     report: bool = True,
     with_plugins: bool = False,
     run_timeout: float | None = None,
+    verify_cache: float = 0.0,
 ) -> StudyResult:
     """Run a study's grid, store its table with provenance, and (by default) its report.
 
@@ -205,6 +216,12 @@ def run_study(
     with_plugins : bool
         The built-in studies' runs compare the installed plug-in methods too
         (:func:`impactbench.bench.plugins.plugins_in_studies`); default: the built-in methods.
+    verify_cache : float
+        In [0, 1]: recompute this fraction of the runs read from the run cache, drawn at random
+        (at least one when any was read and the fraction is not 0), and compare
+        (:func:`impactbench.bench.cache_integrity.verify_sample`): the table holds the
+        recomputed results and :attr:`StudyResult.cache_differences` lists the runs whose
+        stored results differed (their cache entries are replaced). Default 0: none.
 
     Returns
     -------
@@ -213,16 +230,24 @@ def run_study(
     Raises
     ------
     ValueError
-        For an unknown study name or a bad execution option (before any run starts), or a
-        study whose ``runs`` called ``sys.exit``.
+        For an unknown study name or a bad execution option (before any run starts), a study
+        whose ``runs`` called ``sys.exit``, or when the study's ``runs()`` patches impactbench's
+        own code (:func:`impactbench.bench.cache_integrity.no_patching`).
+    impactbench.bench.files.StudyWriteError
+        Before any run, when the study's folder is a symbolic link; after the runs, when a file
+        cannot be written (a full disk): the message names the file and the study, and says how
+        many finished runs are in the run cache (run again to resume from them).
     """
     study = _study(study)
     if not isinstance(quick, bool):
         raise ValueError(f"quick must be True or False, got {quick!r}")
     check_options(jobs=jobs, backend=backend, scheduler=scheduler, retries=retries)
+    if verify_cache != 0.0:
+        check_fraction(verify_cache)
     grid = "quick" if quick else "full"
     folder = Path(output if output is not None else DEFAULT_OUTPUT[grid]) / study.name
-    with plugins_in_studies(with_plugins):
+    check_study_folder(folder)
+    with plugins_in_studies(with_plugins), no_patching(f"the runs() of study {study.name}"):
         runs = study_runs(study, quick)
     compile_jobs = jobs  # a study timed serially still compiles on every worker asked for
     if study.max_jobs is not None and (jobs == -1 or jobs > study.max_jobs):
@@ -240,29 +265,72 @@ def run_study(
         compile_jobs=compile_jobs,
         run_timeout=run_timeout if run_timeout is not None else study.run_timeout,
     )
+    verified, differences = 0, []
+    if verify_cache:
+        verified, differences = verify_sample(
+            runs,
+            outcomes,
+            verify_cache,
+            jobs=jobs,
+            backend=backend,
+            scheduler=scheduler,
+            cache_dir=cache_dir,
+            description=f"{study.name} (verifying the cache)",
+        )
     _store_references(runs, outcomes)
     warn_unmeasured(study.name, runs, outcomes)
     elapsed = time.perf_counter() - start
     table = build_table(study.name, runs, outcomes)
-    write_table(table, folder / TABLE_FILE)
     cached = sum(outcome.cached for outcome in outcomes)
-    write_provenance(
-        folder / PROVENANCE_FILE,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        grid=grid,
-        jobs=jobs,
-        backend=backend,
-        runs=len(runs),
-        computed=len(runs) - cached,
-        cached=cached,
-        failed=sum(outcome.status == FAILED for outcome in outcomes),
-        retry_failed=retries,
-        elapsed=f"{elapsed:.1f} s",
-        machine=machine_info(),
+    provenance = {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "grid": grid,
+        "jobs": jobs,
+        "backend": backend,
+        "runs": len(runs),
+        "computed": len(runs) - cached,
+        "cached": cached,
+        "failed": sum(outcome.status == FAILED for outcome in outcomes),
+        "retry_failed": retries,
+        "elapsed": f"{elapsed:.1f} s",
+        "machine": machine_info(),
         **study_provenance(study),
-    )
+    }
+    with naming_write_failures(study.name, _resume(outcomes, cache_dir, use_cache)):
+        _write_outputs(study, folder, table, outcomes, report, provenance)
+    return StudyResult(study, runs, outcomes, table, folder, elapsed, verified, differences)
+
+
+def _write_outputs(
+    study: Study,
+    folder: Path,
+    table: pd.DataFrame,
+    outcomes: Sequence[Outcome],
+    report: bool,
+    provenance: dict[str, Any],
+) -> None:
+    """Write the table, its provenance, the Parquet copy, the artefacts and the report."""
+    write_table(table, folder / TABLE_FILE)
+    write_provenance(folder / PROVENANCE_FILE, **provenance)
     write_parquet(table, folder / PARQUET_FILE, read_provenance(folder / PROVENANCE_FILE))
     write_artefacts(outcomes, folder)
     if report:
         write_study_report(study, folder)
-    return StudyResult(study, runs, outcomes, table, folder, elapsed)
+
+
+def _resume(outcomes: Sequence[Outcome], cache_dir: Path | str | None, use_cache: bool) -> str:
+    """What a study that stopped writing its files keeps, and how to go on."""
+    finished = [outcome for outcome in outcomes if outcome.status != FAILED]
+    if not use_cache:
+        return (
+            f"Its {len(finished)} finished runs were not cached (no cache): running it again "
+            "computes them again"
+        )
+    cache = RunCache(cache_dir or default_cache_dir())
+    stored = sum(cache.path(outcome.key).is_file() for outcome in finished)
+    return (
+        f"{stored} of its {len(finished)} finished runs are in the run cache {cache.directory}: "
+        "free some space and run the same command again to resume (cached runs are not "
+        "recomputed); the files written before are complete, the previous version of the "
+        "others is kept"
+    )

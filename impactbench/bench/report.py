@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from ..analysis.fitting import ORDER, OrderFit
 from ..core._files import write_atomic
 from . import style
+from .files import check_study_folder, replace_group
 from .latex import LatexTable, latex_tables
 from .results import PROVENANCE_COLUMNS, read_provenance, read_table
 from .runner import FAILED
@@ -231,8 +232,10 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     ------
     FileNotFoundError
         When the study has no stored table in ``folder``.
+    impactbench.bench.files.StudyWriteError
+        When ``folder`` or its ``tables`` folder is a symbolic link.
     """
-    folder = Path(folder)
+    folder = check_study_folder(folder)
     table = read_table(folder / TABLE_FILE)
     provenance = read_provenance(folder / PROVENANCE_FILE)
     recorded: list[tuple[pd.DataFrame, int, str]] = []
@@ -242,7 +245,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
             report = study.report(table, folder)
     finally:
         _tables.reset(token)
-    latex = _write_latex(_captioned(study, report, recorded), folder / LATEX_FOLDER)
+    latex = _write_latex(_captioned(study, report, recorded), folder)
     failed = int((table["status"] == FAILED).sum())
     if failed:
         report = StudyReport(
@@ -294,14 +297,13 @@ def latex_table(table: LatexTable) -> str:
 
 
 def _write_latex(tables: list[LatexTable], folder: Path) -> list[str]:
-    """Write each table as ``table<k>.tex``; remove stale ones; return the names written."""
+    """Write each table as ``<folder>/tables/table<k>.tex``; remove those this function wrote
+    before and not now (and no other file: :func:`impactbench.bench.files.replace_group`);
+    return the names written."""
     names = [f"table{k + 1}.tex" for k in range(len(tables))]
-    if folder.exists():
-        for stale in folder.glob("table*.tex"):
-            if stale.name not in names:
-                stale.unlink()
     for name, frame in zip(names, tables, strict=True):
-        write_atomic(folder / name, latex_table(frame))
+        write_atomic(folder / LATEX_FOLDER / name, latex_table(frame))
+    replace_group(folder, "latex", [f"{LATEX_FOLDER}/{name}" for name in names])
     return names
 
 

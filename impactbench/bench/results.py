@@ -41,6 +41,7 @@ import pandas as pd
 
 from ..analysis.metrics import METRICS
 from ..core._files import CacheWarning, write_atomic
+from .files import check_study_folder, replace_group
 from .runner import FAILED, PACKAGES, Outcome, Run
 
 RUN_COLUMNS = (
@@ -254,7 +255,9 @@ def write_artefacts(outcomes: Sequence[Outcome], folder: Path | str) -> list[str
 
     Each table stacks the frames of that name of every finished run, in the order of
     ``outcomes``, after a first column ``key`` (the run's cache key, as in the study table).
-    Tables of names no run produced any more are removed. Returns the names written.
+    The tables this function wrote before (the folder's manifest,
+    :func:`impactbench.bench.files.replace_group`) of names no run produced any more are
+    removed; no other file is. Returns the names written.
     """
     folder = Path(folder)
     frames: dict[str, list[pd.DataFrame]] = {}
@@ -265,11 +268,10 @@ def write_artefacts(outcomes: Sequence[Outcome], folder: Path | str) -> list[str
             frame = pd.DataFrame(columns)
             frame.insert(0, "key", outcome.key)
             frames.setdefault(name, []).append(frame)
-    for stale in folder.glob(f"*{ARTEFACT_SUFFIX}"):
-        if stale.name[: -len(ARTEFACT_SUFFIX)] not in frames:
-            stale.unlink()
+    check_study_folder(folder)
     for name, parts in frames.items():
         write_table(pd.concat(parts, ignore_index=True), folder / f"{name}{ARTEFACT_SUFFIX}")
+    replace_group(folder, "artefacts", [f"{name}{ARTEFACT_SUFFIX}" for name in frames])
     return sorted(frames)
 
 

@@ -15,11 +15,13 @@ method's module (each with the sibling modules of its package that it imports na
 editing a method's source invalidates its runs and only those. Failed runs are never cached.
 The default folder is ``$IMPACTBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/impactbench/runs``,
 else ``~/.cache/impactbench/runs``; delete it to clear the cache. An entry is data only and is
-validated against its schema when read (:meth:`RunCache.load`): one that fails (wrong shape,
-wrong types, a stored failure, another run's spec, larger than :data:`MAX_ENTRY_BYTES`) is
-ignored with a :class:`impactbench.CacheWarning` and the run recomputed. A cache that cannot be
-written (e.g. a read-only folder) is reported by one CacheWarning; the study goes on and its
-outcomes are returned uncached.
+validated against its schema when read (:meth:`RunCache.load`): one that fails (not a regular file,
+larger than :data:`MAX_ENTRY_BYTES`, a checksum that does not match its content and key, wrong
+shape, wrong types, a stored failure, another run's spec) is ignored with a
+:class:`impactbench.CacheWarning` and the run recomputed (docs/cache.md states who may write a
+shared cache: the checksum finds corruption and edits, not a writer who recomputes it). A
+cache that cannot be written (e.g. a read-only folder) is reported by one CacheWarning; the
+study goes on and its outcomes are returned uncached.
 
 Failures. Whatever a run raises -- an exception, ``SystemExit``, any ``BaseException`` from the
 problem's or the method's code -- becomes a failed outcome with the message, and so does a
@@ -85,13 +87,14 @@ from ..analysis.impact_events import impact_events
 from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
 from ..core import _checks
-from ..core._files import CacheWarning, write_atomic
+from ..core._files import CacheWarning, read_regular, write_atomic
 from ..core.method import Method
 from ..core.problem import CompiledProblem, Problem
 from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
 from . import workers
+from .cache_integrity import entry_checksum
 from .timeout import check_run_timeout, perform_within
 
 ProblemFactory = Callable[..., Problem]
@@ -732,17 +735,18 @@ class RunCache:
 
         None without a warning when there is no entry; None with a
         :class:`impactbench.CacheWarning` when the entry cannot be read or fails validation:
-        a JSON object ``{"format", "key", "run", "stored", "outcome"}`` of this format and key,
-        whose outcome has exactly the fields of :class:`Outcome` with their types, a status
+        a regular file of at most :data:`MAX_ENTRY_BYTES` (a FIFO or a link to a device is
+        refused, the limit enforced while reading), a JSON object ``{"format", "key", "run",
+        "stored", "outcome", "checksum"}`` of this format and key whose checksum
+        (:func:`~impactbench.bench.cache_integrity.entry_checksum`) matches its content, whose
+        outcome has exactly the fields of :class:`Outcome` with their types, a status
         "ok" or "zeno-handled", finite non-negative timings and non-negative integer costs;
         with ``run`` given, ``run`` must equal ``run.spec()`` and the metrics must be exactly
         ``run.metrics``.
         """
         path = self.path(key)
         try:
-            if path.stat().st_size > MAX_ENTRY_BYTES:
-                raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes")
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path, MAX_ENTRY_BYTES).decode("utf-8"))
             return _stored_outcome(data, key, run)
         except (FileNotFoundError, NotADirectoryError):  # no entry (or no cache folder)
             return None
@@ -771,9 +775,11 @@ class RunCache:
             "stored": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "outcome": outcome.to_json(),
         }
+        data["checksum"] = entry_checksum(data)
         write_atomic(self.path(key), json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
+_ENTRY_FIELDS = {"format", "key", "run", "stored", "outcome", "checksum"}
 _OUTCOME_FIELDS = {
     "artefacts",
     "status",
@@ -826,10 +832,13 @@ def _is_timing(name: str, value: Any) -> bool:
 
 def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     """The outcome of a cache entry, or ValueError saying which check it fails."""
-    if not isinstance(data, dict) or set(data) != {"format", "key", "run", "stored", "outcome"}:
-        raise ValueError("not a run cache entry (an object with format, key, run, stored, outcome)")
+    if not isinstance(data, dict) or set(data) != _ENTRY_FIELDS:
+        fields = ", ".join(sorted(_ENTRY_FIELDS))
+        raise ValueError(f"not a run cache entry (an object with the fields {fields})")
     if data["format"] != _CACHE_FORMAT or data["key"] != key:
         raise ValueError(f"format {data['format']!r} and key {data['key']!r} are not this entry's")
+    if data["checksum"] != entry_checksum(data):
+        raise ValueError("checksum mismatch: the entry was modified after it was written")
     if run is not None and data["run"] != json.loads(json.dumps(run.spec())):
         raise ValueError("it stores another run's specification")
     stored = data["outcome"]

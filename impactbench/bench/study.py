@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .files import check_study_name
 from .runner import Run
 
 
@@ -43,7 +44,8 @@ class Study:
     Attributes
     ----------
     name : str
-        Identifier used on the command line and as the report folder name.
+        Identifier used on the command line and as the report folder name: a plain identifier
+        (:func:`impactbench.bench.files.check_study_name`; ValueError naming it otherwise).
     title : str
         Heading of the report.
     description : str
@@ -70,3 +72,6 @@ class Study:
     report: Callable[[pd.DataFrame, Path], StudyReport]
     max_jobs: int | None = None
     run_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        check_study_name(self.name)

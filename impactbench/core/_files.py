@@ -9,9 +9,11 @@ is ignored with a :class:`CacheWarning` and recomputed.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import secrets
+import stat
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,23 +27,38 @@ class CacheWarning(UserWarning):
     used without being stored)."""
 
 
+class FileWriteError(OSError):
+    """A file could not be written (:func:`write_atomic`); ``filename`` names it."""
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and os.replace.
 
-    The folder is created if needed. An interrupted write leaves the previous file (or none),
-    never a truncated one. The file gets the mode any new file gets (0o666 less the umask: 0o644
-    under the usual umask 022), so that a cache folder can be shared.
+    The folder is created if needed. An interrupted or failed write (a full disk) leaves the
+    previous file (or none), never a truncated one, and no temporary file. The file gets the mode
+    any new file gets (0o666 less the umask: 0o644 under the usual umask 022), so that a cache
+    folder can be shared.
+
+    Raises
+    ------
+    FileWriteError
+        If the file cannot be written; its ``filename`` is ``path`` (the message names it even
+        when the failure came from the temporary file, e.g. ENOSPC).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    handle, temporary = _new_file(path)
+    temporary = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = _new_file(path)
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
         os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+    except BaseException as error:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.errno is not None:
+            raise FileWriteError(error.errno, error.strerror, str(path)) from error
         raise
 
 
@@ -58,16 +75,67 @@ def _new_file(path: Path) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary name next to {str(path)!r}")
 
 
+#: Largest file :func:`read_npz` reads (bytes): a reference's dense output is at most a few
+#: tens of megabytes.
+MAX_NPZ_BYTES = 1024**3
+
+
+def read_regular(path: Path | str, limit: int) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes.
+
+    The file is opened without blocking (a FIFO does not hang the reader) and checked on the
+    opened descriptor: anything but a regular file (a FIFO, a device such as ``/dev/zero``
+    reached through a link, a folder) is refused. The limit is enforced while reading, not only
+    on the size the file declared when opened (a file growing meanwhile is refused too).
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+    OSError
+        If it cannot be opened or read.
+    ValueError
+        If it is not a regular file or is larger than ``limit`` (the message says which).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    handle = os.open(path, flags)
+    try:
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"not a regular file ({_file_kind(mode)})")
+        chunks, size = [], 0
+        while chunk := os.read(handle, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise ValueError(f"larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(handle)
+
+
+def _file_kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "a folder",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((kind for test, kind in kinds.items() if test(mode)), "a special file")
+
+
 _NPY_HEADER_READERS = {
     (1, 0): np.lib.format.read_array_header_1_0,
     (2, 0): np.lib.format.read_array_header_2_0,
 }
 
 
-def read_npz(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
+def read_npz(path: Path, names: Sequence[str], limit: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
     """The arrays ``names`` of an archive written by ``np.savez``, read as plain data.
 
-    The archive must hold exactly the members ``<name>.npy``, stored uncompressed, each in the
+    The file must be a regular file of at most ``limit`` bytes (:func:`read_regular`). The
+    archive must hold exactly the members ``<name>.npy``, stored uncompressed, each in the
     .npy format 1.0 or 2.0 with a numeric, boolean or string dtype (no object arrays: nothing
     is unpickled). A member's declared shape and dtype must account for exactly its stored
     bytes, so a file cannot make the reader allocate more memory than its own size.
@@ -82,11 +150,13 @@ def read_npz(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
     OSError
         If the file cannot be read.
     ValueError
-        If it is not such an archive (the message says what is wrong).
+        If it is not a regular file within the limit or not such an archive (the message says
+        what is wrong).
     """
+    data = read_regular(path, limit)
     try:
-        with zipfile.ZipFile(path) as archive:
-            return _read_members(archive, os.path.getsize(path), names)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return _read_members(archive, len(data), names)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError) as error:
         raise ValueError(f"not a readable .npz archive: {error}") from None
 

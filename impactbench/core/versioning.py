@@ -19,6 +19,7 @@ PRESENTATION_MODULES = frozenset(
     {
         "cli.py",
         "compare.py",
+        "files.py",
         "fitting.py",
         "long_time.py",
         "machine.py",
