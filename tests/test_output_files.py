@@ -18,13 +18,12 @@ import pytest
 
 from impactbench import CacheWarning
 from impactbench.bench import runner
-from impactbench.bench.cache_integrity import entry_checksum
 from impactbench.bench.cli import main
 from impactbench.bench.files import MANIFEST, StudyWriteError, check_study_name
 from impactbench.bench.pipeline import run_study
 from impactbench.bench.report import markdown_table, write_study_report
 from impactbench.bench.results import write_artefacts
-from impactbench.bench.runner import Outcome
+from impactbench.bench.runner import Outcome, entry_checksum
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.studies import STUDIES
 

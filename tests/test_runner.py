@@ -26,7 +26,6 @@ from impactbench.analysis.fitting import phase_offsets
 from impactbench.analysis.metrics import METRICS, Reference
 from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE, default_reference_dir
 from impactbench.bench import runner
-from impactbench.bench.cache_integrity import entry_checksum
 from impactbench.bench.results import (
     TIMING_COLUMNS,
     MissingArtefactError,
@@ -35,7 +34,7 @@ from impactbench.bench.results import (
     table_csv,
     write_table,
 )
-from impactbench.bench.runner import Case, Grid, Run, execute, expand
+from impactbench.bench.runner import Case, Grid, Run, entry_checksum, execute, expand
 from impactbench.core import versioning
 from impactbench.core._files import read_regular
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman

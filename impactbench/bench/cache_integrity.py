@@ -1,23 +1,22 @@
 """Integrity of the run cache: checksums of entries, and sampled recomputation of cached runs.
 
-A run-cache entry carries the SHA-256 of its content and key (:func:`entry_checksum`), checked
-when it is read (:meth:`impactbench.bench.runner.RunCache.load`): corruption and naive edits
-are found, a writer who recomputes the checksum is not (docs/cache.md states the trust model).
-:func:`verify_sample` recomputes a random sample of the runs read from the cache and reports
-those whose stored results differ from their recomputation (``impactbench run --verify-cache``).
-:func:`no_patching` refuses a study file that rebinds impactbench's own classes or functions
-(its results would be stored under the built-in runs' keys, and differ with ``--jobs``).
-"""
+A run-cache entry carries the SHA-256 of its content and key
+(:func:`impactbench.bench.runner.entry_checksum`), checked when it is read
+(:meth:`impactbench.bench.runner.RunCache.load`): corruption and naive edits are found, a writer
+who recomputes the checksum is not (docs/cache.md states the trust model). :func:`verify_sample`
+recomputes a random sample of the runs read from the cache and reports those whose stored results
+differ from their recomputation (``impactbench run --verify-cache``). :func:`no_patching` refuses a
+study file that rebinds impactbench's own classes or functions (its results would be stored under
+the built-in runs' keys, and differ with ``--jobs``)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,14 +25,6 @@ from ..core._files import CacheWarning
 #: Relative difference below which a recomputed metric or cost equals its stored value (a cache
 #: shared between machines may hold results differing in the last bits).
 VERIFY_RTOL = 1e-9
-
-
-def entry_checksum(entry: Mapping[str, Any]) -> str:
-    """SHA-256 of a cache entry without its ``checksum`` field (canonical JSON: sorted keys,
-    the key of the entry included, so an entry moved to another key's file fails too)."""
-    content = {name: value for name, value in entry.items() if name != "checksum"}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _same(stored: Any, computed: Any) -> bool:

@@ -74,8 +74,9 @@ class Registry(Mapping[str, Any]):
     ----------
     group : str
         One of :data:`GROUPS`.
-    builtins : mapping
-        The built-in entries, by name (they come first and keep their names).
+    builtins : dict
+        The built-in entries, by name (they come first and keep their names); an entry
+        registered at run time (``registry[name] = value``) joins them.
     accept : callable
         ``accept(name, value) -> bool``: whether a loaded value is what the group holds.
     what : str
@@ -85,7 +86,7 @@ class Registry(Mapping[str, Any]):
     def __init__(
         self,
         group: str,
-        builtins: Mapping[str, Any],
+        builtins: dict[str, Any],
         accept: Callable[[str, Any], bool],
         what: str,
     ) -> None:
@@ -97,6 +98,13 @@ class Registry(Mapping[str, Any]):
         self.what = what
         self._loaded: dict[tuple[str, str], Any] = {}  # (name, value) -> plug-in, or None
         self._shadowed: set[tuple[str, str]] = set()  # warned about: their name is taken
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        """Register ``value`` under ``name`` for this process, as a built-in entry."""
+        self.builtins[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self.builtins[name]
 
     def names(self) -> list[str]:
         """Every name, the plug-ins' as declared (none is imported, so none is checked)."""

@@ -94,7 +94,6 @@ from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
 from . import workers
-from .cache_integrity import entry_checksum
 from .timeout import check_run_timeout, perform_within
 
 ProblemFactory = Callable[..., Problem]
@@ -712,6 +711,14 @@ def _task(
 # Cache
 
 
+def entry_checksum(entry: Mapping[str, Any]) -> str:
+    """SHA-256 of a cache entry without its ``checksum`` field (canonical JSON: sorted keys,
+    the key of the entry included, so an entry moved to another key's file fails too)."""
+    content = {name: value for name, value in entry.items() if name != "checksum"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def default_cache_dir() -> Path:
     """Default cache folder (see the module docstring)."""
     if os.environ.get("IMPACTBENCH_CACHE_DIR"):
@@ -738,7 +745,7 @@ class RunCache:
         a regular file of at most :data:`MAX_ENTRY_BYTES` (a FIFO or a link to a device is
         refused, the limit enforced while reading), a JSON object ``{"format", "key", "run",
         "stored", "outcome", "checksum"}`` of this format and key whose checksum
-        (:func:`~impactbench.bench.cache_integrity.entry_checksum`) matches its content, whose
+        (:func:`entry_checksum`) matches its content, whose
         outcome has exactly the fields of :class:`Outcome` with their types, a status
         "ok" or "zeno-handled", finite non-negative timings and non-negative integer costs;
         with ``run`` given, ``run`` must equal ``run.spec()`` and the metrics must be exactly
