@@ -3,7 +3,8 @@
 ``PROBLEMS`` maps each class name to its class. Every problem is an
 :class:`impactbench.core.problem.CompiledProblem` (physics written once as numba kernels). Those
 with a closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and
-the exact ``impact_times(t_end)``: the bouncing ball, the impacting and forced impact oscillators,
+the exact ``impact_times(t_end)``: the bouncing ball (with and without quadratic air drag), the
+impacting and forced impact oscillators,
 the slanted wall, the undamped, unforced 1-DOF tight joint and the impacting bar (the continuous
 bar's solution at the nodes). The 2-DOF tight joint and the double pendulum have none (references
 are accurate event-driven runs), nor have the column of beads and Newton's cradle. Installed
@@ -13,6 +14,7 @@ third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
+from .drag_ball import DragBall
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
 from .newtons_cradle import NewtonsCradle
@@ -21,6 +23,7 @@ from .tight_joint import TightJoint, TightJoint2D
 
 PROBLEMS = {
     "BouncingBall": BouncingBall,
+    "DragBall": DragBall,
     "ImpactingOscillator": ImpactingOscillator,
     "ForcedImpactOscillator": ForcedImpactOscillator,
     "SlantedWall": SlantedWall,
@@ -37,6 +40,7 @@ __all__ = [
     "BouncingBall",
     "ColumnOfBeads",
     "DoublePendulum",
+    "DragBall",
     "ForcedImpactOscillator",
     "ImpactingBar",
     "ImpactingOscillator",

@@ -224,20 +224,28 @@ class DragBall(CompiledProblem):
         """The time after which the ball rests on the floor (inf for e = 1)."""
         return self.schedule()[2]
 
-    def impact_times(self, t_end: float) -> np.ndarray:
-        """The impact times up to ``t_end`` (those of the geometric tail excluded)."""
+    def impact_times(self, t_end: float, max_count: int = 10_000) -> np.ndarray:
+        """The impact times in [t0, t_end], at most the first ``max_count`` (those of the
+        geometric tail, shorter than round-off, excluded)."""
+        max_count = _checks.positive_int(max_count, "max_count")
+        t_end = _checks.finite_scalar(t_end, "t_end")
         times = self.schedule()[3]
-        return times[times <= t_end]
+        return times[(times >= self.t0) & (times <= t_end)][:max_count]
 
     def exact_solution(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact (q, v) at times ``t`` >= t0, each of shape (len(t), 1); post-impact velocity
         at an impact instant, rest after the accumulation time."""
-        t = np.asarray(t, dtype=float)
+        t = _checks.times(t, self.t0)
         apex_time, apex, t_inf, times, speeds = self.schedule()
         q = np.zeros_like(t)
         v = np.zeros_like(t)
         before = t < times[0]
-        q[before], v[before] = self._fall(apex, t[before] - apex_time)
+        rising = before & (t < apex_time)  # a start with v0 > 0 rises to the first apex
+        if rising.any():
+            q_rise, v[rising] = self._rise(float(self.v0[0]), t[rising] - self.t0)
+            q[rising] = float(self.q0[0]) + q_rise
+        falling = before & ~rising
+        q[falling], v[falling] = self._fall(apex, t[falling] - apex_time)
         index = np.searchsorted(times, t, side="right") - 1  # the last impact at or before t
         for i in np.unique(index[(index >= 0) & (t < t_inf)]):
             u = float(speeds[i])

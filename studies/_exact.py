@@ -2,8 +2,9 @@
 
 The bouncing ball (e = 0.8) and the slanted wall (e = 0.7) run through their accumulation
 points into rest and sliding; the impacting oscillator (e = 0.8) over three impacts; the forced
-impact oscillator over five periods of its stable one-impact orbit. The quick grid keeps the
-ball only.
+impact oscillator over five periods of its stable one-impact orbit; the ball with quadratic air
+drag (e = 0.8) through its accumulation point, whose flights, unlike the drag-free parabolas, a
+Runge-Kutta pair does not integrate exactly. The quick grid keeps the ball only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from impactbench.analysis.reference import Reference
 from impactbench.bench.runner import Case
 from impactbench.problems import (
     BouncingBall,
+    DragBall,
     ForcedImpactOscillator,
     ImpactingOscillator,
     SlantedWall,
@@ -37,6 +39,7 @@ def exact_cases(quick: bool) -> list[Case]:
             {"omega": 2.5, "sigma": 0.05, "restitution": 0.8},
         ),
         Case(SlantedWall, wall.accumulation_time + 1.0, {"restitution": 0.7}),
+        Case(DragBall, DragBall(restitution=0.8).accumulation_time + 1.0, {"restitution": 0.8}),
     ]
 
 
