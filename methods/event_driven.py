@@ -66,10 +66,9 @@ Admissibility.
     non-finite values, raises :class:`impactbench.SimulationError` with t, q and v (and the part
     of the trajectory computed so far).
 
-Cost (DOP853, rtol=1e-10, plain-Python ball q0 = 1, g = 9.81, to t = 10, best of 5 on a shared
-2-core machine): e = 0.5, 20 impacts: 51 ms per run, 2.6 ms per impact; e = 0.9, 132 impacts:
-300 ms per run, 2.2 ms per impact (about 38 force evaluations and 2.3 solver steps per impact;
-the cost is Python overhead per right-hand side, ~50 us).
+Cost: on this path (scipy's solvers, a plain-Python problem) it is Python overhead per
+right-hand side, dozens of force evaluations per impact; the ``performance`` study measures it
+beside the compiled engine's.
 """
 
 from __future__ import annotations

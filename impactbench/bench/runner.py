@@ -387,8 +387,8 @@ def run_key(run: Run, version: str) -> str:
 
 def package_versions() -> dict[str, str]:
     """Versions of Python and of :data:`PACKAGES` in this process (keys ``<name>_version``): a
-    new dict each call, read once per process (reading the installed metadata took 7 ms, more
-    than many runs)."""
+    new dict each call, read once per process (reading the installed metadata costs more than
+    many runs)."""
     return dict(_installed_versions())
 
 

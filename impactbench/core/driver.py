@@ -23,65 +23,45 @@ it (so that a failure reports the last finite state). ``rows`` (int64, max(m, 1)
 (:func:`impactbench.core.contact.make_workspace`) complete the work space.
 
 Four compilation choices keep the driver as fast as a hand-written loop per scheme (measured
-with benchmarks/loops.py):
+by ``benchmarks/loops.py``):
 
 * the loop is compiled with numba's reference counting switched off (``_nrt=False``): nothing
   in it allocates (the buffers are allocated by :func:`make_loop`'s wrapper), and every array
   passed to an inlined scheme function, and every slice of it, would otherwise be
-  reference-counted at each step (measured 60-230 ns/step against 6-60 for the whole step);
+  reference-counted at each step, which costs more than a small step itself;
 * ``X`` is seen through :func:`impactbench.core._jit.constant_shape_view` (plain Python: a
   reshape), whose shape and strides are compile-time constants: slices of it at constant
   offsets are then provably disjoint for LLVM, which keeps values in registers across the
-  stores of a step (with the argument's run-time strides, or with ``reshape``, the pendulum's
-  step cost 2x);
+  stores of a step (not so with the argument's run-time strides, or with ``reshape``);
 * ``Z`` is an array on the loop's stack (:func:`impactbench.core._jit.stack_array`; plain Python:
-  zeros): LLVM promotes it to registers, so the candidate state costs no stores (in ``X`` its
-  four stores per step on a 2-DOF problem cost up to 1.2 ns/step, 20 % of the slanted wall's
-  step);
+  zeros): LLVM promotes it to registers, so the candidate state costs no stores;
 * the matrices a scheme keeps in ``X`` (M, its factor, G) are taken as
   ``matrix_rows(X, start, stop)``: ``X[start:stop]``, a C-contiguous array, when the rows of
   ``X`` are n wide (n >= m) and n >= ``WHOLE_ROWS_FROM``, ``X[start:stop, :n]`` otherwise.
   numba types a slice of columns as of any layout, whose run-time inner stride keeps LLVM from
-  vectorising the loops over a row (a 100 x 100 gradient: its finite check 5.5 us against
-  1.5 us, the impact law of a 100-bead column 22 us against 9 us); with a row or two there is
-  nothing to vectorise, and the C-contiguous blocks measured slower (D1MinusLinear on the
-  resting ball, n = 1: 24.9 against 23.0 ns/step).
+  vectorising the loops over a row; with a row or two there is nothing to vectorise, and the
+  C-contiguous blocks are slower there.
 
-Generic loops. Bound as constants, the sizes make one compiled loop per size of a problem
-(5-20 s of compilation each; the main job ran the impacting bar at 15 sizes). From n =
-``GENERIC_FROM`` DOF, when m <= n, :func:`make_loop` compiles a *generic* loop instead: it reads
-the sizes at run time, and one loop (one cache entry, one compilation) serves every size of the
-problem. The templates are copied by :func:`impactbench.core._jit.with_runtime_sizes`, which
-turns the globals of ``RUNTIME_SIZES`` (``N_DOF``, ``N_CONSTRAINTS``, ``MASS_ROWS``, ``HEIGHT``,
-``WIDTH``; ``N_CONSTRAINTS`` and ``MASS_ROWS`` stay constants when they are 1: one constraint, a
-diagonal M) into locals read from a tuple ``sizes``, passed to the loop and on to each scheme
-function and helper: the same source, compiled or run as plain Python, and a digest (a cache
-name) that does not depend on the sizes. The flags stay constants (``SINGLE_CONSTRAINT`` among
-them: the bar's loop is not the column's). ``X`` is then the buffer reshaped at run time, ``Z``
-the buffer's last 2 n entries (``GENERIC``), and ``matrix_rows`` gives whole rows (m <= n).
+Generic loops. Bound as constants, the sizes make one compiled loop per size of a problem. From
+n = ``GENERIC_FROM`` DOF, when m <= n, :func:`make_loop` compiles a *generic* loop instead: it
+reads the sizes at run time, and one loop (one cache entry, one compilation) serves every size
+of the problem. The templates are copied by :func:`impactbench.core._jit.with_runtime_sizes`,
+which turns the globals of ``RUNTIME_SIZES`` (``N_DOF``, ``N_CONSTRAINTS``, ``MASS_ROWS``,
+``HEIGHT``, ``WIDTH``; ``N_CONSTRAINTS`` and ``MASS_ROWS`` stay constants when they are 1: one
+constraint, a diagonal M) into locals read from a tuple ``sizes``, passed to the loop and on to
+each scheme function and helper: the same source, compiled or run as plain Python, and a digest
+(a cache name) that does not depend on the sizes. The flags stay constants
+(``SINGLE_CONSTRAINT`` among them: the bar's loop is not the column's). ``X`` is then the buffer
+reshaped at run time, ``Z`` the buffer's last 2 n entries (``GENERIC``), and ``matrix_rows``
+gives whole rows (m <= n).
 
-The threshold, ``GENERIC_FROM`` = 300 DOF, is where the two loops measured the same: below it
-the constant shapes are worth more than a compilation saves (measured with
-benchmarks/scaling.py and an interleaved comparison of the two loops, on a shared machine): on
-the bar at n = 10, MoreauJean 50 -> 69 ns/step and PaoliSchatzman 43 -> 50; on the settled
-column, whose step is O(m n) with every contact closed, 10-20 % slower at n = 10 to 100
-(MoreauJean at n = 100: 19.0 -> 21.0 us/step); at n = 300 (the column) and at n = 1000 and 10^4
-(the bar: 4.3 -> 4.0 and 51 -> 51 us/step) no difference beyond the noise. So a problem below
-300 DOF runs exactly the loop it ran before (same machine code), and the large meshes of the
-impacting bar and of the scaling study (321 to 10^4 DOF) compile one loop per scheme instead of
-one per size. A problem used at many small sizes can declare ``sizes_at_run_time`` in its kernels
+The threshold ``GENERIC_FROM`` is where the two loops cost the same per step
+(``benchmarks/scaling.py``): below it the constant shapes are worth more than a compilation
+saves. A problem used at many small sizes can declare ``sizes_at_run_time`` in its kernels
 (:class:`impactbench.core.problem.ProblemKernels`): its loops are then generic from
-``WHOLE_ROWS_FROM`` DOF. The impacting bar does (problems/impacting_bar.py): its convergence
-study and tests run 10 to 20 meshes of 11 to 321 DOF, each a compilation of 5-25 s per scheme
-with constant sizes; measured (min of 7 runs, h at CFL 0.5), constant against run-time sizes,
-ns/step: MoreauJean 37.8 -> 44.8 at 11 DOF, 115 -> 123 at 41, 191 -> 196 at 101;
-PaoliSchatzman 46.9 -> 53.0, 116 -> 130, 275 -> 287 (2-19 % dearer). The column of beads
-(problems/column_of_beads.py) declares it too: the scaling study's settled columns of 10, 30 and
-100 beads compiled a loop per size and scheme (18 loops, 5-16 s of CPU each, about 250 s of the
-cold main job); measured (min of 7 runs of 2e4 steps, with a test session on the other core),
-constant against run-time sizes, us/step: MoreauJean 0.99 -> 0.89 at 10 beads, 2.85 -> 3.00 at
-30, 11.9 -> 13.7 at 100; PaoliSchatzman 0.79 -> 0.95, 3.10 -> 3.26, 17.6 -> 19.2 (-10 to +20 %),
-and every size of the study now runs the same kind of loop as its 300-bead column.
+``WHOLE_ROWS_FROM`` DOF, at a per-step cost a few to twenty per cent higher on small meshes,
+for one compilation per scheme instead of one per size. The impacting bar and the column of
+beads declare it (their studies and tests run many sizes).
 
 Scheme functions (globals such as ``mass_matrix``, ``forces``, ``gap``, ``gap_gradient``,
 ``N_DOF``, ``N_CONSTRAINTS``, ``CONSTANT_MASS``, ``AFFINE_GAP``, ``SINGLE_CONSTRAINT``,

@@ -69,7 +69,7 @@ class ProblemKernels(NamedTuple):
     ``sizes_at_run_time`` declares a problem used at many sizes (the meshes of a bar): its
     time-stepping loops read n and m at run time from ``impactbench.core.driver.WHOLE_ROWS_FROM``
     DOF instead of ``GENERIC_FROM``, so that one compiled loop per scheme serves every mesh, at a
-    cost per step measured 2-19 % higher on the bar at 11-101 DOF (module docstring of
+    somewhat higher cost per step on small meshes (module docstring of
     ``impactbench/core/driver.py``).
 
     The compiled loops pass row slices of one work buffer (so that the compiler can prove them
@@ -797,9 +797,7 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
     contact"); its t and v are those of the step's force evaluation (which precedes the gap
     evaluations of a step in every loop), its q the argument of the failing call.
 
-    The checks cost about 3 us per step (CPU time measured on a 1-DOF ball and a 2-DOF particle
-    above a wall, Moreau-Jean and Paoli-Schatzman, h = 1e-4: 11.7-14.4 us per step against
-    8.8-11.2 us unchecked).
+    The checks cost a fraction of a plain-Python step (``benchmarks/loops.py`` measures it).
 
     Parameters
     ----------

@@ -185,8 +185,8 @@ class TimeStepping(Method):
         compile)``.
 
         The loops bind ``n_dof`` and ``n_constraints`` as compile-time constants: numba then
-        unrolls the small linear algebra completely (measured: a 1 x 1 solve in a loop goes from
-        16 ns to 1 ns per call), and single-constraint problems compile without the LCP solver.
+        unrolls the small linear algebra completely, and single-constraint problems compile
+        without the LCP solver.
         From ``impactbench.core.driver.GENERIC_FROM`` DOF the driver's loop reads them at run
         time instead, one compiled loop for every size (see its module docstring).
         ``options`` are the instance's :meth:`_loop_options`.
