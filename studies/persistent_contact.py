@@ -396,14 +396,14 @@ def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
             "t_end",
             "late_penetration",
             "horizon $T$ [s]",
-            r"depth $\max_{[T/2, T]} (-g)$",
+            r"depth $\max_{[T/2, T]} (-g)$ [m]",
         ),
         (
             "depth_against_h",
             "h",
             "late_penetration",
             "step $h$ [s]",
-            r"depth $\max_{[50, 100]} (-g)$",
+            r"depth $\max_{[50, 100]} (-g)$ [m]",
         ),
         ("energy_against_t", "t_end", "energy_at_end", "horizon $T$ [s]", "energy $E(T)$ [J]"),
     ]

@@ -114,3 +114,17 @@ def test_simulate_plot_refuses_unknown_suffixes(tmp_path, capsys):
         main([*argv, "--plot", str(tmp_path / "run.jpg"), "--no-warmup"])
     assert exit_info.value.code == 2
     assert "--plot must end in" in capsys.readouterr().err
+
+
+def test_every_variant_of_a_method_has_its_own_encoding():
+    from impactbench.bench.style import method_style
+
+    position = method_style("MoreauJean[theta=0.5]")
+    approaching = method_style("MoreauJean[theta=0.5,activation=approaching]")
+    python = method_style("EventDriven[compiled=False]")
+    assert approaching["color"] == position["color"]  # the same method
+    assert (approaching["linestyle"], approaching["marker"]) != (
+        position["linestyle"],
+        position["marker"],
+    )
+    assert python["linestyle"] == ":" and python["color"] == method_style("EventDriven")["color"]

@@ -84,13 +84,23 @@ _PALETTE = ("#17becf", "#e377c2", "#7f7f7f", "#393b79", "#637939", "#843c39")
 _MARKERS = ("h", "<", ">", "*", "p", "d")
 
 
+#: Parameters that make a variant of a method, and how the variant is drawn (same colour as the
+#: method, another line and marker): one visual encoding per variant.
+VARIANT_STYLES = {
+    "compiled=False": {"linestyle": ":", "marker": "x"},  # the Python engine of a method
+    "activation=approaching": {"linestyle": "--", "marker": "v", "markerfacecolor": "none"},
+}
+
+
 def method_style(method: str) -> dict[str, str]:
-    """``color``, ``marker`` and ``linestyle`` of a method, by its class name (before "[")."""
+    """``color``, ``marker`` and ``linestyle`` of a method, by its class name (before "["), and
+    of its variants (:data:`VARIANT_STYLES`)."""
     base = method.partition("[")[0]
     if base in METHOD_STYLES:
         style = dict(METHOD_STYLES[base])
-        if "compiled=False" in method:  # the Python engine of a method: same colour, dotted
-            style.update(linestyle=":", marker="x")
+        for parameter, variant in VARIANT_STYLES.items():
+            if parameter in method:
+                style.update(variant)
         return style
     index = int(hashlib.sha256(base.encode()).hexdigest(), 16)
     return {
