@@ -128,3 +128,27 @@ def test_every_variant_of_a_method_has_its_own_encoding():
         position["marker"],
     )
     assert python["linestyle"] == ":" and python["color"] == method_style("EventDriven")["color"]
+
+
+def test_a_flat_sweep_gets_a_decade_of_log_axis_with_informative_ticks():
+    import pandas as pd
+
+    from impactbench.bench.report import new_figure, plot_medians
+
+    values = 3.33e-13 * (1 + 1e-4 * np.arange(5))
+    medians = pd.DataFrame(
+        {
+            "method": "EventDriven",
+            "tolerance": np.geomspace(1e-11, 1e-3, 5),
+            "e": values,
+            "e_min": values,
+            "e_max": values,
+        }
+    )
+    figure, (ax,) = new_figure(1)
+    plot_medians(ax, medians, "tolerance", "e")
+    low, high = ax.get_ylim()
+    assert high / low >= 9.99  # a decade
+    figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert len(labels) == len(set(labels))  # no repeated tick label

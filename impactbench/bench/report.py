@@ -129,6 +129,23 @@ def plot_medians(ax: Axes, medians: pd.DataFrame, x: str, y: str) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.grid(True, which="major", alpha=0.3)
+    values = medians[[f"{y}_min", f"{y}_max"]].to_numpy(float).ravel()
+    values = values[np.isfinite(values) & (values > 0)]
+    if values.size:
+        widen_flat_log_axis(ax, float(values.min()), float(values.max()))
+
+
+#: A log axis whose data span less than this ratio is widened to a decade around them.
+FLAT_SPAN = 3.0
+
+
+def widen_flat_log_axis(ax: Axes, low: float, high: float) -> None:
+    """Give a log y axis whose data ``[low, high]`` span less than :data:`FLAT_SPAN` a full
+    decade around them: the ticks then show values (a flat sweep squeezed into a fraction of a
+    decade carries only repeated or no tick labels)."""
+    if 0.0 < low <= high < FLAT_SPAN * low:
+        center = np.sqrt(low * high)
+        ax.set_ylim(center / np.sqrt(10.0), center * np.sqrt(10.0))
 
 
 def plot_fit(
