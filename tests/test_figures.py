@@ -152,3 +152,30 @@ def test_a_flat_sweep_gets_a_decade_of_log_axis_with_informative_ticks():
     figure.canvas.draw()
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert len(labels) == len(set(labels))  # no repeated tick label
+
+
+def test_a_trajectory_artefact_keeps_the_deepest_penetration_of_each_constraint():
+    import impactbench as ib
+    from impactbench.bench.trajectory_figure import ARTEFACT_SAMPLES, trajectory_artefact
+    from impactbench.methods import MoreauJean
+    from impactbench.problems import BouncingBall
+
+    ball = BouncingBall()
+    count = 10 * ARTEFACT_SAMPLES + 7
+    t = np.linspace(0.0, 1.0, count)
+    q = np.full(count, 0.5)
+    deepest = 12_345  # between two evenly spaced samples of the artefact
+    q[deepest] = -3e-4
+    run = ib.make_trajectory(
+        ball,
+        MoreauJean(),
+        t,
+        q,
+        np.zeros(count),
+        steps=count - 1,
+        force_evaluations=count - 1,
+        h=t[1],
+    )
+    stored = trajectory_artefact(None, ball, run)["trajectory"]
+    assert len(stored) <= ARTEFACT_SAMPLES + 1
+    assert stored["q1"].min() == -3e-4 and t[deepest] in set(stored["t"])

@@ -34,12 +34,15 @@ def trajectory_artefact(run: object, problem: Problem, trajectory: Trajectory) -
     """A run's trajectory as artefacts (``Run.artefact``) for :func:`stored_trajectory`.
 
     ``trajectory``: at most :data:`ARTEFACT_SAMPLES` output samples, evenly spaced in index
-    (first and last included), columns t, q1..qn, v1..vn; ``impact_log``: the first
-    :data:`ARTEFACT_IMPACTS` entries of the impact log (t, constraint, normal velocities before
-    and after).
+    (first and last included), and the sample of each constraint's deepest penetration (so that
+    the gap panel drawn from them shows the true minimum the tables report), columns t,
+    q1..qn, v1..vn; ``impact_log``: the first :data:`ARTEFACT_IMPACTS` entries of the impact
+    log (t, constraint, normal velocities before and after).
     """
     count = trajectory.t.shape[0]
-    keep = np.unique(np.linspace(0, count - 1, min(count, ARTEFACT_SAMPLES)).round().astype(int))
+    evenly = np.linspace(0, count - 1, min(count, ARTEFACT_SAMPLES)).round().astype(int)
+    deepest = np.argmin(problem.gaps(trajectory.q), axis=0) if count else np.zeros(0, int)
+    keep = np.unique(np.concatenate([evenly, deepest]))
     samples = {"t": trajectory.t[keep]}
     for i in range(trajectory.q.shape[1]):
         samples[f"q{i + 1}"] = trajectory.q[keep, i]
