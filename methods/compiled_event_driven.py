@@ -1399,17 +1399,7 @@ def run_engine(
     count = counts[COUNTER_SAMPLES]
     logged = counts[COUNTER_LOGGED]
     t_stop = float(state[0])
-    impacts = (
-        ImpactLog(
-            t=log_t[:logged].copy(),
-            constraint=log_i[:logged].copy(),
-            normal_velocity_before=log_u[:logged, 0].copy(),
-            normal_velocity_after=log_u[:logged, 1].copy(),
-            total=counts[COUNTER_IMPACTS],
-        )
-        if logged
-        else ImpactLog(total=counts[COUNTER_IMPACTS])
-    )
+    impacts = ImpactLog.from_buffers(log_t, log_i, log_u, logged, counts[COUNTER_IMPACTS])
     length_settings = {
         "impact_interval": impact_interval,
         "min_impact_interval": min_impact_interval,

@@ -42,7 +42,7 @@ import pandas as pd
 from ..analysis.metrics import METRICS
 from ..core._files import CacheWarning, write_atomic
 from .files import check_study_folder, replace_group
-from .runner import FAILED, PACKAGES, Outcome, Run
+from .runner import FAILED, PACKAGES, TIMING_FIELDS, Outcome, Run
 
 RUN_COLUMNS = (
     "study",
@@ -75,15 +75,7 @@ PROVENANCE_COLUMNS = (
     *(f"{name}_version" for name in PACKAGES),
 )
 #: Columns that change from one execution to the next; always the last ones.
-TIMING_COLUMNS = (
-    "wall_time",
-    "wall_time_median",
-    "wall_time_max",
-    "warmup_time",
-    "integration_time",
-    "integration_time_median",
-    "integration_time_max",
-)
+TIMING_COLUMNS = TIMING_FIELDS
 
 
 def _cell(value: Any) -> Any:

@@ -483,7 +483,7 @@ class Outcome:
             error=error,
             metrics=dict.fromkeys(run.metrics, nan),
             cost=dict.fromkeys(_COST_FIELDS, nan),
-            timing=dict.fromkeys(_TIMING_FIELDS, nan),
+            timing=dict.fromkeys(TIMING_FIELDS, nan),
             provenance=provenance,
         )
 
@@ -809,7 +809,8 @@ _COST_FIELDS = (
     "impacts_capped",
 )
 _COUNT_FIELDS = ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases")
-_TIMING_FIELDS = (
+#: The timing fields of an outcome (the last columns of a study's table, in this order).
+TIMING_FIELDS = (
     "wall_time",
     "wall_time_median",
     "wall_time_max",
@@ -880,8 +881,8 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     if not isinstance(cost["impacts_capped"], bool):
         raise ValueError(f"impacts_capped must be true or false, got {cost['impacts_capped']!r}")
     timing = stored["timing"]
-    if not isinstance(timing, dict) or set(timing) != set(_TIMING_FIELDS):
-        raise ValueError(f"timing must be an object with the fields {list(_TIMING_FIELDS)}")
+    if not isinstance(timing, dict) or set(timing) != set(TIMING_FIELDS):
+        raise ValueError(f"timing must be an object with the fields {list(TIMING_FIELDS)}")
     if not all(_is_timing(name, t) for name, t in timing.items()):
         raise ValueError(
             f"timings must be finite non-negative numbers (warmup_time and integration_time "

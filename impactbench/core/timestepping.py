@@ -311,17 +311,7 @@ class TimeStepping(Method):
         logged = count[COUNTER_LOGGED]
         # out_t, out_q, out_v; log_t, log_i, log_u (2 entries); counters; state: 8-byte items
         output_bytes = 8 * (n_out * (1 + 2 * n) + 4 * capacity + N_COUNTERS + 1 + 2 * n)
-        impacts = (
-            ImpactLog(
-                t=log_t[:logged].copy(),
-                constraint=log_i[:logged].copy(),
-                normal_velocity_before=log_u[:logged, 0].copy(),
-                normal_velocity_after=log_u[:logged, 1].copy(),
-                total=count[COUNTER_IMPACTS],
-            )
-            if logged
-            else ImpactLog(total=count[COUNTER_IMPACTS])
-        )
+        impacts = ImpactLog.from_buffers(log_t, log_i, log_u, logged, count[COUNTER_IMPACTS])
         stats = {
             "steps": count[COUNTER_STEPS],
             "force_evaluations": count[COUNTER_FORCE_EVALUATIONS],

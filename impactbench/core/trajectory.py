@@ -61,6 +61,23 @@ class ImpactLog:
         """True when more entries were produced than stored."""
         return self.total > len(self)
 
+    @classmethod
+    def from_buffers(
+        cls, t: np.ndarray, constraint: np.ndarray, normal: np.ndarray, logged: int, total: int
+    ) -> ImpactLog:
+        """The log a compiled loop left in its buffers: the first ``logged`` entries (copied)
+        of ``t`` (k,), ``constraint`` (k,) and ``normal`` (k, 2: before, after), of ``total``
+        produced."""
+        if not logged:
+            return cls(total=total)
+        return cls(
+            t=t[:logged].copy(),
+            constraint=constraint[:logged].copy(),
+            normal_velocity_before=normal[:logged, 0].copy(),
+            normal_velocity_after=normal[:logged, 1].copy(),
+            total=total,
+        )
+
 
 @dataclass
 class Trajectory:
