@@ -135,4 +135,4 @@ def test_the_compare_command(ball_comparison, tmp_path, capsys):
     assert main([*argv, "--cache-dir", str(cache)]) == 0
     out = capsys.readouterr().out
     assert "order [95 %]" in out and "force evaluations" in out
-    assert (tmp_path / "compare_BouncingBall_restitution0.8" / "comparison.pdf").exists()
+    assert (tmp_path / "compare_BouncingBall_restitution0-8" / "comparison.pdf").exists()

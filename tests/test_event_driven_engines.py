@@ -266,12 +266,17 @@ def test_projection_that_does_not_converge_stops_both_engines_alike():
 def test_persistent_contact_stays_on_the_constraint_to_t_1000(name, compiled):
     """Through the accumulation into resting (ball), sliding on a flat wall (slanted wall) and
     sliding on a curved one with impacts (pin in a hole), every output sample to t = 1000 is
-    admissible to 1e-3 of the contact tolerance (measured worst: 2.4e-13 on the pin)."""
+    admissible to 1e-3 of the contact tolerance (measured worst: 2.4e-13 on the pin), or to the
+    round-off of the gap itself where the position has grown so far that this is larger (the
+    particle sliding down the slanted wall for 1000 s: g(q) of |q| ~ 1e6 is exact to about
+    eps |q| |grad g|, and the projection stops there, as it must to converge)."""
     problem = PROBLEMS[name]()
     run = ib.simulate(problem, EventDriven(compiled=compiled), problem.t0 + 1000.0, output_every=50)
     assert run.status is ib.Status.ZENO_HANDLED
     depth = -min(float(np.min(problem.gap(q))) for q in run.q)
-    assert depth <= 1e-3 * run.stats["contact_tolerance"], depth
+    gradient = max(float(np.abs(problem.gap_gradient(q)).sum(axis=1).max()) for q in run.q)
+    round_off = 16 * np.finfo(float).eps * float(np.abs(run.q).max()) * gradient
+    assert depth <= max(1e-3 * run.stats["contact_tolerance"], round_off), depth
 
 
 @pytest.mark.parametrize("compiled", [True, False])

@@ -113,7 +113,7 @@ def test_simulate_plot_refuses_unknown_suffixes(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([*argv, "--plot", str(tmp_path / "run.jpg"), "--no-warmup"])
     assert exit_info.value.code == 2
-    assert "--plot must end in" in capsys.readouterr().err
+    assert "--plot: must end in" in capsys.readouterr().err
 
 
 def test_every_variant_of_a_method_has_its_own_encoding():

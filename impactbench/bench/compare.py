@@ -234,7 +234,7 @@ def _figure(medians: pd.DataFrame, metric: str, floor: float, folder: Path, titl
 
 def _name(factory: Callable, kwargs: Mapping[str, Any]) -> str:
     text = factory.__name__ + "".join(f"_{k}{v}" for k, v in kwargs.items())
-    return "compare_" + re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:80]
+    return "compare_" + re.sub(r"[^A-Za-z0-9_-]+", "-", text)[:80]  # a plain study name
 
 
 def compare(
