@@ -278,4 +278,5 @@ STUDY = Study(
     runs=runs,
     report=report,
     max_jobs=1,
+    failures_are_findings=True,  # the event-driven method's failures are what it measures
 )

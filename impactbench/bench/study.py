@@ -63,6 +63,10 @@ class Study:
         Time limit in seconds of each run (``run_timeout`` of
         :func:`impactbench.bench.runner.execute`: a run over it is stopped and recorded as
         failed); None (default) for none. ``impactbench run --run-timeout`` overrides it.
+    failures_are_findings : bool
+        True for a study that measures where methods fail: its failed runs are results, listed
+        in its report and findings, and do not make ``impactbench run`` exit with 1 (they are
+        still printed). Default False: a failed run is an error of the study.
     """
 
     name: str
@@ -72,6 +76,7 @@ class Study:
     report: Callable[[pd.DataFrame, Path], StudyReport]
     max_jobs: int | None = None
     run_timeout: float | None = None
+    failures_are_findings: bool = False
 
     def __post_init__(self) -> None:
         check_study_name(self.name)
