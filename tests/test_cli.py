@@ -418,7 +418,9 @@ def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(qu
             assert mine["h"].iloc[0] == mine["h_nominal"].iloc[0]  # the nominal copy
     samples = stored.groupby("key").size()
     stepping = set(drawn.loc[drawn["family"] == "time-stepping", "key"])
-    assert all(samples[key] == ARTEFACT_SAMPLES for key in stepping)  # thinned from more
+    # thinned from more: evenly spaced samples and the deepest penetration of each of the
+    # configuration's (at most two) constraints
+    assert all(ARTEFACT_SAMPLES - 2 <= samples[key] <= ARTEFACT_SAMPLES for key in stepping)
     assert (samples >= 2).all() and (samples <= ARTEFACT_SAMPLES).all()
     figures = sorted(folder.glob("trajectory_*.png"))
     assert len(figures) == len(drawn)

@@ -31,6 +31,7 @@ RTOL = 1e-10
 #: ending in the resting stack).
 HORIZONS = {
     "BouncingBall": 10.0,
+    "DragBall": 4.0,  # through its accumulation point (t_inf = 2.70) into rest
     "ImpactingOscillator": 10.0,
     "ForcedImpactOscillator": 10.0,
     "SlantedWall": 4.0,

@@ -177,5 +177,5 @@ def test_a_trajectory_artefact_keeps_the_deepest_penetration_of_each_constraint(
         h=t[1],
     )
     stored = trajectory_artefact(None, ball, run)["trajectory"]
-    assert len(stored) <= ARTEFACT_SAMPLES + 1
+    assert len(stored) <= ARTEFACT_SAMPLES
     assert stored["q1"].min() == -3e-4 and t[deepest] in set(stored["t"])

@@ -40,8 +40,10 @@ def trajectory_artefact(run: object, problem: Problem, trajectory: Trajectory) -
     log (t, constraint, normal velocities before and after).
     """
     count = trajectory.t.shape[0]
-    evenly = np.linspace(0, count - 1, min(count, ARTEFACT_SAMPLES)).round().astype(int)
-    deepest = np.argmin(problem.gaps(trajectory.q), axis=0) if count else np.zeros(0, int)
+    gaps = problem.gaps(trajectory.q)
+    slots = max(2, ARTEFACT_SAMPLES - gaps.shape[1])  # room for the deepest samples
+    evenly = np.linspace(0, count - 1, min(count, slots)).round().astype(int)
+    deepest = np.argmin(gaps, axis=0) if count else np.zeros(0, int)
     keep = np.unique(np.concatenate([evenly, deepest]))
     samples = {"t": trajectory.t[keep]}
     for i in range(trajectory.q.shape[1]):
