@@ -87,3 +87,26 @@ def test_ensemble_distances_pair_members_and_test_the_distributions():
     assert distances.loc["Biased", "W1"] == pytest.approx(1.0)
     assert distances.loc["Biased", "KS p"] < 1e-6
     assert "EventDriven[atol=1e-14]" not in distances.index  # the reference is not compared
+
+
+def test_no_energy_statistic_from_a_reconstructed_velocity():
+    import impactbench as ib
+    from impactbench.bench.runner import Run
+    from impactbench.methods import MoreauJean, PaoliSchatzman
+
+    q0 = [float(x) for x in ensemble.member_q0(1)[0]]
+    for method, defined in ((PaoliSchatzman, False), (MoreauJean, True)):
+        run = Run(DoublePendulum, method, 2.0, 1e-3, problem_kwargs={"q0": q0})
+        problem = DoublePendulum(q0=q0)
+        trajectory = ib.simulate(problem, method(), 2.0, h=1e-3)
+        row = ensemble.member_statistics(run, problem, trajectory)["member"].iloc[0]
+        energies = [row[c] for c in row.index if c.startswith("E(")] + [row[ensemble.SETTLING]]
+        assert all(np.isfinite(energies)) is defined
+        assert np.isfinite(row[ensemble.SHADOW])  # positions are the scheme's own
+    members = pd.DataFrame(
+        [(i, m, 1e-3, np.nan, v) for i in range(5) for m, v in (("PS", np.nan), ("MJ", 1.0 * i))]
+        + [(i, "ref", np.nan, 1e-12, 1.0 * i) for i in range(5)],
+        columns=["member", "method", "h", "tolerance", "E"],
+    ).assign(setting="h")
+    distances = ensemble.ensemble_distances(members, ["E"])
+    assert list(distances["method"]) == ["MJ"]  # nothing reported where the energy is undefined
