@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from impactbench.analysis.timing import FASTER, SLOWER, Timing
+from impactbench.analysis.timing import verdict as timing_verdict
 from impactbench.bench.report import format_number, markdown_table, new_figure, save_figure
 from impactbench.bench.results import read_artefact
 from impactbench.bench.runner import FAILED, Run
@@ -147,8 +149,9 @@ def _with_errors(table: pd.DataFrame, folder: Path) -> pd.DataFrame:
 def equal_error(frame: pd.DataFrame) -> pd.DataFrame:
     """Each event-driven run beside the cheapest time-stepping run at least as accurate.
 
-    The verdict is "faster" for the one whose slowest repeat is below the other's fastest,
-    "tie" where the two timing ranges overlap, and "-" where no time-stepping run of the grid
+    The verdict is the project's (:func:`impactbench.analysis.timing.verdict`): "faster" only
+    where the gap exceeds the spread (slowest minus fastest repeat) of both runs, "tie"
+    otherwise, and "-" where no time-stepping run of the grid
     reaches the event-driven error or where a run was timed once (no spread to compare with).
     """
     rows = []
@@ -176,12 +179,14 @@ def equal_error(frame: pd.DataFrame) -> pd.DataFrame:
         best = accurate.loc[accurate["wall_time"].idxmin()]
         if min(run["repeats"], best["repeats"]) < 2:
             verdict = "- (one repeat: no spread)"
-        elif run["wall_time_max"] < best["wall_time"]:
-            verdict = "event-driven faster"
-        elif best["wall_time_max"] < run["wall_time"]:
-            verdict = "time-stepper faster"
-        else:
-            verdict = "tie"
+        else:  # the project's rule: faster only by more than the spread of both
+            event, stepper = (
+                Timing(row["wall_time"], row["wall_time_max"] - row["wall_time"])
+                for row in (run, best)
+            )
+            verdict = {FASTER: "event-driven faster", SLOWER: "time-stepper faster"}.get(
+                timing_verdict(event, stepper), "tie"
+            )
         rows.append(
             {
                 **row,
