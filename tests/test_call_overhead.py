@@ -110,7 +110,7 @@ def test_a_freed_problem_leaves_no_kept_check():
 def test_an_engine_run_that_outgrows_its_output_is_the_same_run():
     # capacity 2 fills up at once: the run is repeated with 4, 8, ... samples, each size taking
     # its own pooled buffers; the trajectory is that of a run with room from the start
-    from impactbench.methods.compiled_event_driven import simulate_compiled
+    from impactbench.core.events import simulate_compiled
 
     ball = BouncingBall(restitution=0.8)
     roomy = simulate_compiled(ball, 6.0)

@@ -1,6 +1,6 @@
 """The two engines of EventDriven agree: the compiled event loop and the scipy path.
 
-``EventDriven(compiled=True)`` runs methods/compiled_event_driven.py (numba, scipy-identical
+``EventDriven(compiled=True)`` runs impactbench/core/events compiled (numba, scipy-identical
 RK pairs) and ``compiled=False`` the scipy ``OdeSolver`` path of methods/event_driven.py. They are
 one algorithm: on every registered problem (with and without an exact solution) they must find
 the same impacts on the same constraints at the same times and end in the same state to a few
