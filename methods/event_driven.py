@@ -38,6 +38,7 @@ from impactbench.core.events.engine import (
     start_state,
     trajectory,
 )
+from impactbench.core.events.location import SUBINTERVALS
 from impactbench.core.method import EVENT_DRIVEN, Method
 from impactbench.core.problem import CheckedCalls, Problem, ProblemKernels
 from impactbench.core.stall import StallGuard
@@ -279,6 +280,7 @@ class _ScipyRun:
             self.dense = DenseOutputBuilder(self.n, DENSE_DEGREE[method.integrator])
         self.solver: integrate.OdeSolver | None = None
         self.sol: Callable | None = None
+        self.probes: dict[float, np.ndarray] = {}
         buffers = Buffers((1, 2 * self.n), (1, 2 * self.n), self.n, self.m, 4096)
         self.out, self.w = buffers.fresh()
         self.loop = bind(self._kernel_bindings(), self._bind_stepper, compile=False)
@@ -393,13 +395,17 @@ class _ScipyRun:
         return STEP_ACCEPTED, solver.t, solver.t - solver.t_old, 0.0, 0
 
     def prepare_dense(self, t: float, h: float, run: Run, w: Work) -> int:
+        """The step's interpolant, evaluated at once at the probes of the event check."""
         self.sol = self.solver.dense_output()
+        tau = [t + k * (h / SUBINTERVALS) for k in range(SUBINTERVALS)] + [self.solver.t]
+        self.probes = dict(zip(tau, self.sol(np.array(tau)).T, strict=True))
         return 0
 
     def dense_evaluate(
         self, s: float, t_old: float, h: float, y_old: np.ndarray, dense: Any, out: np.ndarray
     ) -> None:
-        out[:] = self.sol(s)
+        y = self.probes.get(s)
+        out[:] = self.sol(s) if y is None else y
 
     def record_piece(self, t_old: float, t_new: float, y_end: np.ndarray, w: Work) -> None:
         n = self.n
