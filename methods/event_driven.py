@@ -19,6 +19,7 @@ evaluations per impact; the ``performance`` study measures it beside the compile
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -310,6 +311,7 @@ class _ScipyRun:
     def execute(self) -> Trajectory:
         """The run; a SimulationError raised inside it carries the trajectory up to there."""
         start_state(self.problem, self.run, self.out, self.w)
+        start = time.perf_counter()
         try:
             self._grown_loop()
         except SimulationError as err:
@@ -318,7 +320,9 @@ class _ScipyRun:
             if err.trajectory is None:
                 err.trajectory = self._trajectory(err.reason)
             raise
-        return self._trajectory(None)
+        trajectory = self._trajectory(None)
+        trajectory.stats["integration_time"] = time.perf_counter() - start
+        return trajectory
 
     def _grown_loop(self) -> None:
         """The loop, run again with twice the output room while it fills up."""
