@@ -235,8 +235,8 @@ class EventDriven(Method):
 
 def _checked_kernels(calls: CheckedCalls, where: list[Any]) -> ProblemKernels:
     """The problem's methods in the kernel calling convention, each result checked (a bad one
-    raises SimulationError); ``where`` = [t, v] of the last force evaluation, which locate an
-    error of a function of q alone. Results go into the first n (m) entries or columns of ``out``
+    raises SimulationError); ``where`` = [t, v] of the last state the run evaluated, which locate
+    an error of a function of q alone. Results go into the first n (m) entries or columns of ``out``
     (the event loop's workspace rows may be wider)."""
     n = calls.n
 
@@ -364,6 +364,7 @@ class _ScipyRun:
     def fun(self, t: float, y: np.ndarray) -> np.ndarray:
         """y' with the contacts listed in the workspace closed (scipy's right-hand side)."""
         n, rws = self.n, self.w.rws
+        self.where[0], self.where[1] = t, y[n:]
         out = np.empty(2 * n)
         if self.free_flight is not None and rws[2 * n + 1, 1] == 0.0:
             M, L, a = self.free_flight_scratch
@@ -396,6 +397,7 @@ class _ScipyRun:
         if not np.isfinite(y).all():
             raise SimulationError("non-finite state", solver.t, y[:n], y[n:])
         w.y_new[:] = y
+        self.where[0], self.where[1] = solver.t, y[n:].copy()
         return STEP_ACCEPTED, solver.t, solver.t - solver.t_old, 0.0, 0
 
     def prepare_dense(self, t: float, h: float, run: Run, w: Work) -> int:
@@ -410,6 +412,7 @@ class _ScipyRun:
     ) -> None:
         y = self.probes.get(s)
         out[:] = self.sol(s) if y is None else y
+        self.where[0], self.where[1] = s, out[self.n :].copy()
 
     def record_piece(self, t_old: float, t_new: float, y_end: np.ndarray, w: Work) -> None:
         n = self.n
