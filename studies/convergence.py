@@ -34,10 +34,12 @@ from impactbench.bench.report import (
     plot_fit,
     plot_medians,
     save_figure,
+    shared_legend,
 )
 from impactbench.bench.results import write_table
 from impactbench.bench.runner import FAILED, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.style import coordinate_unit
 from impactbench.core.method import TIME_STEPPING
 
 from ._exact import exact_cases, exact_floors
@@ -204,6 +206,11 @@ def _finest(medians: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _unit(metric: str, problem: str) -> str:
+    """The unit of a fitted metric on ``problem``'s axis (the Hausdorff distance is scaled)."""
+    return "-" if metric == "hausdorff_velocity_distance" else coordinate_unit(problem)
+
+
 def _figures(medians: pd.DataFrame, limits: dict, folder: Path) -> list[str]:
     links = []
     for problem, group in medians.groupby("problem", sort=False):
@@ -222,14 +229,13 @@ def _figures(medians: pd.DataFrame, limits: dict, folder: Path) -> list[str]:
                 )
                 if fit.status == ORDER:
                     color = method_style(str(method))["color"]
-                    plot_fit(ax, fit, kept[axis].to_numpy(), color, str(method).partition("[")[0])
-            ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "relative tolerance")
-            ax.set_ylabel(LABELS[metric])
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=6)
+                    plot_fit(ax, fit, kept[axis].to_numpy(), color, label=None)
+            ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "relative tolerance [-]")
+            ax.set_ylabel(f"{LABELS[metric]} [{_unit(metric, problem)}]")
+        shared_legend(figure, axes)
         figure.suptitle(
             f"Convergence on {problem}: medians over the phase copies (bars: smallest to "
-            "largest), fitted orders with 95 % bands"
+            "largest), fitted orders dashed with 95 % bands (values in the tables)"
         )
         name = f"convergence_{problem}.png"
         save_figure(figure, folder / name)

@@ -148,13 +148,29 @@ def widen_flat_log_axis(ax: Axes, low: float, high: float) -> None:
         ax.set_ylim(center / np.sqrt(10.0), center * np.sqrt(10.0))
 
 
+def shared_legend(figure: Figure, axes: Sequence[Axes], columns: int = 4) -> None:
+    """One legend below the panels of ``figure`` listing every labelled artist of ``axes`` once
+    (the first artist of each label), so that it covers no data; nothing when none is labelled."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if entries:
+        figure.legend(
+            list(entries.values()),
+            list(entries),
+            loc="outside lower center",
+            ncol=min(columns, len(entries)),
+        )
+
+
 def plot_fit(
-    ax: Axes, fit: OrderFit, parameter: np.ndarray, color: str, label: str = "fit"
+    ax: Axes, fit: OrderFit, parameter: np.ndarray, color: str, label: str | None = "fit"
 ) -> None:
     """A fitted order as a dashed line over the range of ``parameter`` with its 95 % band.
 
     Only for a fitted order (``fit.status == ORDER``); anything else draws nothing. The legend
-    entry is ``label`` followed by the order and its interval.
+    entry is ``label`` followed by the order and its interval; none when ``label`` is None.
     """
     if fit.status != ORDER:
         return
@@ -162,7 +178,8 @@ def plot_fit(
     span = np.geomspace(parameter.min(), parameter.max(), 50)
     center, low, high = fit.line(span)
     ax.fill_between(span, low, high, color=color, alpha=0.18, linewidth=0)
-    ax.plot(span, center, color=color, linewidth=0.9, linestyle="--", label=f"{label} {fit.text()}")
+    entry = f"{label} {fit.text()}" if label is not None else None
+    ax.plot(span, center, color=color, linewidth=0.9, linestyle="--", label=entry)
 
 
 def reference_slopes(
