@@ -132,6 +132,22 @@ def coordinate_unit(problem: str) -> str:
     return "m" if base in PROBLEMS else "units of q"
 
 
+def gap_unit(problem: str) -> str:
+    """The unit of the gaps g(q) of ``problem``: "m" for a built-in problem (every built-in gap
+    is a distance), "units of g" for any other."""
+    from ..problems import PROBLEMS
+
+    return "m" if problem.partition("[")[0] in PROBLEMS else "units of g"
+
+
+def energy_unit(problem: str) -> str:
+    """The unit of the energy of ``problem``: "J" for a built-in problem, "units of E" for any
+    other."""
+    from ..problems import PROBLEMS
+
+    return "J" if problem.partition("[")[0] in PROBLEMS else "units of E"
+
+
 def new_figure(
     panels: int, *, aspect: float = 0.8, wide: bool = False
 ) -> tuple[Figure, list[Axes]]:
