@@ -39,7 +39,7 @@ from impactbench.bench.report import (
 from impactbench.bench.results import write_table
 from impactbench.bench.runner import FAILED, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
-from impactbench.bench.style import coordinate_unit
+from impactbench.bench.style import metric_unit
 from impactbench.core.method import TIME_STEPPING
 
 from ._exact import exact_cases, exact_floors
@@ -206,11 +206,6 @@ def _finest(medians: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _unit(metric: str, problem: str) -> str:
-    """The unit of a fitted metric on ``problem``'s axis (the Hausdorff distance is scaled)."""
-    return "-" if metric == "hausdorff_velocity_distance" else coordinate_unit(problem)
-
-
 def _figures(medians: pd.DataFrame, limits: dict, folder: Path) -> list[str]:
     links = []
     for problem, group in medians.groupby("problem", sort=False):
@@ -231,7 +226,7 @@ def _figures(medians: pd.DataFrame, limits: dict, folder: Path) -> list[str]:
                     color = method_style(str(method))["color"]
                     plot_fit(ax, fit, kept[axis].to_numpy(), color, label=None)
             ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "relative tolerance [-]")
-            ax.set_ylabel(f"{LABELS[metric]} [{_unit(metric, problem)}]")
+            ax.set_ylabel(f"{LABELS[metric]} [{metric_unit(metric, str(problem))}]")
         shared_legend(figure, axes)
         figure.suptitle(
             f"Convergence on {problem}: medians over the phase copies (bars: smallest to "

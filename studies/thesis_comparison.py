@@ -32,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import NullFormatter
 
 from impactbench.analysis.fitting import fit_order, phase_medians
 from impactbench.analysis.impact_events import isolated_impacts as isolated_mask
@@ -578,7 +577,6 @@ def _figure(
             plot_methods(
                 ax, group.astype({cost: float}), cost, "max_position_error", order="resolution"
             )
-            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(label)
             ax.set_ylabel(r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$ [rad]")
             ax.set_title(f"{_configuration(problem)}: error vs {label.split(' [')[0]}")

@@ -148,6 +148,28 @@ def energy_unit(problem: str) -> str:
     return "J" if problem.partition("[")[0] in PROBLEMS else "units of E"
 
 
+def metric_unit(metric: str, problem: str) -> str:
+    """The unit of an error metric (:data:`impactbench.analysis.metrics.METRICS`) on
+    ``problem``: position errors and the L1 velocity error (an integral over time) in the
+    coordinates' unit, velocity errors per second, penetrations in the gaps' unit, energies in
+    the energy's, impact times in s; counts and the scaled Hausdorff distance "-"."""
+    coordinate = coordinate_unit(problem)
+    units = {
+        "max_position_error": coordinate,
+        "l1_velocity_error": coordinate,
+        "position_error_at_end": coordinate,
+        "velocity_error_at_end": f"{coordinate}/s",
+        "energy_error_at_end": energy_unit(problem),
+        "energy_at_end": energy_unit(problem),
+        "max_energy_increase": energy_unit(problem),
+        "impact_time_error": "s",
+        "max_penetration": gap_unit(problem),
+        "late_penetration": gap_unit(problem),
+        "work_bytes": "B",
+    }
+    return units.get(metric, "-")
+
+
 def new_figure(
     panels: int, *, aspect: float = 0.8, wide: bool = False
 ) -> tuple[Figure, list[Axes]]:
