@@ -340,12 +340,20 @@ def test_trajectory_and_overlay_figures(saved, tmp_path):
     first = _exact_run(ball, "MoreauJean", 2.0, 1e-2)
     style.save(trajectory_figure(ball, first, exact), tmp_path / "one.png")
     style.save(trajectory_figure(ball, first), tmp_path / "no_reference.png")
-    second = _exact_run(ball, "MoreauJean[activation=approaching]", 2.0, 2e-2)
+    second = _exact_run(ball, "MoreauJean[theta=0.5,activation=approaching]", 2.0, 2e-2)
     figure = plotting.overlay_figure(ball, [first, second], exact)
     labels = [text.get_text() for text in figure.legends[0].get_texts()]
     assert labels == ["exact", "MoreauJean", "MoreauJean[activation=approaching]"]
     style.save(figure, tmp_path / "overlay.png")
     assert saved == ["one.png", "no_reference.png", "overlay.png"]
+
+
+def test_a_legend_entry_names_the_variant_drawn():
+    assert style.variant_label("MoreauJean[theta=0.5,activation=position]") == "MoreauJean"
+    name = "EventDriven[rtol=1e-08,compiled=False]"
+    assert style.variant_label(name) == "EventDriven[compiled=False]"
+    name = "CatchingUp[activation=approaching,tol=1e-12]"
+    assert style.variant_label(name) == "CatchingUp[activation=approaching]"
 
 
 def test_units_of_the_metrics():
@@ -356,3 +364,15 @@ def test_units_of_the_metrics():
     assert style.metric_unit("impact_time_error", "MyPlugin") == "s"
     assert style.metric_unit("hausdorff_velocity_distance", "BouncingBall") == "-"
     assert style.metric_unit("missed_impacts", "BouncingBall") == "-"
+
+
+def test_a_flat_work_precision_sweep_gets_a_decade():
+    from impactbench.bench.report import plot_methods
+
+    frame = pd.DataFrame(
+        {"method": "MoreauJean", "h": [1e-3, 1e-2, 1e-1], "error": [2.0e-3, 2.1e-3, 2.2e-3]}
+    )
+    figure, (ax,) = new_figure(1)
+    plot_methods(ax, frame, "h", "error")
+    low, high = ax.get_ylim()
+    assert high / low >= 9.99 and low <= 2.0e-3 and high >= 2.2e-3

@@ -82,7 +82,7 @@ def overlay_figure(
         line = {"color": look["color"], "linestyle": look["linestyle"], "linewidth": 0.9}
         if len(run.t) <= SPARSE_SAMPLES:  # an adaptive run's few samples are shown as points
             line.update(marker=look["marker"], markersize=2.5)
-        ax_q.plot(run.t, run.q[:, i], label=run.method, **line)
+        ax_q.plot(run.t, run.q[:, i], label=style.variant_label(run.method), **line)
         ax_v.plot(run.t, run.v[:, i], **line)
         ax_phase.plot(run.q[:, i], run.v[:, i], **line)
         if len(run.impacts.t):  # the first entry of each impact event

@@ -94,16 +94,23 @@ def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = 
     """One line per method (column ``method``) through the points (x, y), log-log.
 
     The points of a line are joined in the order of the column ``order`` (default: ``x``);
-    points whose x or y is not finite and positive are left out.
+    points whose x or y is not finite and positive are left out. A y axis whose values span
+    less than :data:`FLAT_SPAN` gets a decade (:func:`widen_flat_log_axis`).
     """
+    shown = []
     for name, group in frame.groupby("method", sort=True):
         group = group[(group[x] > 0) & (group[y] > 0)].sort_values(order or x, kind="stable")
         if group.empty:
             continue
         ax.plot(group[x], group[y], label=str(name), **method_style(str(name)))
+        shown.append(group[y].to_numpy(float))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.grid(True, which="major", alpha=0.3)
+    values = np.concatenate(shown) if shown else np.zeros(0)
+    values = values[np.isfinite(values)]
+    if values.size:
+        widen_flat_log_axis(ax, float(values.min()), float(values.max()))
 
 
 def plot_medians(ax: Axes, medians: pd.DataFrame, x: str, y: str) -> None:

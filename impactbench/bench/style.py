@@ -170,6 +170,15 @@ def metric_unit(metric: str, problem: str) -> str:
     return units.get(metric, "-")
 
 
+def variant_label(method: str) -> str:
+    """A method's legend entry: its class name and the variants of :data:`VARIANT_STYLES` it is
+    (``MoreauJean[theta=0.5,activation=approaching]`` -> ``MoreauJean[activation=approaching]``):
+    the entry names what :func:`method_style` draws differently, and no more."""
+    base, _, parameters = method.partition("[")
+    variants = [p for p in parameters.rstrip("]").split(",") if p in VARIANT_STYLES]
+    return f"{base}[{','.join(variants)}]" if variants else base
+
+
 def new_figure(
     panels: int, *, aspect: float = 0.8, wide: bool = False
 ) -> tuple[Figure, list[Axes]]:

@@ -21,7 +21,7 @@ from ..core.energy import kinetic_energy, potential_energy
 from ..core.method import Method
 from ..core.problem import Problem
 from ..core.trajectory import ImpactLog, Status, Trajectory
-from .style import coordinate_unit, energy_unit, gap_unit, new_figure
+from .style import coordinate_unit, energy_unit, gap_unit, new_figure, variant_label
 
 #: Points at which the reference is drawn (and evaluated for the energy error).
 REFERENCE_POINTS = 2000
@@ -132,7 +132,7 @@ def trajectory_figure(
     figure, axes = new_figure(6, aspect=0.75)
     ax_q, ax_v, ax_phase, ax_map, ax_gap, ax_energy = axes
     kind = _short(reference.kind) if reference is not None else None
-    method = _short(trajectory.method)
+    method = variant_label(trajectory.method)
     if reference is not None:
         t_ref = np.linspace(t[0], t[-1], REFERENCE_POINTS)
         q_ref, v_ref = reference.state(t_ref)
