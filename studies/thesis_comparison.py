@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from impactbench.analysis.fitting import fit_order, phase_medians
 from impactbench.analysis.impact_events import isolated_impacts as isolated_mask
@@ -54,6 +55,7 @@ from impactbench.bench.report import (
     plot_methods,
     save_figure,
     shared_legend,
+    whole_decades,
 )
 from impactbench.bench.results import read_artefact, read_table, write_table
 from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
@@ -577,6 +579,8 @@ def _figure(
             plot_methods(
                 ax, group.astype({cost: float}), cost, "max_position_error", order="resolution"
             )
+            whole_decades(ax)
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(label)
             ax.set_ylabel(r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$ [rad]")
             ax.set_title(f"{_configuration(problem)}: error vs {label.split(' [')[0]}")

@@ -376,3 +376,16 @@ def test_a_flat_work_precision_sweep_gets_a_decade():
     plot_methods(ax, frame, "h", "error")
     low, high = ax.get_ylim()
     assert high / low >= 9.99 and low <= 2.0e-3 and high >= 2.2e-3
+
+
+def test_a_narrow_log_cost_axis_shows_two_powers_of_ten():
+    from impactbench.bench.report import whole_decades
+
+    figure, (ax,) = new_figure(1)
+    ax.loglog([1.5e-5, 4e-4], [1.0, 2.0])
+    whole_decades(ax)
+    assert ax.get_xlim() == pytest.approx((1e-5, 1e-3))
+    figure, (ax,) = new_figure(1)
+    ax.loglog([1e-4], [1.0], "o")  # one point on a power of ten: the decade above it too
+    whole_decades(ax)
+    assert ax.get_xlim() == pytest.approx((1e-4, 1e-3))

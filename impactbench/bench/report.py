@@ -171,6 +171,16 @@ def shared_legend(figure: Figure, axes: Sequence[Axes], columns: int = 4) -> Non
         )
 
 
+def whole_decades(ax: Axes) -> None:
+    """Widen a log x axis to the decades enclosing its data, so that at least two labelled
+    powers of ten show (minor tick labels of a narrow span overlap at the text width)."""
+    low, high = ax.dataLim.intervalx
+    if not (np.isfinite(low) and np.isfinite(high) and 0.0 < low <= high):
+        return
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    ax.set_xlim(10.0**first, 10.0 ** max(last, first + 1))
+
+
 def plot_fit(
     ax: Axes, fit: OrderFit, parameter: np.ndarray, color: str, label: str | None = "fit"
 ) -> None:
