@@ -6,6 +6,7 @@ import numpy as np
 
 from impactbench.core import _checks
 from impactbench.core._jit import kernel
+from impactbench.core.compilation import run_time_parameters
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
 
@@ -40,6 +41,8 @@ def _cradle_gap_gradient(q, p, out):
         out[i, i + 1] = 1.0
 
 
+# The launched count k is in the initial state only: one compiled code for every k.
+@run_time_parameters("n_launched")
 class NewtonsCradle(CompiledProblem):
     r"""N equal balls on a line, the first k launched at the other N - k (N - 1 gaps).
 
@@ -163,8 +166,6 @@ class NewtonsCradle(CompiledProblem):
         affine_gap=True,
         constant_mass=True,
     )
-    #: The launched count k is in the initial state only: one compiled code for every k.
-    RUN_TIME_PARAMETERS = ("n_launched",)
 
     def __init__(
         self,

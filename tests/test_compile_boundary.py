@@ -3,11 +3,11 @@
 :mod:`impactbench.core._jit` subclasses numba's CPU dispatcher (its ``get_call_template``),
 defines two intrinsics with numba's array constructors (``constant_shape_view``,
 ``stack_array``), compiles loop helpers with private target options (no reference counting, no
-Python wrapper, forced inlining) and names each compiled loop after a digest because numba's
-disk cache keys a function on its name; :class:`impactbench.core.entry.DirectCall` calls a
-dispatcher's compiled entry point. None of this is numba's public API: pyproject.toml pins the
-numba release these tests pass with, and a numba upgrade that breaks one of them fails here,
-naming what broke, instead of deep in a study.
+Python wrapper, forced inlining), names each compiled loop after a digest because numba's
+disk cache keys a function on its name, and finds a dispatcher's compiled entry point (for
+:class:`impactbench.core.entry.DirectCall`). None of this is numba's public API: pyproject.toml
+pins the numba release these tests pass with, and a numba upgrade that breaks one of them fails
+here, naming what broke, instead of deep in a study.
 """
 
 from __future__ import annotations
@@ -294,6 +294,7 @@ def test_a_called_helper_is_cached_on_disk_under_its_digest_name():
 
 
 def test_direct_call_finds_the_entry_point_of_the_overload_called():
+    """``_jit.compiled_entry``: the overloads keyed by the arguments' numba types."""
     added = numba.njit(lambda a, b: a + b)
     call = DirectCall(added)
     assert call(1.0, 2.0) == 3.0
@@ -302,3 +303,5 @@ def test_direct_call_finds_the_entry_point_of_the_overload_called():
         "compile result has no entry_point"
     )
     assert call(3.0, 4.5) == 7.5
+    assert _jit.compiled_entry(added, (1, 2)) is None  # no overload for two ints yet
+    assert _jit.compiled_entry(_offset, (1.0,)) is None  # not a dispatcher

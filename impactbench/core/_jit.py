@@ -96,6 +96,18 @@ def _dispatcher(kind: type, function: Callable, **options: Any) -> Callable:
     return dispatcher
 
 
+def compiled_entry(function: Callable, arguments: tuple) -> Callable | None:
+    """The entry point of the overload of the numba dispatcher ``function`` compiled for the
+    numba types of ``arguments``: a callable that converts its arguments by that overload's
+    signature without selecting or checking it (:class:`impactbench.core.entry.DirectCall`).
+    None when ``function`` is not a dispatcher or has no such overload."""
+    overloads = getattr(function, "overloads", None)
+    if overloads is None:
+        return None
+    compiled = overloads.get(tuple(numba.typeof(argument) for argument in arguments))
+    return None if compiled is None else compiled.entry_point
+
+
 #: Attribute by which :func:`count_arguments` marks a function for :data:`kernel` and
 #: :data:`hot_kernel`.
 _COUNTS = "_impactbench_count_arguments"
