@@ -254,13 +254,12 @@ class EventDriven(Method):
             and problem.kernels() is not None
         )
 
-    def compiled_code(self, problem: Problem) -> tuple[Any, ...] | None:
-        """The compiled engine's key (the problem's kernels and sizes, the Runge-Kutta pair)
-        when :meth:`uses_compiled_engine`, else None (the scipy path)."""
+    def compile_options(self, problem: Problem) -> dict[str, Any] | None:
+        """The compiled engine's option (the Runge-Kutta pair) when :meth:`uses_compiled_engine`,
+        else None (the scipy path)."""
         if not self.uses_compiled_engine(problem):
             return None
-        sizes = (problem.n_dof, problem.n_constraints)
-        return (type(self), problem.kernels(), *sizes, self.integrator)
+        return {"integrator": self.integrator}
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from impactbench.core import checks
+from impactbench.core.compilation import run_time_parameters
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
@@ -44,6 +45,8 @@ def _cradle_gap_gradient(q, p, out):
         out[i, i + 1] = 1.0
 
 
+# The launched count k is in the initial state only: one compiled code for every k.
+@run_time_parameters("n_launched")
 class NewtonsCradle(CompiledProblem):
     r"""N equal balls on a line, the first k launched at the other N - k (N - 1 gaps).
 
@@ -167,8 +170,6 @@ class NewtonsCradle(CompiledProblem):
         affine_gap=True,
         constant_mass=True,
     )
-    #: The launched count k is in the initial state only: one compiled code for every k.
-    RUN_TIME_PARAMETERS = ("n_launched",)
 
     def __init__(
         self,

@@ -10,6 +10,10 @@ imports by name at run time (``importlib.import_module``) are not seen.
 The problems are written as a user writes one: with public names only (no private module of
 the package: ``impactbench.core._jit`` and the like), and kernels that read their parameters by
 name (``p[MASS]``, the constants given by ``parameter_indices``), never by a literal index.
+
+numba's internals (its private modules, the private options of its compilers) are used only by
+the compile boundary, :data:`BOUNDARY`: a numba upgrade that changes them then breaks one module,
+pinned and tested against (tests/test_compile_boundary.py).
 """
 
 from __future__ import annotations
@@ -148,6 +152,56 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 GRAPH = import_graph(package_folders())
 
+#: The modules that may use numba's internals.
+BOUNDARY = frozenset({"impactbench.core._jit", "impactbench.core.compilation"})
+#: numba's modules that are not its public API (and llvmlite, numba's code generator).
+NUMBA_INTERNAL_MODULES = ("numba.core", "numba.extending", "numba.np", "numba.typed", "llvmlite")
+#: Attributes of numba's dispatchers and compile results that are not its public API.
+NUMBA_INTERNAL_ATTRIBUTES = frozenset(
+    {"overloads", "entry_point", "targetoptions", "get_call_template", "enable_caching", "fndesc"}
+)
+#: Uses of numba's internals pending a move behind the boundary, in modules being rewritten on
+#: other branches (issue 39): the lead empties it once they are merged. A module fixed or a use
+#: added fails the test either way.
+PENDING_NUMBA_INTERNALS: dict[str, set[str]] = {
+    "impactbench.core.driver": {"numba.njit(_nrt=...)"},
+}
+
+
+def numba_internals(path: Path) -> set[str]:
+    """The uses of numba's internals in the source ``path``: imports of (or attribute access to)
+    :data:`NUMBA_INTERNAL_MODULES`, as ``numba.core`` etc.; private options (a keyword
+    starting with ``_``) passed to numba's compilers, as ``numba.njit(_nrt=...)``; and
+    :data:`NUMBA_INTERNAL_ATTRIBUTES` read from any object, as ``.entry_point``."""
+    internal = set(NUMBA_INTERNAL_MODULES)
+
+    def matched(module: str) -> str | None:
+        for name in internal:
+            if module == name or module.startswith(f"{name}."):
+                return name
+        return None
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(filter(None, (matched(alias.name) for alias in node.names)))
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            found.update(filter(None, map(matched, modules)))
+        elif isinstance(node, ast.Attribute):
+            if node.attr in NUMBA_INTERNAL_ATTRIBUTES:
+                found.add(f".{node.attr}")
+            if isinstance(node.value, ast.Name):
+                found.update(filter(None, [matched(f"{node.value.id}.{node.attr}")]))
+        elif isinstance(node, ast.Call):
+            function = node.func
+            name = getattr(function, "attr", getattr(function, "id", None))
+            if name in {"njit", "jit", "generated_jit", "cfunc"}:
+                for keyword in node.keywords:
+                    if keyword.arg and keyword.arg.startswith("_"):
+                        found.add(f"numba.{name}({keyword.arg}=...)")
+    return found
+
 
 def test_every_package_is_in_a_layer():
     layers = {layer_of(package) for package in package_folders()}
@@ -170,6 +224,49 @@ def test_no_import_cycle():
 def test_top_level_holds_no_module_but_the_entry_points():
     names = sorted(p.name for p in (ROOT / "impactbench").glob("*.py"))
     assert names == ["__init__.py", "__main__.py"]
+
+
+def test_only_the_compile_boundary_uses_numba_internals():
+    uses = {}
+    for module, path in module_files(package_folders()).items():
+        found = numba_internals(path)
+        if found and module not in BOUNDARY:
+            uses[module] = found
+    assert set(BOUNDARY) <= set(GRAPH)
+    assert uses == PENDING_NUMBA_INTERNALS, (
+        "numba internals outside the compile boundary (impactbench/core/_jit.py, compilation.py) "
+        "differ from the pending ones: move a new use behind the boundary, and drop a fixed "
+        "module from PENDING_NUMBA_INTERNALS"
+    )
+
+
+def test_the_numba_checker_sees_every_form_of_use(tmp_path):
+    source = tmp_path / "uses.py"
+    source.write_text(
+        "import numba\n"
+        "import numba.core.types\n"
+        "from numba import extending, njit\n"
+        "from numba.np.arrayobj import make_array\n"
+        "import llvmlite.ir as ir\n"
+        "def f():\n"
+        "    return numba.typed.List, njit(_nrt=False, cache=True), numba.njit(nogil=True)\n"
+        "def g(dispatcher):\n"
+        "    return dispatcher.overloads[dispatcher.signatures[0]].entry_point\n"
+    )
+    assert numba_internals(source) == {
+        "numba.core",
+        "numba.extending",
+        "numba.np",
+        "llvmlite",
+        "numba.typed",
+        "numba.njit(_nrt=...)",
+        ".overloads",
+        ".entry_point",
+    }
+    source.write_text(
+        "import numba\nf = numba.njit(cache=True)\nx = numba.typeof(1.0)\ny = f.signatures\n"
+    )
+    assert numba_internals(source) == set()
 
 
 def test_the_checker_sees_a_forbidden_import_and_a_cycle(tmp_path):

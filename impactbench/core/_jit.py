@@ -28,6 +28,7 @@ import numba
 from numba.core import cgutils
 from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
+from numba.core.imputils import impl_ret_borrowed
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
@@ -93,6 +94,18 @@ def _dispatcher(kind: type, function: Callable, **options: Any) -> Callable:
     if cache:
         dispatcher.enable_caching()
     return dispatcher
+
+
+def compiled_entry(function: Callable, arguments: tuple) -> Callable | None:
+    """The entry point of the overload of the numba dispatcher ``function`` compiled for the
+    numba types of ``arguments``: a callable that converts its arguments by that overload's
+    signature without selecting or checking it (:class:`impactbench.core.entry.DirectCall`).
+    None when ``function`` is not a dispatcher or has no such overload."""
+    overloads = getattr(function, "overloads", None)
+    if overloads is None:
+        return None
+    compiled = overloads.get(tuple(numba.typeof(argument) for argument in arguments))
+    return None if compiled is None else compiled.entry_point
 
 
 #: Attribute by which :func:`count_arguments` marks a function for :data:`kernel` and
@@ -367,7 +380,9 @@ def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
     Its shape and strides are compile-time constants, unlike those of ``buffer.reshape(...)``
     (computed at run time): the row offsets of a buffer passed to a loop then fold into
     constants, and LLVM can prove its rows disjoint. The caller guarantees
-    ``buffer.size == height * width`` (:func:`impactbench.core.driver.make_loop` does).
+    ``buffer.size == height * width`` (:func:`impactbench.core.driver.make_loop` does). The view
+    holds a reference to the buffer's memory, like ``reshape``, in a caller compiled with
+    reference counting.
     """
     if not (
         isinstance(height, numba_types.IntegerLiteral)
@@ -391,7 +406,9 @@ def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
             meminfo=source.meminfo,
             parent=None,
         )
-        return view._getvalue()
+        # a second reference to the buffer's memory: counted where reference counting is on
+        # (the loops compile without it, _nrt=False, and then this adds no code)
+        return impl_ret_borrowed(context, builder, view_type, view._getvalue())
 
     return view_type(buffer, height, width), codegen
 

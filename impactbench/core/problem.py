@@ -70,7 +70,8 @@ class ProblemKernels(NamedTuple):
     time-stepping loops read n and m at run time from ``impactbench.core.driver.WHOLE_ROWS_FROM``
     DOF instead of ``GENERIC_FROM``, so that one compiled loop per scheme serves every mesh, at a
     somewhat higher cost per step on small meshes (module docstring of
-    ``impactbench/core/driver.py``).
+    ``impactbench/core/driver.py``). A declaration, like the others here: whether a problem is
+    run at many sizes is known to its author only (:mod:`impactbench.core.compilation`).
 
     The compiled loops pass row slices of one work buffer (so that the compiler can prove them
     disjoint): a kernel must accept non-contiguous 2-D ``out`` arrays (index them; do not
@@ -124,11 +125,6 @@ class Problem(ABC):
         Magnitudes (Q, V) that the positions and velocities of the problem's motion stay
         within, or None (default) to take them from the initial data: a run whose max |q| or
         max |v| exceeds 1e6 times them stops as diverged (:mod:`impactbench.core.divergence`).
-    RUN_TIME_PARAMETERS : tuple of str (class attribute)
-        Constructor parameters that are not real numbers yet change no compiled code (neither
-        the sizes nor anything the kernels are compiled for), default none: the runner then
-        schedules runs that differ only in them as one compiled code (compiled by one worker,
-        :func:`impactbench.bench.runner.execute`). A wrong declaration costs compile time only.
 
     Notes
     -----
@@ -166,7 +162,6 @@ class Problem(ABC):
     mass_structure: str = "dense"
     stable_step: float | None = None
     state_scale: tuple[float, float] | None = None
-    RUN_TIME_PARAMETERS: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _checks
+from .compilation import compiled_code
 from .divergence import check_step, divergence_error, state_bounds
 from .method import TIME_STEPPING, Method
 from .problem import CheckedCalls, Problem, ProblemKernels, python_kernels
@@ -221,7 +222,7 @@ class TimeStepping(Method):
         (:func:`impactbench.core.problem.python_kernels`).
         """
         n, m = problem.n_dof, problem.n_constraints
-        key = self.compiled_code(problem)
+        key = compiled_code(self, problem)
         if key is None:
             calls = CheckedCalls(problem)
             options = self._loop_options()
@@ -236,20 +237,9 @@ class TimeStepping(Method):
         self.__dict__["_loop_memo"] = (key, loop)
         return loop, None
 
-    def compiled_code(self, problem: Problem) -> tuple[Any, ...] | None:
-        """The key of the compiled loop run on ``problem`` (the scheme's class, the problem's
-        kernels, its sizes, the loop options), or None when the loop runs as plain Python."""
-        kernels = problem.kernels()
-        if not self.compiled or kernels is None:
-            return None
-        options = self._loop_options()
-        sizes = (problem.n_dof, problem.n_constraints)
-        memo = self.__dict__.get("_code_memo")  # the last key, kept while its inputs are equal
-        if memo is not None and memo[0] is kernels and memo[1] == sizes and memo[2] == options:
-            return memo[3]
-        key = (type(self), kernels, *sizes, tuple(sorted(options.items())))
-        self.__dict__["_code_memo"] = (kernels, sizes, options, key)
-        return key
+    def compile_options(self, problem: Problem) -> dict[str, Any] | None:
+        """The loop options (:meth:`_loop_options`) when the loop is compiled, else None."""
+        return self._loop_options() if self.compiled else None
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
