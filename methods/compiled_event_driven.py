@@ -1495,17 +1495,10 @@ class PreparedEngine:
             "state_stop": state[1:].copy(),
             "integration_time": integration_time,
         }
+        # t, q, v, impacts, status, message, stats, method, problem, h (by position: faster)
         trajectory = Trajectory(
-            t=out_t[:count].copy(),
-            q=out_q[:count].copy(),
-            v=out_v[:count].copy(),
-            impacts=impacts,
-            status=run_status,
-            message=message,
-            stats=stats,
-            method=self.name,
-            problem=self.problem,
-            h=None,
-        )
+            out_t[:count].copy(), out_q[:count].copy(), out_v[:count].copy(), impacts,
+            run_status, message, stats, self.name, self.problem, None,
+        )  # fmt: skip
         free.append(buffers)  # every array the trajectory keeps is a copy
         return trajectory

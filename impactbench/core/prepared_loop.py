@@ -136,12 +136,14 @@ class PreparedLoop:
         return plan
 
     def _arguments(self, capacity: int) -> tuple[Any, ...]:
-        """A new argument set: the float buffer and its views (q0, v0, p, mp, growth, state),
-        the counters, and the impact log when it is pooled (None otherwise)."""
+        """A new argument set: the part of the float buffer a plan's ``initial`` sets, its
+        views (q0, v0, p, mp, growth, state), the counters, and the impact log when it is
+        pooled (None otherwise)."""
         flat = np.empty(self.ends[-1])
         views = tuple(flat[a:b] for a, b in zip(self.ends[:-1], self.ends[1:], strict=True))
         logs = _logs(capacity) if capacity <= POOLED_LOG_ENTRIES else None
-        return (flat, *views, np.empty(N_COUNTERS, dtype=np.int64), logs)
+        initial = flat[: self.ends[-2]]  # all but the state, written by the loop
+        return (initial, *views, np.empty(N_COUNTERS, dtype=np.int64), logs)
 
     def run(self, plan: Plan) -> Trajectory:
         """Run the loop with the arguments of ``plan`` (the module docstring)."""
@@ -149,8 +151,8 @@ class PreparedLoop:
             arguments = plan.pool.pop()
         except IndexError:
             arguments = self._arguments(plan.capacity)
-        flat, q0, v0, p, mp, growth, state, counters, logs = arguments
-        flat[: plan.initial.shape[0]] = plan.initial
+        initial, q0, v0, p, mp, growth, state, counters, logs = arguments
+        initial[...] = plan.initial
         counters.fill(0)
         log_t, log_i, log_u = _logs(plan.capacity) if logs is None else logs
         n, n_out = self.n, plan.n_out
@@ -193,18 +195,14 @@ class PreparedLoop:
         if status != STATUS_OK:  # the plain path says which bad M(q) or F(t, q, v) stopped it
             deferred = self.calls.deferred if self.calls is not None else ""
             reason = deferred or self.failure_reasons[status]
+        if samples != n_out:
+            out_t, out_q, out_v = out_t[:samples], out_q[:samples], out_v[:samples]
+        run_status = Status.OK if status == STATUS_OK else Status.FAILED
+        # t, q, v, impacts, status, message, stats, method, problem, h (by position: faster)
         trajectory = Trajectory(
-            t=out_t if samples == n_out else out_t[:samples],
-            q=out_q if samples == n_out else out_q[:samples],
-            v=out_v if samples == n_out else out_v[:samples],
-            impacts=impacts,
-            status=Status.OK if status == STATUS_OK else Status.FAILED,
-            message=reason,
-            stats=stats,
-            method=self.method,
-            problem=self.problem,
-            h=plan.h,
-        )
+            out_t, out_q, out_v, impacts, run_status, reason, stats, self.method, self.problem,
+            plan.h,
+        )  # fmt: skip
         error = None
         if status == STATUS_DIVERGED:
             error = divergence_error(
