@@ -1359,102 +1359,146 @@ def run_engine(
     (``output_every >= 1``, ``capacity >= 2``) -- e.g. the attributes of an ``EventDriven``
     instance, which its constructor validated, and :meth:`Method.solve`'s ``t_end``; ``name``
     the trajectory's ``method`` (default: the engine and its settings)."""
-    t0 = float(problem.t0)
-    loop, rk = make_engine(problem, integrator, compile)
-    n, m = int(problem.n_dof), int(problem.n_constraints)
-    q0 = np.array(problem.q0, dtype=float)
-    v0 = np.array(problem.v0, dtype=float)
-    p = np.array(problem.kernel_parameters(), dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"kernel_parameters() must be a 1-D array, got shape {p.shape}")
-    length = max(1.0, *map(abs, q0.tolist()))
-    impact_interval = min_impact_interval * (t_end - t0)
-    # float() and int() keep the types of the compiled call fixed (DirectCall)
-    head = (
-        t0, float(t_end), q0, v0, p, float(problem.restitution), float(rtol), float(atol),
-        float(max_step), int(output_every), float(length), float(rest_velocity),
-        float(impact_interval),
+    engine = PreparedEngine(
+        problem, rtol, atol, integrator, max_step, rest_velocity, min_impact_interval, compile,
+        name,
     )  # fmt: skip
-    integration_time = 0.0
-    while True:
-        key = (integrator, n, m, capacity)
-        free = _FREE_BUFFERS.setdefault(key, [])
-        try:
-            buffers = free.pop()
-        except IndexError:
-            buffers = _Buffers(rk, n, m, capacity)
-        arrays = buffers.fresh()
-        call = _DIRECT_CALLS.get(loop) or _DIRECT_CALLS.setdefault(loop, DirectCall(loop))
-        start = time.perf_counter()
-        call(*head, *arrays)
-        integration_time += time.perf_counter() - start
-        out_t, out_q, out_v, log_t, log_i, log_u, counters, state, info = arrays[:9]
-        status = int(counters[COUNTER_STATUS])
-        if status != STATUS_OUTPUT_FULL:
-            break
-        free.append(buffers)
-        capacity *= 2
-    counts = counters.tolist()
-    slots = info[:INFO_HEAD].tolist()
-    count = counts[COUNTER_SAMPLES]
-    logged = counts[COUNTER_LOGGED]
-    t_stop = float(state[0])
-    impacts = ImpactLog.from_buffers(log_t, log_i, log_u, logged, counts[COUNTER_IMPACTS])
-    length_settings = {
-        "impact_interval": impact_interval,
-        "min_impact_interval": min_impact_interval,
-        "rest_velocity": rest_velocity,
-        "length": length,
-    }
-    zeno_time = None if math.isnan(slots[INFO_ZENO_TIME]) else slots[INFO_ZENO_TIME]
-    contact_time = None if math.isnan(slots[INFO_CONTACT_TIME]) else slots[INFO_CONTACT_TIME]
-    if status != STATUS_OK:
-        run_status = Status.FAILED
-        message = _failure_message(status, t_stop, info, m)
-    elif zeno_time is not None:
-        run_status = Status.ZENO_HANDLED
-        message = (
-            f"{_zeno_message(info, m, length_settings)}; reached t_end={t_stop!r} with "
-            f"{impacts.total} impacts"
+    return engine.run(t_end, output_every, capacity)
+
+
+class PreparedEngine:
+    """The event loop and the arguments of its runs on one problem that do not depend on
+    ``t_end`` and ``output_every``, prepared once for many runs (:func:`run_engine` describes
+    the arguments; an ``EventDriven`` instance keeps one per problem state while neither
+    changes, :func:`impactbench.core.snapshot.keep`).
+
+    The copies of q0, v0 and the kernel parameters are handed to every run: the loop copies
+    q0 and v0 into its state, and the kernels read the parameters only (the kernel contract).
+
+    Raises
+    ------
+    ValueError
+        If ``kernel_parameters()`` is not a 1-D array.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        rtol: float,
+        atol: float,
+        integrator: str,
+        max_step: float,
+        rest_velocity: float,
+        min_impact_interval: float,
+        compile: bool = True,
+        name: str = "",
+    ) -> None:
+        self.t0 = t0 = float(problem.t0)
+        loop, self.rk = make_engine(problem, integrator, compile)
+        self.n, self.m = int(problem.n_dof), int(problem.n_constraints)
+        q0 = np.array(problem.q0, dtype=float)
+        v0 = np.array(problem.v0, dtype=float)
+        p = np.array(problem.kernel_parameters(), dtype=np.float64)
+        if p.ndim != 1:
+            raise ValueError(f"kernel_parameters() must be a 1-D array, got shape {p.shape}")
+        self.length = length = max(1.0, *map(abs, q0.tolist()))
+        self.rtol, self.atol, self.integrator = rtol, atol, integrator
+        self.rest_velocity = rest_velocity
+        self.min_impact_interval = min_impact_interval
+        # float() keeps the types of the compiled call fixed (DirectCall)
+        self.head = (t0, q0, v0, p, float(problem.restitution), float(rtol), float(atol))
+        self.tail = (float(max_step), float(length), float(rest_velocity))
+        self.call = _DIRECT_CALLS.get(loop) or _DIRECT_CALLS.setdefault(loop, DirectCall(loop))
+        self.name = name or (
+            f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})"
         )
-    else:
-        run_status = Status.OK
-        message = f"reached t_end={t_stop!r} with {impacts.total} impacts"
-        if contact_time is not None:
-            message += f"; persistent contact from t={contact_time!r}"
-    stats = {
-        "steps": counts[COUNTER_STEPS],
-        "force_evaluations": counts[COUNTER_FORCE_EVALUATIONS],
-        "impacts": impacts.total,
-        "segments": counts[COUNTER_SEGMENTS],
-        "projections": int(slots[INFO_PROJECTIONS]),
-        "rest_velocity": rest_velocity,
-        "min_impact_interval": min_impact_interval,
-        "rest_speed": None if zeno_time is None else slots[INFO_REST_SPEED],
-        "impact_interval": impact_interval,
-        "contact_tolerance": _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length),
-        "length_scale": length,
-        "zeno_time": zeno_time,
-        "contact_time": contact_time,
-        "contact_phases": int(slots[INFO_CONTACT_PHASES]),
-        "contact_duration": slots[INFO_CONTACT_DURATION],
-        "events": counts[COUNTER_EVENTS],
-        "t_stop": t_stop,
-        "state_stop": state[1:].copy(),
-        "integration_time": integration_time,
-    }
-    trajectory = Trajectory(
-        t=out_t[:count].copy(),
-        q=out_q[:count].copy(),
-        v=out_v[:count].copy(),
-        impacts=impacts,
-        status=run_status,
-        message=message,
-        stats=stats,
-        method=name
-        or f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})",
-        problem=problem.name,
-        h=None,
-    )
-    free.append(buffers)  # every array the trajectory keeps is a copy
-    return trajectory
+        self.problem = problem.name
+        self.contact_tolerance = _CONTACT_TOLERANCE_FACTOR * (atol + rtol * length)
+
+    def run(self, t_end: float, output_every: int, capacity: int = 4096) -> Trajectory:
+        """A run to ``t_end`` keeping every ``output_every``-th accepted step, with room for
+        ``capacity`` samples at first (see :func:`simulate_compiled`)."""
+        t0, q0, v0, p, e, rtol, atol = self.head
+        max_step, length, rest_velocity = self.tail
+        n, m = self.n, self.m
+        impact_interval = self.min_impact_interval * (t_end - t0)
+        arguments = (
+            t0, float(t_end), q0, v0, p, e, rtol, atol, max_step, int(output_every), length,
+            rest_velocity, float(impact_interval),
+        )  # fmt: skip
+        integration_time = 0.0
+        while True:
+            free = _FREE_BUFFERS.get((self.integrator, n, m, capacity))
+            if free is None:
+                free = _FREE_BUFFERS.setdefault((self.integrator, n, m, capacity), [])
+            try:
+                buffers = free.pop()
+            except IndexError:
+                buffers = _Buffers(self.rk, n, m, capacity)
+            arrays = buffers.fresh()
+            call = self.call.entry or self.call  # the entry point once selected
+            start = time.perf_counter()
+            call(*arguments, *arrays)
+            integration_time += time.perf_counter() - start
+            counts = arrays[6].tolist()
+            status = counts[COUNTER_STATUS]
+            if status != STATUS_OUTPUT_FULL:
+                break
+            free.append(buffers)
+            capacity *= 2
+        out_t, out_q, out_v, log_t, log_i, log_u, _, state, info = arrays[:9]
+        slots = info[:INFO_HEAD].tolist()
+        count = counts[COUNTER_SAMPLES]
+        logged = counts[COUNTER_LOGGED]
+        t_stop = float(state[0])
+        impacts = ImpactLog.from_buffers(log_t, log_i, log_u, logged, counts[COUNTER_IMPACTS])
+        zeno_time = None if math.isnan(slots[INFO_ZENO_TIME]) else slots[INFO_ZENO_TIME]
+        contact_time = None if math.isnan(slots[INFO_CONTACT_TIME]) else slots[INFO_CONTACT_TIME]
+        if status != STATUS_OK:
+            run_status = Status.FAILED
+            message = _failure_message(status, t_stop, info, m)
+        elif zeno_time is not None:
+            run_status = Status.ZENO_HANDLED
+            settings = {
+                "impact_interval": impact_interval,
+                "min_impact_interval": self.min_impact_interval,
+                "rest_velocity": self.rest_velocity,
+                "length": self.length,
+            }
+            message = (
+                f"{_zeno_message(info, m, settings)}; reached t_end={t_stop!r} with "
+                f"{impacts.total} impacts"
+            )
+        else:
+            run_status = Status.OK
+            message = f"reached t_end={t_stop!r} with {impacts.total} impacts"
+            if contact_time is not None:
+                message += f"; persistent contact from t={contact_time!r}"
+        stats = {
+            "steps": counts[COUNTER_STEPS],
+            "force_evaluations": counts[COUNTER_FORCE_EVALUATIONS],
+            "impacts": impacts.total,
+            "segments": counts[COUNTER_SEGMENTS],
+            "projections": int(slots[INFO_PROJECTIONS]),
+            "rest_velocity": self.rest_velocity,
+            "min_impact_interval": self.min_impact_interval,
+            "rest_speed": None if zeno_time is None else slots[INFO_REST_SPEED],
+            "impact_interval": impact_interval,
+            "contact_tolerance": self.contact_tolerance,
+            "length_scale": self.length,
+            "zeno_time": zeno_time,
+            "contact_time": contact_time,
+            "contact_phases": int(slots[INFO_CONTACT_PHASES]),
+            "contact_duration": slots[INFO_CONTACT_DURATION],
+            "events": counts[COUNTER_EVENTS],
+            "t_stop": t_stop,
+            "state_stop": state[1:].copy(),
+            "integration_time": integration_time,
+        }
+        # t, q, v, impacts, status, message, stats, method, problem, h (by position: faster)
+        trajectory = Trajectory(
+            out_t[:count].copy(), out_q[:count].copy(), out_v[:count].copy(), impacts,
+            run_status, message, stats, self.name, self.problem, None,
+        )  # fmt: skip
+        free.append(buffers)  # every array the trajectory keeps is a copy
+        return trajectory

@@ -87,7 +87,8 @@ from impactbench.core.contact import CURVATURE_FD_STEP, impact_velocity, make_wo
 from impactbench.core.dense import DenseOutputBuilder
 from impactbench.core.divergence import divergence_error, exceeds, state_bounds
 from impactbench.core.method import EVENT_DRIVEN, Method
-from impactbench.core.problem import CheckedCalls, Problem
+from impactbench.core.problem import CheckedCalls, Problem, checked_state
+from impactbench.core.snapshot import keep, kept
 from impactbench.core.stall import StallGuard
 from impactbench.core.trajectory import (
     IMPACT_LOG_CAPACITY,
@@ -96,7 +97,7 @@ from impactbench.core.trajectory import (
     Status,
     Trajectory,
 )
-from impactbench.methods.compiled_event_driven import run_engine
+from impactbench.methods.compiled_event_driven import PreparedEngine
 from impactbench.methods.free_flight import free_flight_rhs
 
 #: Whether ``EventDriven()`` runs the compiled event loop where it applies.
@@ -268,8 +269,24 @@ class EventDriven(Method):
             raise ValueError(
                 f"EventDriven is adaptive: h must be None; use rtol/atol/max_step, got h={h!r}"
             )
-        if self.uses_compiled_engine(problem):
-            return self._solve_compiled(problem, t_end, output_every)
+        # the compiled engine's preparation is kept per problem state while this instance is
+        # unchanged (methods.compiled_event_driven.PreparedEngine)
+        state = checked_state(problem)
+        engine = kept(self, state)
+        if engine is None and self.uses_compiled_engine(problem):
+            engine = PreparedEngine(  # the arguments validated by __init__
+                problem,
+                self.rtol,
+                self.atol,
+                self.integrator,
+                self.max_step,
+                self.rest_velocity,
+                self.min_impact_interval,
+                name=self.name,
+            )
+            keep(self, state, engine)
+        if engine is not None:
+            return self._solve_compiled(engine, problem, t_end, output_every)
         run = _Run(self, problem, t_end, output_every)
         try:
             start = time.perf_counter()
@@ -281,19 +298,10 @@ class EventDriven(Method):
                 err.trajectory = run.record.trajectory(Status.FAILED, err.reason, run.stats())
             raise
 
-    def _solve_compiled(self, problem: Problem, t_end: float, output_every: int) -> Trajectory:
-        trajectory = run_engine(  # the arguments validated by __init__ and Method.solve
-            problem,
-            t_end,
-            self.rtol,
-            self.atol,
-            self.integrator,
-            output_every,
-            self.max_step,
-            self.rest_velocity,
-            self.min_impact_interval,
-            name=self.name,
-        )
+    def _solve_compiled(
+        self, engine: PreparedEngine, problem: Problem, t_end: float, output_every: int
+    ) -> Trajectory:
+        trajectory = engine.run(t_end, output_every)  # t_end, output_every checked by solve
         trajectory.stats["engine"] = "compiled"
         if trajectory.status is Status.FAILED:
             n = int(problem.n_dof)

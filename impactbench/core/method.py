@@ -130,7 +130,7 @@ class Method(ABC):
         Validates the problem (``problem.check()``), ``t_end`` and ``output_every``, then times
         :meth:`_solve_impl`.
         """
-        if not isinstance(problem, Problem):
+        if Problem not in type(problem).__mro__ and not isinstance(problem, Problem):  # as simulate
             raise ValueError(f"problem must be an impactbench.Problem, got {problem!r}")
         problem.check()
         t_end = _checks.finite_scalar(t_end, "t_end")
