@@ -26,7 +26,7 @@ def test_adding_a_method_has_the_complete_example():
 def test_adding_a_scheme_writes_the_scheme_on_the_scheme_api():
     blocks = python_blocks(DOCS / "adding-a-scheme.md")
     assert len(blocks) == 3 and "class SymplecticMoreau(Scheme)" in blocks[0]
-    assert "from impactbench.scheme import" in blocks[0]
+    assert "from impactbench.core.scheme import" in blocks[0]
 
 
 #: What each page's examples print (besides their own assertions).
