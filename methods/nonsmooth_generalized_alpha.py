@@ -61,7 +61,11 @@ Choices stated here:
   t = 10, h = 1e-3: +11.7 J and |v| = 0.96 m/s for N = 50). With it that column stays at rest to
   round-off and a dropped column settles; a constraint so activated keeps its U_k (0 at rest),
   so a body may rest above the constraint at a gap O(h^2 |M^-1 F|) (tests: the resting column to
-  t = 100).
+  t = 100). With several constraints A also starts with the constraints of the previous step's
+  final A whose gap at qt is within the projection's tolerance, g_i(qt) <= ``projection_tol``
+  max(1, max_j |qt_j|): a contact held on K is at g = 0 up to round-off, and taking it as
+  closed spares the loop the cascade in which a resting stack would otherwise activate its
+  contacts one re-solve at a time, from the floor up.
 
 Orders: second order for q and v in smooth phases (gamma = 1/2 + alpha_f - alpha_m), first order
 through impacts. rho_inf = 1 is the trapezoidal rule (no numerical dissipation); rho_inf < 1 damps
@@ -206,6 +210,25 @@ def _smooth_part(s, problem, n, t_next, h, p, par):
     return STATUS_OK, evaluated
 
 
+@scheme_function
+def _held_contacts(s, problem, n, m, p, tol):
+    """Flag in ``s.forced`` the constraints of the last step's final active set (``s.held``)
+    whose gap at qt is within the projection's tolerance, ``tol`` max(1, max_j |qt_j|)."""
+    held = False
+    for i in range(m):
+        if s.held[i] > 0.0:
+            held = True
+    if not held:
+        return
+    size = 1.0
+    for j in range(n):
+        size = max(size, abs(s.qt[j]))
+    problem.gap(s.qt, p, s.gs)
+    for i in range(m):
+        if s.held[i] > 0.0 and s.gs[i] <= tol * size:
+            s.forced[i] = 1.0
+
+
 class NonsmoothGeneralizedAlpha(Scheme):
     """Nonsmooth generalized-alpha scheme (velocity-level impacts, position-level gap).
 
@@ -232,7 +255,8 @@ class NonsmoothGeneralizedAlpha(Scheme):
     #: q, v, the pseudo-acceleration a and the smooth acceleration vdot at step k and their
     #: values at k + 1, the predictor's fixed part (base_q, base_v), the forces, the smooth
     #: (qt, vt), the velocity after the impulse, qs and its projection x = qs + dx, g(qs), the
-    #: constraints the impulses pushed out of K (``forced``), M(qt), its factor and what the
+    #: constraints activated whatever g_i(qt) (``forced``), the final active set of the step
+    #: (``held``), M(qt), its factor and what the
     #: shared impulse works in.
     state = {
         "q": "n",
@@ -252,6 +276,7 @@ class NonsmoothGeneralizedAlpha(Scheme):
         "dx": "n",
         "gs": "m",
         "forced": "m",
+        "held": "m",
         "M": "mass",
         "L": "mass",
         **IMPACT_STATE,
@@ -326,6 +351,8 @@ class NonsmoothGeneralizedAlpha(Scheme):
             return status, False, 0, 0
         for i in range(m):
             s.forced[i] = 0.0
+        if not problem.single_constraint:  # the contacts held within tolerance (docstring)
+            _held_contacts(s, problem, n, m, p, par.projection_tol)
         used = 0
         active = 0
         # velocity level, Newton's law on A; activation (module docstring): a constraint that
@@ -352,6 +379,10 @@ class NonsmoothGeneralizedAlpha(Scheme):
                         added = True
             if not added:
                 break
+        for i in range(m):
+            s.held[i] = 0.0
+        for a in range(active):
+            s.held[s.rows[a]] = 1.0
         if active == 0:
             for j in range(n):
                 s.q_next[j] = s.qt[j]
