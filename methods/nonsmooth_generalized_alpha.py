@@ -256,8 +256,7 @@ class NonsmoothGeneralizedAlpha(Scheme):
     #: values at k + 1, the predictor's fixed part (base_q, base_v), the forces, the smooth
     #: (qt, vt), the velocity after the impulse, qs and its projection x = qs + dx, g(qs), the
     #: constraints activated whatever g_i(qt) (``forced``), the final active set of the step
-    #: (``held``), M(qt), its factor and what the
-    #: shared impulse works in.
+    #: (``held``), M(qt), its factor and what the shared impulse works in.
     state = {
         "q": "n",
         "v": "n",
