@@ -1,16 +1,21 @@
 """impactbench: comparative studies of numerical methods for mechanical systems with impacts.
 
 The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`simulate`, the
-:class:`Trajectory` result and the shared contact numerics. Methods live in
+:class:`Trajectory` result and the shared contact numerics; for writing a compiled problem, the
+:func:`kernel` decorator, the named parameters (:func:`parameter_indices`,
+:func:`parameter_vector`) and the argument checks (:mod:`impactbench.core.checks`, also
+``impactbench.checks``). Methods live in
 :mod:`impactbench.methods` (name table ``METHODS``), problems in :mod:`impactbench.problems`
 (name table ``PROBLEMS``).
 """
 
 from .analysis.reference import Reference, reference
+from .core import checks
 from .core._files import CacheWarning
 from .core.building import make_trajectory
 from .core.dense import DenseOutput
 from .core.energy import energy, kinetic_energy, potential_energy
+from .core.kernels import kernel, parameter_indices, parameter_vector
 from .core.method import Method
 from .core.problem import CompiledProblem, Problem, ProblemKernels
 from .core.simulate import simulate
@@ -54,10 +59,14 @@ __all__ = [
     "StudyResult",
     "TimeStepping",
     "Trajectory",
+    "checks",
     "compare",
     "energy",
+    "kernel",
     "kinetic_energy",
     "make_trajectory",
+    "parameter_indices",
+    "parameter_vector",
     "plot",
     "potential_energy",
     "reference",

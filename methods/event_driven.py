@@ -32,16 +32,17 @@ from impactbench.core.dense import DenseOutputBuilder
 from impactbench.core.divergence import divergence_error
 from impactbench.core.events.buffers import STATUS_OUTPUT_FULL, Buffers, Run, Work
 from impactbench.core.events.engine import (
+    PreparedEngine,
     bind,
     kernel_bindings,
-    run_engine,
     run_settings,
     start_state,
     trajectory,
 )
 from impactbench.core.events.location import SUBINTERVALS
 from impactbench.core.method import EVENT_DRIVEN, Method
-from impactbench.core.problem import CheckedCalls, Problem, ProblemKernels
+from impactbench.core.problem import CheckedCalls, Problem, ProblemKernels, checked_state
+from impactbench.core.snapshot import keep, kept
 from impactbench.core.stall import StallGuard
 from impactbench.core.status_codes import COUNTER_STATUS, STATUS_DIVERGED, STATUS_OK
 from impactbench.core.trajectory import SimulationError, Status, Trajectory
@@ -196,13 +197,12 @@ class EventDriven(Method):
             and problem.kernels() is not None
         )
 
-    def compiled_code(self, problem: Problem) -> tuple[Any, ...] | None:
-        """The compiled engine's key (the problem's kernels and sizes, the Runge-Kutta pair)
-        when :meth:`uses_compiled_engine`, else None (the scipy path)."""
+    def compile_options(self, problem: Problem) -> dict[str, Any] | None:
+        """The compiled engine's option (the Runge-Kutta pair) when :meth:`uses_compiled_engine`,
+        else None (the scipy path)."""
         if not self.uses_compiled_engine(problem):
             return None
-        sizes = (problem.n_dof, problem.n_constraints)
-        return (type(self), problem.kernels(), *sizes, self.integrator)
+        return {"integrator": self.integrator}
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
@@ -211,14 +211,24 @@ class EventDriven(Method):
             raise ValueError(
                 f"EventDriven is adaptive: h must be None; use rtol/atol/max_step, got h={h!r}"
             )
-        run = run_settings(
-            problem, t_end, self.rtol, self.atol, self.max_step, output_every,
-            self.rest_velocity, self.min_impact_interval,
-        )  # fmt: skip
-        if self.uses_compiled_engine(problem):
-            trajectory = run_engine(problem, run, self.integrator, True, 4096, self.name)
+        # the compiled engine's preparation is kept per problem state while this instance is
+        # unchanged (impactbench.core.events.engine.PreparedEngine)
+        checked = checked_state(problem)
+        engine = kept(self, checked)
+        if engine is None and self.uses_compiled_engine(problem):
+            engine = PreparedEngine(  # the arguments validated by __init__
+                problem, self.rtol, self.atol, self.integrator, self.max_step,
+                self.rest_velocity, self.min_impact_interval, True, self.name,
+            )  # fmt: skip
+            keep(self, checked, engine)
+        if engine is not None:
+            trajectory = engine.run(problem, t_end, output_every)  # both checked by solve
             trajectory.stats["engine"] = "compiled"
         else:
+            run = run_settings(
+                problem, t_end, self.rtol, self.atol, self.max_step, output_every,
+                self.rest_velocity, self.min_impact_interval,
+            )  # fmt: skip
             trajectory = _ScipyRun(self, problem, run).execute()
         if trajectory.status is Status.FAILED:
             n = int(problem.n_dof)

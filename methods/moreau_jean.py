@@ -54,205 +54,68 @@ occurs and the energy never increases, at the price of the drift above.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from impactbench.core import _checks
-from impactbench.core.contact import (
-    DEGENERATE_GRADIENT,
-    all_finite,
-    factor_mass,
-    impulse,
-    impulse_single,
-    impulse_span,
-    metric_row,
-    solve_mass,
-)
 from impactbench.core.divergence import declared_stable_step, theta_scheme_limit
-from impactbench.core.driver import (
-    FIRST_SCHEME_ROW,
-    IMPULSE,
-    NEXT_Q,
-    NEXT_V,
-    NORMAL_AFTER,
-    NORMAL_BEFORE,
-    Scheme,
-    make_loop,
-)
-from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import Problem, ProblemKernels
-from impactbench.core.status_codes import (
-    STATUS_CONTACT_SOLVE_FAILED,
-    STATUS_DEGENERATE_GRADIENT,
-    STATUS_GAP_NOT_FINITE,
+from impactbench.core.problem import Problem
+from impactbench.core.scheme import (
+    IMPACT_STATE,
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
+    Scheme,
+    factor_mass,
+    scheme_function,
+    solve_mass,
+    velocity_impulse,
 )
-from impactbench.core.timestepping import TimeStepping
 
-# Names bound per problem by impactbench.core.driver.make_loop.
-mass_matrix = forces = gap = gap_gradient = matrix_rows = None
-CONSTANT_MASS = AFFINE_GAP = POSITION_FIRST = SINGLE_CONSTRAINT = APPROACHING_ONLY = False
-# True for moreau_jean_projection's velocity step: the constraints flagged in the row of X after
-# this scheme's rows are active whatever g_i(q_p) (that module's docstring, "Activation").
-FORCED = False
-N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
-
-# The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
-# then the matrices M, its factor L (MASS_ROWS rows each), G = grad g and Y = M^-1 G^T (rows),
-# then two scalars.
-_Q, _V, _QP, _F, _ACC, _VFREE, _V1, _GAP = range(FIRST_SCHEME_ROW, FIRST_SCHEME_ROW + 8)
-_MATRICES = FIRST_SCHEME_ROW + 8
-
-
-def _rows(n: int, m: int, mass_rows: int) -> int:
-    return 8 + 2 * mass_rows + 2 * m + 2
+#: The state of the velocity step: q_p and the forces there, M(q_p) and its factor, the free
+#: and the post-impact velocities, and what the shared impulse works in.
+VELOCITY_STATE = {
+    "q": "n",
+    "v": "n",
+    "qp": "n",
+    "f": "n",
+    "acc": "n",
+    "vfree": "n",
+    "v1": "n",
+    "M": "mass",
+    "L": "mass",
+    **IMPACT_STATE,
+}
 
 
-def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
-    for j in range(N_DOF):
-        X[_Q, j] = q0[j]
-        X[_V, j] = v0[j]
-    X[_MATRICES + 2 * MASS_ROWS + 2 * N_CONSTRAINTS + 1, 0] = 0.0  # the metric row is not ready
-    return STATUS_OK, 0, 0
-
-
-def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
-    n = N_DOF
-    m = N_CONSTRAINTS
-    h_theta = h * mp[0]
-    h_rest = h - h_theta
-    q = X[_Q, :n]
-    v = X[_V, :n]
-    qp = X[_QP, :n]
-    f = X[_F, :n]
-    acc = X[_ACC, :n]
-    vfree = X[_VFREE, :n]
-    v1 = X[_V1, :n]
-    g = X[_GAP, :m]
-    r = MASS_ROWS
-    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
-    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
-    G = matrix_rows(X, _MATRICES + 2 * r, _MATRICES + 2 * r + m)  # noqa: N806
-    Y = matrix_rows(X, _MATRICES + 2 * r + m, _MATRICES + 2 * r + 2 * m)  # noqa: N806
-    inv_w_row = _MATRICES + 2 * r + 2 * m
-    if POSITION_FIRST:
-        for j in range(n):
-            qp[j] = q[j] + h * v[j]
-        tp = t + h
-    else:
-        for j in range(n):
-            qp[j] = q[j] + h_theta * v[j]
-        tp = t + h_theta
-    if k == 0 or not CONSTANT_MASS:
-        mass_matrix(qp, p, M)
-        if not factor_mass(M, n, L):
-            return STATUS_MASS_NOT_SPD, False, 0, 0
-    forces(tp, qp, v, p, f)
-    solve_mass(L, n, f, acc)
-    gap(qp, p, g)
-    forced_row = _MATRICES + 2 * r + 2 * m + 2  # the first row after this scheme's (FORCED)
-    closed = False
-    for i in range(m):
-        if g[i] <= 0.0:
-            closed = True
-        elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
-            return STATUS_GAP_NOT_FINITE, False, 0, 0
-        elif FORCED and X[forced_row, i] > 0.0:  # compile-time constant: projection only
-            closed = True
-    active = 0
-    if closed:
-        gap_gradient(qp, p, G)
-        if not all_finite(G, m, n):
-            return STATUS_GAP_NOT_FINITE, False, 0, 0
-        for i in range(m):
-            if g[i] <= 0.0 or (FORCED and X[forced_row, i] > 0.0):
-                if APPROACHING_ONLY:  # compile-time constant: the non-default rule
-                    u = 0.0
-                    for j in range(n):
-                        u += G[i, j] * v[j]
-                    if u <= 0.0:
-                        rows[active] = i
-                        active += 1
-                else:
-                    rows[active] = i
-                    active += 1
-    used = 0
-    if active > 0:
-        for j in range(n):
-            vfree[j] = v[j] + h * acc[j]
-        if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
-            if not (CONSTANT_MASS and AFFINE_GAP and X[inv_w_row + 1, 0] > 0.0):
-                X[inv_w_row, 0] = metric_row(n, G, 0, L, Y)
-                X[inv_w_row + 1, 0] = 1.0
-            used = impulse_single(n, G, 0, vfree, v, e, Y, X[inv_w_row, 0], X[IMPULSE], v1)
-        else:
-            used = impulse(n, G, rows, active, vfree, v, e, L, ws, v1)
-            for i in range(m):
-                X[IMPULSE, i] = 0.0
-            for a in range(active):
-                X[IMPULSE, rows[a]] = ws[4][a]
-        if used == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
-        if used < 0:
-            return STATUS_CONTACT_SOLVE_FAILED, False, 0, 0
-        for a in range(active):
-            i = rows[a]
-            before = 0.0
-            after = 0.0
-            first, last = (0, n - 1) if SINGLE_CONSTRAINT else impulse_span(ws, active, a, n)
-            for j in range(first, last + 1):
-                before += G[i, j] * v[j]
-                after += G[i, j] * v1[j]
-            X[NORMAL_BEFORE, i] = before
-            X[NORMAL_AFTER, i] = after
+@scheme_function
+def velocity_step(s, problem, n, m, k, t, h, p, e, theta, position_first, approaching, forced):
+    """The step of the module docstring into ``s.q_next``, ``s.v_next`` (``position_first``:
+    catching-up; ``approaching``, ``forced``: :func:`impactbench.core.scheme.velocity_impulse`).
+    Returns (status, contact, iterations, force evaluations)."""
+    h_theta = h * theta
     for j in range(n):
-        vj = v[j]
-        vn = v1[j] if active > 0 else vj + h * acc[j]
-        if POSITION_FIRST:
-            Z[NEXT_Q, j] = qp[j]
-        else:
-            # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
-            Z[NEXT_Q, j] = (q[j] + h_rest * vj) + h_theta * vn
-        Z[NEXT_V, j] = vn
+        s.qp[j] = s.q[j] + h_theta * s.v[j]
+    if k == 0 or not problem.constant_mass:
+        problem.mass_matrix(s.qp, p, s.M)
+        if not factor_mass(s.M, n, s.L):
+            return STATUS_MASS_NOT_SPD, False, 0, 0
+    problem.forces(t + h_theta, s.qp, s.v, p, s.f)
+    solve_mass(s.L, n, s.f, s.acc)
+    for j in range(n):
+        s.vfree[j] = s.v[j] + h * s.acc[j]
+    status, active, used = velocity_impulse(
+        s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, forced
+    )
+    if status != STATUS_OK:
+        return status, False, 0, 0
+    h_rest = h - h_theta
+    for j in range(n):
+        v1 = s.v1[j] if active > 0 else s.vfree[j]
+        if position_first:
+            s.q_next[j] = s.qp[j]
+        else:  # q_k + h (1 - theta) v_k is ready before v_{k+1}: one multiply-add after it
+            s.q_next[j] = (s.q[j] + h_rest * s.v[j]) + h_theta * v1
+        s.v_next[j] = v1
     return STATUS_OK, active > 0, used, 1
-
-
-def _commit(X, Z):  # noqa: N803
-    for j in range(N_DOF):
-        X[_Q, j] = Z[NEXT_Q, j]
-        X[_V, j] = Z[NEXT_V, j]
-
-
-def _state(X, Z, q_out, v_out):  # noqa: N803
-    for j in range(N_DOF):
-        q_out[j] = X[_Q, j]
-        v_out[j] = X[_V, j]
-
-
-#: Moreau's velocity schemes as the one time loop runs them (impactbench.core.driver).
-VELOCITY_SCHEME = Scheme(
-    start=_start, step=_step, commit=_commit, sample=_state, current=_state, rows=_rows
-)
-
-
-def _bindings(
-    kernels: ProblemKernels, n_dof: int, compile: bool, position_first: bool, activation: str
-) -> dict[str, Any]:
-    """Globals of the scheme's functions for one problem and one set of options."""
-    return {
-        **mass_bindings(kernels, n_dof, compile),
-        "forces": kernels.forces,
-        "gap": kernels.gap,
-        "gap_gradient": kernels.gap_gradient,
-        "CONSTANT_MASS": kernels.constant_mass,
-        "AFFINE_GAP": kernels.affine_gap,
-        "POSITION_FIRST": position_first,
-        "APPROACHING_ONLY": activation == "approaching",
-        "FORCED": False,
-    }
 
 
 #: The activation rules of the velocity schemes (see the module docstring).
@@ -265,7 +128,27 @@ def _activation(value: Any) -> str:
     return value
 
 
-class MoreauJean(TimeStepping):
+class _Velocity(Scheme):
+    """The step shared by :class:`MoreauJean` and :class:`CatchingUp`."""
+
+    state = VELOCITY_STATE
+    run_time = ("theta",)
+    compile_time = {"position_first": bool, "approaching_only": bool}
+    position_first = False
+
+    @property
+    def approaching_only(self) -> bool:
+        return self.activation == "approaching"
+
+    @staticmethod
+    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        return velocity_step(
+            s, problem, n, m, k, t, h, p, e, par.theta,
+            options.position_first, options.approaching_only, None,
+        )  # fmt: skip
+
+
+class MoreauJean(_Velocity):
     """Moreau-Jean theta-scheme (velocity level, Newton impact law, kinetic metric).
 
     Parameters
@@ -293,32 +176,19 @@ class MoreauJean(TimeStepping):
             raise ValueError(f"theta must lie in (0, 1], got {theta!r}")
         self.activation = _activation(activation)
 
-    def _loop_options(self) -> dict[str, Any]:
-        return {"activation": self.activation}
-
-    @staticmethod
-    def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
-    ) -> Callable:
-        bindings = _bindings(kernels, n_dof, compile, False, options["activation"])
-        return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
-
     def step_limit(self, problem: Problem) -> float | None:
         """``problem.stable_step / sqrt(4 theta - 1)`` for theta >= 1/2, None below
         (:func:`impactbench.core.divergence.theta_scheme_limit`)."""
         return theta_scheme_limit(problem, self.theta)
 
-    def _method_vector(self) -> np.ndarray:
-        return np.array([self.theta])
 
-
-class CatchingUp(TimeStepping):
+class CatchingUp(_Velocity):
     """Position-first catching-up scheme of Dzonou, Monteiro Marques and Paoli (2009).
 
     q_{k+1} = q_k + h v_k, then v_{k+1} = -e v_k + (1 + e) Proj_{M(q_{k+1})}(V, v_k + h M^-1 F /
     (1 + e)) with V = {w : G_A w >= 0} over the active constraints A (g_i(q_{k+1}) <= 0, and
     approaching with ``activation="approaching"``) - computed in the equivalent impulse form of
-    the module docstring.
+    the module docstring (the velocity step with theta = 1, q_{k+1} = q_p).
 
     Parameters
     ----------
@@ -328,24 +198,14 @@ class CatchingUp(TimeStepping):
         See :class:`impactbench.TimeStepping`.
     """
 
+    position_first = True
+    theta = 1.0
+
     def __init__(self, activation: str = "position", **options: Any) -> None:
         super().__init__(**options)
         self.activation = _activation(activation)
-
-    def _loop_options(self) -> dict[str, Any]:
-        return {"activation": self.activation}
-
-    @staticmethod
-    def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
-    ) -> Callable:
-        bindings = _bindings(kernels, n_dof, compile, True, options["activation"])
-        return make_loop(VELOCITY_SCHEME, bindings, n_dof, n_constraints, compile)
 
     def step_limit(self, problem: Problem) -> float | None:
         """``problem.stable_step`` (2 / omega_max): the smooth part is symplectic Euler,
         stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
         return declared_stable_step(problem)
-
-    def _method_vector(self) -> np.ndarray:
-        return np.zeros(1)

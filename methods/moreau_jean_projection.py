@@ -65,133 +65,25 @@ impulses is one contact, not a train of impacts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from impactbench.core import _checks
-from impactbench.core.contact import DEGENERATE_GRADIENT, make_metric_projection
+from impactbench.core.contact import make_metric_projection
 from impactbench.core.divergence import theta_scheme_limit
-from impactbench.core.driver import (
-    IMPULSE,
-    NEXT_Q,
-    NEXT_V,
-    NORMAL_AFTER,
-    NORMAL_BEFORE,
-    Scheme,
-    make_loop,
-)
-from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import Problem, ProblemKernels
-from impactbench.core.status_codes import (
+from impactbench.core.problem import Problem
+from impactbench.core.scheme import (
+    DEGENERATE_GRADIENT,
     STATUS_DEGENERATE_GRADIENT,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
-)
-from impactbench.core.timestepping import TimeStepping
-
-from . import moreau_jean
-from .moreau_jean import VELOCITY_SCHEME
-
-# Names bound per problem by impactbench.core.driver.make_loop.
-velocity_step = project = gap = matrix_rows = None
-N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
-
-# Entries of the method vector mp (_THETA is the velocity step's).
-_THETA, _PROJ_TOL, _PROJ_MAX = range(3)
-
-#: The velocity step's rows of X (moreau_jean's layout, read here for its M and factor).
-_MASS = moreau_jean._MATRICES
-_VELOCITY = moreau_jean._V
-_GAP_AT_QP = moreau_jean._GAP
-
-
-def _rows(n: int, m: int, mass_rows: int) -> int:
-    """The velocity step's rows, the flags of the forced constraints, then y, x, g (vectors)
-    and G (m rows) of the projection."""
-    return moreau_jean._rows(n, m, mass_rows) + 4 + m
-
-
-def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
-    n = N_DOF
-    m = N_CONSTRAINTS
-    forced_row = _MASS + 2 * MASS_ROWS + 2 * N_CONSTRAINTS + 2  # after the velocity step's rows
-    forced = X[forced_row, :m]
-    base = forced_row + 1
-    y = X[base, :n]
-    x = X[base + 1, :n]
-    g = X[base + 2, :m]
-    G = matrix_rows(X, base + 3, base + 3 + m)  # noqa: N806
-    M = matrix_rows(X, _MASS, _MASS + MASS_ROWS)  # noqa: N806
-    L = matrix_rows(X, _MASS + MASS_ROWS, _MASS + 2 * MASS_ROWS)  # noqa: N806
-    at_qp = X[_GAP_AT_QP, :m]  # g(q_p), left by the velocity step
-    for i in range(m):
-        forced[i] = 0.0
-    used = 0
-    evaluated = 0
-    # activation (module docstring): on a step with an impulse, a constraint free at q_p that qt
-    # leaves joins the active set and the velocity step is taken again (at most m times)
-    for _ in range(m + 1):
-        status, contact, pivots, calls = velocity_step(k, t, t_next, h, p, e, mp, X, Z, rows, ws)
-        used += pivots
-        evaluated += calls
-        if status != STATUS_OK:
-            return status, contact, used, evaluated
-        for j in range(n):
-            y[j] = Z[NEXT_Q, j]
-        if not contact:  # no active constraint: no impulse pushed anything
-            break
-        gap(y, p, g)
-        added = False
-        for i in range(m):
-            if g[i] < 0.0 and at_qp[i] > 0.0 and not forced[i] > 0.0:
-                forced[i] = 1.0
-                added = True
-        if not added:
-            break
-    projected = project(y, n, m, p, mp[_PROJ_TOL], int(mp[_PROJ_MAX]), M, L, x, g, G, ws)
-    if projected == DEGENERATE_GRADIENT:
-        return STATUS_DEGENERATE_GRADIENT, False, 0, evaluated
-    if projected < 0:
-        return STATUS_PROJECTION_NOT_CONVERGED, False, 0, evaluated
-    for j in range(n):
-        Z[NEXT_Q, j] = x[j]
-    if projected > 0:
-        # A constraint the projection alone acted on (no impulse from the velocity step) is
-        # logged like an impulse, with its multiplier and the normal velocities G v_k, G v_{k+1}:
-        # otherwise a resting contact held by the projection between impulses would read as a
-        # train of separate impacts.
-        v = X[_VELOCITY, :n]
-        for i in range(m):
-            if not contact:
-                X[IMPULSE, i] = 0.0
-            if ws[4][i] > 0.0 and not X[IMPULSE, i] > 0.0:
-                X[IMPULSE, i] = ws[4][i]
-                before = 0.0
-                after = 0.0
-                for j in range(n):
-                    before += G[i, j] * v[j]
-                    after += G[i, j] * Z[NEXT_V, j]
-                X[NORMAL_BEFORE, i] = before
-                X[NORMAL_AFTER, i] = after
-        contact = True
-    return STATUS_OK, contact, used + projected, evaluated
-
-
-#: Moreau-Jean with position projection as the one time loop runs it (impactbench.core.driver).
-PROJECTED_SCHEME = Scheme(
-    start=VELOCITY_SCHEME.start,
-    step=_step,
-    commit=VELOCITY_SCHEME.commit,
-    sample=VELOCITY_SCHEME.sample,
-    current=VELOCITY_SCHEME.current,
-    rows=_rows,
-    helpers=(("velocity_step", VELOCITY_SCHEME.step),),
+    Kernels,
+    Scheme,
 )
 
+from .moreau_jean import VELOCITY_STATE, velocity_step
 
-class MoreauJeanProjection(TimeStepping):
+
+class MoreauJeanProjection(Scheme):
     """Moreau-Jean theta-scheme followed by the projection of q onto K in the kinetic metric.
 
     Parameters
@@ -211,6 +103,11 @@ class MoreauJeanProjection(TimeStepping):
     the projection costs in energy.
     """
 
+    #: The velocity step's state, the constraints it activates whatever g_i(q_p) (``forced``),
+    #: then the point y it reaches, its projection x, and g, G where the projection works.
+    state = {**VELOCITY_STATE, "forced": "m", "y": "n", "x": "n", "gy": "m", "Gy": ("m", "n")}
+    run_time = ("theta", "projection_tol", "projection_max_iter")
+
     def __init__(
         self,
         theta: float = 0.5,
@@ -225,36 +122,79 @@ class MoreauJeanProjection(TimeStepping):
         self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
         self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
 
+    @classmethod
+    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
+        """``project``: the metric projection onto K (``make_metric_projection``)."""
+        project = make_metric_projection(
+            problem.gap,
+            problem.gap_gradient,
+            problem.affine_gap,
+            n_constraints,
+            compile,
+            problem.diagonal_mass,
+        )
+        return {"project": project}
+
     @staticmethod
-    def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
-    ) -> Callable:
-        mass = mass_bindings(kernels, n_dof, compile)
-        bindings = {
-            **mass,
-            "forces": kernels.forces,
-            "gap": kernels.gap,
-            "gap_gradient": kernels.gap_gradient,
-            "CONSTANT_MASS": kernels.constant_mass,
-            "AFFINE_GAP": kernels.affine_gap,
-            "POSITION_FIRST": False,
-            "APPROACHING_ONLY": False,
-            "FORCED": True,
-            "project": make_metric_projection(
-                kernels.gap,
-                kernels.gap_gradient,
-                kernels.affine_gap,
-                n_constraints,
-                compile,
-                mass["DIAGONAL_MASS"],
-            ),
-        }
-        return make_loop(PROJECTED_SCHEME, bindings, n_dof, n_constraints, compile)
+    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        for i in range(m):
+            s.forced[i] = 0.0
+        used = 0
+        evaluated = 0
+        # activation (module docstring): on a step with an impulse, a constraint free at q_p
+        # that qt leaves joins the active set and the velocity step is taken again (at most m
+        # times)
+        for _ in range(m + 1):
+            status, contact, pivots, calls = velocity_step(
+                s, problem, n, m, k, t, h, p, e, par.theta, False, False, s.forced
+            )
+            used += pivots
+            evaluated += calls
+            if status != STATUS_OK:
+                return status, contact, used, evaluated
+            for j in range(n):
+                s.y[j] = s.q_next[j]
+            if not contact:  # no active constraint: no impulse pushed anything
+                break
+            problem.gap(s.y, p, s.gy)
+            added = False
+            for i in range(m):  # s.g holds g(q_p), left by the velocity step
+                if s.gy[i] < 0.0 and s.g[i] > 0.0 and not s.forced[i] > 0.0:
+                    s.forced[i] = 1.0
+                    added = True
+            if not added:
+                break
+        projected = problem.project(
+            s.y, n, m, p, par.projection_tol, int(par.projection_max_iter),
+            s.M, s.L, s.x, s.gy, s.Gy, s.ws,
+        )  # fmt: skip
+        if projected == DEGENERATE_GRADIENT:
+            return STATUS_DEGENERATE_GRADIENT, False, 0, evaluated
+        if projected < 0:
+            return STATUS_PROJECTION_NOT_CONVERGED, False, 0, evaluated
+        for j in range(n):
+            s.q_next[j] = s.x[j]
+        if projected > 0:
+            # A constraint the projection alone acted on (no impulse from the velocity step)
+            # is logged like an impulse, with its multiplier and the normal velocities G v_k,
+            # G v_{k+1}: otherwise a resting contact held by the projection between impulses
+            # would read as a train of separate impacts.
+            for i in range(m):
+                if not contact:
+                    s.impulse[i] = 0.0
+                if s.multipliers[i] > 0.0 and not s.impulse[i] > 0.0:
+                    s.impulse[i] = s.multipliers[i]
+                    before = 0.0
+                    after = 0.0
+                    for j in range(n):
+                        before += s.Gy[i, j] * s.v[j]
+                        after += s.Gy[i, j] * s.v_next[j]
+                    s.normal_before[i] = before
+                    s.normal_after[i] = after
+            contact = True
+        return STATUS_OK, contact, used + projected, evaluated
 
     def step_limit(self, problem: Problem) -> float | None:
         """``problem.stable_step / sqrt(4 theta - 1)`` for theta >= 1/2, None below
         (:func:`impactbench.core.divergence.theta_scheme_limit`)."""
         return theta_scheme_limit(problem, self.theta)
-
-    def _method_vector(self) -> np.ndarray:
-        return np.array([self.theta, self.projection_tol, float(self.projection_max_iter)])

@@ -26,9 +26,9 @@ with M = M(qt), G = grad g(qt). Constraint levels: position (q_{k+1} in K up to 
 tolerance; exact for an affine gap) and velocity (Newton's law on the active set); the
 acceleration level is not enforced: contact forces of a persistent contact are represented by
 the impulses P (O(h) per step), as in Moreau-Jean, so a, vdot and the smooth part only ever
-see the smooth forces F. The impulse is the shared impact law
-(:func:`impactbench.core.contact.impulse`: closed form for one constraint, Murty's LCP for several),
-the projection the shared metric projection
+see the smooth forces F. The impulse is the shared velocity impulse
+(:func:`impactbench.core.scheme.velocity_impulse`: closed form for one constraint, Murty's LCP
+for several), the projection the shared metric projection
 (:func:`impactbench.core.contact.make_metric_projection`; closed form for one affine constraint).
 
 Choices stated here:
@@ -61,7 +61,11 @@ Choices stated here:
   t = 10, h = 1e-3: +11.7 J and |v| = 0.96 m/s for N = 50). With it that column stays at rest to
   round-off and a dropped column settles; a constraint so activated keeps its U_k (0 at rest),
   so a body may rest above the constraint at a gap O(h^2 |M^-1 F|) (tests: the resting column to
-  t = 100).
+  t = 100). With several constraints A also starts with the constraints of the previous step's
+  final A whose gap at qt is within the projection's tolerance, g_i(qt) <= ``projection_tol``
+  max(1, max_j |qt_j|): a contact held on K is at g = 0 up to round-off, and taking it as
+  closed spares the loop the cascade in which a resting stack would otherwise activate its
+  contacts one re-solve at a time, from the floor up.
 
 Orders: second order for q and v in smooth phases (gamma = 1/2 + alpha_f - alpha_m), first order
 through impacts. rho_inf = 1 is the trapezoidal rule (no numerical dissipation); rho_inf < 1 damps
@@ -80,323 +84,36 @@ no general discrete energy inequality is claimed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from impactbench.core import _checks
-from impactbench.core.contact import (
+from impactbench.core.contact import affine_projection_step, make_metric_projection
+from impactbench.core.scheme import (
     DEGENERATE_GRADIENT,
-    affine_projection_step,
-    all_finite,
-    factor_mass,
-    impulse,
-    impulse_single,
-    impulse_span,
-    make_metric_projection,
-    metric_row,
-    solve_mass,
-)
-from impactbench.core.driver import (
-    FIRST_SCHEME_ROW,
-    IMPULSE,
-    NEXT_Q,
-    NEXT_V,
-    NORMAL_AFTER,
-    NORMAL_BEFORE,
-    Scheme,
-    make_loop,
-)
-from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import ProblemKernels
-from impactbench.core.status_codes import (
-    FAILURE_REASONS,
-    STATUS_CONTACT_SOLVE_FAILED,
+    IMPACT_STATE,
     STATUS_DEGENERATE_GRADIENT,
-    STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
+    Kernels,
+    Scheme,
+    factor_mass,
+    scheme_function,
+    solve_mass,
+    velocity_impulse,
 )
-from impactbench.core.timestepping import TimeStepping
+from impactbench.core.status_codes import FAILURE_REASONS
 
 #: The fixed-point iteration of the smooth part did not converge within ``iteration_max``.
 STATUS_ITERATION_NOT_CONVERGED = 100
-
-# Names bound per problem by impactbench.core.driver.make_loop.
-mass_matrix = forces = gap = gap_gradient = project = matrix_rows = None
-CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
-N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
 
 #: Relative size below which a change of the smooth (qt, vt) is round-off (4 eps).
 _ROUND_OFF = 4.0 * float(np.finfo(float).eps)
 #: Relative move of qt within which an iteration that stopped contracting is at its round-off
 #: floor (1000 eps).
 _STAGNATION = 1000.0 * float(np.finfo(float).eps)
-
-# Entries of the method vector mp.
-_ALPHA_M, _ALPHA_F, _GAMMA, _BETA, _ITER_TOL, _ITER_MAX, _PROJ_TOL, _PROJ_MAX = range(8)
-
-# The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
-# then M, its factor, G = grad g and Y = M^-1 G^T (rows), then two scalars (1 / Delassus number
-# and whether it is ready).
-_Q, _V, _A, _VDOT, _BASE_Q, _BASE_V, _F, _VDOT_NEW, _A_NEW, _QT, _VT, _V1, _X, _DX, _GAP = range(
-    FIRST_SCHEME_ROW, FIRST_SCHEME_ROW + 15
-)
-_MATRICES = FIRST_SCHEME_ROW + 15
-
-
-def _rows(n: int, m: int, mass_rows: int) -> int:
-    return 15 + 2 * mass_rows + 2 * m + 3  # the last row: the active set's flags
-
-
-def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
-    """q, v from (q0, v0); a_0 = vdot_0 = M(q0)^-1 F(t0, q0, v0)."""
-    n = N_DOF
-    m = N_CONSTRAINTS
-    r = MASS_ROWS
-    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
-    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
-    f = X[_F, :n]
-    vdot = X[_VDOT, :n]
-    X[_MATRICES + 2 * r + 2 * m + 1, 0] = 0.0  # the metric row is not ready
-    for j in range(n):
-        X[_Q, j] = q0[j]
-        X[_V, j] = v0[j]
-    mass_matrix(q0, p, M)
-    if not factor_mass(M, n, L):
-        return STATUS_MASS_NOT_SPD, 0, 1
-    forces(t0, q0, v0, p, f)
-    solve_mass(L, n, f, vdot)
-    for j in range(n):
-        X[_A, j] = vdot[j]
-    return STATUS_OK, 0, 1
-
-
-def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
-    n = N_DOF
-    m = N_CONSTRAINTS
-    alpha_m = mp[_ALPHA_M]
-    alpha_f = mp[_ALPHA_F]
-    gamma = mp[_GAMMA]
-    beta = mp[_BETA]
-    h2_beta = h * h * beta
-    h_gamma = h * gamma
-    # a_{k+1} = c_new vdot_{k+1} + c_old vdot_k - c_a a_k
-    inv_1m = 1.0 / (1.0 - alpha_m)
-    c_new = (1.0 - alpha_f) * inv_1m
-    c_old = alpha_f * inv_1m
-    c_a = alpha_m * inv_1m
-    q = X[_Q, :n]
-    v = X[_V, :n]
-    a = X[_A, :n]
-    vdot = X[_VDOT, :n]
-    base_q = X[_BASE_Q, :n]
-    base_v = X[_BASE_V, :n]
-    f = X[_F, :n]
-    vdot_new = X[_VDOT_NEW, :n]
-    a_new = X[_A_NEW, :n]
-    qt = X[_QT, :n]
-    vt = X[_VT, :n]
-    v1 = X[_V1, :n]
-    x = X[_X, :n]
-    dx = X[_DX, :n]
-    g = X[_GAP, :m]
-    r = MASS_ROWS
-    M = matrix_rows(X, _MATRICES, _MATRICES + r)  # noqa: N806
-    L = matrix_rows(X, _MATRICES + r, _MATRICES + 2 * r)  # noqa: N806
-    G = matrix_rows(X, _MATRICES + 2 * r, _MATRICES + 2 * r + m)  # noqa: N806
-    Y = matrix_rows(X, _MATRICES + 2 * r + m, _MATRICES + 2 * r + 2 * m)  # noqa: N806
-    inv_w_row = _MATRICES + 2 * r + 2 * m
-    for j in range(n):
-        base_q[j] = q[j] + h * v[j] + (0.5 - beta) * h * h * a[j]
-        base_v[j] = v[j] + (1.0 - gamma) * h * a[j]
-        a_new[j] = a[j]
-    tol = mp[_ITER_TOL]
-    converged = False
-    evaluated = 0  # force evaluations of the fixed point
-    previous = np.inf  # the last change
-    shrunk = False  # the change has decreased once
-    for _ in range(int(mp[_ITER_MAX])):
-        for j in range(n):
-            qt[j] = base_q[j] + h2_beta * a_new[j]
-            vt[j] = base_v[j] + h_gamma * a_new[j]
-        if not CONSTANT_MASS:
-            mass_matrix(qt, p, M)
-            if not factor_mass(M, n, L):
-                return STATUS_MASS_NOT_SPD, False, 0, 0
-        forces(t_next, qt, vt, p, f)
-        evaluated += 1
-        solve_mass(L, n, f, vdot_new)
-        change = 0.0
-        size = 0.0
-        q_size = 0.0
-        v_size = 0.0
-        for j in range(n):
-            aj = c_new * vdot_new[j] + c_old * vdot[j] - c_a * a[j]
-            change = max(change, abs(aj - a_new[j]))
-            size = max(size, abs(aj))
-            q_size = max(q_size, abs(qt[j]))
-            v_size = max(v_size, abs(vt[j]))
-            a_new[j] = aj
-        # converged, or the update no longer moves (qt, vt) beyond round-off (a near 0 from
-        # forces that cancel: the relative test alone would then never pass)
-        if change <= tol * size or (
-            h2_beta * change <= _ROUND_OFF * q_size and h_gamma * change <= _ROUND_OFF * v_size
-        ):
-            converged = True
-            break
-        if not change < np.inf:  # NaN or inf: the driver's finite check reports it
-            converged = True
-            break
-        # the round-off floor: the change no longer shrinks (module docstring)
-        if shrunk and change >= previous and h2_beta * change <= _STAGNATION * q_size:
-            converged = True
-            break
-        shrunk = shrunk or change < previous
-        previous = change
-    if not converged:
-        return STATUS_ITERATION_NOT_CONVERGED, False, 0, 0
-    for j in range(n):
-        qt[j] = base_q[j] + h2_beta * a_new[j]
-        vt[j] = base_v[j] + h_gamma * a_new[j]
-    gap(qt, p, g)
-    closed = False
-    for i in range(m):
-        if g[i] <= 0.0:
-            closed = True
-        elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
-            return STATUS_GAP_NOT_FINITE, False, 0, 0
-    active = 0
-    used = 0
-    if closed:
-        gap_gradient(qt, p, G)
-        if not all_finite(G, m, n):
-            return STATUS_GAP_NOT_FINITE, False, 0, 0
-        flags = X[inv_w_row + 2, :m]
-        for i in range(m):
-            flags[i] = 1.0 if g[i] <= 0.0 else 0.0
-        qs = base_q  # base_q is free now
-        # activation (module docstring): a constraint that qs leaves joins the active set and
-        # the impulse is solved again (at most m times; qt and vt do not change)
-        for _ in range(m + 1):
-            active = 0
-            for i in range(m):
-                if flags[i] > 0.0:
-                    rows[active] = i
-                    active += 1
-            # velocity level: Newton's law on the active set
-            if SINGLE_CONSTRAINT:  # compile-time constant: no LCP compiled in
-                if not (CONSTANT_MASS and AFFINE_GAP and X[inv_w_row + 1, 0] > 0.0):
-                    X[inv_w_row, 0] = metric_row(n, G, 0, L, Y)
-                    X[inv_w_row + 1, 0] = 1.0
-                pivots = impulse_single(n, G, 0, vt, v, e, Y, X[inv_w_row, 0], X[IMPULSE], v1)
-            else:
-                pivots = impulse(n, G, rows, active, vt, v, e, L, ws, v1)
-                for i in range(m):
-                    X[IMPULSE, i] = 0.0
-                for b in range(active):
-                    X[IMPULSE, rows[b]] = ws[4][b]
-            if pivots == DEGENERATE_GRADIENT:
-                return STATUS_DEGENERATE_GRADIENT, False, 0, 0
-            if pivots < 0:
-                return STATUS_CONTACT_SOLVE_FAILED, False, 0, 0
-            used += pivots
-            for b in range(active):
-                i = rows[b]
-                before = 0.0
-                after = 0.0
-                first, last = 0, n - 1
-                # compile-time: the spans pay on long rows; on one-DOF problems the lookup alone
-                # costs more than it saves
-                if not SINGLE_CONSTRAINT and N_DOF >= 8:
-                    first, last = impulse_span(ws, active, b, n)
-                for j in range(first, last + 1):
-                    before += G[i, j] * v[j]
-                    after += G[i, j] * v1[j]
-                X[NORMAL_BEFORE, i] = before
-                X[NORMAL_AFTER, i] = after
-            # the jump acts from mid-step: qs = qt + (h/2) (v_{k+1} - vt)
-            for j in range(n):
-                qs[j] = qt[j] + 0.5 * h * (v1[j] - vt[j])
-            gap(qs, p, g)
-            added = False
-            if not SINGLE_CONSTRAINT:  # compile-time constant: one constraint is active already
-                for i in range(m):
-                    if g[i] < 0.0 and not flags[i] > 0.0:
-                        flags[i] = 1.0
-                        added = True
-            if not added:
-                break
-        # position level: q_{k+1} = Proj_K^M(qs) (overwrites g, G and the workspace)
-        projected = 0
-        if AFFINE_GAP and SINGLE_CONSTRAINT:  # compile-time constants: closed form
-            if g[0] < 0.0:
-                projected = affine_projection_step(n, g[0], Y, X[inv_w_row, 0], ws[4], dx)
-            else:
-                for j in range(n):
-                    dx[j] = 0.0
-        else:
-            projected = project(qs, n, m, p, mp[_PROJ_TOL], int(mp[_PROJ_MAX]), M, L, x, g, G, ws)
-            for j in range(n):
-                dx[j] = x[j] - qs[j]
-        if projected == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
-        if projected < 0:
-            return STATUS_PROJECTION_NOT_CONVERGED, False, 0, 0
-        used += projected
-    for j in range(n):
-        if active > 0:
-            Z[NEXT_Q, j] = base_q[j] + dx[j]
-            Z[NEXT_V, j] = v1[j]
-        else:
-            Z[NEXT_Q, j] = qt[j]
-            Z[NEXT_V, j] = vt[j]
-    return STATUS_OK, active > 0, used, evaluated
-
-
-def _commit(X, Z):  # noqa: N803
-    for j in range(N_DOF):
-        X[_Q, j] = Z[NEXT_Q, j]
-        X[_V, j] = Z[NEXT_V, j]
-        X[_A, j] = X[_A_NEW, j]
-        X[_VDOT, j] = X[_VDOT_NEW, j]
-
-
-def _state(X, Z, q_out, v_out):  # noqa: N803
-    for j in range(N_DOF):
-        q_out[j] = X[_Q, j]
-        v_out[j] = X[_V, j]
-
-
-#: The nonsmooth generalized-alpha scheme as the one time loop runs it (impactbench.core.driver).
-GENERALIZED_ALPHA_SCHEME = Scheme(
-    start=_start, step=_step, commit=_commit, sample=_state, current=_state, rows=_rows
-)
-
-
-def _bindings(
-    kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool
-) -> dict[str, Any]:
-    """Globals of the scheme's functions for one problem."""
-    mass = mass_bindings(kernels, n_dof, compile)
-    return {
-        **mass,
-        "forces": kernels.forces,
-        "gap": kernels.gap,
-        "gap_gradient": kernels.gap_gradient,
-        "project": make_metric_projection(
-            kernels.gap,
-            kernels.gap_gradient,
-            kernels.affine_gap,
-            n_constraints,
-            compile,
-            mass["DIAGONAL_MASS"],
-        ),
-        "CONSTANT_MASS": kernels.constant_mass,
-        "AFFINE_GAP": kernels.affine_gap,
-    }
 
 
 def generalized_alpha_parameters(rho_inf: float) -> tuple[float, float, float, float]:
@@ -428,7 +145,91 @@ def generalized_alpha_parameters(rho_inf: float) -> tuple[float, float, float, f
     return alpha_m, alpha_f, gamma, beta
 
 
-class NonsmoothGeneralizedAlpha(TimeStepping):
+@scheme_function
+def _smooth_part(s, problem, n, t_next, h, p, par):
+    """The fixed-point iteration on a_{k+1} (module docstring) into ``s.a_new``, ``s.vdot_new``
+    and the smooth (qt, vt). Returns (status, force evaluations)."""
+    h2_beta = h * h * par.beta
+    h_gamma = h * par.gamma
+    # a_{k+1} = c_new vdot_{k+1} + c_old vdot_k - c_a a_k
+    inv_1m = 1.0 / (1.0 - par.alpha_m)
+    c_new = (1.0 - par.alpha_f) * inv_1m
+    c_old = par.alpha_f * inv_1m
+    c_a = par.alpha_m * inv_1m
+    for j in range(n):
+        s.base_q[j] = s.q[j] + h * s.v[j] + (0.5 - par.beta) * h * h * s.a[j]
+        s.base_v[j] = s.v[j] + (1.0 - par.gamma) * h * s.a[j]
+        s.a_new[j] = s.a[j]
+    converged = False
+    evaluated = 0
+    previous = np.inf  # the last change
+    shrunk = False  # the change has decreased once
+    for _ in range(int(par.iteration_max)):
+        for j in range(n):
+            s.qt[j] = s.base_q[j] + h2_beta * s.a_new[j]
+            s.vt[j] = s.base_v[j] + h_gamma * s.a_new[j]
+        if not problem.constant_mass:
+            problem.mass_matrix(s.qt, p, s.M)
+            if not factor_mass(s.M, n, s.L):
+                return STATUS_MASS_NOT_SPD, 0
+        problem.forces(t_next, s.qt, s.vt, p, s.f)
+        evaluated += 1
+        solve_mass(s.L, n, s.f, s.vdot_new)
+        change = 0.0
+        size = 0.0
+        q_size = 0.0
+        v_size = 0.0
+        for j in range(n):
+            aj = c_new * s.vdot_new[j] + c_old * s.vdot[j] - c_a * s.a[j]
+            change = max(change, abs(aj - s.a_new[j]))
+            size = max(size, abs(aj))
+            q_size = max(q_size, abs(s.qt[j]))
+            v_size = max(v_size, abs(s.vt[j]))
+            s.a_new[j] = aj
+        # converged, or the update no longer moves (qt, vt) beyond round-off (a near 0 from
+        # forces that cancel: the relative test alone would then never pass)
+        if change <= par.iteration_tol * size or (
+            h2_beta * change <= _ROUND_OFF * q_size and h_gamma * change <= _ROUND_OFF * v_size
+        ):
+            converged = True
+            break
+        if not change < np.inf:  # NaN or inf: the driver's finite check reports it
+            converged = True
+            break
+        # the round-off floor: the change no longer shrinks (module docstring)
+        if shrunk and change >= previous and h2_beta * change <= _STAGNATION * q_size:
+            converged = True
+            break
+        shrunk = shrunk or change < previous
+        previous = change
+    if not converged:
+        return STATUS_ITERATION_NOT_CONVERGED, evaluated
+    for j in range(n):
+        s.qt[j] = s.base_q[j] + h2_beta * s.a_new[j]
+        s.vt[j] = s.base_v[j] + h_gamma * s.a_new[j]
+    return STATUS_OK, evaluated
+
+
+@scheme_function
+def _held_contacts(s, problem, n, m, p, tol):
+    """Flag in ``s.forced`` the constraints of the last step's final active set (``s.held``)
+    whose gap at qt is within the projection's tolerance, ``tol`` max(1, max_j |qt_j|)."""
+    held = False
+    for i in range(m):
+        if s.held[i] > 0.0:
+            held = True
+    if not held:
+        return
+    size = 1.0
+    for j in range(n):
+        size = max(size, abs(s.qt[j]))
+    problem.gap(s.qt, p, s.gs)
+    for i in range(m):
+        if s.held[i] > 0.0 and s.gs[i] <= tol * size:
+            s.forced[i] = 1.0
+
+
+class NonsmoothGeneralizedAlpha(Scheme):
     """Nonsmooth generalized-alpha scheme (velocity-level impacts, position-level gap).
 
     Parameters
@@ -451,6 +252,44 @@ class NonsmoothGeneralizedAlpha(TimeStepping):
     See the module docstring for the equations, the constraint levels and the energy balance.
     """
 
+    #: q, v, the pseudo-acceleration a and the smooth acceleration vdot at step k and their
+    #: values at k + 1, the predictor's fixed part (base_q, base_v), the forces, the smooth
+    #: (qt, vt), the velocity after the impulse, qs and its projection x = qs + dx, g(qs), the
+    #: constraints activated whatever g_i(qt) (``forced``), the final active set of the step
+    #: (``held``), M(qt), its factor and what the shared impulse works in.
+    state = {
+        "q": "n",
+        "v": "n",
+        "a": "n",
+        "vdot": "n",
+        "a_new": "n",
+        "vdot_new": "n",
+        "base_q": "n",
+        "base_v": "n",
+        "f": "n",
+        "qt": "n",
+        "vt": "n",
+        "v1": "n",
+        "qs": "n",
+        "x": "n",
+        "dx": "n",
+        "gs": "m",
+        "forced": "m",
+        "held": "m",
+        "M": "mass",
+        "L": "mass",
+        **IMPACT_STATE,
+    }
+    run_time = (
+        "alpha_m",
+        "alpha_f",
+        "gamma",
+        "beta",
+        "iteration_tol",
+        "iteration_max",
+        "projection_tol",
+        "projection_max_iter",
+    )
     failure_reasons: ClassVar[dict[int, str]] = {
         **FAILURE_REASONS,
         STATUS_ITERATION_NOT_CONVERGED: (
@@ -476,23 +315,106 @@ class NonsmoothGeneralizedAlpha(TimeStepping):
         self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
         self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
 
-    @staticmethod
-    def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
-    ) -> Callable:
-        bindings = _bindings(kernels, n_dof, n_constraints, compile)
-        return make_loop(GENERALIZED_ALPHA_SCHEME, bindings, n_dof, n_constraints, compile)
-
-    def _method_vector(self) -> np.ndarray:
-        return np.array(
-            [
-                self.alpha_m,
-                self.alpha_f,
-                self.gamma,
-                self.beta,
-                self.iteration_tol,
-                float(self.iteration_max),
-                self.projection_tol,
-                float(self.projection_max_iter),
-            ]
+    @classmethod
+    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
+        """``project``: the metric projection onto K (``make_metric_projection``)."""
+        project = make_metric_projection(
+            problem.gap,
+            problem.gap_gradient,
+            problem.affine_gap,
+            n_constraints,
+            compile,
+            problem.diagonal_mass,
         )
+        return {"project": project}
+
+    @staticmethod
+    def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
+        """q, v from (q0, v0); a_0 = vdot_0 = M(q0)^-1 F(t0, q0, v0)."""
+        for j in range(n):
+            s.q[j] = q0[j]
+            s.v[j] = v0[j]
+        problem.mass_matrix(q0, p, s.M)
+        if not factor_mass(s.M, n, s.L):
+            return STATUS_MASS_NOT_SPD, 0, 1
+        problem.forces(t0, q0, v0, p, s.f)
+        solve_mass(s.L, n, s.f, s.vdot)
+        for j in range(n):
+            s.a[j] = s.vdot[j]
+        return STATUS_OK, 0, 1
+
+    @staticmethod
+    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        status, evaluated = _smooth_part(s, problem, n, t_next, h, p, par)
+        if status != STATUS_OK:
+            return status, False, 0, 0
+        for i in range(m):
+            s.forced[i] = 0.0
+        if not problem.single_constraint:  # the contacts held within tolerance (docstring)
+            _held_contacts(s, problem, n, m, p, par.projection_tol)
+        used = 0
+        active = 0
+        # velocity level, Newton's law on A; activation (module docstring): a constraint that
+        # qs leaves joins A and the impulse is solved again (at most m times; qt and vt do not
+        # change)
+        for _ in range(m + 1):
+            status, active, pivots = velocity_impulse(
+                s, problem, n, m, s.qt, s.v, s.vt, e, s.v1, p, False, s.forced
+            )
+            if status != STATUS_OK:
+                return status, False, 0, 0
+            if active == 0:  # no constraint closed at qt
+                break
+            used += pivots
+            # the jump acts from mid-step: qs = qt + (h/2) (v_{k+1} - vt)
+            for j in range(n):
+                s.qs[j] = s.qt[j] + 0.5 * h * (s.v1[j] - s.vt[j])
+            problem.gap(s.qs, p, s.gs)
+            added = False
+            if not problem.single_constraint:  # one constraint is active already
+                for i in range(m):  # s.g holds g(qt)
+                    if s.gs[i] < 0.0 and s.g[i] > 0.0 and not s.forced[i] > 0.0:
+                        s.forced[i] = 1.0
+                        added = True
+            if not added:
+                break
+        for i in range(m):
+            s.held[i] = 0.0
+        for a in range(active):
+            s.held[s.rows[a]] = 1.0
+        if active == 0:
+            for j in range(n):
+                s.q_next[j] = s.qt[j]
+                s.v_next[j] = s.vt[j]
+            return STATUS_OK, False, used, evaluated
+        # position level: q_{k+1} = Proj_K^M(qs) (overwrites g(qs), G and the workspace)
+        if problem.affine_gap and problem.single_constraint:  # closed form
+            projected = 0
+            if s.gs[0] < 0.0:
+                projected = affine_projection_step(n, s.gs[0], s.Y, s.inv_w[0], s.multipliers, s.dx)
+            else:
+                for j in range(n):
+                    s.dx[j] = 0.0
+        else:
+            projected = problem.project(
+                s.qs, n, m, p, par.projection_tol, int(par.projection_max_iter),
+                s.M, s.L, s.x, s.gs, s.G, s.ws,
+            )  # fmt: skip
+            for j in range(n):
+                s.dx[j] = s.x[j] - s.qs[j]
+        if projected == DEGENERATE_GRADIENT:
+            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
+        if projected < 0:
+            return STATUS_PROJECTION_NOT_CONVERGED, False, 0, 0
+        for j in range(n):
+            s.q_next[j] = s.qs[j] + s.dx[j]
+            s.v_next[j] = s.v1[j]
+        return STATUS_OK, True, used + projected, evaluated
+
+    @staticmethod
+    def commit(s, n):
+        for j in range(n):
+            s.q[j] = s.q_next[j]
+            s.v[j] = s.v_next[j]
+            s.a[j] = s.a_new[j]
+            s.vdot[j] = s.vdot_new[j]

@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
 #: Default cap on the number of impacts returned by ``impact_times``.
@@ -165,7 +165,7 @@ def bouncing_gap(
         Gap and gap rate; at an impact instant u is the post-impact value (right limit).
     """
     sched = _schedule(float(t0), float(s0), float(u0), float(gravity), float(restitution))
-    t = _checks.times(t, sched.t0)
+    t = checks.times(t, sched.t0)
     g, e = sched.g, sched.e
     tau = t - sched.t0
     s = sched.s0 + tau * (sched.u0 - 0.5 * g * tau)
@@ -235,8 +235,8 @@ def bouncing_impact_times(
     of :func:`bouncing_gap`, after which the exact solution is the rest state). The times are
     the very values at which :func:`bouncing_gap` switches flights.
     """
-    max_count = _checks.positive_int(max_count, "max_count")
-    t_end = _checks.finite_scalar(t_end, "t_end")
+    max_count = checks.positive_int(max_count, "max_count")
+    t_end = checks.finite_scalar(t_end, "t_end")
     sched = _schedule(float(t0), float(s0), float(u0), float(gravity), float(restitution))
     if not sched.t1 <= t_end or sched.v1 == 0.0:  # a zero-speed touch is no impact
         return np.zeros(0)
@@ -255,14 +255,19 @@ def bouncing_impact_times(
 # --------------------------------------------------------------------------------------------
 
 
+#: The parameters of the kernels, in the order of the vector p.
+PARAMETERS = ("gravity", "mass")
+GRAVITY, MASS = parameter_indices(PARAMETERS)
+
+
 @kernel
 def _ball_mass_matrix(q, p, out):
-    out[0, 0] = p[1]
+    out[0, 0] = p[MASS]
 
 
 @kernel
 def _ball_forces(t, q, v, p, out):
-    out[0] = -p[1] * p[0]
+    out[0] = -p[MASS] * p[GRAVITY]
 
 
 @kernel
@@ -336,14 +341,14 @@ class BouncingBall(CompiledProblem):
         mass: float = 1.0,
         t0: float = 0.0,
     ) -> None:
-        q0 = _checks.finite_scalar(q0, "q0")
+        q0 = checks.finite_scalar(q0, "q0")
         if q0 < 0.0:
             raise ValueError(f"q0 must be >= 0 (admissible: the floor is q = 0), got {q0!r}")
-        v0 = _checks.finite_scalar(v0, "v0")
-        self.gravity = _checks.positive_scalar(gravity, "gravity")
-        self.mass = _checks.positive_scalar(mass, "mass")
-        self.restitution = _checks.restitution(restitution)
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        v0 = checks.finite_scalar(v0, "v0")
+        self.gravity = checks.positive_scalar(gravity, "gravity")
+        self.mass = checks.positive_scalar(mass, "mass")
+        self.restitution = checks.restitution(restitution)
+        self.t0 = checks.finite_scalar(t0, "t0")
         self.name = "BouncingBall"
         self.n_dof = 1
         self.n_constraints = 1
@@ -352,8 +357,8 @@ class BouncingBall(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[gravity, mass]``."""
-        return np.array([self.gravity, self.mass])
+        """The vector of :data:`PARAMETERS`."""
+        return parameter_vector(PARAMETERS, gravity=self.gravity, mass=self.mass)
 
     def potential_energy(self, q: np.ndarray) -> float:
         """m g0 q."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import (
     ADMISSIBILITY_TOLERANCE,
     CompiledProblem,
@@ -18,6 +18,10 @@ from impactbench.core.problem import (
 DEFAULT_BOTTOM_HEIGHT = 10.0
 DEFAULT_SPACING = 2.5
 
+#: The parameters of the kernels, in the order of the vector p.
+PARAMETERS = ("mass", "radius", "gravity")
+MASS, RADIUS, GRAVITY = parameter_indices(PARAMETERS)
+
 
 @kernel
 def _beads_mass_matrix(q, p, out):
@@ -25,27 +29,27 @@ def _beads_mass_matrix(q, p, out):
     for i in range(n):
         for j in range(n):
             out[i, j] = 0.0
-        out[i, i] = p[0]
+        out[i, i] = p[MASS]
 
 
 @kernel
 def _beads_mass_diagonal(q, p, out):
     for i in range(q.shape[0]):
-        out[i] = p[0]
+        out[i] = p[MASS]
 
 
 @kernel
 def _beads_forces(t, q, v, p, out):
-    weight = -p[0] * p[2]
+    weight = -p[MASS] * p[GRAVITY]
     for i in range(q.shape[0]):
         out[i] = weight
 
 
 @kernel
 def _beads_gap(q, p, out):
-    out[0] = q[0] - p[1]
+    out[0] = q[0] - p[RADIUS]
     for i in range(1, q.shape[0]):
-        out[i] = q[i] - q[i - 1] - 2.0 * p[1]
+        out[i] = q[i] - q[i - 1] - 2.0 * p[RADIUS]
 
 
 @kernel
@@ -151,17 +155,17 @@ class ColumnOfBeads(CompiledProblem):
         t0: float = 0.0,
         mass_structure: str = "diagonal",
     ) -> None:
-        n = _checks.positive_int(n_beads, "n_beads")
+        n = checks.positive_int(n_beads, "n_beads")
         self.n_beads = n
-        self.mass = _checks.positive_scalar(mass, "mass")
-        self.radius = _checks.positive_scalar(radius, "radius")
-        self.gravity = _checks.positive_scalar(gravity, "gravity")
-        self.restitution = _checks.restitution(restitution)
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.mass = checks.positive_scalar(mass, "mass")
+        self.radius = checks.positive_scalar(radius, "radius")
+        self.gravity = checks.positive_scalar(gravity, "gravity")
+        self.restitution = checks.restitution(restitution)
+        self.t0 = checks.finite_scalar(t0, "t0")
         self.mass_structure = valid_mass_structure(mass_structure)
         if q0 is None:
             q0 = self.radius * (DEFAULT_BOTTOM_HEIGHT + DEFAULT_SPACING * np.arange(n))
-        q0 = _checks.vector(q0, "q0", n)
+        q0 = checks.vector(q0, "q0", n)
         gaps = np.concatenate([[q0[0] - self.radius], np.diff(q0) - 2.0 * self.radius])
         worst = int(np.argmin(gaps))
         if gaps[worst] < -ADMISSIBILITY_TOLERANCE * max(1.0, float(np.abs(q0).max())):
@@ -169,7 +173,7 @@ class ColumnOfBeads(CompiledProblem):
                 f"q0 must be admissible (q0[0] >= radius and q0[i+1] - q0[i] >= 2 radius), got "
                 f"q0={q0.tolist()} with gap {worst} = {gaps[worst]!r}"
             )
-        self.v0 = np.zeros(n) if v0 is None else _checks.vector(v0, "v0", n)
+        self.v0 = np.zeros(n) if v0 is None else checks.vector(v0, "v0", n)
         self.q0 = q0
         self.name = "ColumnOfBeads"
         self.n_dof = n
@@ -177,8 +181,10 @@ class ColumnOfBeads(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[mass, radius, gravity]``."""
-        return np.array([self.mass, self.radius, self.gravity])
+        """The vector of :data:`PARAMETERS`."""
+        return parameter_vector(
+            PARAMETERS, mass=self.mass, radius=self.radius, gravity=self.gravity
+        )
 
     def potential_energy(self, q: np.ndarray) -> float:
         """m g0 sum_i q_i."""

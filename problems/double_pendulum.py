@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
 #: Obstacle configurations: which points touch the wall x = -d (rows: coefficients of
@@ -17,6 +17,11 @@ CONTACTS = {
     "tip": ((1.0, 1.0),),
     "both": ((1.0, 0.0), (1.0, 1.0)),
 }
+
+#: The parameters of the kernels, in the order of the vector p; the last, ``wall_rows``, is the
+#: block of the rows (a_i, b_i) of ``CONTACTS``: contact i has its a_i at p[WALL_ROWS + 2 i].
+PARAMETERS = ("m1", "m2", "l1", "l2", "gravity", "wall_distance", "wall_rows")
+M1, M2, L1, L2, GRAVITY, WALL_DISTANCE, WALL_ROWS = parameter_indices(PARAMETERS)
 
 
 # The kernels write cos(q1 - q2) and sin(q1 - q2) through sin q_i and cos q_i: compiled into a
@@ -27,7 +32,7 @@ CONTACTS = {
 
 @kernel
 def _pendulum_mass_matrix(q, p, out):
-    m1, m2, l1, l2 = p[0], p[1], p[2], p[3]
+    m1, m2, l1, l2 = p[M1], p[M2], p[L1], p[L2]
     c = m2 * l1 * l2 * (np.cos(q[0]) * np.cos(q[1]) + np.sin(q[0]) * np.sin(q[1]))
     out[0, 0] = (m1 + m2) * l1 * l1
     out[0, 1] = c
@@ -37,7 +42,7 @@ def _pendulum_mass_matrix(q, p, out):
 
 @kernel
 def _pendulum_forces(t, q, v, p, out):
-    m1, m2, l1, l2, g = p[0], p[1], p[2], p[3], p[4]
+    m1, m2, l1, l2, g = p[M1], p[M2], p[L1], p[L2], p[GRAVITY]
     s1 = np.sin(q[0])
     s2 = np.sin(q[1])
     s = m2 * l1 * l2 * (s1 * np.cos(q[1]) - np.cos(q[0]) * s2)
@@ -47,19 +52,19 @@ def _pendulum_forces(t, q, v, p, out):
 
 @kernel
 def _pendulum_gap(q, p, out):
-    x1 = p[2] * np.sin(q[0])
-    x2 = p[3] * np.sin(q[1])
+    x1 = p[L1] * np.sin(q[0])
+    x2 = p[L2] * np.sin(q[1])
     for i in range(out.shape[0]):
-        out[i] = p[5] + p[6 + 2 * i] * x1 + p[7 + 2 * i] * x2
+        out[i] = p[WALL_DISTANCE] + p[WALL_ROWS + 2 * i] * x1 + p[WALL_ROWS + 1 + 2 * i] * x2
 
 
 @kernel
 def _pendulum_gap_gradient(q, p, out):
-    d1 = p[2] * np.cos(q[0])
-    d2 = p[3] * np.cos(q[1])
+    d1 = p[L1] * np.cos(q[0])
+    d2 = p[L2] * np.cos(q[1])
     for i in range(out.shape[0]):
-        out[i, 0] = p[6 + 2 * i] * d1
-        out[i, 1] = p[7 + 2 * i] * d2
+        out[i, 0] = p[WALL_ROWS + 2 * i] * d1
+        out[i, 1] = p[WALL_ROWS + 1 + 2 * i] * d2
 
 
 class DoublePendulum(CompiledProblem):
@@ -175,26 +180,26 @@ class DoublePendulum(CompiledProblem):
         t_end: float | None = None,
         t0: float = 0.0,
     ) -> None:
-        self.m1 = _checks.positive_scalar(m1, "m1")
-        self.m2 = _checks.positive_scalar(m2, "m2")
-        self.l1 = _checks.positive_scalar(l1, "l1")
-        self.l2 = _checks.positive_scalar(l2, "l2")
-        self.gravity = _checks.finite_scalar(gravity, "gravity")
+        self.m1 = checks.positive_scalar(m1, "m1")
+        self.m2 = checks.positive_scalar(m2, "m2")
+        self.l1 = checks.positive_scalar(l1, "l1")
+        self.l2 = checks.positive_scalar(l2, "l2")
+        self.gravity = checks.finite_scalar(gravity, "gravity")
         if self.gravity < 0.0:
             raise ValueError(f"gravity must be >= 0, got {gravity!r}")
-        self.restitution = _checks.restitution(restitution)
-        q0 = _checks.vector(q0, "q0", 2)
-        v0 = _checks.vector(v0, "v0", 2)
-        self.wall_distance = _checks.finite_scalar(wall_distance, "wall_distance")
+        self.restitution = checks.restitution(restitution)
+        q0 = checks.vector(q0, "q0", 2)
+        v0 = checks.vector(v0, "v0", 2)
+        self.wall_distance = checks.finite_scalar(wall_distance, "wall_distance")
         if self.wall_distance < 0.0:
             raise ValueError(f"wall_distance must be >= 0, got {wall_distance!r}")
         if not isinstance(contacts, str) or contacts not in CONTACTS:
             raise ValueError(f"contacts must be one of {sorted(CONTACTS)}, got {contacts!r}")
         self.contacts = contacts
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.t0 = checks.finite_scalar(t0, "t0")
         if t_end is None:
             t_end = self.t0 + self.RECOMMENDED_HORIZON
-        self.t_end = _checks.finite_scalar(t_end, "t_end")
+        self.t_end = checks.finite_scalar(t_end, "t_end")
         if self.t_end <= self.t0:
             raise ValueError(f"t_end must be > t0 = {self.t0!r}, got {t_end!r}")
         self.name = "DoublePendulum"
@@ -224,7 +229,7 @@ class DoublePendulum(CompiledProblem):
         overridden by keyword.
         """
         if "t_end" not in overrides:
-            t0 = _checks.finite_scalar(overrides.get("t0", 0.0), "t0")
+            t0 = checks.finite_scalar(overrides.get("t0", 0.0), "t0")
             overrides = dict(overrides, t_end=t0 + cls.TWO_CONTACT_HORIZON)
         params: dict[str, Any] = dict(
             m1=1.0,
@@ -242,10 +247,17 @@ class DoublePendulum(CompiledProblem):
         return cls(**params)
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[m1, m2, l1, l2, gravity, wall_distance, a_1, b_1, ...]`` (rows of ``CONTACTS``)."""
-        rows = np.array(CONTACTS[self.contacts], dtype=float).ravel()
-        head = [self.m1, self.m2, self.l1, self.l2, self.gravity, self.wall_distance]
-        return np.concatenate([head, rows])
+        """The vector of :data:`PARAMETERS`."""
+        return parameter_vector(
+            PARAMETERS,
+            m1=self.m1,
+            m2=self.m2,
+            l1=self.l1,
+            l2=self.l2,
+            gravity=self.gravity,
+            wall_distance=self.wall_distance,
+            wall_rows=np.ravel(CONTACTS[self.contacts]),
+        )
 
     def potential_energy(self, q: np.ndarray) -> float:
         """-(m1 + m2) g l1 cos q1 - m2 g l2 cos q2."""

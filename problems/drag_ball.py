@@ -6,22 +6,26 @@ import math
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
 #: Impacts after which the remaining flights are summed as a geometric tail (drag negligible).
 _TAIL_SPEED_RATIO = 1e-9
 
+#: The parameters of the kernels, in the order of the vector p.
+PARAMETERS = ("gravity", "mass", "drag")
+GRAVITY, MASS, DRAG = parameter_indices(PARAMETERS)
+
 
 @kernel
 def _drag_mass_matrix(q, p, out):
-    out[0, 0] = p[1]
+    out[0, 0] = p[MASS]
 
 
 @kernel
 def _drag_forces(t, q, v, p, out):
-    out[0] = -p[1] * p[0] - p[2] * abs(v[0]) * v[0]
+    out[0] = -p[MASS] * p[GRAVITY] - p[DRAG] * abs(v[0]) * v[0]
 
 
 @kernel
@@ -101,21 +105,21 @@ class DragBall(CompiledProblem):
         mass: float = 1.0,
         t0: float = 0.0,
     ) -> None:
-        q0 = _checks.finite_scalar(q0, "q0")
+        q0 = checks.finite_scalar(q0, "q0")
         if q0 < 0.0:
             raise ValueError(f"q0 must be >= 0 (admissible: the floor is q = 0), got {q0!r}")
-        v0 = _checks.finite_scalar(v0, "v0")
-        self.drag = _checks.finite_scalar(drag, "drag")
+        v0 = checks.finite_scalar(v0, "v0")
+        self.drag = checks.finite_scalar(drag, "drag")
         if self.drag < 0.0:
             raise ValueError(f"drag must be >= 0, got {drag!r}")
-        self.gravity = _checks.positive_scalar(gravity, "gravity")
-        self.mass = _checks.positive_scalar(mass, "mass")
+        self.gravity = checks.positive_scalar(gravity, "gravity")
+        self.mass = checks.positive_scalar(mass, "mass")
         if self.drag > 0.0 and v0 <= -self.terminal_speed:
             raise ValueError(
                 f"v0 must be > -v_T = {-self.terminal_speed!r} (the terminal speed), got {v0!r}"
             )
-        self.restitution = _checks.restitution(restitution)
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.restitution = checks.restitution(restitution)
+        self.t0 = checks.finite_scalar(t0, "t0")
         self.name = "DragBall"
         self.n_dof = 1
         self.n_constraints = 1
@@ -124,8 +128,8 @@ class DragBall(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[gravity, mass, drag]``."""
-        return np.array([self.gravity, self.mass, self.drag])
+        """The vector of :data:`PARAMETERS`."""
+        return parameter_vector(PARAMETERS, gravity=self.gravity, mass=self.mass, drag=self.drag)
 
     def potential_energy(self, q: np.ndarray) -> float:
         """m g0 q (the drag is dissipative, not potential)."""
@@ -227,15 +231,15 @@ class DragBall(CompiledProblem):
     def impact_times(self, t_end: float, max_count: int = 10_000) -> np.ndarray:
         """The impact times in [t0, t_end], at most the first ``max_count`` (those of the
         geometric tail, shorter than round-off, excluded)."""
-        max_count = _checks.positive_int(max_count, "max_count")
-        t_end = _checks.finite_scalar(t_end, "t_end")
+        max_count = checks.positive_int(max_count, "max_count")
+        t_end = checks.finite_scalar(t_end, "t_end")
         times = self.schedule()[3]
         return times[(times >= self.t0) & (times <= t_end)][:max_count]
 
     def exact_solution(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact (q, v) at times ``t`` >= t0, each of shape (len(t), 1); post-impact velocity
         at an impact instant, rest after the accumulation time."""
-        t = _checks.times(t, self.t0)
+        t = checks.times(t, self.t0)
         apex_time, apex, t_inf, times, speeds = self.schedule()
         q = np.zeros_like(t)
         v = np.zeros_like(t)

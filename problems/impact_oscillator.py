@@ -8,8 +8,8 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
 from .bouncing_ball import MAX_IMPACT_COUNT
@@ -22,6 +22,10 @@ _AMPLITUDE_FLOOR = 1e-300
 # Impacting (free) oscillator
 # --------------------------------------------------------------------------------------------
 
+#: The parameters of the free oscillator's kernels, in the order of the vector p.
+OSCILLATOR_PARAMETERS = ("frequency_squared",)
+(FREQUENCY_SQUARED,) = parameter_indices(OSCILLATOR_PARAMETERS)
+
 
 @kernel
 def _unit_mass_matrix(q, p, out):
@@ -30,7 +34,7 @@ def _unit_mass_matrix(q, p, out):
 
 @kernel
 def _oscillator_forces(t, q, v, p, out):
-    out[0] = -p[0] * q[0]
+    out[0] = -p[FREQUENCY_SQUARED] * q[0]
 
 
 @kernel
@@ -103,13 +107,13 @@ class ImpactingOscillator(CompiledProblem):
         frequency: float = 1.0,
         t0: float = 0.0,
     ) -> None:
-        self.restitution = _checks.restitution(restitution)
-        x0 = _checks.finite_scalar(x0, "x0")
+        self.restitution = checks.restitution(restitution)
+        x0 = checks.finite_scalar(x0, "x0")
         if x0 < 0.0:
             raise ValueError(f"x0 must be >= 0 (admissible: the wall is x = 0), got {x0!r}")
-        v0 = _checks.finite_scalar(v0, "v0")
-        self.frequency = _checks.positive_scalar(frequency, "frequency")
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        v0 = checks.finite_scalar(v0, "v0")
+        self.frequency = checks.positive_scalar(frequency, "frequency")
+        self.t0 = checks.finite_scalar(t0, "t0")
         self.name = "ImpactingOscillator"
         self.n_dof = 1
         self.n_constraints = 1
@@ -137,8 +141,8 @@ class ImpactingOscillator(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[frequency**2]``."""
-        return np.array([self.frequency**2])
+        """The vector of :data:`OSCILLATOR_PARAMETERS`."""
+        return parameter_vector(OSCILLATOR_PARAMETERS, frequency_squared=self.frequency**2)
 
     def potential_energy(self, q: np.ndarray) -> float:
         """omega^2 x^2 / 2."""
@@ -153,7 +157,7 @@ class ImpactingOscillator(CompiledProblem):
 
         See the class docstring; post-impact velocity at an impact instant.
         """
-        t = _checks.times(t, self.t0)
+        t = checks.times(t, self.t0)
         w, e = self.frequency, self.restitution
         x0, v0 = float(self.q0[0]), float(self.v0[0])
         tau = t - self.t0
@@ -191,8 +195,8 @@ class ImpactingOscillator(CompiledProblem):
         For e = 0 only t_1; for e < 1 also only the impacts before the amplitude e^k A drops
         below 1e-300 (after which the exact solution is the rest state).
         """
-        max_count = _checks.positive_int(max_count, "max_count")
-        t_end = _checks.finite_scalar(t_end, "t_end")
+        max_count = checks.positive_int(max_count, "max_count")
+        t_end = checks.finite_scalar(t_end, "t_end")
         t1 = self.first_impact_time
         if not t1 <= t_end:
             return np.zeros(0)
@@ -207,15 +211,19 @@ class ImpactingOscillator(CompiledProblem):
 # Forced impact oscillator
 # --------------------------------------------------------------------------------------------
 
+#: The parameters of the forced oscillator's kernels, in the order of the vector p.
+FORCED_PARAMETERS = ("omega", "sigma", "zeta")
+OMEGA, SIGMA, ZETA = parameter_indices(FORCED_PARAMETERS)
+
 
 @kernel
 def _forced_forces(t, q, v, p, out):
-    out[0] = np.cos(p[0] * t) - q[0] - 2.0 * p[2] * v[0]
+    out[0] = np.cos(p[OMEGA] * t) - q[0] - 2.0 * p[ZETA] * v[0]
 
 
 @kernel
 def _forced_gap(q, p, out):
-    out[0] = p[1] - q[0]
+    out[0] = p[SIGMA] - q[0]
 
 
 @kernel
@@ -315,10 +323,10 @@ class ForcedImpactOscillator(CompiledProblem):
         restitution: float = 0.8,
         zeta: float = 0.0,
     ) -> None:
-        self.omega = _checks.positive_scalar(omega, "omega")
-        self.sigma = _checks.finite_scalar(sigma, "sigma")
-        self.restitution = _checks.restitution(restitution)
-        self.zeta = _checks.finite_scalar(zeta, "zeta")
+        self.omega = checks.positive_scalar(omega, "omega")
+        self.sigma = checks.finite_scalar(sigma, "sigma")
+        self.restitution = checks.restitution(restitution)
+        self.zeta = checks.finite_scalar(zeta, "zeta")
         if self.zeta < 0.0:
             raise ValueError(f"zeta must be >= 0, got {zeta!r}")
         w = self.omega
@@ -411,8 +419,10 @@ class ForcedImpactOscillator(CompiledProblem):
         return excess - tol
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[omega, sigma, zeta]``."""
-        return np.array([self.omega, self.sigma, self.zeta])
+        """The vector of :data:`FORCED_PARAMETERS`."""
+        return parameter_vector(
+            FORCED_PARAMETERS, omega=self.omega, sigma=self.sigma, zeta=self.zeta
+        )
 
     @property
     def has_exact_solution(self) -> bool:
@@ -436,7 +446,7 @@ class ForcedImpactOscillator(CompiledProblem):
             raise NotImplementedError(
                 f"problem {self.name!r} has no exact solution with damping (zeta={self.zeta!r})"
             )
-        t = _checks.times(t, self.t0)
+        t = checks.times(t, self.t0)
         j = np.floor((t - self._t_impact) / self.period)
         for _ in range(8):  # make j exactly consistent with impact_times
             low = t < self._impact_time(j)
@@ -459,8 +469,8 @@ class ForcedImpactOscillator(CompiledProblem):
             raise NotImplementedError(
                 f"problem {self.name!r} has no exact impact times with damping (zeta={self.zeta!r})"
             )
-        max_count = _checks.positive_int(max_count, "max_count")
-        t_end = _checks.finite_scalar(t_end, "t_end")
+        max_count = checks.positive_int(max_count, "max_count")
+        t_end = checks.finite_scalar(t_end, "t_end")
         if t_end < self.t0:
             return np.zeros(0)
         count = min(max_count, math.floor((t_end - self._t_impact) / self.period) + 1)

@@ -61,9 +61,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels, valid_mass_structure
+
+#: The parameters of the kernels, in the order of the vector p: the mass rho h_e of an interior
+#: node, the stiffness E / h_e of an element, and the initial gap d.
+PARAMETERS = ("node_mass", "element_stiffness", "initial_gap")
+NODE_MASS, ELEMENT_STIFFNESS, INITIAL_GAP = parameter_indices(PARAMETERS)
 
 
 @kernel
@@ -72,24 +77,24 @@ def _bar_mass_matrix(q, p, out):
     for i in range(n):
         for j in range(n):
             out[i, j] = 0.0
-        out[i, i] = p[0]
-    out[0, 0] = 0.5 * p[0]
-    out[n - 1, n - 1] = 0.5 * p[0]
+        out[i, i] = p[NODE_MASS]
+    out[0, 0] = 0.5 * p[NODE_MASS]
+    out[n - 1, n - 1] = 0.5 * p[NODE_MASS]
 
 
 @kernel
 def _bar_mass_diagonal(q, p, out):
     n = q.shape[0]
     for i in range(n):
-        out[i] = p[0]
-    out[0] = 0.5 * p[0]
-    out[n - 1] = 0.5 * p[0]
+        out[i] = p[NODE_MASS]
+    out[0] = 0.5 * p[NODE_MASS]
+    out[n - 1] = 0.5 * p[NODE_MASS]
 
 
 @kernel
 def _bar_forces(t, q, v, p, out):
     n = q.shape[0]
-    k = p[1]
+    k = p[ELEMENT_STIFFNESS]
     out[0] = -k * (q[0] - q[1])
     for i in range(1, n - 1):
         out[i] = -k * (2.0 * q[i] - q[i - 1] - q[i + 1])
@@ -98,7 +103,7 @@ def _bar_forces(t, q, v, p, out):
 
 @kernel
 def _bar_gap(q, p, out):
-    out[0] = p[2] - q[q.shape[0] - 1]
+    out[0] = p[INITIAL_GAP] - q[q.shape[0] - 1]
 
 
 @kernel
@@ -167,14 +172,14 @@ class ImpactingBar(CompiledProblem):
         t0: float = 0.0,
         mass_structure: str = "diagonal",
     ) -> None:
-        self.n_elements = _checks.positive_int(n_elements, "n_elements")
-        self.length = _checks.positive_scalar(length, "length")
-        self.young_modulus = _checks.positive_scalar(young_modulus, "young_modulus")
-        self.density = _checks.positive_scalar(density, "density")
-        self.speed = _checks.positive_scalar(speed, "speed")
-        self.initial_gap = _checks.positive_scalar(gap, "gap")
-        self.restitution = _checks.restitution(restitution)
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.n_elements = checks.positive_int(n_elements, "n_elements")
+        self.length = checks.positive_scalar(length, "length")
+        self.young_modulus = checks.positive_scalar(young_modulus, "young_modulus")
+        self.density = checks.positive_scalar(density, "density")
+        self.speed = checks.positive_scalar(speed, "speed")
+        self.initial_gap = checks.positive_scalar(gap, "gap")
+        self.restitution = checks.restitution(restitution)
+        self.t0 = checks.finite_scalar(t0, "t0")
         self.mass_structure = valid_mass_structure(mass_structure)
         n = self.n_elements + 1
         self.element_size = self.length / self.n_elements
@@ -209,9 +214,14 @@ class ImpactingBar(CompiledProblem):
         return self.density * self.wave_speed * self.speed
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[rho h_e, E / h_e, d]``."""
+        """The vector of :data:`PARAMETERS`."""
         h_e = self.element_size
-        return np.array([self.density * h_e, self.young_modulus / h_e, self.initial_gap])
+        return parameter_vector(
+            PARAMETERS,
+            node_mass=self.density * h_e,
+            element_stiffness=self.young_modulus / h_e,
+            initial_gap=self.initial_gap,
+        )
 
     def potential_energy(self, q: np.ndarray) -> float:
         """Strain energy (E / (2 h_e)) sum_i (q_{i+1} - q_i)^2."""
@@ -229,8 +239,8 @@ class ImpactingBar(CompiledProblem):
         impact. A discrete bar with e = 0 has many small impacts of its end node during the
         contact (chattering as the compression wave reflects between nodes).
         """
-        _checks.positive_int(max_count, "max_count")
-        t_end = _checks.finite_scalar(t_end, "t_end")
+        checks.positive_int(max_count, "max_count")
+        t_end = checks.finite_scalar(t_end, "t_end")
         return np.array([self.contact_time]) if self.contact_time <= t_end else np.zeros(0)
 
     def exact_solution(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -252,7 +262,7 @@ class ImpactingBar(CompiledProblem):
         ValueError
             If t is not finite, not 1-D or below t0.
         """
-        t = _checks.times(t, self.t0)[:, None]
+        t = checks.times(t, self.t0)[:, None]
         x = self.nodes[None, :]
         c, v0, d, length = self.wave_speed, self.speed, self.initial_gap, self.length
         s = t - self.contact_time

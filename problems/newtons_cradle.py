@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.compilation import run_time_parameters
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
+
+#: The parameters of the kernels, in the order of the vector p.
+PARAMETERS = ("mass", "radius")
+MASS, RADIUS = parameter_indices(PARAMETERS)
 
 
 @kernel
@@ -15,7 +20,7 @@ def _cradle_mass_matrix(q, p, out):
     for i in range(n):
         for j in range(n):
             out[i, j] = 0.0
-        out[i, i] = p[0]
+        out[i, i] = p[MASS]
 
 
 @kernel
@@ -27,7 +32,7 @@ def _cradle_forces(t, q, v, p, out):
 @kernel
 def _cradle_gap(q, p, out):
     for i in range(q.shape[0] - 1):
-        out[i] = q[i + 1] - q[i] - 2.0 * p[1]
+        out[i] = q[i + 1] - q[i] - 2.0 * p[RADIUS]
 
 
 @kernel
@@ -40,6 +45,8 @@ def _cradle_gap_gradient(q, p, out):
         out[i, i + 1] = 1.0
 
 
+# The launched count k is in the initial state only: one compiled code for every k.
+@run_time_parameters("n_launched")
 class NewtonsCradle(CompiledProblem):
     r"""N equal balls on a line, the first k launched at the other N - k (N - 1 gaps).
 
@@ -163,8 +170,6 @@ class NewtonsCradle(CompiledProblem):
         affine_gap=True,
         constant_mass=True,
     )
-    #: The launched count k is in the initial state only: one compiled code for every k.
-    RUN_TIME_PARAMETERS = ("n_launched",)
 
     def __init__(
         self,
@@ -177,20 +182,20 @@ class NewtonsCradle(CompiledProblem):
         restitution: float = 1.0,
         t0: float = 0.0,
     ) -> None:
-        n = _checks.positive_int(n_balls, "n_balls")
+        n = checks.positive_int(n_balls, "n_balls")
         if n < 2:
             raise ValueError(f"n_balls must be >= 2, got {n_balls!r}")
-        k = _checks.positive_int(n_launched, "n_launched")
+        k = checks.positive_int(n_launched, "n_launched")
         if k >= n:
             raise ValueError(f"n_launched must lie in 1..n_balls - 1 = {n - 1}, got {n_launched!r}")
         self.n_balls = n
         self.n_launched = k
-        self.mass = _checks.positive_scalar(mass, "mass")
-        self.radius = _checks.positive_scalar(radius, "radius")
-        self.speed = _checks.positive_scalar(speed, "speed")
-        self.initial_gap = _checks.positive_scalar(gap, "gap")
-        self.restitution = _checks.restitution(restitution)
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.mass = checks.positive_scalar(mass, "mass")
+        self.radius = checks.positive_scalar(radius, "radius")
+        self.speed = checks.positive_scalar(speed, "speed")
+        self.initial_gap = checks.positive_scalar(gap, "gap")
+        self.restitution = checks.restitution(restitution)
+        self.t0 = checks.finite_scalar(t0, "t0")
         q0 = 2.0 * self.radius * np.arange(n, dtype=float)
         q0[k:] += self.initial_gap
         self.q0 = q0
@@ -206,8 +211,8 @@ class NewtonsCradle(CompiledProblem):
         return self.t0 + self.initial_gap / self.speed
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[mass, radius]``."""
-        return np.array([self.mass, self.radius])
+        """The vector of :data:`PARAMETERS`."""
+        return parameter_vector(PARAMETERS, mass=self.mass, radius=self.radius)
 
     def potential_energy(self, q: np.ndarray) -> float:
         """Zero: no force acts along the line."""

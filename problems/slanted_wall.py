@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
 from .bouncing_ball import (
@@ -15,30 +15,47 @@ from .bouncing_ball import (
     bouncing_key_times,
 )
 
+#: The parameters of the kernels, in the order of the vector p: the entries of the mass matrix
+#: M, of the force F and of the wall's normal n, and the offset c (the wall is n . q = c).
+PARAMETERS = (
+    "mass_00",
+    "mass_01",
+    "mass_10",
+    "mass_11",
+    "force_0",
+    "force_1",
+    "normal_0",
+    "normal_1",
+    "offset",
+)
+MASS_00, MASS_01, MASS_10, MASS_11, FORCE_0, FORCE_1, NORMAL_0, NORMAL_1, OFFSET = (
+    parameter_indices(PARAMETERS)
+)
+
 
 @kernel
 def _wall_mass_matrix(q, p, out):
-    out[0, 0] = p[0]
-    out[0, 1] = p[1]
-    out[1, 0] = p[2]
-    out[1, 1] = p[3]
+    out[0, 0] = p[MASS_00]
+    out[0, 1] = p[MASS_01]
+    out[1, 0] = p[MASS_10]
+    out[1, 1] = p[MASS_11]
 
 
 @kernel
 def _wall_forces(t, q, v, p, out):
-    out[0] = p[4]
-    out[1] = p[5]
+    out[0] = p[FORCE_0]
+    out[1] = p[FORCE_1]
 
 
 @kernel
 def _wall_gap(q, p, out):
-    out[0] = p[6] * q[0] + p[7] * q[1] - p[8]
+    out[0] = p[NORMAL_0] * q[0] + p[NORMAL_1] * q[1] - p[OFFSET]
 
 
 @kernel
 def _wall_gap_gradient(q, p, out):
-    out[0, 0] = p[6]
-    out[0, 1] = p[7]
+    out[0, 0] = p[NORMAL_0]
+    out[0, 1] = p[NORMAL_1]
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -148,17 +165,17 @@ class SlantedWall(CompiledProblem):
         v0: np.ndarray | tuple = (1.0, 0.0),
         t0: float = 0.0,
     ) -> None:
-        mass = _checks.spd_matrix(mass_matrix, "mass_matrix", 2)
+        mass = checks.spd_matrix(mass_matrix, "mass_matrix", 2)
         mass = 0.5 * (mass + mass.T)  # exactly symmetric (asymmetry <= 1e-12 was accepted)
-        force = _checks.vector(force, "force", 2)
-        normal = _checks.vector(normal, "normal", 2)
+        force = checks.vector(force, "force", 2)
+        normal = checks.vector(normal, "normal", 2)
         if not np.any(normal != 0.0):
             raise ValueError(f"normal must be nonzero, got {normal.tolist()}")
-        self.offset = _checks.finite_scalar(offset, "offset")
-        self.restitution = _checks.restitution(restitution)
-        q0 = _checks.vector(q0, "q0", 2)
-        v0 = _checks.vector(v0, "v0", 2)
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.offset = checks.finite_scalar(offset, "offset")
+        self.restitution = checks.restitution(restitution)
+        q0 = checks.vector(q0, "q0", 2)
+        v0 = checks.vector(v0, "v0", 2)
+        self.t0 = checks.finite_scalar(t0, "t0")
         s0 = float(normal @ q0) - self.offset
         if s0 < -ADMISSIBILITY_TOLERANCE * max(1.0, float(np.abs(q0).max())):
             raise ValueError(
@@ -196,8 +213,20 @@ class SlantedWall(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[M00, M01, M10, M11, F0, F1, n0, n1, c]``."""
-        return np.concatenate([self.mass.ravel(), self.force, self.normal, [self.offset]])
+        """The vector of :data:`PARAMETERS`."""
+        (m00, m01), (m10, m11) = self.mass
+        return parameter_vector(
+            PARAMETERS,
+            mass_00=m00,
+            mass_01=m01,
+            mass_10=m10,
+            mass_11=m11,
+            force_0=self.force[0],
+            force_1=self.force[1],
+            normal_0=self.normal[0],
+            normal_1=self.normal[1],
+            offset=self.offset,
+        )
 
     def potential_energy(self, q: np.ndarray) -> float:
         """-F^T q."""
@@ -218,7 +247,7 @@ class SlantedWall(CompiledProblem):
 
         See the class docstring; post-impact velocity at an impact instant.
         """
-        t = _checks.times(t, self.t0)
+        t = checks.times(t, self.t0)
         s, u = bouncing_gap(t, **self._gap_args)
         tau = (t - self.t0)[:, None]
         w = self.impulse_weight

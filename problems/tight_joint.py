@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core._jit import kernel
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import ADMISSIBILITY_TOLERANCE, CompiledProblem, ProblemKernels
 
 from .bouncing_ball import MAX_IMPACT_COUNT
@@ -39,7 +39,7 @@ def _admissible_scalar_position(x0: float, delta: float, name: str) -> float:
 
 
 def _nonnegative(value: float, name: str) -> float:
-    x = _checks.finite_scalar(value, name)
+    x = checks.finite_scalar(value, name)
     if x < 0.0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
     return x
@@ -204,21 +204,39 @@ class _JointSchedule:
 # 1 DOF
 # --------------------------------------------------------------------------------------------
 
+#: The parameters of the 1-DOF joint's kernels, in the order of the vector p (the first five
+#: are those of the 2-DOF joint, at the same indices).
+JOINT_PARAMETERS = (
+    "mass",
+    "stiffness",
+    "damping",
+    "forcing_frequency",
+    "clearance",
+    "forcing_amplitude",
+)
+MASS, STIFFNESS, DAMPING, FORCING_FREQUENCY, CLEARANCE, FORCING_AMPLITUDE = parameter_indices(
+    JOINT_PARAMETERS
+)
+
 
 @kernel
 def _joint_mass_matrix(q, p, out):
-    out[0, 0] = p[0]
+    out[0, 0] = p[MASS]
 
 
 @kernel
 def _joint_forces(t, q, v, p, out):
-    out[0] = -p[1] * q[0] - p[2] * v[0] + p[3] * np.cos(p[4] * t)
+    out[0] = (
+        -p[STIFFNESS] * q[0]
+        - p[DAMPING] * v[0]
+        + p[FORCING_AMPLITUDE] * np.cos(p[FORCING_FREQUENCY] * t)
+    )
 
 
 @kernel
 def _joint_gap(q, p, out):
-    out[0] = p[5] + q[0]
-    out[1] = p[5] - q[0]
+    out[0] = p[CLEARANCE] + q[0]
+    out[1] = p[CLEARANCE] - q[0]
 
 
 @kernel
@@ -336,16 +354,16 @@ class TightJoint(CompiledProblem):
         v0: float = 1.0,
         t0: float = 0.0,
     ) -> None:
-        self.mass = _checks.positive_scalar(mass, "mass")
+        self.mass = checks.positive_scalar(mass, "mass")
         self.stiffness = _nonnegative(stiffness, "stiffness")
         self.damping = _nonnegative(damping, "damping")
-        self.forcing_amplitude = _checks.finite_scalar(forcing_amplitude, "forcing_amplitude")
+        self.forcing_amplitude = checks.finite_scalar(forcing_amplitude, "forcing_amplitude")
         self.forcing_frequency = _nonnegative(forcing_frequency, "forcing_frequency")
-        self.clearance = _checks.positive_scalar(clearance, "clearance")
-        self.restitution = _checks.restitution(restitution)
-        x0 = _admissible_scalar_position(_checks.finite_scalar(x0, "x0"), self.clearance, "x0")
-        v0 = _checks.finite_scalar(v0, "v0")
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.clearance = checks.positive_scalar(clearance, "clearance")
+        self.restitution = checks.restitution(restitution)
+        x0 = _admissible_scalar_position(checks.finite_scalar(x0, "x0"), self.clearance, "x0")
+        v0 = checks.finite_scalar(v0, "v0")
+        self.t0 = checks.finite_scalar(t0, "t0")
         self.name = "TightJoint"
         self.n_dof = 1
         self.n_constraints = 2
@@ -359,16 +377,15 @@ class TightJoint(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[mass, stiffness, damping, forcing_amplitude, forcing_frequency, clearance]``."""
-        return np.array(
-            [
-                self.mass,
-                self.stiffness,
-                self.damping,
-                self.forcing_amplitude,
-                self.forcing_frequency,
-                self.clearance,
-            ]
+        """The vector of :data:`JOINT_PARAMETERS`."""
+        return parameter_vector(
+            JOINT_PARAMETERS,
+            mass=self.mass,
+            stiffness=self.stiffness,
+            damping=self.damping,
+            forcing_frequency=self.forcing_frequency,
+            clearance=self.clearance,
+            forcing_amplitude=self.forcing_amplitude,
         )
 
     @property
@@ -406,7 +423,7 @@ class TightJoint(CompiledProblem):
         NotImplementedError with damping or forcing.
         """
         self._require_exact("exact solution")
-        t = _checks.times(t, self.t0)
+        t = checks.times(t, self.t0)
         x, v = self._schedule.state(t)
         return x[:, None], v[:, None]
 
@@ -416,8 +433,8 @@ class TightJoint(CompiledProblem):
         For e < 1 only the impacts whose speed e^(n-1) U_1 is at least 1e-300 (after them the
         exact motion has no impacts); for e = 0 only t_1.
         """
-        max_count = _checks.positive_int(max_count, "max_count")
-        t_end = _checks.finite_scalar(t_end, "t_end")
+        max_count = checks.positive_int(max_count, "max_count")
+        t_end = checks.finite_scalar(t_end, "t_end")
         self._require_exact("exact impact times")
         sched = self._schedule
         if t_end < self.t0 or not sched.has_impact:
@@ -448,8 +465,8 @@ class TightJoint(CompiledProblem):
             2 m delta^2 / ((1 - e)^2 (t - origin)^2).
         """
         self._require_decay_law()
-        origin = self.t0 if origin is None else _checks.finite_scalar(origin, "origin")
-        t = _checks.times(t, origin)
+        origin = self.t0 if origin is None else checks.finite_scalar(origin, "origin")
+        t = checks.times(t, origin)
         e = self.restitution
         return 2.0 * self.mass * self.clearance**2 / ((1.0 - e) ** 2 * (t - origin) ** 2)
 
@@ -478,25 +495,51 @@ class TightJoint(CompiledProblem):
 # 2 DOF: pin in a circular hole
 # --------------------------------------------------------------------------------------------
 
+#: The parameters of the 2-DOF joint's kernels, in the order of the vector p: the first five
+#: of the 1-DOF joint (at the same indices: one constant per name in this module), then the
+#: constant load L and the forcing amplitude A.
+JOINT_2D_PARAMETERS = (
+    "mass",
+    "stiffness",
+    "damping",
+    "forcing_frequency",
+    "clearance",
+    "load_x",
+    "load_y",
+    "forcing_amplitude_x",
+    "forcing_amplitude_y",
+)
+(
+    MASS,
+    STIFFNESS,
+    DAMPING,
+    FORCING_FREQUENCY,
+    CLEARANCE,
+    LOAD_X,
+    LOAD_Y,
+    FORCING_AMPLITUDE_X,
+    FORCING_AMPLITUDE_Y,
+) = parameter_indices(JOINT_2D_PARAMETERS)
+
 
 @kernel
 def _joint2d_mass_matrix(q, p, out):
-    out[0, 0] = p[0]
+    out[0, 0] = p[MASS]
     out[0, 1] = 0.0
     out[1, 0] = 0.0
-    out[1, 1] = p[0]
+    out[1, 1] = p[MASS]
 
 
 @kernel
 def _joint2d_forces(t, q, v, p, out):
-    c = np.cos(p[7] * t)
-    out[0] = -p[1] * q[0] - p[2] * v[0] + p[3] + p[5] * c
-    out[1] = -p[1] * q[1] - p[2] * v[1] + p[4] + p[6] * c
+    c = np.cos(p[FORCING_FREQUENCY] * t)
+    out[0] = -p[STIFFNESS] * q[0] - p[DAMPING] * v[0] + p[LOAD_X] + p[FORCING_AMPLITUDE_X] * c
+    out[1] = -p[STIFFNESS] * q[1] - p[DAMPING] * v[1] + p[LOAD_Y] + p[FORCING_AMPLITUDE_Y] * c
 
 
 @kernel
 def _joint2d_gap(q, p, out):
-    out[0] = p[8] * p[8] - q[0] * q[0] - q[1] * q[1]
+    out[0] = p[CLEARANCE] * p[CLEARANCE] - q[0] * q[0] - q[1] * q[1]
 
 
 @kernel
@@ -586,23 +629,23 @@ class TightJoint2D(CompiledProblem):
         v0: np.ndarray | tuple = (0.4, 0.3),
         t0: float = 0.0,
     ) -> None:
-        self.mass = _checks.positive_scalar(mass, "mass")
+        self.mass = checks.positive_scalar(mass, "mass")
         self.stiffness = _nonnegative(stiffness, "stiffness")
         self.damping = _nonnegative(damping, "damping")
-        self.load = _checks.vector(load, "load", 2)
-        self.forcing_amplitude = _checks.vector(forcing_amplitude, "forcing_amplitude", 2)
+        self.load = checks.vector(load, "load", 2)
+        self.forcing_amplitude = checks.vector(forcing_amplitude, "forcing_amplitude", 2)
         self.forcing_frequency = _nonnegative(forcing_frequency, "forcing_frequency")
-        self.clearance = _checks.positive_scalar(clearance, "clearance")
-        self.restitution = _checks.restitution(restitution)
-        q0 = _checks.vector(q0, "q0", 2)
+        self.clearance = checks.positive_scalar(clearance, "clearance")
+        self.restitution = checks.restitution(restitution)
+        q0 = checks.vector(q0, "q0", 2)
         radius = float(np.hypot(q0[0], q0[1]))
         if radius > self.clearance + ADMISSIBILITY_TOLERANCE * max(1.0, radius):
             raise ValueError(
                 f"q0 must be admissible (|q0| <= clearance = {self.clearance!r}), got "
                 f"q0={q0.tolist()} with |q0| = {radius!r}"
             )
-        self.v0 = _checks.vector(v0, "v0", 2)
-        self.t0 = _checks.finite_scalar(t0, "t0")
+        self.v0 = checks.vector(v0, "v0", 2)
+        self.t0 = checks.finite_scalar(t0, "t0")
         self.name = "TightJoint2D"
         self.n_dof = 2
         self.n_constraints = 1
@@ -610,14 +653,18 @@ class TightJoint2D(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """``[mass, stiffness, damping, Lx, Ly, Ax, Ay, forcing_frequency, clearance]``."""
-        return np.concatenate(
-            [
-                [self.mass, self.stiffness, self.damping],
-                self.load,
-                self.forcing_amplitude,
-                [self.forcing_frequency, self.clearance],
-            ]
+        """The vector of :data:`JOINT_2D_PARAMETERS`."""
+        return parameter_vector(
+            JOINT_2D_PARAMETERS,
+            mass=self.mass,
+            stiffness=self.stiffness,
+            damping=self.damping,
+            forcing_frequency=self.forcing_frequency,
+            clearance=self.clearance,
+            load_x=self.load[0],
+            load_y=self.load[1],
+            forcing_amplitude_x=self.forcing_amplitude[0],
+            forcing_amplitude_y=self.forcing_amplitude[1],
         )
 
     def potential_energy(self, q: np.ndarray) -> float:

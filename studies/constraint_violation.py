@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from impactbench.analysis.fitting import FLOOR, ORDER, error_floor, fit_order, phase_medians
-from impactbench.bench.report import markdown_table, new_figure, save_figure
+from impactbench.bench.report import markdown_table, new_figure, save_figure, shared_legend
 from impactbench.bench.runner import Case, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.bench.style import method_style
@@ -155,10 +155,11 @@ def _figure(table: pd.DataFrame, folder: Path) -> str:
             ax.plot(
                 group["h"],
                 group["penetration"],
-                label=str(method).split("[")[0],
+                label=str(method),
                 **method_style(str(method)),
             )
-        ax.axhline(error_floor(SCALE[problem]), color="0.5", lw=0.8, ls=":")
+        floor = error_floor(SCALE[problem])
+        ax.axhline(floor, color="0.5", lw=0.8, ls=":", label="round-off floor")
         steps = medians.loc[medians["problem"] == problem, "h"]
         if not steps.empty:  # a panel whose every penetration is 0 keeps the steps' range
             ax.set_xlim(0.8 * steps.min(), 1.25 * steps.max())
@@ -168,7 +169,7 @@ def _figure(table: pd.DataFrame, folder: Path) -> str:
         ax.set_xlabel(r"step $h$ [s]")
         ax.set_ylabel("penetration [m]")
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].legend(fontsize="x-small")
+    shared_legend(figure, axes, columns=3)
     name = "penetration.png"
     save_figure(figure, folder / name)
     return name

@@ -34,10 +34,12 @@ from impactbench.bench.report import (
     plot_fit,
     plot_medians,
     save_figure,
+    shared_legend,
 )
 from impactbench.bench.results import write_table
 from impactbench.bench.runner import FAILED, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.style import metric_unit
 from impactbench.core.method import TIME_STEPPING
 
 from ._exact import exact_cases, exact_floors
@@ -222,14 +224,13 @@ def _figures(medians: pd.DataFrame, limits: dict, folder: Path) -> list[str]:
                 )
                 if fit.status == ORDER:
                     color = method_style(str(method))["color"]
-                    plot_fit(ax, fit, kept[axis].to_numpy(), color, str(method).partition("[")[0])
-            ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "relative tolerance")
-            ax.set_ylabel(LABELS[metric])
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=6)
+                    plot_fit(ax, fit, kept[axis].to_numpy(), color, label=None)
+            ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "relative tolerance [-]")
+            ax.set_ylabel(f"{LABELS[metric]} [{metric_unit(metric, str(problem))}]")
+        shared_legend(figure, axes)
         figure.suptitle(
             f"Convergence on {problem}: medians over the phase copies (bars: smallest to "
-            "largest), fitted orders with 95 % bands"
+            "largest), fitted orders dashed with 95 % bands (values in the tables)"
         )
         name = f"convergence_{problem}.png"
         save_figure(figure, folder / name)

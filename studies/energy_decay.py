@@ -635,7 +635,7 @@ def _figure(problem: str, curves: pd.DataFrame, folder: Path) -> str:
                 color=style["color"],
                 alpha=shade,
                 linewidth=0.9,
-                label=f"{axis} = {value:.2g}",
+                label=f"{axis} = {value:.2g}" + (" s" if axis == "h" else ""),
             )
         for frame, kind, dash in ((exact, "", "--"), (law, "t^-2 law", ":")):
             frame = frame[frame["excess"] > 0]

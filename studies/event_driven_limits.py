@@ -32,11 +32,17 @@ import pandas as pd
 
 from impactbench.analysis.timing import FASTER, SLOWER, Timing
 from impactbench.analysis.timing import verdict as timing_verdict
-from impactbench.bench.report import format_number, markdown_table, new_figure, save_figure
+from impactbench.bench.report import (
+    format_number,
+    markdown_table,
+    new_figure,
+    save_figure,
+    shared_legend,
+)
 from impactbench.bench.results import read_artefact
 from impactbench.bench.runner import FAILED, Run
 from impactbench.bench.study import Section, Study, StudyReport
-from impactbench.bench.style import method_style
+from impactbench.bench.style import coordinate_unit, method_style
 from impactbench.core.trajectory import Trajectory
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, ColumnOfBeads, DoublePendulum
@@ -207,15 +213,15 @@ def _figure(frame: pd.DataFrame, label: str, folder: Path) -> str:
         ax.plot(
             1e3 * group["wall_time"],
             group[ERROR],
-            label=str(method).split("[")[0],
+            label=str(method),
             **method_style(str(method)),
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("wall time per run [ms]")
-    ax.set_ylabel("error [m or rad]" if label == PENDULUM else "error [m]")
+    ax.set_ylabel(f"error [{coordinate_unit(label.split()[0])}]")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="x-small")
+    shared_legend(figure, [ax], columns=2)
     name = "limits_" + "".join(c if c.isalnum() else "_" for c in label.split()[0]) + ".png"
     save_figure(figure, folder / name)
     return name

@@ -30,6 +30,7 @@ from impactbench.bench.report import (
     new_figure,
     plot_methods,
     save_figure,
+    shared_legend,
 )
 from impactbench.bench.runner import FAILED, Run
 from impactbench.bench.study import Section, Study, StudyReport
@@ -104,9 +105,9 @@ def _figure(table: pd.DataFrame, folder: Path) -> str:
     figure, axes = new_figure(len(METRICS), width=3.6, height=3.2)
     for ax, metric in zip(axes, METRICS, strict=True):
         plot_methods(ax, done, "element_size", metric)
-        ax.set_xlabel("element size $h_e$ ($h = 0.5 h_e / c$)")
-        ax.set_ylabel(metric.replace("_", " "))
-    axes[0].legend(fontsize=6)
+        ax.set_xlabel("element size $h_e$ [m] ($h = 0.5 h_e / c$)")
+        ax.set_ylabel(metric.replace("_", " ") + " [m]")
+    shared_legend(figure, axes)
     save_figure(figure, folder / "bar_mesh_refinement.png")
     return "![Impacting bar: error against the mesh](bar_mesh_refinement.png)\n"
 

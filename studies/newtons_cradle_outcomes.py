@@ -49,6 +49,7 @@ from impactbench.bench.report import (
     method_style,
     new_figure,
     save_figure,
+    shared_legend,
 )
 from impactbench.bench.results import read_artefact, write_table
 from impactbench.bench.runner import FAILED, Run
@@ -212,7 +213,7 @@ def _figure(balls: pd.DataFrame, folder: Path) -> str:
                 hatch="///" if larger_step else None,
                 edgecolor="white" if larger_step else None,
                 linewidth=0.0,
-                label=run.method if not larger_step else None,
+                label=f"{run.method}, larger h" if larger_step else run.method,
             )
         first = group[group["key"] == runs["key"].iloc[0]].sort_values("ball")
         for name, line in (("physical", "-"), ("lcp", "--"), ("sequential", ":")):
@@ -225,10 +226,9 @@ def _figure(balls: pd.DataFrame, folder: Path) -> str:
         ax.axhline(0.0, color="0.5", linewidth=0.5)
         ax.set_xticks(range(1, n + 1))
         ax.set_title(label, fontsize=9)
-        ax.set_xlabel("ball")
-        ax.set_ylabel("post-impact velocity / $v_0$")
-    handles, names = axes[0].get_legend_handles_labels()
-    figure.legend(handles, names, loc="outside lower center", ncol=5, fontsize=6)
+        ax.set_xlabel("ball [-]")
+        ax.set_ylabel("post-impact velocity / $v_0$ [-]")
+    shared_legend(figure, axes, columns=3)
     name = "outcomes.png"
     save_figure(figure, folder / name)
     return f"![Post-impact velocities per ball]({name})\n"

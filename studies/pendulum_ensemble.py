@@ -41,7 +41,13 @@ import pandas as pd
 from scipy import optimize, stats
 
 import impactbench
-from impactbench.bench.report import format_number, markdown_table, new_figure, save_figure
+from impactbench.bench.report import (
+    format_number,
+    markdown_table,
+    new_figure,
+    save_figure,
+    shared_legend,
+)
 from impactbench.bench.results import read_artefact
 from impactbench.bench.runner import FAILED, Run
 from impactbench.bench.study import Section, Study, StudyReport
@@ -281,10 +287,6 @@ def _statistics(members: pd.DataFrame) -> list[str]:
     return [*energies, SETTLING, IMPACTS, SHADOW]
 
 
-def _base(method: str) -> str:
-    return method.split("[")[0]
-
-
 def _figure(distances: pd.DataFrame, statistic: str, folder: Path) -> str:
     figure, (steppers, adaptive) = new_figure(2)
     for (method, axis), group in distances[distances["statistic"] == statistic].groupby(
@@ -294,16 +296,15 @@ def _figure(distances: pd.DataFrame, statistic: str, folder: Path) -> str:
         ax = adaptive if axis else steppers
         yerr = [group["W1"] - group["W1 low"], group["W1 high"] - group["W1"]]
         ax.errorbar(
-            x, group["W1"], yerr=yerr, label=_base(method), capsize=2, **method_style(str(method))
+            x, group["W1"], yerr=yerr, label=str(method), capsize=2, **method_style(str(method))
         )
     for ax, xlabel in ((steppers, r"step $h$ [s]"), (adaptive, r"rtol [-]")):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
+        ax.set_ylabel(f"$W_1$ to the reference, {statistic}")
         ax.grid(True, which="major", alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize="x-small")
-    steppers.set_ylabel(f"$W_1$ to the reference, {statistic}")
+    shared_legend(figure, [steppers, adaptive], columns=3)
     name = "ensemble_distance.png"
     save_figure(figure, folder / name)
     return name
@@ -319,13 +320,13 @@ def _settling_figure(members: pd.DataFrame, folder: Path) -> str:
             chosen,
             np.arange(1, len(chosen) + 1) / len(chosen),
             where="post",
-            label=f"{_base(method)} ({column} = {setting:g})",
+            label=f"{method} ({column} = {setting:g})",
             **method_style(str(method)),
         )
     ax.set_xlabel("settling time [s]")
     ax.set_ylabel("fraction of members settled [-]")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="x-small")
+    shared_legend(figure, [ax], columns=2)
     name = "settling_time_cdf.png"
     save_figure(figure, folder / name)
     return name

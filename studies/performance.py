@@ -176,24 +176,24 @@ def _figure(costs: pd.DataFrame, folder: Path) -> str:
         key=lambda c: c.map(problems) if c.name == "problem" else ~c,
         kind="stable",
     )
-    # one row per problem, one marker per method (filled: compiled; open: plain Python)
-    costs = costs.assign(method=costs["method"].map(_without_compiled))
+    # one row per problem, one marker per method (its plain-Python variant: the variant's marker)
+    costs = costs.assign(variant=costs["method"], method=costs["method"].map(_without_compiled))
     methods = list(dict.fromkeys(costs["method"]))
     figure, (ax,) = new_figure(1, width=7.0, height=0.5 * len(problems) + 1.5)
     offsets = np.linspace(-0.3, 0.3, len(methods)) if len(methods) > 1 else np.zeros(1)
     for offset, method in zip(offsets, methods, strict=True):
-        style = method_style(method)
         for compiled in (True, False):
             part = costs[(costs["method"] == method) & (costs["compiled"] == compiled)]
             if part.empty:
                 continue
+            style = method_style(str(part["variant"].iloc[0]))
             ax.plot(
                 part["ns_per_step"],
                 part["problem"].map(problems) + offset,
                 linestyle="none",
                 marker=style["marker"],
                 color=style["color"],
-                markerfacecolor=style["color"] if compiled else "none",
+                markerfacecolor=style.get("markerfacecolor", style["color"]),
                 label=f"{method}" + ("" if compiled else " (plain Python)"),
             )
     ax.set_yticks(list(problems.values()), list(problems))

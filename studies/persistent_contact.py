@@ -32,9 +32,11 @@ from impactbench.analysis.fitting import ORDER, error_floor, fit_order, phase_me
 from impactbench.bench.report import (
     format_number,
     markdown_table,
+    method_style,
     new_figure,
     plot_methods,
     save_figure,
+    shared_legend,
 )
 from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
@@ -419,14 +421,14 @@ def _figures(table: pd.DataFrame, folder: Path) -> list[str]:
             if y == "energy_at_end":
                 for method, rows in group.groupby("method", sort=True):
                     rows = rows.sort_values(x)
-                    ax.plot(rows[x], rows[y], marker="o", markersize=3, label=method)
+                    ax.plot(rows[x], rows[y], label=method, **method_style(str(method)))
                 ax.set_xscale("log")
             else:
                 plot_methods(ax, group, x, y)
             ax.set_title(label, fontsize=9)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
-        axes[0].legend(fontsize=6)
+        shared_legend(figure, axes, columns=3)
         save_figure(figure, folder / f"{name}.png")
         links.append(f"![{name}]({name}.png)\n")
     return links

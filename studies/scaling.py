@@ -44,7 +44,13 @@ import pandas as pd
 
 from impactbench.analysis.cost_scaling import fit_cost_exponent
 from impactbench.analysis.timing import FASTER, SLOWER, Timing, verdict, with_spreads
-from impactbench.bench.report import markdown_table, method_style, new_figure, save_figure
+from impactbench.bench.report import (
+    markdown_table,
+    method_style,
+    new_figure,
+    save_figure,
+    shared_legend,
+)
 from impactbench.bench.runner import FAILED, Run
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.methods import METHODS
@@ -253,11 +259,11 @@ def _figure(frame: pd.DataFrame, fits: pd.DataFrame, folder: Path) -> str:
     n = np.array([frame["n"].min(), frame["n"].max()], dtype=float)
     start = frame.loc[frame["n"].idxmin(), "ns_per_step"]
     ax.loglog(n, start * n / n[0], color="0.6", linestyle=":", label="slope 1 (O(n))")
-    ax.set_xlabel("degrees of freedom n")
+    ax.set_xlabel("degrees of freedom $n$ [-]")
     ax.set_ylabel("cost per step [ns]")
     ax.set_title("Cost per step against n (bar: diagonal mass; column: n contacts)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
+    shared_legend(figure, [ax], columns=2)
     save_figure(figure, folder / "scaling.png")
     return "![cost per step against n](scaling.png)\n"
 

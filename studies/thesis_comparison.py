@@ -54,6 +54,8 @@ from impactbench.bench.report import (
     new_figure,
     plot_methods,
     save_figure,
+    shared_legend,
+    whole_decades,
 )
 from impactbench.bench.results import read_artefact, read_table, write_table
 from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
@@ -572,17 +574,16 @@ def _figure(
         group = done[done["problem"] == problem]
         for ax, cost, label in (
             (row[0], "wall_time", "wall time [s]"),
-            (row[1], "force_evaluations", "force evaluations"),
+            (row[1], "force_evaluations", "force evaluations [-]"),
         ):
             plot_methods(
                 ax, group.astype({cost: float}), cost, "max_position_error", order="resolution"
             )
+            whole_decades(ax)
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(label)
             ax.set_ylabel(r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$ [rad]")
             ax.set_title(f"{_configuration(problem)}: error vs {label.split(' [')[0]}")
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend()
         ax = row[2]
         curve = curves[curves["problem"] == problem]
         if problem in info.index and not curve.empty:
@@ -598,14 +599,13 @@ def _figure(
                 linestyle="none",
                 marker="x",
                 color=method_style("EventDriven")["color"],
-                label=f"reference impacts ({len(times)})",
+                label="reference impacts",
             )
             ax.set_title(f"{_configuration(problem)}: reference ({ref['impacts']} impacts)")
         ax.set_xlabel("$t$ [s]")
         ax.set_ylabel("horizontal position $x$ [m]")
         ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend()
+    shared_legend(figure, flat, columns=4)
     figure.suptitle(
         "Double pendulum against a wall: time-stepping (by h) vs event-driven (by rtol)"
     )

@@ -29,9 +29,11 @@ from impactbench.bench.report import (
     new_figure,
     plot_methods,
     save_figure,
+    shared_legend,
 )
 from impactbench.bench.runner import Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.style import coordinate_unit
 from impactbench.core.method import TIME_STEPPING
 
 from ._exact import exact_cases, exact_floors
@@ -44,7 +46,7 @@ TOLERANCES = {"full": [10.0**-k for k in range(3, 12)], "quick": [1e-4, 1e-6, 1e
 REPEATS = {"full": 3, "quick": 1}
 #: Error levels of the "cheapest run" table.
 TARGETS = (1e-2, 1e-4, 1e-6, 1e-8)
-COSTS = {"wall_time": "wall time [s]", "force_evaluations": "force evaluations"}
+COSTS = {"wall_time": "wall time [s]", "force_evaluations": "force evaluations [-]"}
 UNITS = {"wall_time": "s", "force_evaluations": "evaluations"}
 
 
@@ -144,8 +146,11 @@ def _figures(medians: pd.DataFrame, floors: dict, folder: Path) -> list[str]:
         figure, axes = new_figure(len(COSTS))
         for ax, (cost, label) in zip(axes, COSTS.items(), strict=True):
             plot_methods(ax, group, cost, METRIC, order="resolution")
-            ax.set_xlabel(label + " (median)")
-            ax.set_ylabel(r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$")
+            ax.set_xlabel(label.replace(" [", " (median) [", 1))
+            ax.set_ylabel(
+                r"max position error $\|q - q_{\mathrm{ref}}\|_\infty$"
+                f" [{coordinate_unit(str(problem))}]"
+            )
         ax = axes[1]
         for method, runs_of in group.groupby("method", sort=True):
             fit = _slope(runs_of, floors[(problem, METRIC)])
@@ -156,11 +161,12 @@ def _figures(medians: pd.DataFrame, floors: dict, folder: Path) -> list[str]:
                 span = np.geomspace(work.min(), work.max(), 50)
                 center, low, high = fit.line(1.0 / span)
                 ax.fill_between(span, low, high, color=color, alpha=0.18, linewidth=0)
-                ax.plot(span, center, color=color, linestyle="--", linewidth=0.9,
-                        label=f"{str(method).partition('[')[0]} p = {fit.text()}")  # fmt: skip
-        for ax in axes:
-            ax.legend(fontsize=6)
-        figure.suptitle(f"Work-precision on {problem}")
+                ax.plot(span, center, color=color, linestyle="--", linewidth=0.9)
+        shared_legend(figure, axes, columns=3)
+        figure.suptitle(
+            f"Work-precision on {problem} (dashed: fitted slopes with 95 % bands, values in "
+            "the tables)"
+        )
         name = f"work_precision_{problem}.png"
         save_figure(figure, folder / name)
         links.append(f"![Work-precision on {problem}]({name})\n")

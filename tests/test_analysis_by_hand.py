@@ -47,6 +47,7 @@ from impactbench.analysis.metrics import (
 )
 from impactbench.analysis.reference import Reference
 from impactbench.bench import runner
+from impactbench.core import compilation
 from impactbench.core.dense import DenseOutput, chebyshev_lobatto_nodes
 from impactbench.core.trajectory import ImpactLog, Status, Trajectory
 from impactbench.methods import MoreauJean
@@ -456,7 +457,7 @@ def test_runner_reports_the_minimum_of_the_repeats(monkeypatch):
 
     monkeypatch.setattr(runner, "simulate", fake_simulate)
     # a process warms up once per compiled code: forget any earlier test's run of this code
-    monkeypatch.setattr(runner, "_WARMED_UP", set())
+    monkeypatch.setattr(compilation, "_LOADED", set())
     run = runner.Run(BouncingBall, MoreauJean, 1.0, h=0.5, repeats=3)
     outcome = runner.perform(run)
     assert outcome.timing == {
@@ -476,7 +477,7 @@ def test_runner_integration_time_is_nan_when_the_method_does_not_report_it(monke
         return _trajectory([0.0, 1.0], [1.0, 1.0], [0.0, 0.0], h=0.5, stats=stats)
 
     monkeypatch.setattr(runner, "simulate", fake_simulate)
-    monkeypatch.setattr(runner, "_WARMED_UP", set())
+    monkeypatch.setattr(compilation, "_LOADED", set())
     outcome = runner.perform(runner.Run(BouncingBall, MoreauJean, 1.0, h=0.5, repeats=2))
     assert outcome.status == "ok" and outcome.timing["wall_time"] == 1.0
     names = ("integration_time", "integration_time_median", "integration_time_max")

@@ -119,3 +119,90 @@ def test_an_engine_run_that_outgrows_its_output_is_the_same_run():
         for a, b in ((roomy.t, grown.t), (roomy.q, grown.q), (roomy.impacts.t, grown.impacts.t)):
             np.testing.assert_array_equal(a, b)
         assert grown.stats["steps"] == roomy.stats["steps"] and len(grown.t) > 2
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [(MoreauJean(), {"h": 1e-3}), (EventDriven(), {})],
+    ids=["time-stepping", "event-driven"],
+)
+def test_what_a_method_keeps_per_problem_follows_every_change_of_either(method, options):
+    # each run's result is that of the same problem and method built afresh: the prepared
+    # arguments (kernel parameters, method parameters, bounds, names) are not stale
+    ball = BouncingBall(restitution=0.8)
+    simulate(ball, method, 1.0, **options)
+    ball.gravity = 5.0  # not in the contract: read by kernel_parameters() only
+    fresh = _run(BouncingBall(gravity=5.0), method, 1.0, **options)
+    _same(_run(ball, method, 1.0, **options), fresh)
+    ball.mass = 2.0
+    assert simulate(ball, method, 1.0, **options).problem == ball.name
+    if isinstance(method, MoreauJean):
+        method.theta = 1.0
+        fresh = MoreauJean(theta=1.0)
+    else:
+        method.rtol = 1e-6
+        fresh = EventDriven(rtol=1e-6)
+    moved = _run(ball, method, 1.0, **options)
+    _same(moved, _run(BouncingBall(gravity=5.0, mass=2.0), fresh, 1.0, **options))
+    assert simulate(ball, method, 1.0, **options).method == fresh.name
+
+
+def test_an_array_attribute_changed_in_place_is_seen():
+    # TightJoint2D's load is no attribute of the contract; kernel_parameters() reads it
+    from impactbench.problems import TightJoint2D
+
+    joint = TightJoint2D()
+    first = _run(joint, MoreauJean(), 0.5, h=1e-3)
+    joint.load[1] = -0.5
+    changed = _run(joint, MoreauJean(), 0.5, h=1e-3)
+    _same(changed, _run(TightJoint2D(load=(0.0, -0.5)), MoreauJean(), 0.5, h=1e-3))
+    assert not np.array_equal(first[1], changed[1])
+
+
+class _ListedGravity(BouncingBall):
+    """A ball whose gravity is read from a list (a value a snapshot cannot follow)."""
+
+    def __init__(self, gravity):
+        self.listed = [gravity]
+        super().__init__()
+
+    def kernel_parameters(self):
+        return np.array([self.listed[0], self.mass])
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [(MoreauJean(), {"h": 1e-3}), (EventDriven(), {})],
+    ids=["time-stepping", "event-driven"],
+)
+def test_a_problem_holding_a_mutable_value_is_prepared_at_every_run(method, options):
+    ball = _ListedGravity(9.81)
+    simulate(ball, method, 1.0, **options)
+    ball.listed[0] = 5.0  # in place: the problem's attributes hold the same objects
+    fresh = _run(BouncingBall(gravity=5.0), method, 1.0, **options)
+    _same(_run(ball, method, 1.0, **options), fresh)
+
+
+def test_runs_of_one_method_and_problem_with_other_ends_and_steps_are_their_own():
+    ball, method = BouncingBall(restitution=0.8), MoreauJean()
+    for t_end, h, every in ((1.0, 1e-3, 1), (2.0, 1e-3, 7), (1.0, 2e-3, 1), (1.0, 1e-3, 1)):
+        _same(
+            _run(ball, method, t_end, h=h, output_every=every),
+            _run(BouncingBall(restitution=0.8), MoreauJean(), t_end, h=h, output_every=every),
+        )
+
+
+def test_engine_runs_of_one_method_and_problem_with_other_ends_are_their_own():
+    # the compiled engine keeps a Run and an initial buffer (the state's bounds included) per
+    # (t_end, output_every): each run is that of a fresh method and problem
+    ball, method = BouncingBall(restitution=0.8), EventDriven()
+    for t_end, every in ((1.0, 1), (2.0, 7), (1.0, 3), (1.0, 1)):
+        kept = simulate(ball, method, t_end, output_every=every)
+        fresh = simulate(BouncingBall(restitution=0.8), EventDriven(), t_end, output_every=every)
+        for a, b in (
+            (kept.t, fresh.t),
+            (kept.q, fresh.q),
+            (kept.stats["growth"], fresh.stats["growth"]),
+        ):
+            np.testing.assert_array_equal(a, b)
+        assert kept.stats["impact_interval"] == fresh.stats["impact_interval"]

@@ -23,8 +23,18 @@ def test_adding_a_method_has_the_complete_example():
     assert len(blocks) == 3 and "class SymplecticEuler(ib.Method)" in blocks[0]
 
 
+def test_adding_a_scheme_writes_the_scheme_on_the_scheme_api():
+    blocks = python_blocks(DOCS / "adding-a-scheme.md")
+    assert len(blocks) == 3 and "class SymplecticMoreau(Scheme)" in blocks[0]
+    assert "from impactbench.core.scheme import" in blocks[0]
+
+
 #: What each page's examples print (besides their own assertions).
-PRINTS = {"adding-a-method.md": "max position error", "simulate-and-compare.md": "versus"}
+PRINTS = {
+    "adding-a-method.md": "max position error",
+    "adding-a-scheme.md": "max position error",
+    "simulate-and-compare.md": "versus",
+}
 
 
 @pytest.mark.parametrize("page", sorted(PRINTS))

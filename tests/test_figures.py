@@ -41,7 +41,7 @@ def test_new_figure_refuses_bad_panel_counts(panels):
 def _drawn(tmp_path, name="figure"):
     figure, (ax,) = style.new_figure(1)
     ax.plot([1, 2, 3], [3, 1, 2], label="$E - k\\delta^2/2$")
-    ax.set_xlabel("$t$ [s]")
+    ax.set(xlabel="$t$ [s]", ylabel="$E - k\\delta^2/2$ [J]")
     ax.legend()
     return style.save(figure, tmp_path / f"{name}.png")
 

@@ -6,6 +6,14 @@ public facade ``impactbench``) may import every layer and only studies import it
 graph is read from the sources with ast: every ``import`` and ``from ... import`` statement,
 function-level ones included, but not those under ``if TYPE_CHECKING:`` (never executed);
 imports by name at run time (``importlib.import_module``) are not seen.
+
+The problems are written as a user writes one: with public names only (no private module of
+the package: ``impactbench.core._jit`` and the like), and kernels that read their parameters by
+name (``p[MASS]``, the constants given by ``parameter_indices``), never by a literal index.
+
+numba's internals (its private modules, the private options of its compilers) are used only by
+the compile boundary, :data:`BOUNDARY`: a numba upgrade that changes them then breaks one module,
+pinned and tested against (tests/test_compile_boundary.py).
 """
 
 from __future__ import annotations
@@ -144,6 +152,56 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 GRAPH = import_graph(package_folders())
 
+#: The modules that may use numba's internals.
+BOUNDARY = frozenset({"impactbench.core._jit", "impactbench.core.compilation"})
+#: numba's modules that are not its public API (and llvmlite, numba's code generator).
+NUMBA_INTERNAL_MODULES = ("numba.core", "numba.extending", "numba.np", "numba.typed", "llvmlite")
+#: Attributes of numba's dispatchers and compile results that are not its public API.
+NUMBA_INTERNAL_ATTRIBUTES = frozenset(
+    {"overloads", "entry_point", "targetoptions", "get_call_template", "enable_caching", "fndesc"}
+)
+#: Uses of numba's internals pending a move behind the boundary, in modules being rewritten on
+#: other branches (issue 39): the lead empties it once they are merged. A module fixed or a use
+#: added fails the test either way.
+PENDING_NUMBA_INTERNALS: dict[str, set[str]] = {
+    "impactbench.core.driver": {"numba.njit(_nrt=...)"},
+}
+
+
+def numba_internals(path: Path) -> set[str]:
+    """The uses of numba's internals in the source ``path``: imports of (or attribute access to)
+    :data:`NUMBA_INTERNAL_MODULES`, as ``numba.core`` etc.; private options (a keyword
+    starting with ``_``) passed to numba's compilers, as ``numba.njit(_nrt=...)``; and
+    :data:`NUMBA_INTERNAL_ATTRIBUTES` read from any object, as ``.entry_point``."""
+    internal = set(NUMBA_INTERNAL_MODULES)
+
+    def matched(module: str) -> str | None:
+        for name in internal:
+            if module == name or module.startswith(f"{name}."):
+                return name
+        return None
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(filter(None, (matched(alias.name) for alias in node.names)))
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            found.update(filter(None, map(matched, modules)))
+        elif isinstance(node, ast.Attribute):
+            if node.attr in NUMBA_INTERNAL_ATTRIBUTES:
+                found.add(f".{node.attr}")
+            if isinstance(node.value, ast.Name):
+                found.update(filter(None, [matched(f"{node.value.id}.{node.attr}")]))
+        elif isinstance(node, ast.Call):
+            function = node.func
+            name = getattr(function, "attr", getattr(function, "id", None))
+            if name in {"njit", "jit", "generated_jit", "cfunc"}:
+                for keyword in node.keywords:
+                    if keyword.arg and keyword.arg.startswith("_"):
+                        found.add(f"numba.{name}({keyword.arg}=...)")
+    return found
+
 
 def test_every_package_is_in_a_layer():
     layers = {layer_of(package) for package in package_folders()}
@@ -168,6 +226,49 @@ def test_top_level_holds_no_module_but_the_entry_points():
     assert names == ["__init__.py", "__main__.py"]
 
 
+def test_only_the_compile_boundary_uses_numba_internals():
+    uses = {}
+    for module, path in module_files(package_folders()).items():
+        found = numba_internals(path)
+        if found and module not in BOUNDARY:
+            uses[module] = found
+    assert set(BOUNDARY) <= set(GRAPH)
+    assert uses == PENDING_NUMBA_INTERNALS, (
+        "numba internals outside the compile boundary (impactbench/core/_jit.py, compilation.py) "
+        "differ from the pending ones: move a new use behind the boundary, and drop a fixed "
+        "module from PENDING_NUMBA_INTERNALS"
+    )
+
+
+def test_the_numba_checker_sees_every_form_of_use(tmp_path):
+    source = tmp_path / "uses.py"
+    source.write_text(
+        "import numba\n"
+        "import numba.core.types\n"
+        "from numba import extending, njit\n"
+        "from numba.np.arrayobj import make_array\n"
+        "import llvmlite.ir as ir\n"
+        "def f():\n"
+        "    return numba.typed.List, njit(_nrt=False, cache=True), numba.njit(nogil=True)\n"
+        "def g(dispatcher):\n"
+        "    return dispatcher.overloads[dispatcher.signatures[0]].entry_point\n"
+    )
+    assert numba_internals(source) == {
+        "numba.core",
+        "numba.extending",
+        "numba.np",
+        "llvmlite",
+        "numba.typed",
+        "numba.njit(_nrt=...)",
+        ".overloads",
+        ".entry_point",
+    }
+    source.write_text(
+        "import numba\nf = numba.njit(cache=True)\nx = numba.typeof(1.0)\ny = f.signatures\n"
+    )
+    assert numba_internals(source) == set()
+
+
 def test_the_checker_sees_a_forbidden_import_and_a_cycle(tmp_path):
     """A function-level import closing a cycle, and relative imports across layers."""
     for folder in ("core", "bench"):
@@ -190,3 +291,128 @@ def test_the_checker_sees_a_forbidden_import_and_a_cycle(tmp_path):
     assert graph["impactbench.bench.runner"] == {"impactbench.core.c"}
     assert cycles(graph) == [["impactbench.core.a", "impactbench.core.b"]]
     assert layer_of("impactbench.bench.runner") == "bench" not in ALLOWED["core"]
+
+
+#: The layers held to public names only.
+PUBLIC_ONLY = ("problems",)
+
+
+def private_references(path: Path) -> list[str]:
+    """The private modules of the package (a dotted name with a segment ``_x``) that the source
+    ``path`` imports or names (``impactbench.core._jit.kernel``), as dotted names."""
+
+    def private(dotted: str) -> bool:
+        parts = dotted.split(".")
+        return parts[0] == TOP and any(p.startswith("_") and p != "__init__" for p in parts)
+
+    def dotted(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            base = dotted(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:  # relative: a private module name
+            names = [f"{TOP}.{node.module or ''}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Attribute):
+            names = [dotted(node) or ""]
+        found += [name for name in names if private(name)]
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("layer", PUBLIC_ONLY)
+def test_a_public_layer_names_no_private_module(layer):
+    for module, path in sorted(module_files(package_folders()).items()):
+        if layer_of(module) == layer:
+            assert private_references(path) == [], module
+
+
+def literal_index_reads(tree: ast.AST) -> list[int]:
+    """Lines where a kernel reads its parameter vector ``p`` at an index written without a name
+    (``p[1]``, ``p[6 + 2 * i]`` has one: ``i``; ``p[WALL_ROWS + 2 * i]`` reads by name)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == "p":
+            names = [n for n in ast.walk(node.slice) if isinstance(n, ast.Name)]
+            if not any(n.id.isupper() for n in names):
+                lines.append(node.lineno)
+    return lines
+
+
+def parameter_constants(tree: ast.Module) -> dict[str, set[int]]:
+    """Each constant unpacked from ``parameter_indices(NAMES)`` (``NAMES`` a module-level tuple
+    of strings) -> the indices it stands for; raises AssertionError for a constant not named
+    as its parameter in upper case."""
+    tuples = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple):
+            values = [getattr(item, "value", None) for item in node.value.elts]
+            if values and all(isinstance(value, str) for value in values):
+                for target in node.targets:
+                    tuples[getattr(target, "id", None)] = values
+    constants: dict[str, set[int]] = {}
+    for node in tree.body:
+        call = getattr(node, "value", None)
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "parameter_indices"):
+            continue
+        names = tuples[call.args[0].id]
+        (target,) = node.targets
+        targets = [item.id for item in getattr(target, "elts", [target])]
+        assert targets == [name.upper() for name in names], (targets, names)
+        for index, constant in enumerate(targets):
+            constants.setdefault(constant, set()).add(index)
+    return constants
+
+
+def test_kernels_read_their_parameters_by_name():
+    declared = 0
+    for module, path in sorted(module_files(package_folders()).items()):
+        if layer_of(module) != "problems":
+            continue
+        tree = ast.parse(path.read_text())
+        assert literal_index_reads(tree) == [], module
+        constants = parameter_constants(tree)
+        # one index per constant: a second tuple naming it elsewhere would move the first's
+        assert {name: ix for name, ix in constants.items() if len(ix) > 1} == {}, module
+        declared += bool(constants)
+    assert declared >= 9  # every module with a problem whose kernels read parameters
+
+
+def test_the_checkers_see_private_names_and_literal_indices(tmp_path):
+    source = tmp_path / "problem.py"
+    source.write_text(
+        "import impactbench.core._jit\n"
+        "from impactbench.core import _checks, problem\n"
+        "from impactbench.core._files import x\n"
+        "from ..core import _sampled\n"
+        "from impactbench.core.kernels import kernel, parameter_indices\n"
+        "y = impactbench.core._entry.z\n"
+        "PARAMETERS = ('mass', 'gravity')\n"
+        "GRAVITY, MASS = parameter_indices(PARAMETERS)\n"
+        "def forces(t, q, v, p, out):\n"
+        "    out[0] = -p[1] * p[MASS] + p[6 + 2 * i] + p[GRAVITY + 1]\n"
+    )
+    assert private_references(source) == [
+        "impactbench.core._checks",
+        "impactbench.core._entry",
+        "impactbench.core._entry.z",
+        "impactbench.core._files.x",
+        "impactbench.core._jit",
+        "impactbench.core._sampled",
+    ]
+    tree = ast.parse(source.read_text())
+    assert literal_index_reads(tree) == [10, 10]
+    with pytest.raises(AssertionError):
+        parameter_constants(tree)  # GRAVITY, MASS unpacked from ("mass", "gravity")
+    source.write_text("A = ('a', 'b')\nB = ('b',)\nA_, B_ = 0, 1\nA, B = parameter_indices(A)\n")
+    assert parameter_constants(ast.parse(source.read_text())) == {"A": {0}, "B": {1}}
+    source.write_text(source.read_text() + "(B,) = parameter_indices(B)\n")
+    assert parameter_constants(ast.parse(source.read_text())) == {"A": {0}, "B": {1, 0}}

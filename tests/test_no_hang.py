@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from impactbench import Problem, SimulationError, run_study, simulate
-from impactbench.bench import cli, runner
+from impactbench.bench import cli
 from impactbench.bench.cli import main
 from impactbench.bench.runner import Run, execute
 from impactbench.bench.study import Study, StudyReport
-from impactbench.core import stall
+from impactbench.core import compilation, stall
 from impactbench.core.stall import StallGuard
 from impactbench.methods import EventDriven, MoreauJean
 from impactbench.problems import BouncingBall
@@ -201,8 +201,8 @@ def test_a_run_whose_process_cannot_start_is_a_failure_not_a_crash(monkeypatch):
 
 def test_a_limited_compiled_run_starts_with_its_code_loaded(monkeypatch):
     """The compiled loop is loaded before the fork: the child needs no warm-up run."""
-    monkeypatch.setattr(runner, "_WARMED_UP", set())
+    monkeypatch.setattr(compilation, "_LOADED", set())
     run = Run(BouncingBall, MoreauJean, 1.0, h=0.01)
     outcome = execute([run], run_timeout=300.0, use_cache=False, jobs=1)[0]
     assert outcome.status == "ok" and np.isnan(outcome.timing["warmup_time"])
-    assert MoreauJean().compiled_code(BouncingBall()) in runner._WARMED_UP
+    assert compilation.is_loaded(compilation.compiled_code(MoreauJean(), BouncingBall()))

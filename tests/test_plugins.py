@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import plain_floor
 import pytest
 
 from impactbench.bench import pipeline, plugins
@@ -92,38 +93,12 @@ def test_a_registry_rejects_an_unknown_group():
         Registry("impactbench.things", {}, lambda name, value: True, "anything")
 
 
-STUDY_FILE = '''
-"""A user's study in a plain file, with its own problem class."""
-
-import numpy as np
-
-from impactbench import Problem
+STUDY_FILE = (
+    plain_floor.SOURCE
+    + """
 from impactbench.methods import MoreauJean, PaoliSchatzman
 from impactbench.bench.runner import Run
 from impactbench.bench.study import Section, Study, StudyReport
-
-
-class Floor(Problem):
-    def __init__(self, restitution=0.5):
-        self.name = "Floor"
-        self.restitution = restitution
-        self.q0 = np.array([1.0])
-        self.v0 = np.array([0.0])
-
-    def mass_matrix(self, q):
-        return np.eye(1)
-
-    def forces(self, t, q, v):
-        return np.array([-9.81])
-
-    def gap(self, q):
-        return np.array([q[0]])
-
-    def gap_gradient(self, q):
-        return np.array([[1.0]])
-
-    def potential_energy(self, q):
-        return 9.81 * float(q[0])
 
 
 def runs(quick):
@@ -135,7 +110,8 @@ def report(table, folder):
 
 
 STUDY = Study("my_file_study", "My study", "A study in a file.", runs, report)
-'''
+"""
+)
 
 
 def test_a_study_file_runs_in_parallel_workers_that_cannot_import_it(tmp_path, capsys):

@@ -16,6 +16,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from plain_floor import Floor
 
 import impactbench as ib
 from impactbench.analysis.fitting import observed_order
@@ -259,27 +260,8 @@ def test_a_value_without_a_stable_description_is_refused():
         problem_fingerprint(pendulum)
 
 
-class SizelessFall(ib.Problem):
+class SizelessFall(Floor):
     """A plain-Python ball that leaves n_dof and n_constraints to check() (no closed form)."""
-
-    def __init__(self):
-        self.name, self.restitution = "SizelessFall", 0.5
-        self.q0, self.v0 = np.array([1.0]), np.array([0.0])
-
-    def mass_matrix(self, q):
-        return np.eye(1)
-
-    def forces(self, t, q, v):
-        return np.array([-9.81])
-
-    def gap(self, q):
-        return np.array([q[0]])
-
-    def gap_gradient(self, q):
-        return np.ones((1, 1))
-
-    def potential_energy(self, q):
-        return 9.81 * q[0]
 
 
 def test_a_cached_reference_of_a_problem_without_n_dof_is_read_back(tmp_path):

@@ -7,7 +7,6 @@ also in worker processes.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import sys
@@ -35,8 +34,9 @@ from impactbench.bench.results import (
     write_table,
 )
 from impactbench.bench.runner import Case, Grid, Run, entry_checksum, execute, expand
-from impactbench.core import versioning
+from impactbench.core import compilation, versioning
 from impactbench.core._files import read_regular
+from impactbench.core.compilation import compiled_code
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, SlantedWall
 
@@ -720,10 +720,10 @@ def test_parallel_execution_runs_one_run_per_compiled_code_first():
 def test_run_time_parameters_a_problem_declares_do_not_split_compiled_code_groups():
     """The cradle declares its launched count a run-time value: k = 1 and k = 2 of one size go
     first as one group (they did as two, and two workers compiled the same engine at once);
-    sizes still split groups. The declaration is true: equal ``Method.compiled_code``."""
-    from impactbench.problems import PROBLEMS, NewtonsCradle
+    sizes still split groups. The declaration is true: equal ``compilation.compiled_code``."""
+    from impactbench.problems import NewtonsCradle
 
-    assert NewtonsCradle.RUN_TIME_PARAMETERS == ("n_launched",)
+    assert compilation.declared_run_time_parameters(NewtonsCradle) == ("n_launched",)
     runs = [
         Run(NewtonsCradle, EventDriven, 1.0, problem_kwargs={"n_balls": 3, "n_launched": 1}),
         Run(NewtonsCradle, EventDriven, 1.0, problem_kwargs={"n_balls": 3, "n_launched": 2}),
@@ -733,11 +733,27 @@ def test_run_time_parameters_a_problem_declares_do_not_split_compiled_code_group
     first = runner._one_per_compiled_code(runs, {f"run{i}": [i] for i in range(len(runs))})
     assert sorted(first) == ["run0", "run2", "run3"]
     for method in (EventDriven(), MoreauJean()):
-        codes = {method.compiled_code(NewtonsCradle(n_balls=5, n_launched=k)) for k in (1, 2, 3)}
+        codes = {
+            compilation.compiled_code(method, NewtonsCradle(n_balls=5, n_launched=k))
+            for k in (1, 2, 3)
+        }
         assert len(codes) == 1 and None not in codes
-    for name, cls in PROBLEMS.items():  # declared names are constructor parameters
-        parameters = inspect.signature(cls).parameters
-        assert all(p in parameters for p in cls.RUN_TIME_PARAMETERS), name
+
+
+def test_run_time_parameters_are_constructor_parameters_and_inherited():
+    class Cradle(SlantedWall):
+        pass
+
+    with pytest.raises(ValueError, match="names must be parameters of Cradle.*n_launched"):
+        compilation.run_time_parameters("n_launched")(Cradle)
+    assert compilation.run_time_parameters("restitution")(Cradle) is Cradle
+
+    class Derived(Cradle):
+        pass
+
+    assert compilation.declared_run_time_parameters(Derived) == ("restitution",)
+    assert compilation.declared_run_time_parameters(SlantedWall) == ()
+    assert compilation.declared_run_time_parameters(lambda: SlantedWall()) == ()
 
 
 def reference_noting_its_folder(problem, t_end):
@@ -779,8 +795,8 @@ def test_runs_in_reused_workers_use_the_launching_process_reference_cache(monkey
 
 def test_a_process_warms_up_once_per_compiled_code(monkeypatch, tmp_path):
     """A run is warmed up in full unless its process has warmed up the same compiled code
-    (``Method.compiled_code``) before; plain-Python runs always are. Rows are unchanged."""
-    monkeypatch.setattr(runner, "_WARMED_UP", set())
+    (``compilation.compiled_code``) before; plain-Python runs always are. Rows are unchanged."""
+    monkeypatch.setattr(compilation, "_LOADED", set())
     runs = [
         Run(BouncingBall, MoreauJean, 1.0, h=0.01),
         Run(BouncingBall, MoreauJean, 1.0, h=0.02, method_kwargs={"theta": 1.0}),  # same loop
@@ -804,25 +820,37 @@ def test_compiled_code_is_equal_exactly_for_the_same_compiled_code():
     from impactbench.problems import ImpactingBar, NewtonsCradle
 
     ball = BouncingBall()
-    code = MoreauJean().compiled_code(ball)
-    assert code is not None and hash(code) == hash(MoreauJean().compiled_code(ball))
-    assert MoreauJean(theta=1.0).compiled_code(BouncingBall(restitution=0.5)) == code
-    assert MoreauJean(activation="approaching").compiled_code(ball) != code
-    assert CatchingUp().compiled_code(ball) != code
-    assert MoreauJean().compiled_code(SlantedWall()) != code
-    assert MoreauJean(compiled=False).compiled_code(ball) is None
-    assert MoreauJean().compiled_code(ProbeBall()) is None
+    code = compiled_code(MoreauJean(), ball)
+    assert code is not None and hash(code) == hash(compiled_code(MoreauJean(), ball))
+    assert compiled_code(MoreauJean(theta=1.0), BouncingBall(restitution=0.5)) == code
+    assert compiled_code(MoreauJean(activation="approaching"), ball) != code
+    assert compiled_code(CatchingUp(), ball) != code
+    assert compiled_code(MoreauJean(), SlantedWall()) != code
+    assert compiled_code(MoreauJean(compiled=False), ball) is None
+    assert compiled_code(MoreauJean(), ProbeBall()) is None
     three, five = NewtonsCradle(n_balls=3), NewtonsCradle(n_balls=5)
     launched = NewtonsCradle(n_balls=3, n_launched=2)  # another state, the same code
-    assert PaoliSchatzman().compiled_code(launched) == PaoliSchatzman().compiled_code(three)
-    assert PaoliSchatzman().compiled_code(five) != PaoliSchatzman().compiled_code(three)
+    assert compiled_code(PaoliSchatzman(), launched) == compiled_code(PaoliSchatzman(), three)
+    assert compiled_code(PaoliSchatzman(), five) != compiled_code(PaoliSchatzman(), three)
     bars = [ImpactingBar(n_elements=n) for n in (10, 20)]
-    assert MoreauJean().compiled_code(bars[0]) != MoreauJean().compiled_code(bars[1])
-    engine = EventDriven().compiled_code(ball)
-    assert engine is not None and engine == EventDriven(rtol=1e-6).compiled_code(ball)
-    assert EventDriven(integrator="RK45").compiled_code(ball) != engine
-    assert EventDriven(integrator="Radau").compiled_code(ball) is None  # the scipy path
-    assert EventDriven(compiled=False).compiled_code(ball) is None
+    assert compiled_code(MoreauJean(), bars[0]) != compiled_code(MoreauJean(), bars[1])
+    engine = compiled_code(EventDriven(), ball)
+    assert engine is not None and engine == compiled_code(EventDriven(rtol=1e-6), ball)
+    assert compiled_code(EventDriven(integrator="RK45"), ball) != engine
+    assert compiled_code(EventDriven(integrator="Radau"), ball) is None  # the scipy path
+    assert compiled_code(EventDriven(compiled=False), ball) is None
+
+
+def test_compiled_code_keeps_its_last_key_while_its_inputs_are_equal():
+    """The same key object for the same problem (the time-stepping loops look their loop up by
+    identity); a key for another problem, and an equal one again for the first."""
+    method, ball, wall = MoreauJean(), BouncingBall(), SlantedWall()
+    code = compiled_code(method, ball)
+    assert compiled_code(method, BouncingBall()) is code
+    other = compiled_code(method, wall)
+    assert other != code and other.n_dof == wall.n_dof == 2 and other.method is MoreauJean
+    assert compiled_code(method, ball) == code
+    assert compiled_code(MoreauJean(), ball) == code
 
 
 def test_compile_makes_a_short_run_of_compiled_code_only(monkeypatch, tmp_path):
@@ -831,7 +859,7 @@ def test_compile_makes_a_short_run_of_compiled_code_only(monkeypatch, tmp_path):
     def recorded(problem, method, t_end, **options):
         calls.append((type(method).__name__, t_end, options.get("h")))
 
-    monkeypatch.setattr(runner, "simulate", recorded)
+    monkeypatch.setattr(compilation, "simulate", recorded)
     runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.01))
     runner._compile(Run(BouncingBall, MoreauJean, 2.0, h=0.5))  # the horizon bounds it
     runner._compile(Run(BouncingBall, EventDriven, 2.0))

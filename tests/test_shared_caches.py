@@ -10,45 +10,24 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plain_floor
 import pytest
 
 from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE
 from impactbench.bench.cli import main
 from impactbench.core._files import write_atomic
 
-STUDY_FILE = '''
-"""A ball above a floor, measured against a reference run (it declares no exact solution)."""
-
-import numpy as np
-
+STUDY_FILE = (
+    plain_floor.SOURCE
+    + '''
 import impactbench
-from impactbench import Problem
 from impactbench.bench.runner import Run
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.methods import EventDriven, MoreauJean
 
 
-class ReferenceFloor(Problem):
-    def __init__(self):
-        self.name = "ReferenceFloor"
-        self.restitution = 0.5
-        self.q0 = np.array([1.0])
-        self.v0 = np.array([0.0])
-
-    def mass_matrix(self, q):
-        return np.eye(1)
-
-    def forces(self, t, q, v):
-        return np.array([-9.81])
-
-    def gap(self, q):
-        return np.array([q[0]])
-
-    def gap_gradient(self, q):
-        return np.array([[1.0]])
-
-    def potential_energy(self, q):
-        return 9.81 * float(q[0])
+class ReferenceFloor(Floor):
+    """The ball above the floor, measured against a reference run (no exact solution)."""
 
 
 def floor_reference(problem, t_end):
@@ -69,6 +48,7 @@ def report(table, folder):
 
 STUDY = Study("{name}", "Floor", "A floor against its reference.", runs, report)
 '''
+)
 
 
 def _run_study(tmp_path: Path, name: str, *flags: str) -> pd.DataFrame:

@@ -9,11 +9,10 @@ import sys
 import textwrap
 import types
 
-import numpy as np
 import pandas as pd
+import plain_floor
 import pytest
 
-from impactbench import Problem
 from impactbench.bench import runner
 from impactbench.bench.cli import main
 from impactbench.bench.pipeline import MissingReferenceWarning, run_study
@@ -21,36 +20,8 @@ from impactbench.bench.runner import Run, execute
 from impactbench.bench.study import Study, StudyReport
 from impactbench.methods import MoreauJean
 
-WAVY = '''
-"""A ball above a floor, in the user's own module."""
-
-import numpy as np
-
-from impactbench import Problem
-
-
-class WavyFloorBall(Problem):
-    def __init__(self, restitution=0.5):
-        self.name = "WavyFloorBall"
-        self.restitution = restitution
-        self.q0 = np.array([1.0])
-        self.v0 = np.array([0.0])
-
-    def mass_matrix(self, q):
-        return np.eye(1)
-
-    def forces(self, t, q, v):
-        return np.array([-9.81])
-
-    def gap(self, q):
-        return np.array([q[0]])
-
-    def gap_gradient(self, q):
-        return np.array([[1.0]])
-
-    def potential_energy(self, q):
-        return 9.81 * float(q[0])
-'''
+#: The user's problem module: the ball above the floor (tests/plain_floor.py).
+WAVY = plain_floor.SOURCE
 
 SYMEULER = '''
 """The user's method, in its own module."""
@@ -68,11 +39,11 @@ from impactbench.bench.runner import Run
 from impactbench.bench.study import Section, Study, StudyReport
 
 from symeuler import SymEuler
-from wavy import WavyFloorBall
+from wavy import Floor
 
 
 def runs(quick):
-    return [Run(WavyFloorBall, SymEuler, 0.5, h=h) for h in (0.01, 0.02)]
+    return [Run(Floor, SymEuler, 0.5, h=h) for h in (0.01, 0.02)]
 
 
 def report(table, folder):
@@ -115,7 +86,7 @@ def test_a_module_the_workers_cannot_import_is_named(monkeypatch):
     module = types.ModuleType("vanishing_model")
     exec(textwrap.dedent(WAVY), module.__dict__)
     monkeypatch.setitem(sys.modules, "vanishing_model", module)
-    runs = [Run(module.WavyFloorBall, MoreauJean, 0.2, h=h) for h in (0.1, 0.05)]
+    runs = [Run(module.Floor, MoreauJean, 0.2, h=h) for h in (0.1, 0.05)]
     outcomes = execute(runs, jobs=2, use_cache=False)
     for outcome in outcomes:
         assert outcome.status == runner.FAILED
@@ -140,27 +111,8 @@ def test_report_rebuilds_the_report_of_a_study_run_from_a_file(study_file, tmp_p
     assert main(["report", "--output", str(out), str(moved)]) == 0
 
 
-class Floor(Problem):
-    """A ball above the floor without a closed form (``exact_solution`` not written)."""
-
-    def __init__(self):
-        self.name, self.restitution = "Floor", 0.5
-        self.q0, self.v0 = np.array([1.0]), np.array([0.0])
-
-    def mass_matrix(self, q):
-        return np.eye(1)
-
-    def forces(self, t, q, v):
-        return np.array([-9.81])
-
-    def gap(self, q):
-        return np.array([q[0]])
-
-    def gap_gradient(self, q):
-        return np.array([[1.0]])
-
-    def potential_energy(self, q):
-        return 9.81 * float(q[0])
+class Floor(plain_floor.Floor):
+    """The ball above the floor: no closed form (``exact_solution`` not written)."""
 
 
 def _floor_runs(quick):

@@ -50,18 +50,26 @@ from ..core.method import TIME_STEPPING, Method
 from ..core.problem import Problem
 from .pipeline import StudyResult, run_study
 from .plotting import solution_of
-from .report import markdown_table, new_figure, plot_fit, plot_medians, plot_methods, save_figure
+from .report import (
+    markdown_table,
+    new_figure,
+    plot_fit,
+    plot_medians,
+    plot_methods,
+    save_figure,
+    shared_legend,
+)
 from .runner import Case, Grid, Run, expand
 from .specs import method_factory, problem_factory
 from .study import Section, Study, StudyReport
-from .style import method_style
+from .style import method_style, metric_unit
 
 #: Default output folder (the study folder is created inside it).
 DEFAULT_OUTPUT = Path("comparisons")
 #: Runs per nominal step by default (the step itself and perturbed copies).
 PHASES = 3
 #: The costs of the work-precision figure and their labels.
-COSTS = {"force_evaluations": "force evaluations", "wall_time": "wall time [s]"}
+COSTS = {"force_evaluations": "force evaluations [-]", "wall_time": "wall time [s]"}
 ORDERS_FILE = "orders.csv"
 SUMMARY_FILE = "summary.csv"
 FIGURE_FILE = "comparison.png"
@@ -204,13 +212,16 @@ def summarize(table: pd.DataFrame, metric: str, floor: float) -> tuple[pd.DataFr
     return medians[columns].reset_index(drop=True), orders
 
 
-def _figure(medians: pd.DataFrame, metric: str, floor: float, folder: Path, title: str) -> None:
+def _figure(
+    medians: pd.DataFrame, metric: str, floor: float, folder: Path, title: str, problem: str
+) -> None:
     steppers = medians[medians["family"] == TIME_STEPPING]
     adaptive = medians[medians["family"] != TIME_STEPPING]
     sweeps = [
         (data, axis) for data, axis in ((steppers, "h"), (adaptive, "tolerance")) if len(data)
     ]
     figure, axes = new_figure(len(sweeps) + len(COSTS))
+    label = f"{metric.replace('_', ' ')} [{metric_unit(metric, problem)}]"
     for ax, (data, axis) in zip(axes, sweeps, strict=False):
         plot_medians(ax, data, axis, metric)
         for method, rows in data.groupby("method", sort=True):
@@ -219,15 +230,15 @@ def _figure(medians: pd.DataFrame, metric: str, floor: float, folder: Path, titl
             if fit.status == ORDER:
                 color = method_style(str(method))["color"]
                 plot_fit(ax, fit, kept[axis].to_numpy(), color, "order")
-        ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "tolerance")
-        ax.set_ylabel(f"{metric.replace('_', ' ')}")
+        ax.set_xlabel("nominal step $h$ [s]" if axis == "h" else "tolerance [-]")
+        ax.set_ylabel(label)
         ax.legend(loc="best")
     for ax, (cost, cost_label) in zip(axes[len(sweeps) :], COSTS.items(), strict=True):
         plot_methods(ax, medians, cost, metric)
-        ax.set_xlabel(f"{cost_label} (median)")
-        ax.set_ylabel(f"{metric.replace('_', ' ')}")
+        ax.set_xlabel(cost_label.replace(" [", " (median) [", 1))
+        ax.set_ylabel(label)
         ax.set_title("work-precision")
-    axes[len(sweeps)].legend(loc="best")
+    shared_legend(figure, axes[len(sweeps) :])
     figure.suptitle(title)
     save_figure(figure, folder / FIGURE_FILE)
 
@@ -335,7 +346,7 @@ def compare(
         medians, orders = summarize(table, metric, floor_of())
         orders.to_csv(folder / ORDERS_FILE, index=False)
         medians.to_csv(folder / SUMMARY_FILE, index=False)
-        _figure(medians, metric, floor_of(), folder, title)
+        _figure(medians, metric, floor_of(), folder, title, instance.name)
         shown = orders[["method", "versus", "text"]].rename(columns={"text": "order [95 %]"})
         sections = [
             Section("Observed orders", markdown_table(shown)),

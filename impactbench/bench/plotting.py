@@ -82,7 +82,7 @@ def overlay_figure(
         line = {"color": look["color"], "linestyle": look["linestyle"], "linewidth": 0.9}
         if len(run.t) <= SPARSE_SAMPLES:  # an adaptive run's few samples are shown as points
             line.update(marker=look["marker"], markersize=2.5)
-        ax_q.plot(run.t, run.q[:, i], label=_short(run.method), **line)
+        ax_q.plot(run.t, run.q[:, i], label=style.variant_label(run.method), **line)
         ax_v.plot(run.t, run.v[:, i], **line)
         ax_phase.plot(run.q[:, i], run.v[:, i], **line)
         if len(run.impacts.t):  # the first entry of each impact event
@@ -106,19 +106,30 @@ def overlay_figure(
             linewidth=0.7,
         )
     scale = max(float(np.nanmax(np.abs(gaps))) for gaps in smallest) if smallest else 1.0
-    coordinate_label = f"_{i + 1}"
-    ax_q.set(xlabel="$t$ [s]", ylabel=f"$q{coordinate_label}$", title="position")
-    ax_v.set(xlabel="$t$ [s]", ylabel=f"$v{coordinate_label}$", title="velocity")
-    ax_phase.set(
-        xlabel=f"$q{coordinate_label}$", ylabel=f"$v{coordinate_label}$", title="phase portrait"
+    q_label = f"$q_{i + 1}$ [{style.coordinate_unit(problem.name)}]"
+    v_label = f"$v_{i + 1}$ [{style.coordinate_unit(problem.name)}/s]"
+    gap_unit = style.gap_unit(problem.name)
+    ax_q.set(xlabel="$t$ [s]", ylabel=q_label, title="position")
+    ax_v.set(xlabel="$t$ [s]", ylabel=v_label, title="velocity")
+    ax_phase.set(xlabel=q_label, ylabel=v_label, title="phase portrait")
+    ax_map.set(
+        xlabel="impact time $t_k$ [s]",
+        ylabel=f"normal velocity $-u^-$ [{gap_unit}/s]",
+        title="impact map",
     )
-    ax_map.set(xlabel="impact time $t_k$ [s]", ylabel=r"$-u^-$", title="impact map")
     ax_map.set_xlim(t0, t_end)
     ax_gap.axhline(0.0, color="black", linewidth=0.6)
     ax_gap.set_yscale("symlog", linthresh=max(1e-12, 1e-6 * scale))
-    ax_gap.set(xlabel="$t$ [s]", ylabel=r"$\min_i g_i(q)$", title="smallest gap (< 0: penetration)")
-    ax_energy.set(xlabel="$t$ [s]", ylabel="$E$", title="energy")
-    ax_q.legend(loc="best")
+    ax_gap.set(
+        xlabel="$t$ [s]",
+        ylabel=rf"$\min_i g_i(q)$ [{gap_unit}]",
+        title="smallest gap (< 0: penetration)",
+    )
+    ax_energy.set(
+        xlabel="$t$ [s]", ylabel=f"$E$ [{style.energy_unit(problem.name)}]", title="energy"
+    )
+    handles, labels = ax_q.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncol=min(3, len(labels)))
     against = f" against {_short(solution.kind)}" if solution is not None else ""
     figure.suptitle(f"{problem.name}: {len(trajectories)} methods{against}")
     return figure

@@ -94,16 +94,23 @@ def plot_methods(ax: Axes, frame: pd.DataFrame, x: str, y: str, *, order: str = 
     """One line per method (column ``method``) through the points (x, y), log-log.
 
     The points of a line are joined in the order of the column ``order`` (default: ``x``);
-    points whose x or y is not finite and positive are left out.
+    points whose x or y is not finite and positive are left out. A y axis whose values span
+    less than :data:`FLAT_SPAN` gets a decade (:func:`widen_flat_log_axis`).
     """
+    shown = []
     for name, group in frame.groupby("method", sort=True):
         group = group[(group[x] > 0) & (group[y] > 0)].sort_values(order or x, kind="stable")
         if group.empty:
             continue
         ax.plot(group[x], group[y], label=str(name), **method_style(str(name)))
+        shown.append(group[y].to_numpy(float))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.grid(True, which="major", alpha=0.3)
+    values = np.concatenate(shown) if shown else np.zeros(0)
+    values = values[np.isfinite(values)]
+    if values.size:
+        widen_flat_log_axis(ax, float(values.min()), float(values.max()))
 
 
 def plot_medians(ax: Axes, medians: pd.DataFrame, x: str, y: str) -> None:
@@ -148,13 +155,39 @@ def widen_flat_log_axis(ax: Axes, low: float, high: float) -> None:
         ax.set_ylim(center / np.sqrt(10.0), center * np.sqrt(10.0))
 
 
+def shared_legend(figure: Figure, axes: Sequence[Axes], columns: int = 4) -> None:
+    """One legend below the panels of ``figure`` listing every labelled artist of ``axes`` once
+    (the first artist of each label), so that it covers no data; nothing when none is labelled."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if entries:
+        figure.legend(
+            list(entries.values()),
+            list(entries),
+            loc="outside lower center",
+            ncol=min(columns, len(entries)),
+        )
+
+
+def whole_decades(ax: Axes) -> None:
+    """Widen a log x axis to the decades enclosing its data, so that at least two labelled
+    powers of ten show (minor tick labels of a narrow span overlap at the text width)."""
+    low, high = ax.dataLim.intervalx
+    if not (np.isfinite(low) and np.isfinite(high) and 0.0 < low <= high):
+        return
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    ax.set_xlim(10.0**first, 10.0 ** max(last, first + 1))
+
+
 def plot_fit(
-    ax: Axes, fit: OrderFit, parameter: np.ndarray, color: str, label: str = "fit"
+    ax: Axes, fit: OrderFit, parameter: np.ndarray, color: str, label: str | None = "fit"
 ) -> None:
     """A fitted order as a dashed line over the range of ``parameter`` with its 95 % band.
 
     Only for a fitted order (``fit.status == ORDER``); anything else draws nothing. The legend
-    entry is ``label`` followed by the order and its interval.
+    entry is ``label`` followed by the order and its interval; none when ``label`` is None.
     """
     if fit.status != ORDER:
         return
@@ -162,7 +195,8 @@ def plot_fit(
     span = np.geomspace(parameter.min(), parameter.max(), 50)
     center, low, high = fit.line(span)
     ax.fill_between(span, low, high, color=color, alpha=0.18, linewidth=0)
-    ax.plot(span, center, color=color, linewidth=0.9, linestyle="--", label=f"{label} {fit.text()}")
+    entry = f"{label} {fit.text()}" if label is not None else None
+    ax.plot(span, center, color=color, linewidth=0.9, linestyle="--", label=entry)
 
 
 def reference_slopes(

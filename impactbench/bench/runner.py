@@ -35,17 +35,18 @@ dies takes the runs not finished by then with it; they are failed outcomes sayin
 Timing. A run is first simulated once in full as a warm-up (it absorbs compilation and
 first-call costs: numba compiles a helper called from plain Python only when a branch first
 reaches it, e.g. at the first impact, so a shortened warm-up would not do), unless its process
-has warmed up the same compiled code before (``Method.compiled_code``: a compiled time loop or
-event-driven engine; the plain-Python and scipy paths are always warmed up). Then the run is
-simulated ``repeats`` times; ``wall_time`` is the minimum over the repeats,
-``wall_time_median`` and ``wall_time_max`` their spread (``warmup_time`` the time of the
+has run the same compiled code before (:func:`impactbench.core.compilation.compiled_code`: a
+compiled time loop or event-driven engine; the plain-Python and scipy paths are always warmed
+up). Then the run is simulated ``repeats`` times; ``wall_time`` is the minimum over the
+repeats, ``wall_time_median`` and ``wall_time_max`` their spread (``warmup_time`` the time of the
 warm-up, NaN when there was none); ``integration_time`` (and ``_median``, ``_max``) the same for
 the time spent in the method's integration loop (``Trajectory.stats["integration_time"]``: the
 compiled loop where one runs; NaN for a method that does not report it), so that a table gives
 the method's cost next to the per-call cost of :func:`impactbench.simulate`. The metrics are
 those of the last repeat (the repeats are identical).
 
-Compilation. In parallel, one run per compiled-code group goes first and the others follow when
+Compilation. In parallel, one run per compiled-code group
+(:func:`impactbench.core.compilation.one_per_group`) goes first and the others follow when
 these are done, so that two workers never compile the same code at once (the later runs load it
 from numba's disk cache). A study whose runs are timed one at a time (``jobs=1``) can still
 compile in parallel: with ``compile_jobs`` > 1, :func:`execute` first performs one short run
@@ -86,10 +87,10 @@ from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
 from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
-from ..core import _checks
+from ..core import _checks, compilation
 from ..core._files import CacheWarning, read_regular, write_atomic
 from ..core.method import Method
-from ..core.problem import CompiledProblem, Problem
+from ..core.problem import Problem
 from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
@@ -539,12 +540,11 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
         options = {"h": run.h, "output_every": run.output_every}
-        code = method.compiled_code(problem)
+        code = compilation.compiled_code(method, problem)
         warmup_time = math.nan
-        if code is None or code not in _WARMED_UP:
+        if not compilation.is_loaded(code):
             warmup_time = simulate(problem, method, run.t_end, **options).stats["wall_time"]
-            if code is not None:
-                _WARMED_UP.add(code)
+            compilation.mark_loaded(code)
         times, integration = [], []
         for _ in range(run.repeats):
             trajectory = simulate(problem, method, run.t_end, **options)
@@ -630,47 +630,28 @@ def _artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict[str, 
     }
 
 
-#: The compiled code (``Method.compiled_code``) this process has warmed up (:func:`perform`):
-#: compiled or loaded here, so a later run of it needs no warm-up.
-_WARMED_UP: set[Any] = set()
-
-#: Steps of a time-stepping run made by :func:`_compile`, and the fraction of the horizon of an
-#: event-driven one: enough to call the whole compiled loop, which numba compiles at once.
-COMPILE_STEPS = 10
-COMPILE_FRACTION = 1e-3
-
-
 def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> Any:
-    """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it;
-    return its ``Method.compiled_code``, or None when it has none or the short run failed.
+    """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it
+    (:func:`impactbench.core.compilation.compile_by_short_run`); return its compiled code, or
+    None when it has none or the short run failed.
 
-    Only a run whose method executes compiled code on its problem (``Method.compiled_code``
-    not None) has code to compile; a problem class that is not a
-    :class:`impactbench.core.problem.CompiledProblem` is not even built. Whatever fails here is
-    left to the run itself to report, when it is performed.
+    A problem class that compiles nothing (:func:`impactbench.core.compilation.may_compile`)
+    is not even built. Whatever fails here is left to the run itself to report, when it is
+    performed.
     """
     if isinstance(run, bytes):
         try:
             run = workers.receive(run, folders)
         except workers.UnshippableRun:  # the run reports it
             return None
-    if isinstance(run.problem, type) and not issubclass(run.problem, CompiledProblem):
+    if not compilation.may_compile(run.problem):
         return None
     try:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
-        code = method.compiled_code(problem)
-        if code is None:
-            return None
-        span = run.t_end - problem.t0
-        if run.h is None:
-            simulate(problem, method, problem.t0 + COMPILE_FRACTION * span)
-        else:
-            span = min(span, COMPILE_STEPS * run.h)
-            simulate(problem, method, problem.t0 + span, h=min(run.h, span))
+        return compilation.compile_by_short_run(problem, method, run.t_end, run.h)
     except Exception:  # the run reports it
         return None
-    return code
 
 
 def _task(
@@ -696,9 +677,7 @@ def _task(
             return key, str(error)
     here = (os.getpid(), threading.get_ident())
     if run_timeout is not None:
-        code = _compile(run)
-        if code is not None:
-            _WARMED_UP.add(code)
+        compilation.mark_loaded(_compile(run))
 
     def failure(error: str) -> Outcome:
         return Outcome.failure(run, error, package_versions())
@@ -1148,41 +1127,13 @@ def execute(
     return outcomes
 
 
-def _compiled_code_group(run: Run) -> tuple[Any, ...]:
-    """Runs of equal groups (very likely) run the same compiled code: the same method class and
-    problem factory, and the same parameters other than real numbers (the options a loop is
-    compiled for are strings and booleans, the sizes of a problem integers; theta, rtol or a
-    restitution are run-time values) and other than those the problem class declares run-time
-    values (``Problem.RUN_TIME_PARAMETERS``: a cradle's launched count). Computed from the spec
-    alone: no problem or method is built in the launching process, whose code could fail or
-    exit there."""
-
-    def discrete(kwargs: Mapping[str, Any], run_time: Sequence[str] = ()) -> str:
-        kept = {k: v for k, v in kwargs.items() if not isinstance(v, float) and k not in run_time}
-        return json.dumps(kept, sort_keys=True)
-
-    run_time = getattr(run.problem, "RUN_TIME_PARAMETERS", ())
-    return (
-        _reference_name(run.method),
-        _reference_name(run.problem),
-        discrete(run.method_kwargs),
-        discrete(run.problem_kwargs, run_time if isinstance(run_time, tuple) else ()),
-    )
-
-
 def _one_per_compiled_code(
     runs: Sequence[Run], todo: Mapping[str, list[int]]
 ) -> dict[str, list[int]]:
-    """The entries of ``todo`` holding, for each :func:`_compiled_code_group`, its first run of
-    fewest steps."""
-    chosen: dict[tuple[Any, ...], tuple[float, str]] = {}
-    for key, positions in todo.items():
-        run = runs[positions[0]]
-        group = _compiled_code_group(run)
-        size = run.t_end / run.h if run.h else run.t_end
-        if group not in chosen or size < chosen[group][0]:
-            chosen[group] = (size, key)
-    return {key: todo[key] for _, key in chosen.values()}
+    """The entries of ``todo`` holding, for each group of runs that share their compiled code,
+    its first run of fewest steps (:func:`impactbench.core.compilation.one_per_group`)."""
+    first = compilation.one_per_group({key: runs[positions[0]] for key, positions in todo.items()})
+    return {key: todo[key] for key in first}
 
 
 class _Execution:
@@ -1217,7 +1168,7 @@ class _Execution:
     def run(self, todo: Mapping[str, list[int]]) -> None:
         """Execute the runs of ``todo`` (key -> positions in ``runs``), one task per key.
 
-        In parallel, one run per compiled-code group (:func:`_compiled_code_group`) goes first,
+        In parallel, one run per compiled-code group (:func:`_one_per_compiled_code`) goes first,
         and the others only when these are done: each piece of compiled code is then
         compiled by one worker while the others compile other pieces, and the later runs load it
         from numba's disk cache (without this, the workers that start runs of the same loop

@@ -13,6 +13,11 @@ Axis conventions (every study): the step h or the cost on the horizontal axis, t
 vertical axis, both logarithmic where they span decades; work-precision charts put the cost on
 the horizontal axis and the error on the vertical axis, as the thesis comparison does.
 
+Conventions checked on saving (:func:`check_figure`): every panel with data names the unit of
+each axis in brackets ("$t$ [s]", "$E / E_0$ [-]" for a dimensionless quantity; an axis of
+category names needs none), and every labelled artist of a panel is in its legend or in a legend
+of the figure.
+
 Files. :func:`save` writes the PNG (:data:`PNG_DPI` dpi, linked from the Markdown reports) and
 the PDF and SVG next to it (for a paper), all three byte-reproducible: no creation dates, a fixed
 SVG id salt.
@@ -24,6 +29,7 @@ import hashlib
 import io
 import logging
 import math
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ from typing import Any
 import matplotlib as mpl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedFormatter, FuncFormatter
 
 from ..core._files import write_atomic
 
@@ -110,6 +117,68 @@ def method_style(method: str) -> dict[str, str]:
     }
 
 
+#: Built-in problems whose coordinates are angles; the others' are lengths (SI units throughout).
+ANGULAR_PROBLEMS = frozenset({"DoublePendulum"})
+
+
+def coordinate_unit(problem: str) -> str:
+    """The unit of the coordinates q of ``problem`` (its name; parameters after "[" ignored):
+    "rad" or "m" for a built-in problem, "units of q" for any other."""
+    from ..problems import PROBLEMS
+
+    base = problem.partition("[")[0]
+    if base in ANGULAR_PROBLEMS:
+        return "rad"
+    return "m" if base in PROBLEMS else "units of q"
+
+
+def gap_unit(problem: str) -> str:
+    """The unit of the gaps g(q) of ``problem``: "m" for a built-in problem (every built-in gap
+    is a distance), "units of g" for any other."""
+    from ..problems import PROBLEMS
+
+    return "m" if problem.partition("[")[0] in PROBLEMS else "units of g"
+
+
+def energy_unit(problem: str) -> str:
+    """The unit of the energy of ``problem``: "J" for a built-in problem, "units of E" for any
+    other."""
+    from ..problems import PROBLEMS
+
+    return "J" if problem.partition("[")[0] in PROBLEMS else "units of E"
+
+
+def metric_unit(metric: str, problem: str) -> str:
+    """The unit of an error metric (:data:`impactbench.analysis.metrics.METRICS`) on
+    ``problem``: position errors and the L1 velocity error (an integral over time) in the
+    coordinates' unit, velocity errors per second, penetrations in the gaps' unit, energies in
+    the energy's, impact times in s; counts and the scaled Hausdorff distance "-"."""
+    coordinate = coordinate_unit(problem)
+    units = {
+        "max_position_error": coordinate,
+        "l1_velocity_error": coordinate,
+        "position_error_at_end": coordinate,
+        "velocity_error_at_end": f"{coordinate}/s",
+        "energy_error_at_end": energy_unit(problem),
+        "energy_at_end": energy_unit(problem),
+        "max_energy_increase": energy_unit(problem),
+        "impact_time_error": "s",
+        "max_penetration": gap_unit(problem),
+        "late_penetration": gap_unit(problem),
+        "work_bytes": "B",
+    }
+    return units.get(metric, "-")
+
+
+def variant_label(method: str) -> str:
+    """A method's legend entry: its class name and the variants of :data:`VARIANT_STYLES` it is
+    (``MoreauJean[theta=0.5,activation=approaching]`` -> ``MoreauJean[activation=approaching]``):
+    the entry names what :func:`method_style` draws differently, and no more."""
+    base, _, parameters = method.partition("[")
+    variants = [p for p in parameters.rstrip("]").split(",") if p in VARIANT_STYLES]
+    return f"{base}[{','.join(variants)}]" if variants else base
+
+
 def new_figure(
     panels: int, *, aspect: float = 0.8, wide: bool = False
 ) -> tuple[Figure, list[Axes]]:
@@ -158,16 +227,74 @@ def _wrap_suptitle(figure: Figure) -> None:
     title.set_text("\n".join(lines))
 
 
+#: A unit in brackets: "[s]", "[m/s]", "[-]" (dimensionless).
+UNIT = re.compile(r"\[[^\[\]]+\]")
+
+
+def _categorical(axis: Any) -> bool:
+    """Whether ``axis`` is labelled by category names (tick labels set as words)."""
+    formatter = axis.get_major_formatter()
+    if not isinstance(formatter, FixedFormatter | FuncFormatter):
+        return False
+    texts = [str(formatter(loc, k)) for k, loc in enumerate(axis.get_ticklocs())]
+    return any(re.search(r"[A-Za-z]", text) for text in texts)
+
+
+def check_figure(figure: Figure, name: str) -> None:
+    """Reject a figure a paper cannot take as it is.
+
+    Rules, for every visible panel holding data (lines, markers, bars, bands): its x and y labels
+    carry a unit in brackets (:data:`UNIT`; "[-]" for a dimensionless quantity), unless that
+    axis is labelled by category names; and every artist of the panel that has a label is listed
+    in the panel's legend or in a legend of the figure.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+        The figure to check.
+    name : str
+        How the figure is named in the error (e.g. its file name).
+
+    Raises
+    ------
+    ValueError
+        Naming the figure, the panel (its title or position) and the axis or the missing
+        legend entries.
+    """
+    shared = {text.get_text() for legend in figure.legends for text in legend.get_texts()}
+    for position, ax in enumerate(figure.axes, start=1):
+        if not (ax.get_visible() and ax.has_data()):
+            continue
+        panel = f"panel {position}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        for letter, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            label = axis.get_label().get_text()
+            if not (UNIT.search(label) or _categorical(axis)):
+                raise ValueError(
+                    f"figure {name}: {panel}: the {letter} axis label {label!r} has no unit in "
+                    f"brackets (e.g. '$t$ [s]', '$E / E_0$ [-]')"
+                )
+        legend = ax.get_legend()
+        listed = shared | ({text.get_text() for text in legend.get_texts()} if legend else set())
+        missing = [label for label in ax.get_legend_handles_labels()[1] if label not in listed]
+        if missing:
+            raise ValueError(
+                f"figure {name}: {panel}: labelled artists {missing} are in no legend of the "
+                f"panel or the figure"
+            )
+
+
 def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """Write ``figure`` in each of ``formats`` (``path`` with that suffix), atomically.
 
     ``formats`` are among "png", "pdf", "svg" (default: all three). Returns the paths written,
-    in the order of ``formats``.
+    in the order of ``formats``. The figure must pass :func:`check_figure` (ValueError naming
+    the file, the panel and the axis otherwise; nothing is written then).
     """
     path = Path(path)
     unknown = [fmt for fmt in formats if fmt not in FORMATS]
     if unknown or not formats:
         raise ValueError(f"formats must be among {FORMATS}, got {formats!r}")
+    check_figure(figure, path.name)
     written = []
     metadata = {"png": {}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}
     # fontTools (embedding the fonts in the PDF) warns about the fonts' zero timestamps

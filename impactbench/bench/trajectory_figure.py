@@ -21,10 +21,12 @@ from ..core.energy import kinetic_energy, potential_energy
 from ..core.method import Method
 from ..core.problem import Problem
 from ..core.trajectory import ImpactLog, Status, Trajectory
-from .style import new_figure
+from .style import coordinate_unit, energy_unit, gap_unit, new_figure, variant_label
 
 #: Points at which the reference is drawn (and evaluated for the energy error).
 REFERENCE_POINTS = 2000
+#: Coordinates and gaps are named in a legend up to this many (more would hide the panel).
+LEGEND_ENTRIES = 6
 #: Samples and impact-log entries kept in a run's trajectory artefact.
 ARTEFACT_SAMPLES = 4000
 ARTEFACT_IMPACTS = 2000
@@ -130,15 +132,17 @@ def trajectory_figure(
     figure, axes = new_figure(6, aspect=0.75)
     ax_q, ax_v, ax_phase, ax_map, ax_gap, ax_energy = axes
     kind = _short(reference.kind) if reference is not None else None
-    method = _short(trajectory.method)
+    method = variant_label(trajectory.method)
     if reference is not None:
         t_ref = np.linspace(t[0], t[-1], REFERENCE_POINTS)
         q_ref, v_ref = reference.state(t_ref)
     impacts = trajectory.impacts
+    unit = coordinate_unit(problem.name)
+    named = q.shape[1] <= LEGEND_ENTRIES
     for i in range(q.shape[1]):
         color = f"C{i}"
-        ax_q.plot(t, q[:, i], color=color, label=f"$q_{i + 1}$")
-        ax_v.plot(t, v[:, i], color=color, label=f"$v_{i + 1}$")
+        ax_q.plot(t, q[:, i], color=color, label=f"$q_{i + 1}$" if named else None)
+        ax_v.plot(t, v[:, i], color=color, label=f"$v_{i + 1}$" if named else None)
         if reference is not None:
             ax_q.plot(t_ref, q_ref[:, i], color="black", linestyle="--", linewidth=0.7)
             ax_v.plot(t_ref, v_ref[:, i], color="black", linestyle="--", linewidth=0.7)
@@ -153,14 +157,22 @@ def trajectory_figure(
                 transform=ax.get_xaxis_transform(),
                 clip_on=False,
             )
-    ax_q.set(xlabel="$t$ [s]", ylabel="$q$", title="positions" + (" (ref. dashed)" if kind else ""))
-    ax_v.set(xlabel="$t$ [s]", ylabel="$v$", title="velocities")
-    ax_q.legend(loc="best")
+    ax_q.set(
+        xlabel="$t$ [s]",
+        ylabel=f"$q$ [{unit}]",
+        title="positions"
+        + (" (ref. dashed)" if kind else "")
+        + (" (ticks: impacts)" if len(impacts.t) else ""),
+    )
+    ax_v.set(xlabel="$t$ [s]", ylabel=f"$v$ [{unit}/s]", title="velocities")
+    if named:
+        ax_q.legend(loc="best")
+        ax_v.legend(loc="best")
 
     ax_phase.plot(q[:, 0], v[:, 0], color="C0", linewidth=0.8, label=method)
     if reference is not None:
         ax_phase.plot(q_ref[:, 0], v_ref[:, 0], "k--", linewidth=0.7, label=str(kind))
-    ax_phase.set(xlabel="$q_1$", ylabel="$v_1$", title="phase portrait")
+    ax_phase.set(xlabel=f"$q_1$ [{unit}]", ylabel=f"$v_1$ [{unit}/s]", title="phase portrait")
     ax_phase.legend(loc="best")
 
     if len(impacts.t):  # the first entry of each impact event (PaoliSchatzman logs two)
@@ -177,18 +189,30 @@ def trajectory_figure(
             rows = np.atleast_2d(problem.gap_gradient(qi))
             speeds.append(-float((rows @ vi)[int(np.argmin(gaps))]))
         ax_map.plot(reference.impact_times, speeds, "x", color="black", label=str(kind))
-    ax_map.set(xlabel="impact time $t_k$ [s]", ylabel=r"$-u^-$", title="impact map")
+    ax_map.set(
+        xlabel="impact time $t_k$ [s]",
+        ylabel=rf"normal velocity $-u^-$ [{gap_unit(problem.name)}/s]",
+        title="impact map",
+    )
     ax_map.set_xlim(t[0], t[-1])
     if ax_map.has_data():
         ax_map.legend(loc="best")
 
     gaps = _gaps(problem, q)
     for i in range(gaps.shape[1]):
-        ax_gap.plot(t, gaps[:, i], label=f"$g_{i + 1}$")
+        ax_gap.plot(
+            t, gaps[:, i], label=f"$g_{i + 1}$" if 1 < gaps.shape[1] <= LEGEND_ENTRIES else None
+        )
     ax_gap.axhline(0.0, color="black", linewidth=0.6)
     scale = float(np.nanmax(np.abs(gaps))) if gaps.size else 1.0
     ax_gap.set_yscale("symlog", linthresh=max(1e-12, 1e-6 * scale))
-    ax_gap.set(xlabel="$t$ [s]", ylabel="$g(q)$", title="gap (penetration where < 0)")
+    ax_gap.set(
+        xlabel="$t$ [s]",
+        ylabel=f"$g(q)$ [{gap_unit(problem.name)}]",
+        title="gap (penetration where < 0)",
+    )
+    if 1 < gaps.shape[1] <= LEGEND_ENTRIES:
+        ax_gap.legend(loc="best")
 
     energy = _energy(problem, q, v)
     shown = energy_samples(trajectory)
@@ -197,10 +221,13 @@ def trajectory_figure(
         q_at, v_at = reference.state(t)
         error = energy - _energy(problem, q_at, v_at)
         ax_energy.plot(t[shown], error[shown], color="C0")
-        ax_energy.set(ylabel=r"$E - E_{\mathrm{ref}}$", title="energy error" + note)
+        ax_energy.set(
+            ylabel=rf"$E - E_{{\mathrm{{ref}}}}$ [{energy_unit(problem.name)}]",
+            title="energy error" + note,
+        )
     else:
         ax_energy.plot(t[shown], energy[shown], color="C0")
-        ax_energy.set(ylabel="$E$", title="energy" + note)
+        ax_energy.set(ylabel=f"$E$ [{energy_unit(problem.name)}]", title="energy" + note)
     ax_energy.set_xlabel("$t$ [s]")
     figure.suptitle(f"{problem.name}: {method}" + (f" against {kind}" if kind else ""))
     return figure

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import linecache
 import sys
 import textwrap
 import types
@@ -28,8 +29,9 @@ import numba
 from numba.core import cgutils
 from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
+from numba.core.imputils import impl_ret_borrowed
 from numba.core.registry import CPUDispatcher
-from numba.extending import intrinsic
+from numba.extending import intrinsic, typeof_impl
 from numba.np.arrayobj import make_array, populate_array
 
 
@@ -82,6 +84,58 @@ class _CountingDispatcher(CPUDispatcher):
         return argument
 
 
+class _PythonCallDispatcher(CPUDispatcher):
+    """A dispatcher that compiled code calls compiled, and Python calls as plain Python.
+
+    For the functions of a scheme (:mod:`impactbench.core.scheme`): their arguments hold the
+    problem's kernels, numba functions in a compiled loop and plain-Python functions in the
+    plain loop of a problem numba cannot compile; the same function serves both.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.py_func(*args, **kwargs)
+
+
+def scheme_function(function: Callable) -> Callable:
+    """``function`` as compiled code calls it inside a loop: inlined by LLVM, without reference
+    counting or Python wrapper, typed with the literal types of its arguments (a constant
+    passed on stays one; numba compiles no branch on ``x is None`` for an argument x given as
+    None), not cached (it is compiled into the loops that call it, which are); called from
+    Python, ``function`` itself (:class:`_PythonCallDispatcher`)."""
+    return _dispatcher(
+        _PythonCallDispatcher,
+        function,
+        nogil=True,
+        _nrt=False,
+        no_cpython_wrapper=True,
+        no_cfunc_wrapper=True,
+        forceinline=True,
+    )
+
+
+class CompileTimeTuple:
+    """Base of the named tuples whose bool and int fields are compile-time constants.
+
+    numba types such a tuple's bools and ints as literals (:func:`_typeof_compile_time`), also
+    when it is passed on as an argument: a function reading ``problem.single_constraint``
+    sees a constant, and passes it on to its helpers as one. Subclass it before the named tuple:
+    ``class Flags(CompileTimeTuple, namedtuple("Flags", "a b")): __slots__ = ()``.
+    """
+
+    __slots__ = ()
+
+
+@typeof_impl.register(CompileTimeTuple)
+def _typeof_compile_time(value: Any, context: Any) -> numba_types.Type:
+    fields = [
+        numba_types.literal(item)
+        if isinstance(item, (bool, int))
+        else numba.typeof(item, context.purpose)
+        for item in value
+    ]
+    return numba_types.NamedTuple(fields, type(value))
+
+
 def _dispatcher(kind: type, function: Callable, **options: Any) -> Callable:
     """``function`` compiled by a dispatcher of class ``kind`` with numba's ``options`` (cached
     on disk when ``cache``); ``function`` itself when the JIT is disabled."""
@@ -93,6 +147,18 @@ def _dispatcher(kind: type, function: Callable, **options: Any) -> Callable:
     if cache:
         dispatcher.enable_caching()
     return dispatcher
+
+
+def compiled_entry(function: Callable, arguments: tuple) -> Callable | None:
+    """The entry point of the overload of the numba dispatcher ``function`` compiled for the
+    numba types of ``arguments``: a callable that converts its arguments by that overload's
+    signature without selecting or checking it (:class:`impactbench.core.entry.DirectCall`).
+    None when ``function`` is not a dispatcher or has no such overload."""
+    overloads = getattr(function, "overloads", None)
+    if overloads is None:
+        return None
+    compiled = overloads.get(tuple(numba.typeof(argument) for argument in arguments))
+    return None if compiled is None else compiled.entry_point
 
 
 #: Attribute by which :func:`count_arguments` marks a function for :data:`kernel` and
@@ -173,6 +239,11 @@ def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
     (compile-time constants) contribute their repr.
     """
     function = getattr(value, "py_func", value)
+    if isinstance(value, tuple):  # e.g. a CompileTimeTuple of kernels and flags
+        hasher.update(f"{type(value).__qualname__}{getattr(value, '_fields', '')}".encode())
+        for item in value:
+            _digest(item, hasher, seen)
+        return
     if isinstance(value, types.ModuleType):
         if id(value) in seen:
             return
@@ -195,15 +266,27 @@ def _digest(value: Any, hasher: Any, seen: set[int]) -> None:
     module = sys.modules.get(function.__module__)
     if module is not None:
         _digest(module, hasher, seen)
-    else:
-        hasher.update(function.__code__.co_code)
+    else:  # defined where no module holds its source (exec'd): its code, constants and names
+        _digest_code(function.__code__, hasher)
+    if function.__code__.co_filename.startswith(GENERATED):  # its source is in no module
+        hasher.update("".join(linecache.getlines(function.__code__.co_filename)).encode())
     for name in sorted(_global_names(function.__code__)):
         if name in function.__globals__:
             target = function.__globals__[name]
-            if isinstance(target, (types.FunctionType, types.ModuleType, Dispatcher)):
+            if isinstance(target, (types.FunctionType, types.ModuleType, Dispatcher, tuple)):
                 _digest(target, hasher, seen)
             elif isinstance(target, (bool, int, float)):
                 hasher.update(f"{name}={target!r}".encode())
+
+
+def _digest_code(code: types.CodeType, hasher: Any) -> None:
+    hasher.update(code.co_code)
+    hasher.update(repr(code.co_names).encode())
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            _digest_code(constant, hasher)
+        else:
+            hasher.update(repr(constant).encode())
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -222,6 +305,8 @@ def _nrt_free(value: Any) -> Any:
     index does not key on compile options, so sharing the original's name would let one load
     the other's machine code).
     """
+    if isinstance(value, CompileTimeTuple):
+        return value._make(_nrt_free(item) for item in value)
     if not isinstance(value, Dispatcher) or value.targetoptions.get("_nrt") is False:
         return value
     if value.targetoptions.get("inline") == "always":  # copied into its caller, never compiled
@@ -235,6 +320,25 @@ def _nrt_free(value: Any) -> Any:
         copy.__qualname__ = f"{original.__qualname__}_nrt_free"
         _NRT_FREE[id(value)] = (value, _helper(copy, inline=True, cache=True))
     return _NRT_FREE[id(value)][1]
+
+
+#: Start of the file name of generated source (:func:`generated_functions`).
+GENERATED = "<impactbench generated"
+
+
+def generated_functions(source: str, namespace: dict[str, Any], module: str) -> dict[str, Any]:
+    """Execute ``source`` in ``namespace`` (its globals) and return the namespace, whose
+    functions then read as if written in ``module``: their source is kept where
+    :func:`inspect.getsource` finds it (for :func:`with_runtime_sizes`) and :func:`_digest`
+    reads it (the loops' cache names)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    filename = f"{GENERATED} {module} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102
+    for value in namespace.values():
+        if isinstance(value, types.FunctionType) and value.__code__.co_filename == filename:
+            value.__module__ = module
+    return namespace
 
 
 #: Name of the parameter through which :func:`with_runtime_sizes` passes the sizes.
@@ -297,6 +401,7 @@ def specialize(
     nrt: bool = True,
     helper: bool = False,
     ir_inline: bool = False,
+    cache: bool = True,
 ) -> Callable:
     """Copy ``template`` with its free globals bound to ``bindings``; compile it if asked.
 
@@ -330,6 +435,9 @@ def specialize(
         copied into its caller before typing and never compiled on its own. For a helper with
         one call site (each site types its own copy): an LLVM-inlined helper is also compiled
         and optimised as a function of its own, with everything it inlines, only for its IR.
+    cache : bool
+        Cache a compiled loop or helper on disk (the default); False for one that compiles in
+        functions numba cannot find again in another process (defined in ``exec``'d code).
     """
     namespace = dict(template.__globals__)
     if compile:
@@ -356,8 +464,8 @@ def specialize(
     _digest(function, hasher, seen)
     function.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
     if helper:
-        return _helper(function, inline=False, cache=True)
-    return numba.njit(cache=True, nogil=True, _nrt=nrt)(function)
+        return _helper(function, inline=False, cache=cache)
+    return numba.njit(cache=cache, nogil=True, _nrt=nrt)(function)
 
 
 @intrinsic
@@ -367,7 +475,9 @@ def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
     Its shape and strides are compile-time constants, unlike those of ``buffer.reshape(...)``
     (computed at run time): the row offsets of a buffer passed to a loop then fold into
     constants, and LLVM can prove its rows disjoint. The caller guarantees
-    ``buffer.size == height * width`` (:func:`impactbench.core.driver.make_loop` does).
+    ``buffer.size == height * width`` (:func:`impactbench.core.driver.make_loop` does). The view
+    holds a reference to the buffer's memory, like ``reshape``, in a caller compiled with
+    reference counting.
     """
     if not (
         isinstance(height, numba_types.IntegerLiteral)
@@ -391,7 +501,9 @@ def constant_shape_view(typingctx, buffer, height, width):  # noqa: ARG001
             meminfo=source.meminfo,
             parent=None,
         )
-        return view._getvalue()
+        # a second reference to the buffer's memory: counted where reference counting is on
+        # (the loops compile without it, _nrt=False, and then this adds no code)
+        return impl_ret_borrowed(context, builder, view_type, view._getvalue())
 
     return view_type(buffer, height, width), codegen
 

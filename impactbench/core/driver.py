@@ -7,7 +7,11 @@ steps and at the last), the impact log, the counters and the statuses, and the s
 at the end or at a failure. A scheme supplies five small functions and its buffer layout
 (:class:`Scheme`); they are bound per problem, with the problem's kernels and the scheme's
 compile-time options, by :func:`make_loop` and inlined by numba into one compiled loop (the same
-source runs as plain Python with ``compile=False``).
+source runs as plain Python with ``compile=False``). A scheme written on
+:mod:`impactbench.core.scheme` (named state, typed options, the shared velocity impulse) has these
+functions and its layout generated from its declarations; the rest of this docstring is the
+contract between the loop and those functions, and the form a scheme written directly on the
+driver takes.
 
 Buffers. ``X`` is one float array of shape (FIRST_SCHEME_ROW + rows(n, m), max(n, m)); the
 driver reads its first rows:
@@ -302,6 +306,7 @@ def make_loop(
     n_constraints: int,
     compile: bool,
     generic: bool | None = None,
+    cache: bool = True,
 ) -> Callable:
     """The driver's loop for one scheme and one problem.
 
@@ -325,6 +330,9 @@ def make_loop(
         Read the sizes at run time (module docstring): one compiled loop serves every size of
         the problem. Default: compiled, n_constraints <= n_dof and n_dof >= ``GENERIC_FROM``
         (``WHOLE_ROWS_FROM`` for a problem declaring ``SIZES_AT_RUN_TIME`` in ``bindings``).
+    cache : bool
+        Keep the compiled loop in numba's disk cache (False for functions defined where numba
+        cannot find them again in another process, e.g. in ``exec``'d code).
 
     Returns
     -------
@@ -390,7 +398,7 @@ def make_loop(
     loop_bindings.update(constants, LEAD=scheme.lead, GENERIC=generic)
     loop_bindings["shape_view"] = constant_shape_view if compile else _reshaped
     loop_bindings["scratch"] = stack_array if compile else _zeros
-    loop = specialize(template(_time_loop), loop_bindings, compile, nrt=False)
+    loop = specialize(template(_time_loop), loop_bindings, compile, nrt=False, cache=cache)
     if generic and compile:  # one dispatcher per process for every size
         loop = _GENERIC_LOOPS.setdefault(loop.py_func.__qualname__, loop)
     arguments_of_sizes = (tuple(sizes[name] for name in RUNTIME_SIZES),) if generic else ()
@@ -420,7 +428,8 @@ def make_loop(
             buffer.fill(0.0)
             rows.fill(0)
             ws[WARM_START_ENTRY].fill(False)
-        call(*arguments_of_sizes, *arguments, buffer, rows, ws)
+        # the overload's entry point once DirectCall selected it (one Python call less)
+        (call.entry or call)(*arguments_of_sizes, *arguments, buffer, rows, ws)
         free.append((buffer, rows, ws))
         return work_bytes
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numba
+from ._jit import compiled_entry
 
 
 class DirectCall:
@@ -40,9 +40,5 @@ class DirectCall:
         if entry is not None:
             return entry(*arguments)
         result = self.function(*arguments)
-        overloads = getattr(self.function, "overloads", None)
-        if overloads is not None:
-            compiled = overloads.get(tuple(numba.typeof(argument) for argument in arguments))
-            if compiled is not None:
-                self.entry = compiled.entry_point
+        self.entry = compiled_entry(self.function, arguments)
         return result

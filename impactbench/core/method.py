@@ -103,14 +103,17 @@ class Method(ABC):
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters().items())
         return f"{type(self).__name__}({args})"
 
-    def compiled_code(self, problem: Problem) -> Hashable | None:
-        """What identifies the compiled code a run of this method on ``problem`` executes:
-        equal for two runs exactly when they run the same compiled code; None when it runs none
-        of its own (plain Python, scipy) or cannot tell (the default).
+    def compile_options(self, problem: Problem) -> dict[str, Hashable] | None:
+        """The settings of this method that its compiled code on ``problem`` is compiled for,
+        or None when it runs no compiled code of its own there (plain Python, scipy; the
+        default). Called for problems with kernels only.
 
-        The study runner warms a process up once per compiled code and skips the warm-up of
-        later runs of the same code (``impactbench/bench/runner.py``): a value that is equal for
-        two different pieces of code would time a compilation.
+        A declaration, because only the method knows which of its settings change its machine
+        code (a Runge-Kutta pair, an activation rule) and which are run-time values (a step
+        size, theta): :func:`impactbench.core.compilation.compiled_code` keys the compiled code
+        on the method's class, the problem's kernels and sizes, and these options, and the study
+        runner warms a process up once per key. An option left out would make two pieces of
+        code share a key, and a compilation be timed.
         """
         return None
 
@@ -127,7 +130,7 @@ class Method(ABC):
         Validates the problem (``problem.check()``), ``t_end`` and ``output_every``, then times
         :meth:`_solve_impl`.
         """
-        if not isinstance(problem, Problem):
+        if Problem not in type(problem).__mro__ and not isinstance(problem, Problem):  # as simulate
             raise ValueError(f"problem must be an impactbench.Problem, got {problem!r}")
         problem.check()
         t_end = _checks.finite_scalar(t_end, "t_end")

@@ -27,6 +27,7 @@ from ._jit import kernel
 from .contact import ldl_factor
 from .divergence import declared_stable_step, declared_state_scale
 from .sampled import sample_gaps, sample_kinetic_energies
+from .snapshot import Snapshot
 from .trajectory import SimulationError
 
 #: Tolerance on g(q0) >= 0, relative to max(1, |q0|).
@@ -70,7 +71,8 @@ class ProblemKernels(NamedTuple):
     time-stepping loops read n and m at run time from ``impactbench.core.driver.WHOLE_ROWS_FROM``
     DOF instead of ``GENERIC_FROM``, so that one compiled loop per scheme serves every mesh, at a
     somewhat higher cost per step on small meshes (module docstring of
-    ``impactbench/core/driver.py``).
+    ``impactbench/core/driver.py``). A declaration, like the others here: whether a problem is
+    run at many sizes is known to its author only (:mod:`impactbench.core.compilation`).
 
     The compiled loops pass row slices of one work buffer (so that the compiler can prove them
     disjoint): a kernel must accept non-contiguous 2-D ``out`` arrays (index them; do not
@@ -124,11 +126,6 @@ class Problem(ABC):
         Magnitudes (Q, V) that the positions and velocities of the problem's motion stay
         within, or None (default) to take them from the initial data: a run whose max |q| or
         max |v| exceeds 1e6 times them stops as diverged (:mod:`impactbench.core.divergence`).
-    RUN_TIME_PARAMETERS : tuple of str (class attribute)
-        Constructor parameters that are not real numbers yet change no compiled code (neither
-        the sizes nor anything the kernels are compiled for), default none: the runner then
-        schedules runs that differ only in them as one compiled code (compiled by one worker,
-        :func:`impactbench.bench.runner.execute`). A wrong declaration costs compile time only.
 
     Notes
     -----
@@ -166,7 +163,6 @@ class Problem(ABC):
     mass_structure: str = "dense"
     stable_step: float | None = None
     state_scale: tuple[float, float] | None = None
-    RUN_TIME_PARAMETERS: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
@@ -364,25 +360,32 @@ class CompiledProblem(Problem):
         The values checked at q0 are the kernels' at (t0, q0, v0) with the parameter vector
         fixed at construction, so a check that passed holds while the contract's attributes
         (sizes, ``mass_structure``, ``restitution``, ``t0``, ``q0``, ``v0``: types, shapes and
-        bits) and that vector are unchanged: it is skipped then (:func:`_contract_key`), and run
-        in full after any change. A subclass that overrides a method of the contract in Python
-        is checked in full every time.
+        bits) and that vector are unchanged: it is skipped then (:func:`_contract_key`; first
+        tested by the cheaper :class:`impactbench.core.snapshot.Snapshot`: no attribute changed
+        at all), and run in full after any change. A subclass that overrides a method of the
+        contract in Python is checked in full every time.
         """
-        key = _contract_key(self)
         passed = _PASSED.get(id(self))
-        if key is not None and passed is not None and passed[0]() is self and passed[1] == key:
-            return
+        if passed is not None and passed[0]() is self:
+            if passed[2] is not None and passed[2].matches(self):
+                return  # no attribute changed since the check passed
+            key = _contract_key(self)
+            if key is not None and passed[1] == key:  # another attribute changed
+                _PASSED[id(self)] = (passed[0], key, Snapshot.take(self, _CLASS_READ))
+                return
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
                 f"mass_structure='diagonal' needs a mass_diagonal kernel in "
                 f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
             )
+        _PASSED.pop(id(self), None)
         self._check_gap_size()
         super().check()
         key = _contract_key(self)
         if key is not None:
             forget = functools.partial(_PASSED.pop, id(self), None)
-            _PASSED[id(self)] = (weakref.ref(self, lambda _: forget()), key)
+            reference = weakref.ref(self, lambda _: forget())
+            _PASSED[id(self)] = (reference, key, Snapshot.take(self, _CLASS_READ))
 
     def _check_gap_size(self) -> None:
         """``n_constraints`` is the number of values the ``gap`` kernel writes.
@@ -466,10 +469,27 @@ class CompiledProblem(Problem):
 
 
 #: The compiled problems whose last :meth:`CompiledProblem.check` passed, by id: a weak
-#: reference to the problem (its entry removed when it is freed) and the :func:`_contract_key`
-#: it passed for (kept outside the instance: its attributes fingerprint it,
+#: reference to the problem (its entry removed when it is freed), the :func:`_contract_key`
+#: it passed for and the :class:`impactbench.core.snapshot.Snapshot` of its attributes then, or
+#: None (kept outside the instance: its attributes fingerprint it,
 #: :func:`impactbench.analysis.reference.problem_fingerprint`).
-_PASSED: dict[int, tuple[weakref.ref, tuple[Any, ...]]] = {}
+_PASSED: dict[int, tuple[weakref.ref, tuple[Any, ...], Snapshot | None]] = {}
+
+#: What :func:`_contract_key` reads through the class (compared by the snapshots too).
+_CLASS_READ = ("KERNELS", "mass_structure")
+
+
+def checked_state(problem: Problem) -> Snapshot | None:
+    """The state in which ``problem`` passed its last check, to be called right after
+    ``problem.check()``: a :class:`impactbench.core.snapshot.Snapshot` of its attributes, the
+    same object for as long as they do not change (a check after a change keeps a new one), so
+    that what a caller derives from them can be kept under it. None when the problem is not a
+    :class:`CompiledProblem` whose check is kept, or its attributes have no snapshot."""
+    passed = _PASSED.get(id(problem))
+    if passed is None or passed[0]() is not problem:
+        return None
+    return passed[2]
+
 
 #: The methods :meth:`Problem.check` calls: :class:`CompiledProblem` derives them from its kernels.
 _CHECKED_METHODS = ("mass_matrix", "mass_diagonal", "forces", "gap", "gap_gradient", "check")

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -42,23 +41,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _checks
-from .divergence import check_step, divergence_error, state_bounds
+from .compilation import compiled_code
+from .divergence import check_step, state_bounds
 from .method import TIME_STEPPING, Method
-from .problem import CheckedCalls, Problem, ProblemKernels, python_kernels
-from .status_codes import (
-    COUNTER_FORCE_EVALUATIONS,
-    COUNTER_IMPACTS,
-    COUNTER_LOGGED,
-    COUNTER_SAMPLES,
-    COUNTER_SOLVER_ITERATIONS,
-    COUNTER_STATUS,
-    COUNTER_STEPS,
-    FAILURE_REASONS,
-    N_COUNTERS,
-    STATUS_DIVERGED,
-    STATUS_OK,
-)
-from .trajectory import IMPACT_LOG_CAPACITY, ImpactLog, SimulationError, Status, Trajectory
+from .prepared_loop import PreparedLoop
+from .problem import CheckedCalls, Problem, ProblemKernels, checked_state, python_kernels
+from .snapshot import keep, kept
+from .status_codes import FAILURE_REASONS
+from .trajectory import IMPACT_LOG_CAPACITY, Trajectory
 
 #: Refuse runs whose stored output would exceed this many bytes (use output_every).
 MAX_OUTPUT_BYTES = 2 * 1024**3
@@ -122,13 +112,9 @@ def _float_step_count(t0: float, t_end: float, h: float) -> tuple[int, float]:
     return step_count(t0, t_end, h)
 
 
-def _vector(value: Any, name: str) -> np.ndarray:
-    """A C-contiguous, writeable float64 copy of the 1-D array ``value`` (ValueError naming
-    ``name`` otherwise): the loops' vector arguments always have this one numba type."""
-    array = np.array(value, dtype=np.float64)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array, got shape {array.shape}")
-    return array
+#: Types of h whose runs keep their plan (under float(h): a step count of h depends on its
+#: value only).
+_STEP_TYPES = frozenset({float, int, np.float64})
 
 
 def _too_small(smallest: float, t0: float, t_end: float) -> str:
@@ -221,7 +207,7 @@ class TimeStepping(Method):
         (:func:`impactbench.core.problem.python_kernels`).
         """
         n, m = problem.n_dof, problem.n_constraints
-        key = self.compiled_code(problem)
+        key = compiled_code(self, problem)
         if key is None:
             calls = CheckedCalls(problem)
             options = self._loop_options()
@@ -236,24 +222,21 @@ class TimeStepping(Method):
         self.__dict__["_loop_memo"] = (key, loop)
         return loop, None
 
-    def compiled_code(self, problem: Problem) -> tuple[Any, ...] | None:
-        """The key of the compiled loop run on ``problem`` (the scheme's class, the problem's
-        kernels, its sizes, the loop options), or None when the loop runs as plain Python."""
-        kernels = problem.kernels()
-        if not self.compiled or kernels is None:
-            return None
-        options = self._loop_options()
-        sizes = (problem.n_dof, problem.n_constraints)
-        memo = self.__dict__.get("_code_memo")  # the last key, kept while its inputs are equal
-        if memo is not None and memo[0] is kernels and memo[1] == sizes and memo[2] == options:
-            return memo[3]
-        key = (type(self), kernels, *sizes, tuple(sorted(options.items())))
-        self.__dict__["_code_memo"] = (kernels, sizes, options, key)
-        return key
+    def compile_options(self, problem: Problem) -> dict[str, Any] | None:
+        """The loop options (:meth:`_loop_options`) when the loop is compiled, else None."""
+        return self._loop_options() if self.compiled else None
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
     ) -> Trajectory:
+        # the loop and its arguments are kept per problem state and (t_end, h, output_every)
+        # while this instance is unchanged (impactbench.core.prepared_loop)
+        state = checked_state(problem)
+        prepared = kept(self, state)
+        key = (t_end, float(h), output_every) if type(h) in _STEP_TYPES else None
+        plan = None if prepared is None or key is None else prepared.plans.get(key)
+        if plan is not None:
+            return prepared.run(plan)
         t0 = problem.t0
         if type(h) is float and type(t0) is float and type(t_end) is float:
             n_steps, h = _float_step_count(t0, t_end, h)
@@ -268,94 +251,11 @@ class TimeStepping(Method):
                 f"output_every={output_every} would store {n_out} samples of {2 * n + 1} floats "
                 f"(more than {MAX_OUTPUT_BYTES} bytes); increase output_every"
             )
-        loop, calls = self.loop_for(problem)
-        out_t = np.empty(n_out)
-        out_q = np.empty((n_out, n))
-        out_v = np.empty((n_out, n))
+        if prepared is None:
+            loop, calls = self.loop_for(problem)
+            prepared = PreparedLoop(self, problem, loop, calls)
+            if calls is None:  # the plain path's checked calls belong to one run
+                keep(self, state, prepared)
         capacity = min(self.log_capacity, n_steps * problem.n_constraints)
-        log_t = np.empty(capacity)
-        log_i = np.empty(capacity, dtype=np.int64)
-        log_u = np.empty((capacity, 2))
-        counters = np.zeros(N_COUNTERS, dtype=np.int64)
-        state = np.empty(1 + 2 * n)
-        arguments = (
-            float(problem.t0),
-            float(h),
-            n_steps,
-            _vector(problem.q0, "q0"),
-            _vector(problem.v0, "v0"),
-            _vector(problem.kernel_parameters(), "kernel_parameters()"),
-            float(problem.restitution),
-            _vector(self._method_vector(), "_method_vector()"),
-            output_every,
-            out_t,
-            out_q,
-            out_v,
-            log_t,
-            log_i,
-            log_u,
-            counters,
-            state,
-            growth,
-        )
-        try:
-            start = time.perf_counter()
-            work_bytes = loop(*arguments)
-            integration_time = time.perf_counter() - start
-        except SimulationError as error:  # a checked call of the plain-Python path
-            raise SimulationError(
-                f"{self.name} on {problem.name}: {error.reason}", error.t, error.q, error.v
-            ) from None
-        count = counters.tolist()
-        samples = count[COUNTER_SAMPLES]
-        logged = count[COUNTER_LOGGED]
-        # out_t, out_q, out_v; log_t, log_i, log_u (2 entries); counters; state: 8-byte items
-        output_bytes = 8 * (n_out * (1 + 2 * n) + 4 * capacity + N_COUNTERS + 1 + 2 * n)
-        impacts = ImpactLog.from_buffers(log_t, log_i, log_u, logged, count[COUNTER_IMPACTS])
-        stats = {
-            "steps": count[COUNTER_STEPS],
-            "force_evaluations": count[COUNTER_FORCE_EVALUATIONS],
-            "impacts": count[COUNTER_IMPACTS],
-            "solver_iterations": count[COUNTER_SOLVER_ITERATIONS],
-            "compiled": calls is None,
-            "velocity_output": self.velocity_output,
-            # the loop's work buffers (their size is returned by the driver's loop; None from a
-            # loop that does not say), and with the output arrays all the run allocated
-            "work_bytes": None if work_bytes is None else int(work_bytes),
-            "memory_bytes": None if work_bytes is None else int(work_bytes) + output_bytes,
-            "integration_time": integration_time,
-        }
-        status = count[COUNTER_STATUS]
-        reason = "reached t_end"
-        if status != STATUS_OK:  # the plain path says which bad M(q) or F(t, q, v) stopped it
-            reason = (calls.deferred if calls is not None else "") or self.failure_reasons[status]
-        trajectory = Trajectory(
-            t=out_t[:samples],
-            q=out_q[:samples],
-            v=out_v[:samples],
-            impacts=impacts,
-            status=Status.OK if status == STATUS_OK else Status.FAILED,
-            message=reason,
-            stats=stats,
-            method=self.name,
-            problem=problem.name,
-            h=h,
-        )
-        if status == STATUS_DIVERGED:
-            raise divergence_error(
-                f"{self.name} on {problem.name}",
-                growth,
-                state[0],
-                state[1 : 1 + n],
-                state[1 + n :],
-                trajectory,
-            )
-        if status != STATUS_OK:
-            raise SimulationError(
-                f"{self.name} on {problem.name}: {reason}",
-                state[0],
-                state[1 : 1 + n],
-                state[1 + n :],
-                trajectory,
-            )
-        return trajectory
+        plan = prepared.plan(key, n_steps, h, output_every, n_out, capacity, growth)
+        return prepared.run(plan)

@@ -13,6 +13,10 @@ from .dense import DenseOutput
 #: Default number of impact-log entries a run keeps (all are counted in ``ImpactLog.total``).
 IMPACT_LOG_CAPACITY = 100_000
 
+#: Copied into an empty :class:`ImpactLog` (never handed out).
+_EMPTY = np.zeros(0)
+_EMPTY_INDICES = np.zeros(0, dtype=np.int64)
+
 
 class Status(str, Enum):
     """Result code of a run. The trajectory's ``message`` explains it."""
@@ -68,8 +72,8 @@ class ImpactLog:
         """The log a compiled loop left in its buffers: the first ``logged`` entries (copied)
         of ``t`` (k,), ``constraint`` (k,) and ``normal`` (k, 2: before, after), of ``total``
         produced."""
-        if not logged:
-            return cls(total=total)
+        if not logged:  # new empty arrays, as the defaults, without their factories' cost
+            return cls(_EMPTY.copy(), _EMPTY_INDICES.copy(), _EMPTY.copy(), _EMPTY.copy(), total)
         return cls(
             t=t[:logged].copy(),
             constraint=constraint[:logged].copy(),

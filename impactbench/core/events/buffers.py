@@ -102,6 +102,7 @@ class Buffers:
         f, i, b = np.float64, np.int64, np.bool_
         zeroed = (
             ("counters", (N_COUNTERS + 2,), i),
+            ("growth", (GROWTH_SIZE,), f),
             ("info", (INFO_HEAD + 3 * m,), f),
             ("K", stages, f),
             ("dense", dense, f),
@@ -150,14 +151,25 @@ class Buffers:
             np.empty(capacity), np.empty((capacity, n)), np.empty((capacity, n)),
             np.empty(IMPACT_LOG_CAPACITY), np.empty(IMPACT_LOG_CAPACITY, dtype=np.int64),
             np.empty((IMPACT_LOG_CAPACITY, 2)), views["counters"], np.empty(1 + 2 * n),
-            views["info"], np.empty(GROWTH_SIZE),
+            views["info"], views["growth"],
         )  # fmt: skip
         self.work = Work(**{name: views[name] for name in Work._fields})
 
-    def fresh(self) -> tuple[Output, Work]:
-        """The output and work arrays, as a new run needs them."""
-        floats, integers, booleans = self.flat
+    def image(self, y: np.ndarray, growth: np.ndarray) -> np.ndarray:
+        """The float buffer of a fresh run with the initial state ``y`` in ``Work.y`` and the
+        state's bounds ``growth`` in ``Output.growth``, for :meth:`fresh` (of any buffers of
+        these shapes and sizes: the capacity does not change it)."""
+        floats = self.flat[0]
         floats[:] = self.initial
+        self.work.y[:] = y
+        self.output.growth[:] = growth
+        return floats.copy()
+
+    def fresh(self, image: np.ndarray | None = None) -> tuple[Output, Work]:
+        """The output and work arrays, as a new run needs them; ``image`` the float buffer from
+        :meth:`image` (default: zeros in ``y`` and ``growth``)."""
+        floats, integers, booleans = self.flat
+        floats[:] = self.initial if image is None else image
         integers.fill(0)
         booleans.fill(False)
         return self.output, self.work

@@ -3,7 +3,8 @@
 :func:`bind` copies the templates of :mod:`impactbench.core.events` with the problem's kernels,
 sizes and a stepper bound (compiled with numba, or as plain Python: the same source).
 :func:`make_engine` binds the compiled Runge-Kutta stepper (:mod:`impactbench.core.events.
-stepping`) and caches the loop per (kernels, sizes, pair); :func:`simulate_compiled` runs it;
+stepping`) and caches the loop per (kernels, sizes, pair); :class:`PreparedEngine` holds it with
+what the runs of one problem state share, :func:`simulate_compiled` runs it once;
 :func:`trajectory` turns the output of either engine into a :class:`impactbench.Trajectory`.
 
 How the compiled engine is compiled: helpers are typed with the non-literal types of their
@@ -228,6 +229,9 @@ def start_state(problem: Problem, run: Run, out: Output, w: Work) -> None:
     w.y[n:] = np.asarray(problem.v0, dtype=float)
 
 
+#: Runs (t_end, output_every) a :class:`PreparedEngine` keeps: one beyond them forgets the others.
+MAX_RUNS = 64
+
 #: The event loops' calls without numba's dispatch (fixed argument types).
 _DIRECT_CALLS: dict[Callable, DirectCall] = {}
 
@@ -299,45 +303,107 @@ def simulate_compiled(
     min_impact_interval = _checks.in_interval(min_impact_interval, "min_impact_interval", 0.0, 1.0)
     if not (isinstance(capacity, (int, np.integer)) and capacity >= 2):
         raise ValueError(f"capacity must be an integer >= 2, got {capacity!r}")
-    run = run_settings(
-        problem, t_end, rtol, atol, max_step, output_every, rest_velocity, min_impact_interval
-    )
     name = f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})"
-    return run_engine(problem, run, integrator, compile, int(capacity), name)
+    engine = PreparedEngine(
+        problem, rtol, atol, integrator, max_step, rest_velocity, min_impact_interval, compile,
+        name,
+    )  # fmt: skip
+    return engine.run(problem, t_end, output_every, int(capacity))
 
 
-def run_engine(
-    problem: Problem, run: Run, integrator: str, compile: bool, capacity: int, name: str
-) -> Trajectory:
-    """:func:`simulate_compiled` with the :class:`Run` of validated settings; ``name`` the
-    trajectory's ``method``."""
-    loop_function = make_engine(problem, integrator, compile)
-    n, m = int(problem.n_dof), int(problem.n_constraints)
-    rk = compiled_rk.RungeKuttaIntegrator
-    stages = (compiled_rk.pair_bindings(integrator)[0] + 1 + 3 * (integrator == "DOP853") + 1,)
-    integration_time = 0.0
-    while True:
-        free = _FREE_BUFFERS.setdefault((integrator, n, m, capacity), [])
-        try:
-            buffers = free.pop()
-        except IndexError:
-            buffers = Buffers((*stages, 2 * n), rk.dense_buffer(2 * n).shape, n, m, capacity)
-        out, w = buffers.fresh()
-        start_state(problem, run, out, w)
-        call = _DIRECT_CALLS.get(loop_function)
-        if call is None:
-            call = _DIRECT_CALLS.setdefault(loop_function, DirectCall(loop_function))
-        start = time.perf_counter()
-        call(run, out, w)
-        integration_time += time.perf_counter() - start
-        if int(out.counters[COUNTER_STATUS]) != STATUS_OUTPUT_FULL:
-            break
-        free.append(buffers)
-        capacity *= 2
-    result = trajectory(problem, run, out, name)
-    result.stats["integration_time"] = integration_time
-    free.append(buffers)  # every array the trajectory keeps is a copy
-    return result
+class PreparedEngine:
+    """The compiled event loop on one problem and what its runs read that depends on neither
+    ``t_end`` nor ``output_every``, prepared once for many runs (an ``EventDriven`` instance
+    keeps one per problem state while neither changes, :func:`impactbench.core.snapshot.keep`);
+    the :class:`Run` and the initial float buffer (initial state, the state's bounds) of each
+    ``(t_end, output_every)``, kept at its first run (at most ``MAX_RUNS``).
+
+    Parameters are those of :func:`simulate_compiled`, validated; ``name`` the trajectories'
+    ``method``. The loop copies the initial state into its work arrays and reads the kernel
+    parameters only (the kernel contract): one copy of each serves every run.
+
+    Raises
+    ------
+    ValueError
+        If ``kernel_parameters()`` is not a 1-D array.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        rtol: float,
+        atol: float,
+        integrator: str,
+        max_step: float,
+        rest_velocity: float,
+        min_impact_interval: float,
+        compile: bool,
+        name: str,
+    ) -> None:
+        #: the run's settings but t_end, every and impact_interval (set by each run's Run)
+        self.base = run_settings(
+            problem, math.inf, rtol, atol, max_step, 1, rest_velocity, min_impact_interval
+        )
+        loop_function = make_engine(problem, integrator, compile)
+        self.call = _DIRECT_CALLS.get(loop_function)
+        if self.call is None:
+            self.call = _DIRECT_CALLS.setdefault(loop_function, DirectCall(loop_function))
+        n, m = int(problem.n_dof), int(problem.n_constraints)
+        self.key = (integrator, n, m)
+        rk = compiled_rk.RungeKuttaIntegrator
+        stages = compiled_rk.pair_bindings(integrator)[0] + 1 + 3 * (integrator == "DOP853") + 1
+        self.shapes = ((stages, 2 * n), rk.dense_buffer(2 * n).shape, n, m)
+        self.y0 = np.concatenate(
+            (np.asarray(problem.q0, dtype=float), np.asarray(problem.v0, dtype=float))
+        )
+        self.name = name
+        #: the Run and the fresh float buffer (:meth:`Buffers.image`) of each (t_end, every)
+        self.runs: dict[tuple[Any, Any], tuple[Run, np.ndarray]] = {}
+
+    def run(
+        self, problem: Problem, t_end: float, output_every: int, capacity: int = 4096
+    ) -> Trajectory:
+        """A run of ``problem`` (the one prepared, in the same state) to ``t_end`` keeping every
+        ``output_every``-th accepted step, with room for ``capacity`` samples at first (see
+        :func:`simulate_compiled`)."""
+        kept = self.runs.get((t_end, output_every))
+        if kept is None:
+            t0, min_impact_interval = self.base.t0, self.base.min_impact_interval
+            run = self.base._replace(
+                t_end=float(t_end),
+                every=int(output_every),
+                impact_interval=float(min_impact_interval * (t_end - t0)),
+            )
+            # the float buffer with the initial state and the state's bounds, set by one copy
+            image = Buffers(*self.shapes, 2).image(self.y0, state_bounds(problem, run.t_end))
+            kept = (run, image)
+            if len(self.runs) >= MAX_RUNS:
+                self.runs.clear()
+            self.runs[t_end, output_every] = kept
+        run, image = kept
+        integration_time = 0.0
+        while True:
+            key = (*self.key, capacity)
+            free = _FREE_BUFFERS.get(key)
+            if free is None:
+                free = _FREE_BUFFERS.setdefault(key, [])
+            try:
+                buffers = free.pop()
+            except IndexError:
+                buffers = Buffers(*self.shapes, capacity)
+            out, w = buffers.fresh(image)
+            call = self.call.entry or self.call  # the entry point once selected
+            start = time.perf_counter()
+            call(run, out, w)
+            integration_time += time.perf_counter() - start
+            if out.counters[COUNTER_STATUS] != STATUS_OUTPUT_FULL:
+                break
+            free.append(buffers)
+            capacity *= 2
+        result = trajectory(problem, run, out, self.name)
+        result.stats["integration_time"] = integration_time
+        free.append(buffers)  # every array the trajectory keeps is a copy
+        return result
 
 
 def trajectory(
@@ -346,7 +412,7 @@ def trajectory(
     """The trajectory of a finished (or stopped) run from its output; ``failure`` the reason of
     a run stopped by an exception."""
     counts = out.counters.tolist()
-    status = int(counts[COUNTER_STATUS])
+    status = counts[COUNTER_STATUS]
     slots = out.info[:INFO_HEAD].tolist()
     m = int(problem.n_constraints)
     t_stop = float(out.state[0])
@@ -370,25 +436,24 @@ def trajectory(
         if contact_time is not None:
             message += f"; persistent contact from t={contact_time!r}"
     count = counts[COUNTER_SAMPLES]
+    stats = _stats(run, out, counts, slots, impacts.total, zeno_time, contact_time)
+    # t, q, v, impacts, status, message, stats, method, problem, h (by position: faster)
     return Trajectory(
-        t=out.t[:count].copy(),
-        q=out.q[:count].copy(),
-        v=out.v[:count].copy(),
-        impacts=impacts,
-        status=run_status,
-        message=message,
-        stats=_stats(run, out, impacts.total, zeno_time, contact_time),
-        method=name,
-        problem=problem.name,
-        h=None,
-    )
+        out.t[:count].copy(), out.q[:count].copy(), out.v[:count].copy(), impacts, run_status,
+        message, stats, name, problem.name, None,
+    )  # fmt: skip
 
 
 def _stats(
-    run: Run, out: Output, impacts: int, zeno_time: float | None, contact_time: float | None
+    run: Run,
+    out: Output,
+    counts: list[int],
+    slots: list[float],
+    impacts: int,
+    zeno_time: float | None,
+    contact_time: float | None,
 ) -> dict[str, Any]:
-    counts = out.counters.tolist()
-    slots = out.info[:INFO_HEAD].tolist()
+    """The trajectory's stats; ``counts`` and ``slots`` the counters and head of ``info``."""
     return {
         "steps": counts[COUNTER_STEPS],
         "force_evaluations": counts[COUNTER_FORCE_EVALUATIONS],

@@ -1,0 +1,114 @@
+"""Compile cost as a new user meets it: each figure measured in a fresh process on an empty cache.
+
+    python benchmarks/compile_cost.py [--quick-job] [--main-job] [--json out.json]
+
+Every measurement runs in a new Python process whose numba cache (``NUMBA_CACHE_DIR``), run cache
+(``IMPACTBENCH_CACHE_DIR``) and reference cache (``IMPACTBENCH_REFERENCE_DIR``) are fresh
+temporary folders, so nothing compiled or computed before is reused:
+
+* ``first simulate``: ``simulate(BouncingBall(), MoreauJean(), 1.0, h=1e-3)``, the first call of
+  a scheme and a problem (compiling the loop, the problem's kernels and what they call);
+* ``second problem``, ``third problem``: in the same process, the same scheme on the impacting
+  oscillator, then on the double pendulum (what a new problem costs once its scheme is compiled);
+* ``validate MoreauJean``: ``impactbench validate MoreauJean`` (the conformance battery, quick);
+* ``quick main job`` (``--quick-job``) and ``main job`` (``--main-job``): ``impactbench run
+  --quick`` and ``impactbench run`` into a temporary output folder (long: the full job takes tens
+  of minutes).
+
+Each figure is the wall time of one cold run (a compile cost is paid once per machine: repeating
+it would measure a warm cache), with the process's CPU time beside it (user + system of the child
+and its workers), which says how much of the wall time two cores absorbed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+SIMULATE = """
+import time
+from impactbench import simulate
+from impactbench.methods import MoreauJean
+from impactbench.problems import BouncingBall, DoublePendulum, ImpactingOscillator
+
+for label, problem in (
+    ("first simulate", BouncingBall()),
+    ("second problem", ImpactingOscillator()),
+    ("third problem", DoublePendulum()),
+):
+    start = time.perf_counter()
+    simulate(problem, MoreauJean(), problem.t0 + 1.0, h=1e-3)
+    print(label, time.perf_counter() - start, flush=True)
+"""
+
+
+def _fresh_environment(folder: str) -> dict[str, str]:
+    environment = dict(os.environ)
+    for variable, name in (
+        ("NUMBA_CACHE_DIR", "numba"),
+        ("IMPACTBENCH_CACHE_DIR", "runs"),
+        ("IMPACTBENCH_REFERENCE_DIR", "references"),
+    ):
+        environment[variable] = os.path.join(folder, name)
+    return environment
+
+
+def _run(command: list[str], folder: str) -> tuple[float, float, str]:
+    """Wall time, CPU time of the children and standard output of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(
+        command, env=_fresh_environment(folder), cwd=folder, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def measure(quick_job: bool, main_job: bool) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        wall, cpu, out = _run([sys.executable, "-c", SIMULATE], folder)
+        for line in out.splitlines():
+            *words, seconds = line.split()
+            rows.append({"what": " ".join(words), "wall_s": float(seconds), "cpu_s": float("nan")})
+        rows.append({"what": "simulate process (all three)", "wall_s": wall, "cpu_s": cpu})
+    commands = [("validate MoreauJean", ["-m", "impactbench", "validate", "MoreauJean"])]
+    if quick_job:
+        commands.append(("quick main job", ["-m", "impactbench", "run", "--quick"]))
+    if main_job:
+        commands.append(("main job", ["-m", "impactbench", "run"]))
+    for label, arguments in commands:
+        with tempfile.TemporaryDirectory() as folder:
+            extra = ["--output", os.path.join(folder, "reports")] if "run" in arguments else []
+            wall, cpu, _ = _run([sys.executable, *arguments, *extra], folder)
+            rows.append({"what": label, "wall_s": wall, "cpu_s": cpu})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick-job", action="store_true", help="also time `run --quick`")
+    parser.add_argument("--main-job", action="store_true", help="also time the full `run`")
+    parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    args = parser.parse_args()
+    rows = measure(args.quick_job, args.main_job)
+    print(f"{'cold, empty caches':32s} {'wall [s]':>9s} {'CPU [s]':>9s}")
+    for row in rows:
+        print(f"{row['what']:32s} {row['wall_s']:9.1f} {row['cpu_s']:9.1f}")
+    if args.json:
+        with open(args.json, "w") as stream:
+            json.dump(rows, stream, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,591 @@
+"""Writing a fixed-step scheme: its named state, its options, and the shared velocity impulse.
+
+A scheme is a subclass of :class:`Scheme` that declares
+
+* ``state``: its variables by name and shape, kept from step to step in one work buffer;
+* ``run_time``: the names of its run-time parameters (floats, instance attributes), which the
+  functions read as ``par.<name>``: one compiled loop serves every value;
+* ``compile_time``: its compile-time options, name -> ``bool`` or ``int`` (instance attributes
+  or properties), read as ``options.<name>``: each value compiles its own loop, whose machine
+  code keeps only the branch that the value takes;
+
+and writes the step (and, when the defaults do not fit, start, commit, sample and current) as
+plain Python functions on numbers and arrays. The driver (:mod:`impactbench.core.driver`)
+places the state in its work buffer, hands every function the state ``s`` as a named tuple of
+views (``s.q``, ``s.M``, ``s.G``...), and runs them in its one time loop, which owns output
+sampling, finite checks, divergence bounds, the impact log, counters and statuses. The same
+source is compiled by numba (the problem's kernels inlined, the sizes constant) or runs as
+plain Python (``compiled=False``, or a problem numba cannot compile).
+
+Shapes of ``state`` entries: ``"n"`` (a vector of length n, the degrees of freedom), ``"m"`` (a
+vector of length m, the constraints), ``"scalar"`` (an array of length 1: ``s.x[0]``),
+``"mass"`` (the mass matrix M or its factor, as :func:`factor_mass` and :func:`solve_mass`
+take them: (n, n), or (1, n) holding the diagonal of a diagonal M), ``("m", "n")`` (e.g. the
+gap gradient G), ``("n", "n")``. Every scheme has ``q`` and ``v`` (n), its state at the last
+step. The driver adds:
+
+* ``s.q_next``, ``s.v_next`` (n): the candidate state the step writes (on the loop's stack in a
+  compiled loop; ``None`` in ``start``);
+* ``s.impulse``, ``s.normal_before``, ``s.normal_after`` (m): on a step with contact, the
+  impulse of each constraint (0 where it took none) and, where it is positive, the normal
+  velocities before and after, which the driver logs as an impact;
+* ``s.rows`` (int64, m) and ``s.ws`` (:func:`impactbench.core.contact.make_workspace`): work
+  space of the contact solvers, and ``s.multipliers`` (m), the solution of the last LCP
+  solved in ``s.ws`` (impulses, or the multipliers of a projection) (``None`` in ``commit``,
+  ``sample`` and ``current``).
+
+The work buffer is zero when ``start`` runs.
+
+The functions (static methods of the class; ``n``, ``m`` the sizes, ``p`` the problem's kernel
+parameters, ``e`` the restitution coefficient, ``par`` the run-time parameters):
+
+``start(s, problem, options, n, m, t0, h, q0, v0, p, e, par) -> (status, iterations, evaluations)``
+    Set the state from (q0, v0) (default: ``s.q = q0``, ``s.v = v0``; a two-step scheme takes
+    its first step here). ``evaluations`` counts the calls of ``problem.forces``.
+``step(s, problem, options, n, m, k, t, t_next, h, p, e, par) -> (status, contact, its, evals)``
+    Step k, from t = t0 + k h to t_next = t0 + (k + 1) h: write the candidate state into
+    ``s.q_next``, ``s.v_next`` and, when ``contact``, ``s.impulse`` and the normal velocities
+    (:func:`velocity_impulse` does); leave the rest of the state as the next step needs it
+    once the candidate is committed. ``status`` is ``STATUS_OK`` or a failure code
+    (:mod:`impactbench.core.status_codes`), which stops the run with the state of ``current``.
+``commit(s, n)``
+    Make the candidate the state (default: ``s.q = s.q_next``, ``s.v = s.v_next``).
+``sample(s, n, q_out, v_out)``
+    The output (q, v) after a commit (default: ``s.q``, ``s.v``).
+``current(s, n, q_out, v_out)``
+    The state reported at a failed step, ``lead`` steps after the last sample (default: as
+    ``sample``).
+
+``problem`` is a named tuple of the problem's kernels and flags (:class:`Kernels`), ``options``
+one of the scheme's compile-time options. Helpers that a scheme's functions call with ``s`` or
+``problem`` are decorated with :func:`scheme_function`; the shared contact numerics
+(:func:`factor_mass`, :func:`solve_mass`, :mod:`impactbench.core.contact`) are called as they
+are.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import namedtuple
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ._jit import CompileTimeTuple, generated_functions, scheme_function
+from .contact import (
+    DEGENERATE_GRADIENT,
+    all_finite,
+    factor_mass,
+    impulse,
+    impulse_single,
+    impulse_span,
+    metric_row,
+    solve_mass,
+)
+from .driver import (
+    FIRST_SCHEME_ROW,
+    IMPULSE,
+    NEXT_Q,
+    NEXT_V,
+    NORMAL_AFTER,
+    NORMAL_BEFORE,
+    make_loop,
+)
+from .driver import Scheme as LoopFunctions
+from .mass import mass_bindings
+from .problem import ProblemKernels
+from .status_codes import (
+    STATUS_CONTACT_SOLVE_FAILED,
+    STATUS_DEGENERATE_GRADIENT,
+    STATUS_GAP_NOT_FINITE,
+    STATUS_MASS_NOT_SPD,
+    STATUS_OK,
+    STATUS_PROJECTION_NOT_CONVERGED,
+)
+from .timestepping import TimeStepping
+
+__all__ = [
+    "DEGENERATE_GRADIENT",
+    "IMPACT_STATE",
+    "STATUS_CONTACT_SOLVE_FAILED",
+    "STATUS_DEGENERATE_GRADIENT",
+    "STATUS_GAP_NOT_FINITE",
+    "STATUS_PROJECTION_NOT_CONVERGED",
+    "STATUS_MASS_NOT_SPD",
+    "STATUS_OK",
+    "Kernels",
+    "Scheme",
+    "factor_mass",
+    "scheme_function",
+    "solve_mass",
+    "velocity_impulse",
+]
+
+#: The shapes a ``state`` entry may take (module docstring).
+SHAPES = ("n", "m", "scalar", "mass", ("m", "n"), ("n", "n"))
+
+#: The state :func:`velocity_impulse` works in; a scheme calling it adds these entries to its
+#: own ``state`` (and a factor ``L`` of its mass matrix, shape ``"mass"``).
+IMPACT_STATE: dict[str, Any] = {
+    "g": "m",
+    "G": ("m", "n"),
+    "Y": ("m", "n"),
+    "inv_w": "scalar",
+    "metric_ready": "scalar",
+}
+
+#: The entry of the workspace tuple that holds the solution of its last LCP.
+LCP_SOLUTION = 4
+
+#: The entries the driver adds to every state (module docstring).
+DRIVER_STATE = (
+    "q_next",
+    "v_next",
+    "impulse",
+    "normal_before",
+    "normal_after",
+    "rows",
+    "ws",
+    "multipliers",
+)
+
+
+class Kernels(
+    CompileTimeTuple,
+    namedtuple(
+        "Kernels",
+        "mass_matrix forces gap gap_gradient constant_mass affine_gap diagonal_mass "
+        "single_constraint",
+    ),
+):
+    """The problem as a scheme's functions see it (their argument ``problem``).
+
+    Attributes
+    ----------
+    mass_matrix : function
+        ``mass_matrix(q, p, M)``: M(q) into ``M`` (shape ``"mass"``: the diagonal into row 0
+        when ``diagonal_mass``).
+    forces : function
+        ``forces(t, q, v, p, f)``: the smooth generalized forces F(t, q, v) into ``f`` (n).
+    gap : function
+        ``gap(q, p, g)``: the gaps g(q) into ``g`` (m).
+    gap_gradient : function
+        ``gap_gradient(q, p, G)``: the rows grad g_i(q) into ``G`` (m, n).
+    constant_mass, affine_gap, diagonal_mass, single_constraint : bool
+        Compile-time constants: M does not depend on q; g is affine (G constant); M is
+        diagonal; m = 1.
+    """
+
+    __slots__ = ()
+
+
+@scheme_function
+def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced):
+    """Newton's impact law at velocity level on the constraints active at ``q``.
+
+    The contract of the velocity-impulse step shared by the velocity-level schemes. Evaluates
+    g(q) into ``s.g`` and, when a constraint is closed, G = grad g(q) into ``s.G``; the active
+    set is
+
+        A = {i : g_i(q) <= 0}, and {i : forced[i] > 0} when ``forced`` is an array,
+        with ``approaching``: only those with G_i v <= 0,
+
+    and on A the impulses P solve, in the kinetic metric of M (``s.L``, its factor by
+    :func:`factor_mass`),
+
+        v_out = vfree + M^-1 G_A^T P,    0 <= P  _|_  G_A v_out + e G_A v >= 0,
+
+    in closed form for one constraint (M^-1 G^T and 1 / (G M^-1 G^T) kept in ``s.Y`` and
+    ``s.inv_w`` while M and G are constant: ``s.metric_ready``), by the LCP
+    (:func:`impactbench.core.contact.impulse`, warm-started) for several.
+
+    Parameters
+    ----------
+    s : named tuple
+        The scheme's state, with :data:`IMPACT_STATE`, ``L`` (the factor of M) and the
+        driver's entries.
+    problem : Kernels
+    n, m : int
+    q : array (n)
+        Where the constraints are evaluated.
+    v : array (n)
+        The velocity at the start of the step: Newton's law uses G v, and the log reports it.
+    vfree : array (n)
+        The velocity without impulse.
+    e : float
+        Restitution coefficient.
+    v_out : array (n)
+        Receives the velocity after the impulse (when A is not empty).
+    p : array
+        The problem's kernel parameters.
+    approaching : bool
+        The activation rule above (a compile-time constant: ``options.<name>``).
+    forced : array (m) or None
+        Constraints to activate whatever their gap (flags > 0); None: none (the code reading
+        it is then not compiled).
+
+    Returns
+    -------
+    status : int
+        ``STATUS_OK``; ``STATUS_GAP_NOT_FINITE`` (a gap, or G where a constraint is closed, not
+        finite), ``STATUS_DEGENERATE_GRADIENT`` (an active constraint with a vanishing
+        gradient), ``STATUS_CONTACT_SOLVE_FAILED`` (the LCP failed).
+    active : int
+        The size of A, whose constraints are ``s.rows[:active]``. When positive,
+        ``s.impulse`` holds P (0 off A) and ``s.normal_before``, ``s.normal_after`` hold G_i v
+        and G_i v_out for each i in A; ``v_out`` is unset otherwise.
+    iterations : int
+        The LCP's count of bases (1 for the closed form).
+
+    Notes
+    -----
+    For a caller:
+
+    * the step that calls it factors M into ``s.L`` first (every step, or at k = 0 only when
+      ``problem.constant_mass``: the kept ``s.Y``, ``s.inv_w`` assume M and G unchanged since
+      the last call when ``problem.constant_mass`` and ``problem.affine_gap``); the buffer is
+      zero at the start of a run, so ``s.metric_ready`` is unset then;
+    * a scheme that grows the active set within a step (a constraint pushed out of K by the
+      impulses on the others: Moreau-Jean with projection, the nonsmooth generalized-alpha
+      scheme) sets its flags in an (m) entry of its state and calls it again with that entry
+      as ``forced``: g and G are evaluated again at the same q, so nothing else changes;
+    * ``s.g`` and ``s.G`` keep g(q) and G(q) after the call (G only when a constraint is
+      closed), for a later position-level step;
+    * a scheme whose impact law acts on another velocity (an impulse from a smooth velocity at
+      mid-step) passes it as ``vfree`` and its reference velocity as ``v``; the impact log
+      then reports G v before and G v_out after.
+    """
+    g = s.g
+    G = s.G
+    problem.gap(q, p, g)
+    closed = False
+    for i in range(m):
+        if g[i] <= 0.0:
+            closed = True
+        elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
+            return STATUS_GAP_NOT_FINITE, 0, 0
+    if forced is not None:  # None: the branch is not compiled
+        for i in range(m):
+            if forced[i] > 0.0:
+                closed = True
+    if not closed:
+        return STATUS_OK, 0, 0
+    problem.gap_gradient(q, p, G)
+    if not all_finite(G, m, n):
+        return STATUS_GAP_NOT_FINITE, 0, 0
+    rows = s.rows
+    active = 0
+    for i in range(m):
+        take = g[i] <= 0.0
+        if forced is not None:
+            take = take or forced[i] > 0.0
+        if take:
+            if approaching:
+                u = 0.0
+                for j in range(n):
+                    u += G[i, j] * v[j]
+                if u <= 0.0:
+                    rows[active] = i
+                    active += 1
+            else:
+                rows[active] = i
+                active += 1
+    if active == 0:
+        return STATUS_OK, 0, 0
+    if problem.single_constraint:
+        if not (problem.constant_mass and problem.affine_gap and s.metric_ready[0] > 0.0):
+            s.inv_w[0] = metric_row(n, G, 0, s.L, s.Y)
+            s.metric_ready[0] = 1.0
+        used = impulse_single(n, G, 0, vfree, v, e, s.Y, s.inv_w[0], s.impulse, v_out)
+    else:
+        used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
+        for i in range(m):
+            s.impulse[i] = 0.0
+        for a in range(active):
+            s.impulse[rows[a]] = s.multipliers[a]
+    if used == DEGENERATE_GRADIENT:
+        return STATUS_DEGENERATE_GRADIENT, 0, 0
+    if used < 0:
+        return STATUS_CONTACT_SOLVE_FAILED, 0, 0
+    for a in range(active):
+        i = rows[a]
+        before = 0.0
+        after = 0.0
+        first, last = (0, n - 1) if problem.single_constraint else impulse_span(s.ws, active, a, n)
+        for j in range(first, last + 1):
+            before += G[i, j] * v[j]
+            after += G[i, j] * v_out[j]
+        s.normal_before[i] = before
+        s.normal_after[i] = after
+    return STATUS_OK, active, used
+
+
+def _start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
+    for j in range(n):
+        s.q[j] = q0[j]
+        s.v[j] = v0[j]
+    return STATUS_OK, 0, 0
+
+
+def _commit(s, n):
+    for j in range(n):
+        s.q[j] = s.q_next[j]
+        s.v[j] = s.v_next[j]
+
+
+def _sample(s, n, q_out, v_out):
+    for j in range(n):
+        q_out[j] = s.q[j]
+        v_out[j] = s.v[j]
+
+
+class Scheme(TimeStepping):
+    """Base class of a fixed-step scheme written on named state (see the module docstring).
+
+    A subclass sets ``state`` and ``step`` (and ``run_time``, ``compile_time``, ``lead``, or its
+    own ``start``, ``commit``, ``sample`` and ``current`` as needed), and writes its
+    ``__init__`` (which checks its arguments and sets the attributes that ``run_time`` and
+    ``compile_time`` name) and ``step_limit``.
+
+    Attributes
+    ----------
+    state : dict
+        Name -> shape (:data:`SHAPES`) of the scheme's variables; ``q`` and ``v`` included.
+    run_time : tuple of str
+        Run-time parameters: float attributes, read as ``par.<name>``.
+    compile_time : dict
+        Compile-time options: name -> ``bool`` or ``int``; attributes, read as
+        ``options.<name>``.
+    lead : int
+        Steps by which ``current`` is ahead of the last sample (1 for a two-step scheme whose
+        current position is q^{k+1} when q^k is the last sample).
+    """
+
+    state: ClassVar[dict[str, Any]] = {}
+    run_time: ClassVar[tuple[str, ...]] = ()
+    compile_time: ClassVar[dict[str, type]] = {}
+    lead: ClassVar[int] = 0
+    start = staticmethod(_start)
+    commit = staticmethod(_commit)
+    sample = staticmethod(_sample)
+    current = staticmethod(_sample)
+
+    @staticmethod
+    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        """One step (module docstring); every scheme writes its own."""
+        raise NotImplementedError
+
+    def _loop_options(self) -> dict[str, Any]:
+        values = {}
+        for name, kind in self.compile_time.items():
+            value = getattr(self, name)
+            if type(value) is not kind:
+                raise ValueError(f"option {name} must be of type {kind.__name__}, got {value!r}")
+            values[name] = value
+        return values
+
+    def _method_vector(self) -> np.ndarray:
+        return np.array([float(getattr(self, name)) for name in self.run_time])
+
+    @classmethod
+    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
+        """Functions built from the problem's kernels that the scheme's functions call, by
+        name -> function; they join ``problem`` as its further fields (none by default; e.g. a
+        projection, :func:`impactbench.core.contact.make_metric_projection`)."""
+        return {}
+
+    @classmethod
+    def _make_loop(
+        cls,
+        kernels: ProblemKernels,
+        n_dof: int,
+        n_constraints: int,
+        compile: bool,
+        **options: Any,
+    ) -> Callable:
+        return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
+
+
+def scheme_loop(
+    scheme: type[Scheme],
+    kernels: ProblemKernels,
+    n_dof: int,
+    n_constraints: int,
+    compile: bool,
+    options: dict[str, Any],
+) -> Callable:
+    """The driver's loop (:func:`impactbench.core.driver.make_loop`) for ``scheme`` on one
+    problem's ``kernels`` with the compile-time ``options``."""
+    mass = mass_bindings(kernels, n_dof, compile)
+    problem = Kernels(
+        mass["mass_matrix"],
+        kernels.forces,
+        kernels.gap,
+        kernels.gap_gradient,
+        bool(kernels.constant_mass),
+        bool(kernels.affine_gap),
+        mass["DIAGONAL_MASS"],
+        n_constraints == 1,
+    )
+    derived = scheme.derived_kernels(problem, n_constraints, compile)
+    if derived:
+        problem = _kernels_with(tuple(derived))(*problem, *derived.values())
+    layout = _layout(scheme)
+    functions = {
+        f"{name}_function": getattr(scheme, name)
+        for name in ("start", "step", "commit", "sample", "current")
+    }
+    if compile:
+        functions = {
+            name: scheme_function(getattr(function, "py_func", function))
+            for name, function in functions.items()
+        }
+    bindings = {
+        **mass,
+        **functions,
+        "PROBLEM": problem,
+        "OPTIONS": layout.options(**options),
+    }
+    # numba finds the functions of a cached loop again by their module: not one run by exec
+    cache = all(_importable(function) for function in functions.values())
+    return make_loop(layout.functions, bindings, n_dof, n_constraints, compile, cache=cache)
+
+
+def _importable(function: Callable) -> bool:
+    """Whether ``function`` (or the function a dispatcher compiles) is a global of a module
+    loaded from a file."""
+    function = getattr(function, "py_func", function)
+    module = sys.modules.get(function.__module__)
+    return getattr(module, "__file__", None) is not None and module.__dict__ is (
+        function.__globals__
+    )
+
+
+#: The problem tuples with further fields, by their names.
+_KERNELS: dict[tuple[str, ...], type] = {}
+
+
+def _kernels_with(names: tuple[str, ...]) -> type:
+    """:class:`Kernels` with the further fields ``names``."""
+    if names not in _KERNELS:
+        base = namedtuple("Kernels", (*Kernels._fields, *names))
+        _KERNELS[names] = type("Kernels", (CompileTimeTuple, base), {"__slots__": ()})
+    return _KERNELS[names]
+
+
+#: Layouts by scheme class (generated once per class).
+_LAYOUTS: dict[type, Any] = {}
+
+_Layout = namedtuple("_Layout", "functions options")
+
+
+def _rows_expression(constant: int, mass: int, constraints: int, dofs: int) -> str:
+    """The row ``constant + mass MASS_ROWS + constraints N_CONSTRAINTS + dofs N_DOF``."""
+    terms = [str(constant)]
+    for count, name in ((mass, "MASS_ROWS"), (constraints, "N_CONSTRAINTS"), (dofs, "N_DOF")):
+        if count:
+            terms.append(f"{count} * {name}")
+    return " + ".join(terms)
+
+
+def _views(state: dict[str, Any], candidate: bool, work: bool) -> tuple[str, str]:
+    """The expression of the named tuple of views ``s`` of the buffer ``X`` (and ``Z``), and
+    the rows of ``X`` the state takes."""
+    fields = []
+    counts = [FIRST_SCHEME_ROW, 0, 0, 0]  # constant, MASS_ROWS, N_CONSTRAINTS, N_DOF rows
+    for shape in state.values():
+        row = _rows_expression(*counts)
+        if shape in ("n", "m", "scalar"):
+            width = {"n": "N_DOF", "m": "N_CONSTRAINTS", "scalar": "1"}[shape]
+            fields.append(f"X[{row}, :{width}]")
+            counts[0] += 1
+            continue
+        index = {"mass": 1, ("m", "n"): 2, ("n", "n"): 3}[shape]
+        counts[index] += 1
+        fields.append(f"matrix_rows(X, {row}, {_rows_expression(*counts)})")
+    height = _rows_expression(counts[0] - FIRST_SCHEME_ROW, *counts[1:])
+    if candidate:
+        fields += [f"Z[{NEXT_Q}, :N_DOF]", f"Z[{NEXT_V}, :N_DOF]"]
+    else:
+        fields += ["None", "None"]
+    fields += [f"X[{row}, :N_CONSTRAINTS]" for row in (IMPULSE, NORMAL_BEFORE, NORMAL_AFTER)]
+    fields += ["rows", "ws", f"ws[{LCP_SOLUTION}]"] if work else ["None"] * 3
+    return f"State({', '.join(fields)})", height
+
+
+_SOURCE = """
+def rows(N_DOF, N_CONSTRAINTS, MASS_ROWS):
+    return {height}
+
+
+def start(t0, h, q0, v0, p, e, mp, X, rows, ws):
+    return start_function(
+        {start}, PROBLEM, OPTIONS, N_DOF, N_CONSTRAINTS, t0, h, q0, v0, p, e, {par}
+    )
+
+
+def step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):
+    return step_function(
+        {step}, PROBLEM, OPTIONS, N_DOF, N_CONSTRAINTS, k, t, t_next, h, p, e, {par}
+    )
+
+
+def commit(X, Z):
+    commit_function({other}, N_DOF)
+
+
+def sample(X, Z, q_out, v_out):
+    sample_function({other}, N_DOF, q_out, v_out)
+
+
+def current(X, Z, q_out, v_out):
+    current_function({other}, N_DOF, q_out, v_out)
+"""
+
+
+def _layout(scheme: type[Scheme]) -> Any:
+    """The driver's functions for ``scheme`` (generated from its declarations: the views of
+    its state in the buffer, its parameters read from ``mp``) and its options' tuple."""
+    if scheme in _LAYOUTS:
+        return _LAYOUTS[scheme]
+    state = dict(scheme.state)
+    for name, shape in state.items():
+        if shape not in SHAPES:
+            raise ValueError(f"{scheme.__name__}.state[{name!r}] must be one of {SHAPES}")
+        if name in DRIVER_STATE:
+            raise ValueError(f"{scheme.__name__}.state may not declare {name!r} (the driver's)")
+    for name in ("q", "v"):
+        if state.get(name) != "n":
+            raise ValueError(f"{scheme.__name__}.state must declare {name!r} of shape 'n'")
+    views, height = _views(state, True, True)
+    par = ", ".join(f"mp[{index}]" for index in range(len(scheme.run_time)))
+    source = _SOURCE.format(
+        height=height,
+        start=_views(state, False, True)[0],
+        step=views,
+        other=_views(state, True, False)[0],
+        par=f"Parameters({par})",
+    )
+    namespace = {
+        "__name__": __name__,
+        "State": namedtuple("State", [*state, *DRIVER_STATE]),
+        "Parameters": namedtuple("Parameters", scheme.run_time),
+    }
+    made = generated_functions(source, namespace, __name__)
+    options = type(
+        "Options",
+        (CompileTimeTuple, namedtuple("Options", tuple(scheme.compile_time))),
+        {"__slots__": ()},
+    )
+    functions = LoopFunctions(
+        start=made["start"],
+        step=made["step"],
+        commit=made["commit"],
+        sample=made["sample"],
+        current=made["current"],
+        rows=made["rows"],
+        lead=scheme.lead,
+    )
+    _LAYOUTS[scheme] = _Layout(functions, options)
+    return _LAYOUTS[scheme]

@@ -1,0 +1,307 @@
+"""The numba internals the compile boundary relies on, each exercised on a small function.
+
+:mod:`impactbench.core._jit` subclasses numba's CPU dispatcher (its ``get_call_template``),
+defines two intrinsics with numba's array constructors (``constant_shape_view``,
+``stack_array``), compiles loop helpers with private target options (no reference counting, no
+Python wrapper, forced inlining), names each compiled loop after a digest because numba's
+disk cache keys a function on its name, and finds a dispatcher's compiled entry point (for
+:class:`impactbench.core.entry.DirectCall`). None of this is numba's public API: pyproject.toml
+pins the numba release these tests pass with, and a numba upgrade that breaks one of them fails
+here, naming what broke, instead of deep in a study.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest's own dependency
+    import tomli as tomllib
+
+from impactbench.core import _jit
+from impactbench.core.entry import DirectCall
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pinned(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The (lowest, first excluded) versions of ``name`` in pyproject.toml's dependencies."""
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (spec,) = [d for d in dependencies if re.match(rf"{name}\b", d)]
+    low = re.search(r">=\s*([\d.]+)", spec)
+    high = re.search(r"<\s*([\d.]+)", spec)
+    assert low and high, f"{name} must be pinned to a tested range (>=x,<y), got {spec!r}"
+    return _numbers(low.group(1)), _numbers(high.group(1))
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+@pytest.mark.parametrize("name", ["numba", "llvmlite"])
+def test_the_installed_release_is_the_pinned_one(name):
+    low, high = _pinned(name)
+    installed = _numbers(version(name))
+    assert low <= installed < high, (
+        f"{name} {version(name)} is installed, pyproject.toml pins {low}..{high} (excluded): "
+        "run this file against it, then move the pin"
+    )
+
+
+def test_the_internal_names_exist_with_the_signatures_used():
+    from numba.core import cgutils
+    from numba.core import types as numba_types
+    from numba.core.registry import CPUDispatcher
+    from numba.np.arrayobj import make_array, populate_array
+
+    assert list(inspect.signature(CPUDispatcher.get_call_template).parameters) == [
+        "self",
+        "args",
+        "kws",
+    ], "CPUDispatcher.get_call_template(args, kws), overridden by _jit's dispatchers, changed"
+    assert {"data", "shape", "strides", "itemsize", "meminfo", "parent"} <= set(
+        inspect.signature(populate_array).parameters
+    ), "numba.np.arrayobj.populate_array, used by constant_shape_view and stack_array, changed"
+    assert "size" in inspect.signature(cgutils.alloca_once).parameters
+    assert callable(make_array) and numba_types.unliteral(numba_types.literal(0)) == numba.int64
+
+
+# ------------------------------------------------------------------------------------------
+# The dispatchers: how a call from compiled code is typed (get_call_template)
+
+
+def _add(value, k, out):
+    out[0] += k
+    return value + k
+
+
+def test_a_counting_dispatcher_types_a_literal_zero_count_as_int64():
+    added = _jit._compiler(nogil=True)(_jit.count_arguments("k")(_add))
+    assert isinstance(added, _jit._CountingDispatcher)
+
+    @numba.njit
+    def caller(out):
+        k = 0
+        total = added(1.0, 0, out)  # a literal 0 for the count: typed int64
+        for _ in range(3):
+            k += 1
+        return total + added(total, k, out) + added(total, 2, out)  # a literal 2 stays literal
+
+    out = np.zeros(1)
+    assert caller(out) == 1.0 + 4.0 + 3.0 and out[0] == 5.0
+    counts = sorted(str(signature[1]) for signature in added.signatures)
+    assert counts == ["Literal[int](2)", "int64"], (
+        f"_CountingDispatcher.get_call_template no longer retypes a literal 0: {counts}"
+    )
+
+
+def test_a_helper_is_typed_with_non_literal_arguments():
+    helper = _jit._helper(_add, inline=False, cache=False)
+    assert isinstance(helper, _jit._NonLiteralDispatcher)
+
+    @numba.njit(_nrt=False)
+    def caller(out):
+        return helper(1.0, 0, out) + helper(1.0, 2, out)
+
+    out = np.zeros(1)
+    assert caller(out) == 4.0 and out[0] == 2.0
+    assert [str(signature[1]) for signature in helper.signatures] == ["int64"], (
+        "_NonLiteralDispatcher.get_call_template no longer unliterals the arguments: "
+        f"{helper.signatures}"
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# The NRT-free copies of the functions bound into a loop
+
+
+def _llvm(dispatcher) -> str:
+    return dispatcher.overloads[dispatcher.signatures[0]].library.get_llvm_str()
+
+
+def _counts_references(dispatcher) -> bool:
+    """Whether the LLVM IR of ``dispatcher``'s first overload calls numba's reference counting."""
+    text = _llvm(dispatcher)
+    return "NRT_incref" in text or "NRT_decref" in text
+
+
+def test_the_nrt_free_copy_is_compiled_without_reference_counting_and_inlined():
+    plain = numba.njit(_add)
+    copy = _jit._nrt_free(plain)
+    assert _jit._nrt_free(plain) is copy  # one copy per process
+    assert copy.py_func.__qualname__ == "_add_nrt_free"  # its own name in numba's disk cache
+    assert {"_nrt": False, "no_cpython_wrapper": True, "forceinline": True}.items() <= (
+        copy.targetoptions.items()
+    )
+
+    @numba.njit(_nrt=False)
+    def caller(out):
+        return copy(1.0, 2, out)
+
+    out = np.zeros(1)
+    plain(1.0, 2, out)
+    assert caller(out) == 3.0 and out[0] == 4.0
+    assert _counts_references(plain)  # the plain function reference-counts its array
+    assert not _counts_references(copy), (
+        "the _nrt=False target option no longer removes reference counting"
+    )
+    assert copy.overloads[copy.signatures[0]].fndesc.inline, "forceinline no longer honoured"
+    # a function compiled without reference counting already, or inlined by numba, is kept
+    assert _jit._nrt_free(copy) is copy
+    ir_inlined = numba.njit(inline="always")(_add)
+    assert _jit._nrt_free(ir_inlined) is ir_inlined
+
+
+# ------------------------------------------------------------------------------------------
+# The intrinsics
+
+
+def test_constant_shape_view_is_a_view_of_constant_shape():
+    view = _jit.constant_shape_view
+
+    @numba.njit(_nrt=False)  # as the loops are compiled
+    def fill(buffer):
+        rows = view(buffer, 2, 3)
+        rows[1, 2] = 7.0
+        return rows.shape[0], rows.shape[1], rows.strides[0], rows[0, 1]
+
+    buffer = np.arange(6.0)
+    assert fill(buffer) == (2, 3, 24, 1.0)
+    assert buffer[5] == 7.0  # written through: a view, not a copy
+    assert not _counts_references(fill)  # the view adds no code to a loop
+
+    @numba.njit
+    def not_literal(buffer, height):
+        return view(buffer, height, 3)
+
+    with pytest.raises(numba.core.errors.TypingError):
+        not_literal(buffer, 2)  # the sizes must be compile-time constants
+
+
+#: Views taken in functions compiled with reference counting, then a compilation: without a
+#: reference of its own, a view released its buffer's memory a second time (heap corruption,
+#: found by the compilation that followed).
+VIEWS_SCRIPT = """
+import numba, numpy as np
+from impactbench.core._jit import constant_shape_view
+@numba.njit
+def corner(buffer):
+    return constant_shape_view(buffer, 2, 3)[1, 2]
+assert [corner(np.arange(6.0)) for _ in range(3)] == [5.0, 5.0, 5.0]
+assert numba.njit(lambda x: x + 1.0)(1.0) == 2.0
+print("ok")
+"""
+
+
+def test_constant_shape_view_counts_its_reference_where_references_are_counted():
+    result = subprocess.run(
+        [sys.executable, "-c", VIEWS_SCRIPT], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+    view = _jit.constant_shape_view
+
+    @numba.njit
+    def rows(buffer):
+        return view(buffer, 2, 3)
+
+    buffer = np.arange(6.0)
+    result = rows(buffer)
+    del buffer
+    gc.collect()
+    np.testing.assert_array_equal(rows(np.arange(6.0)), np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(result, np.arange(6.0).reshape(2, 3))
+    assert numba.njit(lambda x: x + 1.0)(1.0) == 2.0  # and numba still compiles
+
+
+def test_stack_array_is_a_writable_array_of_constant_shape():
+    stack = _jit.stack_array
+
+    @numba.njit(_nrt=False)
+    def scratch(out):
+        z = stack(2, 3)
+        for i in range(2):
+            for j in range(3):
+                z[i, j] = 10.0 * i + j
+        for j in range(3):
+            out[j] = z[1, j]
+        return z.shape[0] * 100 + z.shape[1], z.strides[0]
+
+    out = np.zeros(3)
+    assert scratch(out) == (203, 24)
+    np.testing.assert_array_equal(out, [10.0, 11.0, 12.0])
+    assert "NRT" not in _llvm(scratch)  # nothing allocated on the heap
+
+
+# ------------------------------------------------------------------------------------------
+# specialize: the digest in a loop's name, which numba's disk cache keys on
+
+SCALE = 1.0
+
+
+def _scaled(x):
+    return SCALE * offset(x)
+
+
+def _offset(x):
+    return x + 1.0
+
+
+offset = numba.njit(_offset)
+
+
+def test_specialize_names_a_loop_after_what_is_compiled_into_it(monkeypatch):
+    one = _jit.specialize(_scaled, {"SCALE": 2.0}, True)
+    assert re.fullmatch(r"_scaled_[0-9a-f]{20}", one.py_func.__qualname__)
+    assert one(3.0) == 8.0
+    name = one.py_func.__qualname__
+    assert _jit.specialize(_scaled, {"SCALE": 2.0}, True).py_func.__qualname__ == name
+    assert _jit.specialize(_scaled, {"SCALE": 3.0}, True).py_func.__qualname__ != name
+    # numba's cache index is named after the qualified name (and not the compile options)
+    assert name in one._cache._cache_file._index_name, (
+        "numba's disk cache no longer names its index after the function's qualified name"
+    )
+    # an edit of a function the loop calls (here: of this module's source) renames the loop
+    real = _jit.inspect.getsource
+    module = sys.modules[__name__]
+    monkeypatch.setattr(
+        _jit.inspect,
+        "getsource",
+        lambda value: real(value) + "\n# edited\n" if value is module else real(value),
+    )
+    assert _jit.specialize(_scaled, {"SCALE": 2.0}, True).py_func.__qualname__ != name
+
+
+def test_a_called_helper_is_cached_on_disk_under_its_digest_name():
+    helper = _jit.specialize(_offset, {}, True, helper=True)
+    assert isinstance(helper, _jit._NonLiteralDispatcher)
+    assert helper.py_func.__qualname__ in helper._cache._cache_file._index_name
+    assert not helper.targetoptions["forceinline"] and helper.targetoptions["_nrt"] is False
+
+
+# ------------------------------------------------------------------------------------------
+# DirectCall: a dispatcher's compiled entry point
+
+
+def test_direct_call_finds_the_entry_point_of_the_overload_called():
+    """``_jit.compiled_entry``: the overloads keyed by the arguments' numba types."""
+    added = numba.njit(lambda a, b: a + b)
+    call = DirectCall(added)
+    assert call(1.0, 2.0) == 3.0
+    assert call.entry is not None, (
+        "Dispatcher.overloads is no longer keyed by the numba.typeof of the arguments, or a "
+        "compile result has no entry_point"
+    )
+    assert call(3.0, 4.5) == 7.5
+    assert _jit.compiled_entry(added, (1, 2)) is None  # no overload for two ints yet
+    assert _jit.compiled_entry(_offset, (1.0,)) is None  # not a dispatcher
