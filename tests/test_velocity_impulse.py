@@ -4,7 +4,8 @@ closed form (one constraint) and by the LCP (several); without it, e in every ro
 
 Two walls q_i >= 0 with M = I and both contacts closed: the law decouples, v_out_i =
 -e_i v_i for an approaching v, which gives the expected values by hand. Called from Python
-(the plain function; the contact numerics it calls are the compiled ones).
+(the plain function; the contact numerics it calls are the compiled ones). A gradient whose
+Delassus number has no finite inverse is degenerate for one constraint and for several alike.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import numpy as np
 import pytest
 
 from impactbench.core.contact import make_workspace
-from impactbench.core.scheme import IMPACT_STATE, STATUS_OK, Kernels, velocity_impulse
+from impactbench.core.scheme import (
+    IMPACT_STATE,
+    STATUS_DEGENERATE_GRADIENT,
+    STATUS_OK,
+    Kernels,
+    velocity_impulse,
+)
 
 State = namedtuple("State", [*IMPACT_STATE, "L", "impulse", "normal_before", "normal_after",
                              "rows", "ws", "multipliers"])  # fmt: skip
@@ -29,9 +36,14 @@ def _normals(q, p, G):
     G[:] = np.eye(G.shape[0], G.shape[1])
 
 
-def _impulse(m, restitution):
+def _vanishing_last_normal(q, p, G):
+    G[:] = np.eye(G.shape[0], G.shape[1])
+    G[-1, -1] = 1e-160  # G M^-1 G^T = 1e-320 > 0, whose inverse overflows
+
+
+def _impulse(m, restitution, normals=_normals):
     n = m
-    problem = Kernels(None, None, _walls, _normals, True, True, True, m == 1)
+    problem = Kernels(None, None, _walls, normals, True, True, True, m == 1)
     ws = make_workspace(n, m, 1, 1)
     s = State(
         np.zeros(m), np.zeros((m, n)), np.zeros((m, n)), np.zeros(1), np.zeros(1),
@@ -45,6 +57,8 @@ def _impulse(m, restitution):
         status, active, _ = velocity_impulse(*arguments)
     else:
         status, active, _ = velocity_impulse(*arguments, np.array(restitution))
+    if normals is _vanishing_last_normal:
+        return status
     assert status == STATUS_OK and active == m
     np.testing.assert_array_equal(s.normal_before, v)
     np.testing.assert_array_equal(s.normal_after, v_out)
@@ -64,3 +78,8 @@ def test_each_constraint_takes_its_own_restitution(m):
 def test_without_restitution_every_constraint_takes_e(m):
     v_out, _ = _impulse(m, None)
     np.testing.assert_allclose(v_out, 0.9 * np.arange(1.0, m + 1.0), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_a_gradient_with_an_overflowing_inverse_delassus_number_is_degenerate(m):
+    assert _impulse(m, None, _vanishing_last_normal) == STATUS_DEGENERATE_GRADIENT

@@ -553,8 +553,8 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa
     velocity is reversed and scaled by e and the tangential part (in the metric of M) is kept.
     Returns the LCP's count of bases (:func:`solve_lcp`), -1 on failure, or
     :data:`DEGENERATE_GRADIENT` if the gradient of an active constraint vanishes (W_ii not
-    positive). The impulses are left in ws[4][:k], the spans of the gradients' nonzeros for
-    :func:`impulse_span`. The LCP starts from the previous call's active set
+    positive, or 1 / W_ii not finite). The impulses are left in ws[4][:k], the spans of the
+    gradients' nonzeros for :func:`impulse_span`. The LCP starts from the previous call's active set
     (:func:`solve_lcp_warm`, slot :data:`LCP_SLOT_IMPULSE`), and the right-hand side and v_out
     run over the spans of the gradients and of Y only: with a diagonal M and gradients of
     width b (a chain) the whole call costs O(k b + n) plus the O(k^2) stores of W's zeros, the
@@ -572,7 +572,7 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa
     P = ws[4]
     delassus(G, rows, k, L, n, Y, W, ws[19])
     for a in range(k):
-        if not W[a, a] > 0.0:
+        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < math.inf):
             return DEGENERATE_GRADIENT
     span = ws[19]
     for a in range(k):  # over the nonzeros of grad g_i only (delassus' spans)
