@@ -181,7 +181,9 @@ class Kernels(
 
 
 @scheme_function
-def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced):
+def velocity_impulse(
+    s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced, restitution=None
+):
     """Newton's impact law at velocity level on the constraints active at ``q``.
 
     The contract of the velocity-impulse step shared by the velocity-level schemes. Evaluates
@@ -196,9 +198,10 @@ def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, fo
 
         v_out = vfree + M^-1 G_A^T P,    0 <= P  _|_  G_A v_out + e G_A v >= 0,
 
-    in closed form for one constraint (M^-1 G^T and 1 / (G M^-1 G^T) kept in ``s.Y`` and
-    ``s.inv_w`` while M and G are constant: ``s.metric_ready``), by the LCP
-    (:func:`impactbench.core.contact.impulse`, warm-started) for several.
+    (with ``restitution``: e_i G_i v in the row of constraint i), in closed form for one
+    constraint (M^-1 G^T and 1 / (G M^-1 G^T) kept in ``s.Y`` and ``s.inv_w`` while M and G
+    are constant: ``s.metric_ready``), by the LCP (:func:`impactbench.core.contact.impulse`,
+    warm-started) for several.
 
     Parameters
     ----------
@@ -224,6 +227,11 @@ def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, fo
     forced : array (m) or None
         Constraints to activate whatever their gap (flags > 0); None: none (the code reading
         it is then not compiled).
+    restitution : array (m) or None
+        A restitution coefficient e_i for each constraint, in place of ``e``, for a law that
+        sets it by constraint (D1MinusLinear: e on the contacts that close during the step, 0
+        or 1 on those closed before it); None (default): ``e`` for all (the code reading it is
+        then not compiled).
 
     Returns
     -------
@@ -297,9 +305,15 @@ def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, fo
         if not (problem.constant_mass and problem.affine_gap and s.metric_ready[0] > 0.0):
             s.inv_w[0] = metric_row(n, G, 0, s.L, s.Y)
             s.metric_ready[0] = 1.0
-        used = impulse_single(n, G, 0, vfree, v, e, s.Y, s.inv_w[0], s.impulse, v_out)
+        e_0 = e
+        if restitution is not None:
+            e_0 = restitution[0]
+        used = impulse_single(n, G, 0, vfree, v, e_0, s.Y, s.inv_w[0], s.impulse, v_out)
     else:
-        used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
+        if restitution is None:
+            used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
+        else:
+            used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out, restitution)
         for i in range(m):
             s.impulse[i] = 0.0
         for a in range(active):
