@@ -80,6 +80,7 @@ from .contact import (
     impulse,
     impulse_single,
     impulse_span,
+    make_metric_projection,
     metric_row,
     solve_mass,
 )
@@ -419,6 +420,29 @@ class Scheme(TimeStepping):
         **options: Any,
     ) -> Callable:
         return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
+
+
+class ProjectingScheme(Scheme):
+    """A scheme that keeps its positions on K by the metric projection.
+
+    Its functions call ``problem.project(y, n, m, p, tol, max_iter, M, L, x, g, G, ws)``: the
+    projection of y onto K = {g >= 0} in the metric of M
+    (:func:`impactbench.core.contact.make_metric_projection`, closed form for one affine
+    constraint, Newton on the Lagrangian otherwise).
+    """
+
+    @classmethod
+    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
+        """``project``: the metric projection onto K, built from the problem's kernels."""
+        project = make_metric_projection(
+            problem.gap,
+            problem.gap_gradient,
+            problem.affine_gap,
+            n_constraints,
+            compile,
+            problem.diagonal_mass,
+        )
+        return {"project": project}
 
 
 def scheme_loop(
