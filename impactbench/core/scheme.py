@@ -482,6 +482,8 @@ def scheme_loop(
     bindings = {
         **mass,
         **functions,
+        # the driver sizes the projection's Hessian in the workspace by it (1 x 1 when affine)
+        "AFFINE_GAP": bool(kernels.affine_gap),
         "PROBLEM": problem,
         "OPTIONS": layout.options(**options),
     }
