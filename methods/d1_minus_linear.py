@@ -64,6 +64,12 @@ removes the gain but lets the impulses drive them into K at any speed, to be sto
 at the next step O(h |U|) deep (the falling column of four beads: depth 0.028 at h = 5e-3,
 against 0.001 with e_i = 1). With e_i = 1 every term is <= 0, so the impulses never add energy.
 
+The velocity-level problem is the shared velocity impulse
+(:func:`impactbench.core.scheme.velocity_impulse`) at q_{k+1}, from v_free, with the restitution
+e_i of each constraint; the acceleration-level problems are not impulses (their right-hand side
+carries the curvature terms, their index set I_2 is not the impulse's) and are solved here, on
+the shared Delassus matrix and LCP solver.
+
 Impact log: the normal velocities before and after are G v_free and G v_{k+1} at t_{k+1}, for
 each i in I_1 with P_i > 0 (u+ = -e u- on I_3, u+ = 0 on the plastic contacts).
 
@@ -92,117 +98,119 @@ the projected schemes (MoreauJeanProjection, NonsmoothGeneralizedAlpha, PaoliSch
 have. tests/test_d1_minus_linear.py checks all of this against the reference outputs.
 
 Costs: two force evaluations per step (t_k and t_{k+1}: F^-_{k+1} is taken at v_k1, F^+_{k+1}
-at v_{k+1}); the driver's force counter counts one per step. One mass factorisation per step for
-a configuration-dependent M (M_{k+1} is kept for the next step), none for a constant one.
+at v_{k+1}), both counted. One mass factorisation per step for a configuration-dependent M
+(M_{k+1} is kept for the next step), none for a constant one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
 from typing import Any
 
 import numpy as np
 
-from impactbench.core._jit import hot_kernel
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
-    DEGENERATE_GRADIENT,
     LCP_SLOT_ACCELERATION,
-    LCP_SLOT_IMPULSE,
     add_reactions,
     all_finite,
     delassus,
-    factor_mass,
-    impulse_span,
     metric_row,
     solve_lcp_warm,
-    solve_mass,
 )
 from impactbench.core.divergence import declared_stable_step
-from impactbench.core.driver import (
-    FIRST_SCHEME_ROW,
-    IMPULSE,
-    NEXT_Q,
-    NEXT_V,
-    NORMAL_AFTER,
-    NORMAL_BEFORE,
-    Scheme,
-    make_loop,
-)
-from impactbench.core.mass import mass_bindings
-from impactbench.core.problem import Problem, ProblemKernels
-from impactbench.core.status_codes import (
+from impactbench.core.problem import Problem
+from impactbench.core.scheme import (
+    DEGENERATE_GRADIENT,
+    IMPACT_STATE,
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
+    Scheme,
+    factor_mass,
+    scheme_function,
+    solve_mass,
+    velocity_impulse,
 )
-from impactbench.core.timestepping import TimeStepping
 
 #: Factor of the round-off tolerance tau_i of a vanishing normal velocity (module docstring).
 VANISHING_FACTOR = 64.0 * float(np.finfo(float).eps)
 
-# Names bound per problem by impactbench.core.driver.make_loop.
-mass_matrix = forces = gap = gap_gradient = matrix_rows = None
-CONSTANT_MASS = AFFINE_GAP = SINGLE_CONSTRAINT = False
-N_DOF = N_CONSTRAINTS = MASS_ROWS = 0
+#: The state of the step (q_{k+1} is written straight into the candidate ``s.q_next``): F and
+#: the free acceleration M^-1 F, a_k+, the predictor v_k1, a_{k+1}- without and with the contact
+#: forces, v_free; g(q_k) (``s.g`` holds the gaps at the last point evaluated), the constraints
+#: of I_2 at t_k, the restitution e_i of each constraint; the right-hand side of the
+#: acceleration-level LCP, its curvature terms, the shifted point of their differences and the
+#: gradients there; M (M_{k+1} after the step) and its factor; what the impulse works in.
+D1_STATE = {
+    "q": "n",
+    "v": "n",
+    "f": "n",
+    "a_free": "n",
+    "a_left": "n",
+    "v1": "n",
+    "a_right_free": "n",
+    "a_right": "n",
+    "v_free": "n",
+    "g_start": "m",
+    "held": "m",
+    "restitution": "m",
+    "b": "m",
+    "curvature": "m",
+    "shift": "n",
+    "G_plus": ("m", "n"),
+    "G_minus": ("m", "n"),
+    "M": "mass",
+    "L": "mass",
+    **IMPACT_STATE,
+}
 
-# The scheme's rows of the driver's buffer X (impactbench.core.driver): vectors of length n or m,
-# then the matrices M_{k+1}, the factors of M_k and M_{k+1}, G and the gradients at the shifted
-# points of the curvature differences.
-(
-    _Q, _V, _F, _A_FREE, _A_LEFT, _V1, _Q1, _A_RIGHT_FREE, _A_RIGHT, _V_FREE, _V_NEXT, _SHIFT,
-    _GAP, _GAP_NEXT, _CURVATURE, _HELD,
-) = range(FIRST_SCHEME_ROW, FIRST_SCHEME_ROW + 16)  # fmt: skip
-_MATRICES = FIRST_SCHEME_ROW + 16
 
+@scheme_function
+def _forces_update(s, n, k, a_free, a_out):
+    """a_out = a_free + M^-1 G_A^T lambda with 0 <= lambda _|_ W lambda + b >= 0 on
+    A = ``s.rows[:k]``, W = G_A M^-1 G_A^T (``s.G``, ``s.L`` the factor of M), b in ``s.b``.
 
-def _rows(n: int, m: int, mass_rows: int) -> int:
-    return 16 + 3 * mass_rows + 3 * m
-
-
-@hot_kernel
-def complementarity_update(n, G, rows, k, x_free, L, ws, x_out, slot):  # noqa: N803
-    """x_out = x_free + M^-1 G_A^T P with 0 <= P _|_ W P + b >= 0 on A = ``rows[:k]``.
-
-    ``b`` is read from ws[3][:k] (the caller writes it), W = G_A M^-1 G_A^T is formed by the
-    shared :func:`impactbench.core.contact.delassus` (``L`` the factor of M) and the LCP solved by
-    the shared :func:`impactbench.core.contact.solve_lcp_warm` from the last active set of
-    ``slot`` (for k = 1 the closed form with :func:`impactbench.core.contact.metric_row`); P is
-    left in ws[4][:k]. Used at acceleration level (x = a, b = G a_free + curvature, slot
-    LCP_SLOT_ACCELERATION) and at velocity level (x = v, b = (1 + e_i) G v_free, slot
-    LCP_SLOT_IMPULSE). Returns the LCP's count of bases, -1 on failure or
+    For k = 1 the closed form (:func:`impactbench.core.contact.metric_row`), otherwise the shared
+    :func:`impactbench.core.contact.delassus` and LCP
+    (:func:`impactbench.core.contact.solve_lcp_warm`, from the last active set of the contact
+    forces, slot LCP_SLOT_ACCELERATION); lambda is left in ``s.multipliers``. Returns the LCP's
+    count of bases, a negative count on failure, or
     :data:`impactbench.core.contact.DEGENERATE_GRADIENT` when an active gradient vanishes.
     """
-    Y = ws[1]  # noqa: N806
-    W = ws[2]  # noqa: N806
-    P = ws[4]  # noqa: N806
+    ws = s.ws
+    Y = ws[1]  # the rows M^-1 grad g_i, W and the spans of make_workspace's tuple
+    W = ws[2]
+    span = ws[19]
+    P = s.multipliers
     if k == 1:  # closed form, inlined (solve_lcp_warm is a separately compiled call)
-        inv_w = metric_row(n, G, rows[0], L, Y)
+        inv_w = metric_row(n, s.G, s.rows[0], s.L, Y)
         if not inv_w > 0.0:
             return DEGENERATE_GRADIENT
-        P[0] = max(0.0, -ws[3][0] * inv_w)
+        P[0] = max(0.0, -s.b[0] * inv_w)
         for j in range(n):
-            x_out[j] = x_free[j] + P[0] * Y[0, j]
+            a_out[j] = a_free[j] + P[0] * Y[0, j]
         return 1
-    delassus(G, rows, k, L, n, Y, W, ws[19])
+    delassus(s.G, s.rows, k, s.L, n, Y, W, span)
     for a in range(k):
-        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < np.inf):
+        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < math.inf):
             return DEGENERATE_GRADIENT
-    used = solve_lcp_warm(W, ws[3], rows, k, P, ws, slot)
+    used = solve_lcp_warm(W, s.b, s.rows, k, P, ws, LCP_SLOT_ACCELERATION)
     if used < 0:
         return used
-    add_reactions(n, k, Y, P, ws[19], x_free, x_out)
+    add_reactions(n, k, Y, P, span, a_free, a_out)
     return used
 
 
-def _contact_forces(q, w, p, h, G, L, a_free, a_out, X, rows, closed, ws):  # noqa: N803
+@scheme_function
+def _contact_forces(s, problem, n, m, q, w, p, h, a_free, a_out, closed):
     """a_out = a_free + M^-1 G^T lambda on I_2 at (q, w) (module docstring), given G = grad g(q)
-    and the closed constraints in rows[:closed] (overwritten by I_2). Returns (status, active,
-    pivots)."""
-    n = N_DOF
-    m = N_CONSTRAINTS
+    in ``s.G`` and the closed constraints in ``s.rows[:closed]`` (overwritten by I_2). Returns
+    (status, active, pivots)."""
+    G = s.G
+    rows = s.rows
     active = 0
     for c in range(closed):
         i = rows[c]
@@ -218,44 +226,38 @@ def _contact_forces(q, w, p, h, G, L, a_free, a_out, X, rows, closed, ws):  # no
         for j in range(n):
             a_out[j] = a_free[j]
         return STATUS_OK, 0, 0
-    b = ws[3]
-    curvature = X[_CURVATURE, :m]
-    if not AFFINE_GAP:  # compile-time constant: (d/dt G) w by central differences along w
+    if not problem.affine_gap:  # (d/dt G) w by central differences along w
         size = 1.0
         speed = 0.0
         for j in range(n):
             size = max(size, abs(q[j]))
             speed = max(speed, abs(w[j]))
-        shift = X[_SHIFT, :n]
-        mr = MASS_ROWS
-        plus = matrix_rows(X, _MATRICES + 3 * mr + m, _MATRICES + 3 * mr + 2 * m)
-        minus = matrix_rows(X, _MATRICES + 3 * mr + 2 * m, _MATRICES + 3 * mr + 3 * m)
         if speed > 0.0:
-            s = CURVATURE_FD_STEP * size / speed
+            shift = CURVATURE_FD_STEP * size / speed
             for j in range(n):
-                shift[j] = q[j] + s * w[j]
-            gap_gradient(shift, p, plus)
+                s.shift[j] = q[j] + shift * w[j]
+            problem.gap_gradient(s.shift, p, s.G_plus)
             for j in range(n):
-                shift[j] = q[j] - s * w[j]
-            gap_gradient(shift, p, minus)
+                s.shift[j] = q[j] - shift * w[j]
+            problem.gap_gradient(s.shift, p, s.G_minus)
             for a in range(active):
                 i = rows[a]
                 c = 0.0
                 for j in range(n):
-                    c += (plus[i, j] - minus[i, j]) * w[j]
-                curvature[a] = c / (2.0 * s)
+                    c += (s.G_plus[i, j] - s.G_minus[i, j]) * w[j]
+                s.curvature[a] = c / (2.0 * shift)
         else:
             for a in range(active):
-                curvature[a] = 0.0
+                s.curvature[a] = 0.0
     for a in range(active):
         i = rows[a]
-        s = 0.0
+        b = 0.0
         for j in range(n):
-            s += G[i, j] * a_free[j]
-        if not AFFINE_GAP:
-            s += curvature[a]
-        b[a] = s
-    used = complementarity_update(n, G, rows, active, a_free, L, ws, a_out, LCP_SLOT_ACCELERATION)
+            b += G[i, j] * a_free[j]
+        if not problem.affine_gap:
+            b += s.curvature[a]
+        s.b[a] = b
+    used = _forces_update(s, n, active, a_free, a_out)
     if used == DEGENERATE_GRADIENT:
         return STATUS_DEGENERATE_GRADIENT, active, 0
     if used < 0:
@@ -263,210 +265,25 @@ def _contact_forces(q, w, p, h, G, L, a_free, a_out, X, rows, closed, ws):  # no
     return STATUS_OK, active, used
 
 
-def _closed_rows(g, q, p, G, rows):  # noqa: N803
-    """List the constraints with g_i <= 0 in rows[:closed]; evaluate G = grad g(q) when there
-    is one. Returns (status, closed)."""
-    n = N_DOF
-    m = N_CONSTRAINTS
+@scheme_function
+def _closed_rows(s, problem, n, m, q, p):
+    """List the constraints with g_i <= 0 (``s.g`` holds g(q)) in ``s.rows[:closed]``; evaluate
+    G = grad g(q) into ``s.G`` when there is one. Returns (status, closed)."""
     closed = 0
     for i in range(m):
-        if g[i] <= 0.0:
-            rows[closed] = i
+        if s.g[i] <= 0.0:
+            s.rows[closed] = i
             closed += 1
-        elif not g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
+        elif not s.g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
             return STATUS_GAP_NOT_FINITE, 0
     if closed > 0:
-        gap_gradient(q, p, G)
-        if not all_finite(G, m, n):
+        problem.gap_gradient(q, p, s.G)
+        if not all_finite(s.G, m, n):
             return STATUS_GAP_NOT_FINITE, 0
     return STATUS_OK, closed
 
 
-def _start(t0, h, q0, v0, p, e, mp, X, rows, ws):  # noqa: N803
-    """q, v from (q0, v0); M(q0) factored; g(q0)."""
-    n = N_DOF
-    mr = MASS_ROWS
-    M = matrix_rows(X, _MATRICES, _MATRICES + mr)  # noqa: N806
-    L = matrix_rows(X, _MATRICES + mr, _MATRICES + 2 * mr)  # noqa: N806
-    for j in range(n):
-        X[_Q, j] = q0[j]
-        X[_V, j] = v0[j]
-    mass_matrix(q0, p, M)
-    if not factor_mass(M, n, L):
-        return STATUS_MASS_NOT_SPD, 0, 0
-    gap(q0, p, X[_GAP, :N_CONSTRAINTS])
-    for i in range(N_CONSTRAINTS):
-        if not X[_GAP, i] <= np.inf:  # NaN
-            return STATUS_GAP_NOT_FINITE, 0, 0
-    return STATUS_OK, 0, 0
-
-
-def _step(k, t, t_next, h, p, e, mp, X, Z, rows, ws):  # noqa: N803
-    n = N_DOF
-    m = N_CONSTRAINTS
-    half_h = 0.5 * h
-    q = X[_Q, :n]
-    v = X[_V, :n]
-    f = X[_F, :n]
-    a_free = X[_A_FREE, :n]
-    a_left = X[_A_LEFT, :n]
-    v1 = X[_V1, :n]
-    q1 = X[_Q1, :n]
-    a_right_free = X[_A_RIGHT_FREE, :n]
-    a_right = X[_A_RIGHT, :n]
-    v_free = X[_V_FREE, :n]
-    v_next = X[_V_NEXT, :n]
-    g = X[_GAP, :m]
-    g1 = X[_GAP_NEXT, :m]
-    mr = MASS_ROWS
-    M1 = matrix_rows(X, _MATRICES, _MATRICES + mr)  # noqa: N806
-    L = matrix_rows(X, _MATRICES + mr, _MATRICES + 2 * mr)  # noqa: N806
-    L1 = matrix_rows(X, _MATRICES + 2 * mr, _MATRICES + 3 * mr)  # noqa: N806
-    G = matrix_rows(X, _MATRICES + 3 * mr, _MATRICES + 3 * mr + m)  # noqa: N806
-    used = 0
-    # left end: a_k+ with the contact forces on I_2 at (q_k, v_k)
-    forces(t, q, v, p, f)
-    solve_mass(L, n, f, a_free)
-    status, closed = _closed_rows(g, q, p, G, rows)
-    if status != STATUS_OK:
-        return status, False, 0, 0
-    for i in range(m):
-        X[_HELD, i] = 0.0
-    if closed > 0:
-        status, active, pivots = _contact_forces(
-            q, v, p, h, G, L, a_free, a_left, X, rows, closed, ws
-        )
-        if status != STATUS_OK:
-            return status, False, 0, 0
-        used += pivots
-        for c in range(active):  # I_2 at t_k
-            X[_HELD, rows[c]] = 1.0
-    else:
-        for j in range(n):
-            a_left[j] = a_free[j]
-    for j in range(n):
-        v1[j] = v[j] + h * a_left[j]
-        q1[j] = q[j] + half_h * (v[j] + v1[j])
-    # right end: M_{k+1}, F at (t_{k+1}, q_{k+1}, v_k1), the index sets at q_{k+1}
-    if not CONSTANT_MASS:
-        mass_matrix(q1, p, M1)
-        if not factor_mass(M1, n, L1):
-            return STATUS_MASS_NOT_SPD, False, 0, 0
-        right = L1
-    else:
-        right = L
-    forces(t_next, q1, v1, p, f)
-    solve_mass(right, n, f, a_right_free)
-    gap(q1, p, g1)
-    status, closed = _closed_rows(g1, q1, p, G, rows)
-    if status != STATUS_OK:
-        return status, False, 0, 0
-    impact = False
-    for c in range(closed):
-        if g[rows[c]] > 0.0:
-            impact = True
-    if impact:  # I_3 not empty: the impulse carries the whole contact reaction of the step
-        for j in range(n):
-            v_free[j] = v[j] + half_h * (a_free[j] + a_right_free[j])
-    else:
-        held = 0  # I_1 restricted to I_2 at t_k: a contact separating at t_k takes no force
-        for c in range(closed):
-            if X[_HELD, rows[c]] > 0.0:
-                rows[held] = rows[c]
-                held += 1
-        if held > 0:
-            status, active, pivots = _contact_forces(
-                q1, v1, p, h, G, right, a_right_free, a_right, X, rows, held, ws
-            )
-            if status != STATUS_OK:
-                return status, False, 0, 0
-            used += pivots
-            closed = 0  # rows[:closed] = I_1 again (I_2 overwrote it)
-            for i in range(m):
-                if g1[i] <= 0.0:
-                    rows[closed] = i
-                    closed += 1
-        else:
-            for j in range(n):
-                a_right[j] = a_right_free[j]
-        for j in range(n):
-            v_free[j] = v[j] + half_h * (a_left[j] + a_right[j])
-    # velocity level on I_1: e on I_3 (impacts), 0 on the persistent contacts that approach, 1 on
-    # those that separate (G_i v_free > 0: no energy gain, module docstring)
-    if closed > 0:
-        b = ws[3]
-        for c in range(closed):
-            i = rows[c]
-            u = 0.0
-            for j in range(n):
-                u += G[i, j] * v_free[j]
-            if g[i] > 0.0:
-                b[c] = (1.0 + e) * u
-            elif u > 0.0:
-                b[c] = 2.0 * u
-            else:
-                b[c] = u
-        pivots = complementarity_update(
-            n, G, rows, closed, v_free, right, ws, v_next, LCP_SLOT_IMPULSE
-        )
-        if pivots == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
-        if pivots < 0:
-            return STATUS_CONTACT_SOLVE_FAILED, False, 0, 0
-        used += pivots
-        for i in range(m):
-            X[IMPULSE, i] = 0.0
-        for c in range(closed):
-            i = rows[c]
-            X[IMPULSE, i] = ws[4][c]
-            before = 0.0
-            after = 0.0
-            # the spans of complementarity_update's delassus (all n columns for one row)
-            first, last = (0, n - 1) if SINGLE_CONSTRAINT else impulse_span(ws, closed, c, n)
-            for j in range(first, last + 1):
-                before += G[i, j] * v_free[j]
-                after += G[i, j] * v_next[j]
-            X[NORMAL_BEFORE, i] = before
-            X[NORMAL_AFTER, i] = after
-    for j in range(n):
-        Z[NEXT_Q, j] = q1[j]
-        Z[NEXT_V, j] = v_next[j] if closed > 0 else v_free[j]
-    return STATUS_OK, closed > 0, used, 2
-
-
-def _commit(X, Z):  # noqa: N803
-    n = N_DOF
-    for j in range(n):
-        X[_Q, j] = Z[NEXT_Q, j]
-        X[_V, j] = Z[NEXT_V, j]
-    for i in range(N_CONSTRAINTS):
-        X[_GAP, i] = X[_GAP_NEXT, i]
-    if not CONSTANT_MASS:  # M_{k+1} is the next step's M_k
-        mr = MASS_ROWS
-        for r in range(mr):
-            for c in range(n):
-                X[_MATRICES + mr + r, c] = X[_MATRICES + 2 * mr + r, c]
-
-
-def _state(X, Z, q_out, v_out):  # noqa: N803
-    for j in range(N_DOF):
-        q_out[j] = X[_Q, j]
-        v_out[j] = X[_V, j]
-
-
-#: The D1MinusLinear scheme as the one time loop runs it (impactbench.core.driver).
-D1_MINUS_LINEAR_SCHEME = Scheme(
-    start=_start,
-    step=_step,
-    commit=_commit,
-    sample=_state,
-    current=_state,
-    rows=_rows,
-    helpers=(("_closed_rows", _closed_rows), ("_contact_forces", _contact_forces)),
-)
-
-
-class D1MinusLinear(TimeStepping):
+class D1MinusLinear(Scheme):
     """D1MinusLinear time-discontinuous Galerkin scheme (Schindler and Acary 2014).
 
     Half-explicit at acceleration level: contact forces of persistent contacts by an
@@ -485,27 +302,116 @@ class D1MinusLinear(TimeStepping):
     from Siconos' D1MinusLinearOSI (plastic restitution on persistent contacts).
     """
 
+    state = D1_STATE
+
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
 
     @staticmethod
-    def _make_loop(
-        kernels: ProblemKernels, n_dof: int, n_constraints: int, compile: bool, **options: Any
-    ) -> Callable:
-        bindings = {
-            **mass_bindings(kernels, n_dof, compile),
-            "forces": kernels.forces,
-            "gap": kernels.gap,
-            "gap_gradient": kernels.gap_gradient,
-            "CONSTANT_MASS": kernels.constant_mass,
-            "AFFINE_GAP": kernels.affine_gap,
-        }
-        return make_loop(D1_MINUS_LINEAR_SCHEME, bindings, n_dof, n_constraints, compile)
+    def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
+        """q, v from (q0, v0); M(q0) factored; g(q0)."""
+        for j in range(n):
+            s.q[j] = q0[j]
+            s.v[j] = v0[j]
+        problem.mass_matrix(q0, p, s.M)
+        if not factor_mass(s.M, n, s.L):
+            return STATUS_MASS_NOT_SPD, 0, 0
+        problem.gap(q0, p, s.g)
+        for i in range(m):
+            if not s.g[i] <= math.inf:  # NaN
+                return STATUS_GAP_NOT_FINITE, 0, 0
+        return STATUS_OK, 0, 0
+
+    @staticmethod
+    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        half_h = 0.5 * h
+        q1 = s.q_next  # q_{k+1}
+        used = 0
+        # left end: a_k+ with the contact forces on I_2 at (q_k, v_k); s.g holds g(q_k), s.L
+        # the factor of M_k
+        problem.forces(t, s.q, s.v, p, s.f)
+        solve_mass(s.L, n, s.f, s.a_free)
+        status, closed = _closed_rows(s, problem, n, m, s.q, p)
+        if status != STATUS_OK:
+            return status, False, 0, 0
+        for i in range(m):
+            s.held[i] = 0.0
+        if closed > 0:
+            status, active, pivots = _contact_forces(
+                s, problem, n, m, s.q, s.v, p, h, s.a_free, s.a_left, closed
+            )
+            if status != STATUS_OK:
+                return status, False, 0, 0
+            used += pivots
+            for c in range(active):  # I_2 at t_k
+                s.held[s.rows[c]] = 1.0
+        else:
+            for j in range(n):
+                s.a_left[j] = s.a_free[j]
+        for j in range(n):
+            s.v1[j] = s.v[j] + h * s.a_left[j]
+            q1[j] = s.q[j] + half_h * (s.v[j] + s.v1[j])
+        # right end: M_{k+1} (its factor replaces that of M_k, no longer needed), F at
+        # (t_{k+1}, q_{k+1}, v_k1), the index sets at q_{k+1}
+        if not problem.constant_mass:
+            problem.mass_matrix(q1, p, s.M)
+            if not factor_mass(s.M, n, s.L):
+                return STATUS_MASS_NOT_SPD, False, 0, 0
+        problem.forces(t_next, q1, s.v1, p, s.f)
+        solve_mass(s.L, n, s.f, s.a_right_free)
+        for i in range(m):
+            s.g_start[i] = s.g[i]
+        problem.gap(q1, p, s.g)
+        status, closed = _closed_rows(s, problem, n, m, q1, p)
+        if status != STATUS_OK:
+            return status, False, 0, 0
+        impact = False
+        for c in range(closed):
+            if s.g_start[s.rows[c]] > 0.0:
+                impact = True
+        if impact:  # I_3 not empty: the impulse carries the whole contact reaction of the step
+            for j in range(n):
+                s.v_free[j] = s.v[j] + half_h * (s.a_free[j] + s.a_right_free[j])
+        else:
+            held = 0  # I_1 restricted to I_2 at t_k: a contact separating at t_k takes no force
+            for c in range(closed):
+                if s.held[s.rows[c]] > 0.0:
+                    s.rows[held] = s.rows[c]
+                    held += 1
+            if held > 0:
+                status, active, pivots = _contact_forces(
+                    s, problem, n, m, q1, s.v1, p, h, s.a_right_free, s.a_right, held
+                )
+                if status != STATUS_OK:
+                    return status, False, 0, 0
+                used += pivots
+            else:
+                for j in range(n):
+                    s.a_right[j] = s.a_right_free[j]
+            for j in range(n):
+                s.v_free[j] = s.v[j] + half_h * (s.a_left[j] + s.a_right[j])
+        if closed == 0:
+            for j in range(n):
+                s.v_next[j] = s.v_free[j]
+            return STATUS_OK, False, used, 2
+        # velocity level on I_1: e on I_3 (impacts), 0 on the persistent contacts that approach,
+        # 1 on those that separate (G_i v_free > 0: no energy gain, module docstring)
+        for i in range(m):
+            if s.g_start[i] > 0.0:
+                s.restitution[i] = e
+            elif s.g[i] <= 0.0:
+                u = 0.0
+                for j in range(n):
+                    u += s.G[i, j] * s.v_free[j]
+                s.restitution[i] = 1.0 if u > 0.0 else 0.0
+        status, active, pivots = velocity_impulse(
+            s, problem, n, m, q1, s.v_free, s.v_free, e, s.v_next, p, False, None, s.restitution
+        )
+        if status != STATUS_OK:
+            return status, False, 0, 0
+        return STATUS_OK, True, used + pivots, 2
 
     def step_limit(self, problem: Problem) -> float | None:
         """``problem.stable_step`` (2 / omega_max): the smooth part is velocity Verlet,
         stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
         return declared_stable_step(problem)
-
-    def _method_vector(self) -> np.ndarray:
-        return np.zeros(1)

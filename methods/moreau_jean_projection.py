@@ -68,7 +68,6 @@ from __future__ import annotations
 from typing import Any
 
 from impactbench.core import _checks
-from impactbench.core.contact import make_metric_projection
 from impactbench.core.divergence import theta_scheme_limit
 from impactbench.core.problem import Problem
 from impactbench.core.scheme import (
@@ -76,14 +75,13 @@ from impactbench.core.scheme import (
     STATUS_DEGENERATE_GRADIENT,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
-    Kernels,
-    Scheme,
+    ProjectingScheme,
 )
 
 from .moreau_jean import VELOCITY_STATE, velocity_step
 
 
-class MoreauJeanProjection(Scheme):
+class MoreauJeanProjection(ProjectingScheme):
     """Moreau-Jean theta-scheme followed by the projection of q onto K in the kinetic metric.
 
     Parameters
@@ -121,19 +119,6 @@ class MoreauJeanProjection(Scheme):
             raise ValueError(f"theta must lie in (0, 1], got {theta!r}")
         self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
         self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
-
-    @classmethod
-    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
-        """``project``: the metric projection onto K (``make_metric_projection``)."""
-        project = make_metric_projection(
-            problem.gap,
-            problem.gap_gradient,
-            problem.affine_gap,
-            n_constraints,
-            compile,
-            problem.diagonal_mass,
-        )
-        return {"project": project}
 
     @staticmethod
     def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):

@@ -89,7 +89,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from impactbench.core import _checks
-from impactbench.core.contact import affine_projection_step, make_metric_projection
+from impactbench.core.contact import affine_projection_step
 from impactbench.core.scheme import (
     DEGENERATE_GRADIENT,
     IMPACT_STATE,
@@ -97,8 +97,7 @@ from impactbench.core.scheme import (
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
-    Kernels,
-    Scheme,
+    ProjectingScheme,
     factor_mass,
     scheme_function,
     solve_mass,
@@ -229,7 +228,7 @@ def _held_contacts(s, problem, n, m, p, tol):
             s.forced[i] = 1.0
 
 
-class NonsmoothGeneralizedAlpha(Scheme):
+class NonsmoothGeneralizedAlpha(ProjectingScheme):
     """Nonsmooth generalized-alpha scheme (velocity-level impacts, position-level gap).
 
     Parameters
@@ -314,19 +313,6 @@ class NonsmoothGeneralizedAlpha(Scheme):
         self.iteration_max = _checks.positive_int(iteration_max, "iteration_max")
         self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
         self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
-
-    @classmethod
-    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
-        """``project``: the metric projection onto K (``make_metric_projection``)."""
-        project = make_metric_projection(
-            problem.gap,
-            problem.gap_gradient,
-            problem.affine_gap,
-            n_constraints,
-            compile,
-            problem.diagonal_mass,
-        )
-        return {"project": project}
 
     @staticmethod
     def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):

@@ -31,7 +31,6 @@ from impactbench.core import _checks
 from impactbench.core.contact import (
     affine_projection_step,
     all_finite,
-    make_metric_projection,
     metric_row,
 )
 from impactbench.core.divergence import declared_stable_step
@@ -43,14 +42,13 @@ from impactbench.core.scheme import (
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
     STATUS_PROJECTION_NOT_CONVERGED,
-    Kernels,
-    Scheme,
+    ProjectingScheme,
     factor_mass,
     solve_mass,
 )
 
 
-class PaoliSchatzman(Scheme):
+class PaoliSchatzman(ProjectingScheme):
     """Paoli-Schatzman two-step scheme with the projection in the kinetic metric M(q^k).
 
     Parameters
@@ -98,19 +96,6 @@ class PaoliSchatzman(Scheme):
         super().__init__(**options)
         self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
         self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
-
-    @classmethod
-    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
-        """``project``: the metric projection onto K (``make_metric_projection``)."""
-        project = make_metric_projection(
-            problem.gap,
-            problem.gap_gradient,
-            problem.affine_gap,
-            n_constraints,
-            compile,
-            problem.diagonal_mass,
-        )
-        return {"project": project}
 
     @staticmethod
     def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):

@@ -545,7 +545,7 @@ def impulse_span(ws, k, a, n):
 
 @kernel
 @count_arguments("k")
-def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
+def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa: N803
     """Newton impact law at velocity level in the kinetic metric (``L``: factor of M, factor_mass).
 
     Solves v_out = vfree + M^-1 G_A^T P with 0 <= P _|_ G_A v_out + e G_A v >= 0 over the k
@@ -553,14 +553,17 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
     velocity is reversed and scaled by e and the tangential part (in the metric of M) is kept.
     Returns the LCP's count of bases (:func:`solve_lcp`), -1 on failure, or
     :data:`DEGENERATE_GRADIENT` if the gradient of an active constraint vanishes (W_ii not
-    positive). The impulses are left in ws[4][:k], the spans of the gradients' nonzeros for
-    :func:`impulse_span`. The LCP starts from the previous call's active set
+    positive, or 1 / W_ii not finite). The impulses are left in ws[4][:k], the spans of the
+    gradients' nonzeros for :func:`impulse_span`. The LCP starts from the previous call's active set
     (:func:`solve_lcp_warm`, slot :data:`LCP_SLOT_IMPULSE`), and the right-hand side and v_out
     run over the spans of the gradients and of Y only: with a diagonal M and gradients of
     width b (a chain) the whole call costs O(k b + n) plus the O(k^2) stores of W's zeros, the
-    pivots each O(k) on a chain.
+    pivots each O(k) on a chain. ``restitution`` (m), when given, holds a coefficient e_i per
+    constraint, used in place of e in row i (None: e in every row).
     """
     if k == 1:
+        if restitution is not None:
+            e = restitution[rows[0]]
         inv_w = metric_row(n, G, rows[0], L, ws[1])
         return impulse_single(n, G, rows[0], vfree, v, e, ws[1], inv_w, ws[4], v_out)
     Y = ws[1]
@@ -569,14 +572,17 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out):  # noqa: N803
     P = ws[4]
     delassus(G, rows, k, L, n, Y, W, ws[19])
     for a in range(k):
-        if not W[a, a] > 0.0:
+        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < math.inf):
             return DEGENERATE_GRADIENT
     span = ws[19]
     for a in range(k):  # over the nonzeros of grad g_i only (delassus' spans)
         i = rows[a]
+        e_i = e
+        if restitution is not None:
+            e_i = restitution[i]
         s = 0.0
         for j in range(span[0, a], span[1, a] + 1):
-            s += G[i, j] * (vfree[j] + e * v[j])
+            s += G[i, j] * (vfree[j] + e_i * v[j])
         b[a] = s
     pivots = solve_lcp_warm(W, b, rows, k, P, ws, LCP_SLOT_IMPULSE)
     add_reactions(n, k, Y, P, span, vfree, v_out)

@@ -80,6 +80,7 @@ from .contact import (
     impulse,
     impulse_single,
     impulse_span,
+    make_metric_projection,
     metric_row,
     solve_mass,
 )
@@ -181,7 +182,9 @@ class Kernels(
 
 
 @scheme_function
-def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced):
+def velocity_impulse(
+    s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced, restitution=None
+):
     """Newton's impact law at velocity level on the constraints active at ``q``.
 
     The contract of the velocity-impulse step shared by the velocity-level schemes. Evaluates
@@ -196,9 +199,10 @@ def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, fo
 
         v_out = vfree + M^-1 G_A^T P,    0 <= P  _|_  G_A v_out + e G_A v >= 0,
 
-    in closed form for one constraint (M^-1 G^T and 1 / (G M^-1 G^T) kept in ``s.Y`` and
-    ``s.inv_w`` while M and G are constant: ``s.metric_ready``), by the LCP
-    (:func:`impactbench.core.contact.impulse`, warm-started) for several.
+    (with ``restitution``: e_i G_i v in the row of constraint i), in closed form for one
+    constraint (M^-1 G^T and 1 / (G M^-1 G^T) kept in ``s.Y`` and ``s.inv_w`` while M and G
+    are constant: ``s.metric_ready``), by the LCP (:func:`impactbench.core.contact.impulse`,
+    warm-started) for several.
 
     Parameters
     ----------
@@ -224,6 +228,11 @@ def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, fo
     forced : array (m) or None
         Constraints to activate whatever their gap (flags > 0); None: none (the code reading
         it is then not compiled).
+    restitution : array (m) or None
+        A restitution coefficient e_i for each constraint, in place of ``e``, for a law that
+        sets it by constraint (D1MinusLinear: e on the contacts that close during the step, 0
+        or 1 on those closed before it); None (default): ``e`` for all (the code reading it is
+        then not compiled).
 
     Returns
     -------
@@ -297,9 +306,15 @@ def velocity_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, fo
         if not (problem.constant_mass and problem.affine_gap and s.metric_ready[0] > 0.0):
             s.inv_w[0] = metric_row(n, G, 0, s.L, s.Y)
             s.metric_ready[0] = 1.0
-        used = impulse_single(n, G, 0, vfree, v, e, s.Y, s.inv_w[0], s.impulse, v_out)
+        e_0 = e
+        if restitution is not None:
+            e_0 = restitution[0]
+        used = impulse_single(n, G, 0, vfree, v, e_0, s.Y, s.inv_w[0], s.impulse, v_out)
     else:
-        used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
+        if restitution is None:
+            used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
+        else:
+            used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out, restitution)
         for i in range(m):
             s.impulse[i] = 0.0
         for a in range(active):
@@ -407,6 +422,29 @@ class Scheme(TimeStepping):
         return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
 
 
+class ProjectingScheme(Scheme):
+    """A scheme that keeps its positions on K by the metric projection.
+
+    Its functions call ``problem.project(y, n, m, p, tol, max_iter, M, L, x, g, G, ws)``: the
+    projection of y onto K = {g >= 0} in the metric of M
+    (:func:`impactbench.core.contact.make_metric_projection`, closed form for one affine
+    constraint, Newton on the Lagrangian otherwise).
+    """
+
+    @classmethod
+    def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
+        """``project``: the metric projection onto K, built from the problem's kernels."""
+        project = make_metric_projection(
+            problem.gap,
+            problem.gap_gradient,
+            problem.affine_gap,
+            n_constraints,
+            compile,
+            problem.diagonal_mass,
+        )
+        return {"project": project}
+
+
 def scheme_loop(
     scheme: type[Scheme],
     kernels: ProblemKernels,
@@ -444,6 +482,8 @@ def scheme_loop(
     bindings = {
         **mass,
         **functions,
+        # the driver sizes the projection's Hessian in the workspace by it (1 x 1 when affine)
+        "AFFINE_GAP": bool(kernels.affine_gap),
         "PROBLEM": problem,
         "OPTIONS": layout.options(**options),
     }
