@@ -206,3 +206,23 @@ def test_engine_runs_of_one_method_and_problem_with_other_ends_are_their_own():
         ):
             np.testing.assert_array_equal(a, b)
         assert kept.stats["impact_interval"] == fresh.stats["impact_interval"]
+
+
+@pytest.mark.parametrize(("integrator", "n", "m"), [("DOP853", 1, 1), ("RK45", 3, 2)])
+def test_the_event_loop_takes_its_work_arrays_in_a_few_blocks_and_cuts_the_same_views(
+    integrator, n, m
+):
+    # the compiled event loop is passed Buffers.packed (a call of a called helper then passes a
+    # few arrays, not the sixty of Work) and cuts Work's views from it with packed_views
+    from impactbench.core.events.buffers import Buffers, packed_views
+    from impactbench.core.events.engine import buffer_shapes
+
+    shapes = buffer_shapes(integrator, n, m)
+    buffers = Buffers(*shapes, 8)
+    assert len(buffers.packed) <= 8 < len(buffers.work) + len(buffers.work.cws)
+    cut = packed_views(*shapes)(buffers.packed)
+    for name, mine, theirs in zip(buffers.work._fields, cut, buffers.work, strict=True):
+        pairs = zip(mine, theirs, strict=True) if name == "cws" else [(mine, theirs)]
+        for a, b in pairs:
+            assert (a.shape, a.dtype, a.ctypes.data) == (b.shape, b.dtype, b.ctypes.data), name
+            assert a.flags.c_contiguous and a.base is not None

@@ -22,6 +22,7 @@ from scipy import integrate, optimize
 import impactbench as ib
 from impactbench.core._jit import specialize
 from impactbench.core.events import engine, location
+from impactbench.core.events.buffers import unpacked
 from impactbench.methods import event_driven
 from impactbench.methods.event_driven import EventDriven
 from impactbench.problems import BouncingBall, SlantedWall
@@ -586,7 +587,9 @@ def _gap_crossing(gap, rate, tau, armed, floor, start):
     root = specialize(
         location.brent, {"event_value": value, "_brent_step": location._brent_step}, False
     )
-    crossing = specialize(location.crossing, {"event_value": value, "root": root}, False)
+    crossing = specialize(
+        location.crossing, {"event_value": value, "root": root, "views": unpacked}, False
+    )
     w = types.SimpleNamespace(
         tau=tau,
         gs=gap(tau)[:, None],

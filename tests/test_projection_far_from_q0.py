@@ -16,6 +16,7 @@ import pytest
 from impactbench.core._jit import specialize
 from impactbench.core.contact import make_workspace
 from impactbench.core.events import resolution
+from impactbench.core.events.buffers import unpacked
 from impactbench.core.problem import CheckedCalls
 from impactbench.core.status_codes import STATUS_OK
 from impactbench.methods.event_driven import _checked_kernels
@@ -54,6 +55,7 @@ def _projection(kernels):
         "gap_gradient": kernels.gap_gradient,
         "N_DOF": 2,
         "N_CONSTRAINTS": 1,
+        "views": unpacked,
     }
     bindings["_subtract_reactions"] = specialize(resolution._subtract_reactions, bindings, False)
     return specialize(resolution._project_position, bindings, False)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from impactbench.core.contact import WARM_START_ENTRY, make_workspace
+from impactbench.core._jit import generated_functions
+from impactbench.core.contact import make_workspace
 from impactbench.core.divergence import GROWTH_SIZE
 from impactbench.core.status_codes import N_COUNTERS
 from impactbench.core.trajectory import IMPACT_LOG_CAPACITY
@@ -73,16 +75,89 @@ Work = namedtuple(
     "last_impact closed mark g G Gp Gm M F tol u u_after rest rows W WF x cws",
 )
 
-_STATES = ("y", "f", "y_new", "f_new", "probe", "ahead", "v_new", "before")
+_STATES = ("y", "f", "y_new", "f_new", "probe", "ahead", "before")
+
+
+def _work_arrays(
+    stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int
+) -> list[tuple[str, tuple[int, ...], Any]]:
+    """(name, shape, dtype) of the arrays of :class:`Work`, the contact workspace's entries
+    (:func:`impactbench.core.contact.make_workspace`) as ``cws0``, ``cws1``, ..."""
+    workspace = getattr(make_workspace, "py_func", make_workspace)(n, m)
+    s = SUBINTERVALS + 1
+    f, i, b = np.float64, np.int64, np.bool_
+    return [
+        ("K", stages, f),
+        ("dense", dense, f),
+        ("rws", rhs_workspace(n, m).shape, f),
+        *((name, (2 * n,), f) for name in _STATES),
+        ("v_new", (n,), f),
+        ("tau", (s,), f),
+        *((name, (s, m), f) for name in ("gs", "rs", "ls")),
+        ("armed", (m,), b),
+        ("armed_next", (m,), b),
+        *((name, (m,), f) for name in ("floor", "last_impact", "g", "tol", "u", "u_after")),
+        *((name, (m,), f) for name in ("rest", "x")),
+        *((name, (m,), i) for name in ("closed", "mark", "rows")),
+        *((name, (m, n), f) for name in ("G", "Gp", "Gm")),
+        *((name, (n, n), f) for name in ("M", "F")),
+        *((name, (m, m), f) for name in ("W", "WF")),
+        *((f"cws{k}", a.shape, a.dtype.type) for k, a in enumerate(workspace)),
+    ]
+
+
+def _blocks(
+    arrays: list[tuple[str, tuple[int, ...], Any]],
+) -> tuple[dict[tuple[Any, int], int], dict[str, tuple[int, int, int]]]:
+    """The packed layout of ``arrays``: the rows of each block (one 2-D array per dtype and
+    width), and where each array lies: name -> (block, first row, rows; 0 rows for a 1-D array,
+    which takes one row)."""
+    rows: dict[tuple[Any, int], int] = {}
+    places: dict[str, tuple[int, int, int]] = {}
+    for name, shape, dtype in arrays:
+        height = shape[0] if len(shape) == 2 else 0
+        key = (dtype, shape[-1])
+        first = rows.setdefault(key, 0)
+        rows[key] = first + max(height, 1)
+        places[name] = (list(rows).index(key), first, height)
+    return rows, places
+
+
+def _view(block: int, first: int, rows: int) -> str:
+    """The expression of one view of the packed ``work``."""
+    if rows == 0:
+        return f"work[{block}][{first}]"
+    return f"work[{block}][{first}:{first + rows}]"
+
+
+def packed_views(stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int) -> Callable:
+    """``views(work)``: the :class:`Work` of views into the packed work arrays ``work``
+    (:attr:`Buffers.packed`) of a run of these sizes, as plain Python; its source is generated
+    from the layout (rows are constants), so that compiled it costs a few additions."""
+    places = _blocks(_work_arrays(stages, dense, n, m))[1]
+    fields = [_view(*places[name]) for name in Work._fields if name != "cws"]
+    workspace = [_view(*place) for name, place in places.items() if name.startswith("cws")]
+    fields.append(f"({', '.join(workspace)},)")
+    body = ",\n        ".join(fields)
+    source = f"def views(work):\n    return Work(\n        {body},\n    )\n"
+    return generated_functions(source, {"Work": Work}, __name__)["views"]
+
+
+def unpacked(work: Work) -> Work:
+    """``views(work)`` where ``work`` is already the :class:`Work` (the plain-Python loop)."""
+    return work
 
 
 class Buffers:
     """The output and work arrays of a run, allocated once and reset by :meth:`fresh`.
 
-    The arrays a fresh run needs initialised (zeros; NaN in some slots of ``info``, -inf in
-    ``last_impact``; the contact workspace's warm-start memory) are views of three flat buffers
-    (float64, int64, bool), so that :meth:`fresh` sets them with three operations; the samples,
-    the impact log and the rest of the contact workspace are written before they are read.
+    The work arrays are views of a few 2-D blocks (one per dtype and row width,
+    :attr:`packed`), which the compiled loop takes in place of :class:`Work` and cuts into the
+    same views (:func:`packed_views`): a call then passes a handful of arrays, not sixty. The
+    blocks and the counters, ``info`` and ``growth`` of the output are views of three flat
+    buffers (float64, int64, bool), so that :meth:`fresh` resets them with three operations
+    (zeros; NaN in some slots of ``info``, -inf in ``last_impact``); the samples and the impact
+    log are written before they are read.
 
     Parameters
     ----------
@@ -97,56 +172,42 @@ class Buffers:
     def __init__(
         self, stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int, capacity: int
     ) -> None:
-        workspace = list(getattr(make_workspace, "py_func", make_workspace)(n, m))
-        s = SUBINTERVALS + 1
         f, i, b = np.float64, np.int64, np.bool_
-        zeroed = (
-            ("counters", (N_COUNTERS + 2,), i),
-            ("growth", (GROWTH_SIZE,), f),
-            ("info", (INFO_HEAD + 3 * m,), f),
-            ("K", stages, f),
-            ("dense", dense, f),
-            ("rws", rhs_workspace(n, m).shape, f),
-            *((name, (2 * n,), f) for name in _STATES),
-            ("tau", (s,), f),
-            ("gs", (s, m), f),
-            ("rs", (s, m), f),
-            ("ls", (s, m), f),
-            ("armed", (m,), b),
-            ("armed_next", (m,), b),
-            ("floor", (m,), f),
-            ("last_impact", (m,), f),
-            ("closed", (m,), i),
-            ("mark", (m,), i),
-            ("g", (m,), f),
-            *((name, (m, n), f) for name in ("G", "Gp", "Gm")),
-            ("M", (n, n), f),
-            ("F", (n, n), f),
-            *((name, (m,), f) for name in ("tol", "u", "u_after", "rest")),
-            ("rows", (m,), i),
-            ("W", (m, m), f),
-            ("WF", (m, m), f),
-            ("x", (m,), f),
-            ("warm_start", workspace[WARM_START_ENTRY].shape, b),  # make_workspace's entry
+        heads = (
+            ("counters", N_COUNTERS + 2, i),
+            ("growth", GROWTH_SIZE, f),
+            ("info", INFO_HEAD + 3 * m, f),
         )
+        arrays = _work_arrays(stages, dense, n, m)
+        rows, places = _blocks(arrays)
         sizes = {f: 0, i: 0, b: 0}
-        for _, shape, dtype in zeroed:
-            sizes[dtype] += math.prod(shape)
+        for _, size, dtype in heads:
+            sizes[dtype] += size
+        for (dtype, width), height in rows.items():
+            sizes[dtype] += height * width
         flat = {dtype: np.zeros(size, dtype=dtype) for dtype, size in sizes.items()}
         self.flat = (flat[f], flat[i], flat[b])
         offsets = dict.fromkeys(sizes, 0)
-        views: dict[str, Any] = {}
-        for name, shape, dtype in zeroed:
-            start, offsets[dtype] = offsets[dtype], offsets[dtype] + math.prod(shape)
-            views[name] = flat[dtype][start : offsets[dtype]].reshape(shape)
+
+        def cut(dtype: Any, size: int) -> np.ndarray:
+            start, offsets[dtype] = offsets[dtype], offsets[dtype] + size
+            return flat[dtype][start : offsets[dtype]]
+
+        views: dict[str, Any] = {name: cut(dtype, size) for name, size, dtype in heads}
+        #: the blocks the compiled loop takes as its work (:func:`packed_views`)
+        self.packed = tuple(
+            cut(dtype, height * width).reshape(height, width)
+            for (dtype, width), height in rows.items()
+        )
+        for name, (block, first, height) in places.items():
+            block_rows = self.packed[block]
+            views[name] = block_rows[first] if height == 0 else block_rows[first : first + height]
         views["info"][[INFO_ZENO_TIME, INFO_CONTACT_TIME]] = math.nan
         views["info"][INFO_HEAD + m :] = math.nan
         views["last_impact"].fill(-math.inf)
         #: the float buffer as a fresh run needs it (zeros, and the NaN and -inf above)
         self.initial = self.flat[0].copy()
-        workspace[WARM_START_ENTRY] = views["warm_start"]
-        views["v_new"] = views["v_new"][:n]
-        views["cws"] = tuple(workspace)
+        views["cws"] = tuple(views[name] for name, _, _ in arrays if name.startswith("cws"))
         self.output = Output(
             np.empty(capacity), np.empty((capacity, n)), np.empty((capacity, n)),
             np.empty(IMPACT_LOG_CAPACITY), np.empty(IMPACT_LOG_CAPACITY, dtype=np.int64),

@@ -10,9 +10,14 @@ what the runs of one problem state share, :func:`simulate_compiled` runs it once
 How the compiled engine is compiled: helpers are typed with the non-literal types of their
 arguments; those of rare paths (root search, restarts, projections, the start of a segment) are
 called functions compiled once; those with one call site (the RK step, the dense-output
-preparation and check, the gap-crossing test, the drift test, the step's acceptance) are copied
-into their caller by numba; the small helpers of every step are inlined by LLVM. The sizes are
-compile-time constants (one engine per problem class, sizes and pair).
+preparation and check, the gap-crossing test, the drift test, the step's acceptance, the steps
+of a restart's resolution) are copied into their caller by numba; the small helpers of every
+step are inlined by LLVM. The sizes are compile-time constants (one engine per problem class,
+sizes and pair). Every function of the loop takes the run's work arrays packed in a few blocks
+(:attr:`Buffers.packed`) and cuts its named views with ``w = views(work)``
+(:func:`~impactbench.core.events.buffers.packed_views`): a call of a called helper passes a
+handful of arrays instead of the sixty of :class:`Work`. As plain Python ``work`` is the
+:class:`Work` itself and ``views`` returns it.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ from .buffers import (
     Output,
     Run,
     Work,
+    packed_views,
+    unpacked,
 )
 
 #: Contact tolerance in units of the solver's error scale atol + rtol L.
@@ -93,11 +100,11 @@ _TEMPLATES = (
     ("project_position", resolution._project_position, False),
     ("project_velocity", resolution._project_velocity, False),
     ("acceleration_lcp", resolution._acceleration_lcp, False),
-    ("impact_law", resolution._impact_law, False),
-    ("free_accelerations", resolution._free_accelerations, False),
-    ("closing", resolution._closing, False),
-    ("record_switch", resolution._record_switch, False),
-    ("project_closed", resolution._project_closed, False),
+    ("impact_law", resolution._impact_law, "ir"),
+    ("free_accelerations", resolution._free_accelerations, "ir"),
+    ("closing", resolution._closing, "ir"),
+    ("record_switch", resolution._record_switch, "ir"),
+    ("project_closed", resolution._project_closed, "ir"),
     ("resolve", resolution.resolve, False),
     ("drifted", resolution.drifted, "ir"),
     ("diverged", loop._diverged, True),
@@ -114,13 +121,22 @@ _TEMPLATES = (
 
 
 def bind(
-    kernels: dict[str, Any], stepper: Callable[[dict[str, Any], Callable], None], compile: bool
+    kernels: dict[str, Any],
+    stepper: Callable[[dict[str, Any], Callable], None],
+    compile: bool,
+    shapes: tuple[Any, ...] | None = None,
 ) -> Callable:
-    """The event loop ``loop(run, out, w)`` with ``kernels`` (the problem's kernels and flags,
-    ``N_DOF``, ``N_CONSTRAINTS``) bound, and the stepper that ``stepper(bindings, add)`` binds
-    (``add(name, template, how)`` binds a template; callables may also be put in ``bindings``
-    directly). Compiled with numba (``_nrt=False``, cached on disk) or plain Python."""
+    """The event loop ``loop(run, out, work)`` with ``kernels`` (the problem's kernels and
+    flags, ``N_DOF``, ``N_CONSTRAINTS``) bound, and the stepper that ``stepper(bindings, add)``
+    binds (``add(name, template, how)`` binds a template; callables may also be put in
+    ``bindings`` directly). Compiled with numba (``_nrt=False``, cached on disk), ``work`` the
+    packed work arrays (:attr:`Buffers.packed`) of :class:`Buffers` of ``shapes``; or plain
+    Python, ``work`` the :class:`Work`."""
     bindings = dict(kernels)
+    if compile:
+        bindings["views"] = specialize(packed_views(*shapes), {}, compile, inline=True, helper=True)
+    else:
+        bindings["views"] = unpacked
 
     def add(name: str, template: Callable, how: bool | str) -> None:
         bindings[name] = specialize(
@@ -191,8 +207,17 @@ def make_engine(problem: Problem, integrator: str, compile: bool = True) -> Call
     key = (kernels, n, m, integrator, compile)
     if key not in _ENGINES:
         names = kernel_bindings(kernels, n, m, bool(kernels.constant_mass))
-        _ENGINES[key] = bind(names, _rk_stepper(integrator, compile), compile)
+        shapes = buffer_shapes(integrator, n, m)
+        _ENGINES[key] = bind(names, _rk_stepper(integrator, compile), compile, shapes)
     return _ENGINES[key]
+
+
+def buffer_shapes(integrator: str, n: int, m: int) -> tuple[Any, ...]:
+    """The arguments of :class:`Buffers` but the capacity for the compiled pair ``integrator``:
+    its stage array's and dense output's shapes, n, m."""
+    stages = compiled_rk.pair_bindings(integrator)[0] + 1 + 3 * (integrator == "DOP853") + 1
+    dense = compiled_rk.RungeKuttaIntegrator.dense_buffer(2 * n).shape
+    return ((stages, 2 * n), dense, n, m)
 
 
 def run_settings(
@@ -350,9 +375,8 @@ class PreparedEngine:
             self.call = _DIRECT_CALLS.setdefault(loop_function, DirectCall(loop_function))
         n, m = int(problem.n_dof), int(problem.n_constraints)
         self.key = (integrator, n, m)
-        rk = compiled_rk.RungeKuttaIntegrator
-        stages = compiled_rk.pair_bindings(integrator)[0] + 1 + 3 * (integrator == "DOP853") + 1
-        self.shapes = ((stages, 2 * n), rk.dense_buffer(2 * n).shape, n, m)
+        self.shapes = buffer_shapes(integrator, n, m)
+        self.compile = compile
         self.y0 = np.concatenate(
             (np.asarray(problem.q0, dtype=float), np.asarray(problem.v0, dtype=float))
         )
@@ -392,9 +416,10 @@ class PreparedEngine:
             except IndexError:
                 buffers = Buffers(*self.shapes, capacity)
             out, w = buffers.fresh(image)
+            work = buffers.packed if self.compile else w
             call = self.call.entry or self.call  # the entry point once selected
             start = time.perf_counter()
-            call(run, out, w)
+            call(run, out, work)
             integration_time += time.perf_counter() - start
             if out.counters[COUNTER_STATUS] != STATUS_OUTPUT_FULL:
                 break

@@ -45,12 +45,14 @@ CLOSES = 8
 
 # Names bound per engine (impactbench.core.events.engine).
 gap = gap_gradient = dense_evaluate = acceleration = event_value = root = gap_crossing = None
+views = None
 N_DOF = N_CONSTRAINTS = 0
 
 
-def evaluate(kind, i, level, s, t_old, h, run, w):
+def evaluate(kind, i, level, s, t_old, h, run, work):
     """g_i(s) - level (kind GAP), dg_i/dt(s) (kind RATE) or the force of the i-th closed contact
     (kind FORCE) on the dense output of the step [t_old, t_old + h] starting at ``w.y``."""
+    w = views(work)
     n = N_DOF
     y = w.probe
     dense_evaluate(s, t_old, h, w.y, w.dense, y)
@@ -67,11 +69,11 @@ def evaluate(kind, i, level, s, t_old, h, run, w):
     return rate
 
 
-def brent(kind, i, level, a, b, t_old, h, run, w):
+def brent(kind, i, level, a, b, t_old, h, run, work):
     """Root in [a, b] of :func:`evaluate` (scipy's brentq when the signs bracket, else the
     endpoint of smaller magnitude), to 4 eps relative."""
-    fa = event_value(kind, i, level, a, t_old, h, run, w)
-    fb = event_value(kind, i, level, b, t_old, h, run, w)
+    fa = event_value(kind, i, level, a, t_old, h, run, work)
+    fb = event_value(kind, i, level, b, t_old, h, run, work)
     if fa == 0.0:
         return a
     if fb == 0.0 or (fa > 0.0) == (fb > 0.0):
@@ -97,7 +99,7 @@ def brent(kind, i, level, a, b, t_old, h, run, w):
             x_cur += s_cur
         else:
             x_cur += delta if s_bis > 0.0 else -delta
-        f_cur = event_value(kind, i, level, x_cur, t_old, h, run, w)
+        f_cur = event_value(kind, i, level, x_cur, t_old, h, run, work)
     return x_cur
 
 
@@ -116,9 +118,10 @@ def _brent_step(x_pre, x_cur, x_blk, f_pre, f_cur, f_blk, s_pre, s_cur, delta):
     return s_bis, s_bis
 
 
-def crossing(i, start, t_old, h, run, w):
+def crossing(i, start, t_old, h, run, work):
     """First time in the step where gap i reaches its event level (nan if none) and its armed
     flag after the step, from the gaps ``w.gs`` and rates ``w.rs`` at the ends ``w.tau``."""
+    w = views(work)
     tau, gs, rs = w.tau, w.gs, w.rs
     armed = w.armed[i]
     k_max = tau.shape[0] - 1
@@ -127,26 +130,27 @@ def crossing(i, start, t_old, h, run, w):
             armed = True
         lo, hi, g_lo, r_lo = tau[k], tau[k + 1], gs[k, i], rs[k, i]
         if not armed and gs[k + 1, i] <= 0.0 and r_lo > 0.0 > rs[k + 1, i]:
-            t_max = root(RATE, i, 0.0, lo, hi, t_old, h, run, w)
-            g_max = event_value(GAP, i, 0.0, t_max, t_old, h, run, w)
+            t_max = root(RATE, i, 0.0, lo, hi, t_old, h, run, work)
+            g_max = event_value(GAP, i, 0.0, t_max, t_old, h, run, work)
             if g_max > 0.0:
                 armed = True
                 lo, g_lo, r_lo = t_max, g_max, 0.0
         level = 0.0 if armed else w.floor[i]
         if g_lo > level >= gs[k + 1, i]:
-            return root(GAP, i, level, lo, hi, t_old, h, run, w), armed
+            return root(GAP, i, level, lo, hi, t_old, h, run, work), armed
         if g_lo > level and gs[k + 1, i] > level and r_lo < 0.0 < rs[k + 1, i]:
-            t_min = root(RATE, i, 0.0, lo, hi, t_old, h, run, w)
-            if event_value(GAP, i, level, t_min, t_old, h, run, w) <= 0.0:
-                return root(GAP, i, level, lo, t_min, t_old, h, run, w), armed
+            t_min = root(RATE, i, 0.0, lo, hi, t_old, h, run, work)
+            if event_value(GAP, i, level, t_min, t_old, h, run, work) <= 0.0:
+                return root(GAP, i, level, lo, t_min, t_old, h, run, work), armed
     if not armed and tau[k_max] > start and gs[k_max, i] > 0.0:
         armed = True
     return math.nan, armed
 
 
-def probe_step(t_old, h, t_new, k_closed, run, w):
+def probe_step(t_old, h, t_new, k_closed, run, work):
     """Gaps, rates and (closed contacts) forces at the sub-interval ends of the step into
     ``w.tau``, ``w.gs``, ``w.rs``, ``w.ls``; returns (finite, force evaluations)."""
+    w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
     y = w.probe
@@ -174,9 +178,10 @@ def probe_step(t_old, h, t_new, k_closed, run, w):
     return np.isfinite(check), evaluations
 
 
-def earliest_event(t_old, h, start, k_closed, run, w):
+def earliest_event(t_old, h, start, k_closed, run, work):
     """The earliest event of the step: (t_event, gap event i or -1, released contact or -1);
     inf when none. The re-armed flags after the whole step go to ``w.armed_next``."""
+    w = views(work)
     m = N_CONSTRAINTS
     t_event = math.inf
     event = -1
@@ -185,7 +190,7 @@ def earliest_event(t_old, h, start, k_closed, run, w):
         w.armed_next[i] = w.armed[i]
         if (w.mark[i] & CLOSES) != 0:  # closed: no gap event
             continue
-        t_hit, armed = gap_crossing(i, start, t_old, h, run, w)
+        t_hit, armed = gap_crossing(i, start, t_old, h, run, work)
         w.armed_next[i] = armed
         if t_hit < t_event:  # nan compares False
             t_event = t_hit
@@ -195,7 +200,7 @@ def earliest_event(t_old, h, start, k_closed, run, w):
             if w.ls[k, c] <= 0.0:
                 t_hit = w.tau[0]
                 if k > 0:
-                    t_hit = root(FORCE, c, 0.0, w.tau[k - 1], w.tau[k], t_old, h, run, w)
+                    t_hit = root(FORCE, c, 0.0, w.tau[k - 1], w.tau[k], t_old, h, run, work)
                 if t_hit < t_event:
                     t_event = t_hit
                     event = -1

@@ -56,7 +56,7 @@ from .buffers import (
 from .stepping import STEP_ACCEPTED, STEP_NOT_FINITE
 
 # Names bound per engine (impactbench.core.events.engine).
-gap = gap_gradient = None
+gap = gap_gradient = views = None
 N_DOF = N_CONSTRAINTS = 0
 factor_constant_mass = resolve = drifted = project_position = project_velocity = None
 name_failed_rows = probe_step = earliest_event = diverged = None
@@ -64,9 +64,10 @@ start_segment = take_step = prepare_dense = dense_evaluate = record_piece = None
 restart = segment = advance = locate = accept = project_contacts = finish = add_sample = None
 
 
-def event_loop(run, out, w):
+def event_loop(run, out, work):
     """The whole run from the state ``w.y`` at ``run.t0``: writes ``out`` (the status in
     ``out.counters``, the stop time and state in ``out.state``)."""
+    w = views(work)
     n = N_DOF
     factor_constant_mass(w.y[:n], run.p, w.rws)
     w.rws[2 * n + 1, 2] = CURVATURE_FD_STEP * run.length
@@ -79,33 +80,34 @@ def event_loop(run, out, w):
     start = t
     while status == STATUS_OK:
         if first_step == 0.0:
-            status, k_closed = restart(t, event, released, k_closed, run, out, w)
+            status, k_closed = restart(t, event, released, k_closed, run, out, work)
             start = t
             if status != STATUS_OK or t >= run.t_end:
                 break
         status, t, event, released, first_step = segment(
-            t, start, k_closed, first_step, run, out, w
+            t, start, k_closed, first_step, run, out, work
         )
         if event < 0 and released < 0 and first_step == 0.0:
             break
     if status == STATUS_OK:
-        status = finish(t, k_closed, run, out, w)
+        status = finish(t, k_closed, run, out, work)
     out.counters[COUNTER_STATUS] = status
     out.state[0] = t
     for j in range(2 * n):
         out.state[1 + j] = w.y[j]
 
 
-def _restart(t, event, released, k_closed, run, out, w):
+def _restart(t, event, released, k_closed, run, out, work):
     """The restart at ``t`` (resolution, samples before and after it, event levels); returns
     (status, contacts closed after it)."""
+    w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
     counters = out.counters
     impacts_before = counters[COUNTER_IMPACTS]
     for j in range(2 * n):
         w.before[j] = w.y[j]
-    status, k_closed = resolve(t, w.y, event, released, k_closed, run, out, w)
+    status, k_closed = resolve(t, w.y, event, released, k_closed, run, out, work)
     counters[COUNTER_FORCE_EVALUATIONS] += 1
     if status != STATUS_OK:
         return status, k_closed
@@ -130,23 +132,24 @@ def _restart(t, event, released, k_closed, run, out, w):
     return STATUS_OK, k_closed
 
 
-def _segment(t, start, k_closed, first_step, run, out, w):
+def _segment(t, start, k_closed, first_step, run, out, work):
     """Steps from ``t`` until an event, t_end or a drift projection; returns (status, t, gap
     event or -1, released contact or -1, the step to resume with after a projection or 0)."""
+    w = views(work)
     control = w.rws[2 * N_DOF + 1]
     control[0] = 0.0
-    h_abs, evaluations = start_segment(t, first_step, run, w)
+    h_abs, evaluations = start_segment(t, first_step, run, work)
     out.counters[COUNTER_FORCE_EVALUATIONS] += evaluations
     while t < run.t_end:
-        status, t_new, h, h_abs = advance(t, h_abs, k_closed, run, out, w)
+        status, t_new, h, h_abs = advance(t, h_abs, k_closed, run, out, work)
         if status != STATUS_OK:  # t_new: where the run stopped
             return status, t_new, -1, -1, 0.0
-        t_event, event, released = earliest_event(t, h, start, k_closed, run, w)
+        t_event, event, released = earliest_event(t, h, start, k_closed, run, work)
         if control[0] != 0.0:
             return _contact_status(control), t, -1, -1, 0.0
         if event >= 0 or released >= 0:
-            return locate(t, t_event, h, run, out, w), t_event, event, released, 0.0
-        status, first_step = accept(t, t_new, k_closed, run, out, w)
+            return locate(t, t_event, h, run, out, work), t_event, event, released, 0.0
+        status, first_step = accept(t, t_new, k_closed, run, out, work)
         t = t_new
         if status != STATUS_OK or first_step > 0.0:
             return status, t, -1, -1, first_step
@@ -158,12 +161,13 @@ def _contact_status(control):
     return STATUS_CONTACT_MATRIX_SINGULAR if control[0] == 2.0 else STATUS_MASS_NOT_SPD
 
 
-def _advance(t, h_abs, k_closed, run, out, w):
+def _advance(t, h_abs, k_closed, run, out, work):
     """One accepted step from ``t``, its dense output and its probes; returns (status, t_new,
     h, next step size)."""
+    w = views(work)
     counters = out.counters
     control = w.rws[2 * N_DOF + 1]
-    step_status, t_new, h, h_abs, evaluations = take_step(t, h_abs, run, w)
+    step_status, t_new, h, h_abs, evaluations = take_step(t, h_abs, run, work)
     counters[COUNTER_FORCE_EVALUATIONS] += evaluations
     if control[0] != 0.0:
         return _contact_status(control), t, h, h_abs
@@ -181,8 +185,8 @@ def _advance(t, h_abs, k_closed, run, out, w):
             w.y[j] = w.y_new[j]
         return STATUS_DIVERGED, t_new, h, h_abs
     counters[COUNTER_STEPS] += 1
-    counters[COUNTER_FORCE_EVALUATIONS] += prepare_dense(t, h, run, w)
-    finite, evaluations = probe_step(t, h, t_new, k_closed, run, w)
+    counters[COUNTER_FORCE_EVALUATIONS] += prepare_dense(t, h, run, work)
+    finite, evaluations = probe_step(t, h, t_new, k_closed, run, work)
     counters[COUNTER_FORCE_EVALUATIONS] += evaluations
     if not finite:  # a gap or a rate is not finite
         return STATUS_GAP_NOT_FINITE, t, h, h_abs
@@ -208,35 +212,37 @@ def _diverged(t, y, out):
     return True
 
 
-def _locate(t, t_event, h, run, out, w):
+def _locate(t, t_event, h, run, out, work):
     """Moves ``w.y`` to the event at ``t_event`` in the step [t, t + h]; a status."""
+    w = views(work)
     counters = out.counters
     counters[COUNTER_EVENTS] += 1
     counters[COUNTER_STALLED] = counters[COUNTER_STALLED] + 1 if t_event == t else 0
     if counters[COUNTER_STALLED] > 2 * N_CONSTRAINTS + 2:
         return STATUS_NO_PROGRESS
     dense_evaluate(t_event, t, h, w.y, w.dense, w.probe)
-    record_piece(t, t_event, w.probe, w)
+    record_piece(t, t_event, w.probe, work)
     for j in range(2 * N_DOF):
         w.y[j] = w.probe[j]
     return STATUS_OK
 
 
-def _accept(t, t_new, k_closed, run, out, w):
+def _accept(t, t_new, k_closed, run, out, work):
     """Moves ``w.y`` to the end of the accepted step [t, t_new], projects a drifted contact and
     samples; returns (status, the step to resume with after a projection or 0)."""
+    w = views(work)
     n = N_DOF
     for i in range(N_CONSTRAINTS):
         w.armed[i] = w.armed_next[i]
-    record_piece(t, t_new, w.y_new, w)
+    record_piece(t, t_new, w.y_new, work)
     for j in range(2 * n):
         w.y[j] = w.y_new[j]
         w.f[j] = w.f_new[j]
     if t_new >= run.t_end:
         return STATUS_OK, 0.0
     first_step = 0.0
-    if k_closed > 0 and drifted(w.y, k_closed, run, w):
-        status = project_contacts(w.y, k_closed, run, out, w)
+    if k_closed > 0 and drifted(w.y, k_closed, run, work):
+        status = project_contacts(w.y, k_closed, run, out, work)
         if status != STATUS_OK:
             return status, 0.0
         out.info[INFO_PROJECTIONS] += 1.0
@@ -246,20 +252,22 @@ def _accept(t, t_new, k_closed, run, out, w):
     return STATUS_OK, first_step
 
 
-def _project_contacts(y, k_closed, run, out, w):
+def _project_contacts(y, k_closed, run, out, work):
     """q and v of ``y`` onto the closed contacts; a status (failing rows named in info)."""
-    status = project_position(y, w.closed, k_closed, run, w)
+    w = views(work)
+    status = project_position(y, w.closed, k_closed, run, work)
     if status == STATUS_OK:
-        status = project_velocity(y, w.closed, k_closed, run, w)
+        status = project_velocity(y, w.closed, k_closed, run, work)
     if status != STATUS_OK:
         gap(y[:N_DOF], run.p, w.g)
         name_failed_rows(out.info, w.closed, k_closed, w.g)
     return status
 
 
-def _finish(t, k_closed, run, out, w):
+def _finish(t, k_closed, run, out, work):
     """The final state: projected onto the closed contacts, admissible up to twice the contact
     tolerance, sampled; a status."""
+    w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
     for c in range(k_closed):
@@ -267,7 +275,7 @@ def _finish(t, k_closed, run, out, w):
         out.info[INFO_CONTACT_DURATION] += t - out.info[INFO_HEAD + m + i]
         out.info[INFO_HEAD + m + i] = np.nan
     if k_closed > 0:
-        status = project_contacts(w.y, k_closed, run, out, w)
+        status = project_contacts(w.y, k_closed, run, out, work)
         if status != STATUS_OK:
             return status
     gap(w.y[:n], run.p, w.g)

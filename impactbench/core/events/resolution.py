@@ -73,30 +73,31 @@ _PROJECTION_ITERATIONS = 20
 CLOSING_THRESHOLD = 1e-12
 
 # Names bound per engine (impactbench.core.events.engine).
-mass_matrix = forces = gap = gap_gradient = None
+mass_matrix = forces = gap = gap_gradient = views = None
 N_DOF = N_CONSTRAINTS = 0
 impact_law = free_accelerations = closing = record_switch = project_closed = None
 project_position = project_velocity = acceleration_lcp = name_failed_rows = None
 
 
-def resolve(t, y, event, released, k_closed, run, out, w):
+def resolve(t, y, event, released, k_closed, run, out, work):
     """The restart at an event on the state ``y`` (updated in place): ``event`` the constraint
     whose gap event fired, ``released`` the contact whose force vanished (-1 if none),
     ``w.closed[:k_closed]`` the contacts closed before. Returns (status, contacts closed after,
     listed in ``w.closed``)."""
-    status, impacting = impact_law(t, y, event, k_closed, run, out, w)
+    status, impacting = impact_law(t, y, event, k_closed, run, out, work)
     if status == STATUS_OK:
-        status = free_accelerations(t, y, impacting, run, w)
+        status = free_accelerations(t, y, impacting, run, work)
     if status == STATUS_OK:
-        status = closing(released, run, out, w)
+        status = closing(released, run, out, work)
     if status != STATUS_OK:
         return status, k_closed
-    record_switch(t, run, out, w)
-    return project_closed(y, run, out, w)
+    record_switch(t, run, out, work)
+    return project_closed(y, run, out, work)
 
 
-def _impact_law(t, y, event, k_closed, run, out, w):
+def _impact_law(t, y, event, k_closed, run, out, work):
     """Active set and Newton's law on it; logs the impacts. Returns (status, impacting)."""
+    w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
     q, v, g, G, mark = y[:n], y[n:], w.g, w.G, w.mark
@@ -159,10 +160,11 @@ def _impact_law(t, y, event, k_closed, run, out, w):
     return STATUS_OK, True
 
 
-def _free_accelerations(t, y, impacting, run, w):
+def _free_accelerations(t, y, impacting, run, work):
     """Free normal accelerations b_i = grad g_i . M^-1 F + (dG/dt) v at the post-impact state
     into ``w.x`` and ``w.rest`` (M and its factor at q are the impact law's when there was one:
     it changes v only); a status."""
+    w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
     q, v, G, Gp, Gm = y[:n], y[n:], w.G, w.Gp, w.Gm
@@ -196,9 +198,10 @@ def _free_accelerations(t, y, impacting, run, w):
     return STATUS_OK
 
 
-def _closing(released, run, out, w):
+def _closing(released, run, out, work):
     """Rest speeds, the constraints at rest (or impacting too soon) and which of them close
     (flag CLOSES), by the acceleration LCP; a status."""
+    w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
     mark, rows, rest = w.mark, w.rows, w.rest
@@ -210,7 +213,7 @@ def _closing(released, run, out, w):
     # Normal accelerations a_i = b_i + grad g_i . M^-1 G_H^T lambda_H under the forces of the
     # contacts H that stay closed, from the LCP over H.
     if k > 0:
-        if not acceleration_lcp(rows, k, out.info, w):
+        if not acceleration_lcp(rows, k, out.info, work):
             return STATUS_CONTACT_LCP_FAILED
         Y = w.cws[1]
         lam = w.cws[4]
@@ -229,7 +232,7 @@ def _closing(released, run, out, w):
             rows[k] = i
             k += 1
     if k > 0:
-        if not acceleration_lcp(rows, k, out.info, w):
+        if not acceleration_lcp(rows, k, out.info, work):
             return STATUS_CONTACT_LCP_FAILED
         lam = w.cws[4]
         scale = 0.0
@@ -242,8 +245,9 @@ def _closing(released, run, out, w):
     return STATUS_OK
 
 
-def _record_switch(t, run, out, w):
+def _record_switch(t, run, out, work):
     """Bookkeeping in ``out.info``: the accumulation cut, the first contact, contact phases."""
+    w = views(work)
     m = N_CONSTRAINTS
     mark, info = w.mark, out.info
     first = -1
@@ -276,9 +280,10 @@ def _record_switch(t, run, out, w):
             info[INFO_HEAD + m + i] = math.nan
 
 
-def _project_closed(y, run, out, w):
+def _project_closed(y, run, out, work):
     """q onto the closed contacts and every g_i < 0, v onto the closed contacts; returns
     (status, number of closed contacts, listed in ``w.closed``)."""
+    w = views(work)
     m = N_CONSTRAINTS
     k = 0
     k_closed = 0
@@ -290,19 +295,20 @@ def _project_closed(y, run, out, w):
             w.rows[k] = i
             k += 1
     if k > 0:
-        status = project_position(y, w.rows, k, run, w)
+        status = project_position(y, w.rows, k, run, work)
         if status != STATUS_OK:
             gap(y[:N_DOF], run.p, w.g)
             name_failed_rows(out.info, w.rows, k, w.g)
             return status, k_closed
     if k_closed > 0:
-        return project_velocity(y, w.closed, k_closed, run, w), k_closed
+        return project_velocity(y, w.closed, k_closed, run, work), k_closed
     return STATUS_OK, k_closed
 
 
-def _project_position(y, rows, k, run, w):
+def _project_position(y, rows, k, run, work):
     """q = y[:n] moved to g_rows(q) = 0 in the metric of M (Gauss-Newton, tolerance 8 eps
     max(L, |q|_inf) |grad g_i|); returns a status."""
+    w = views(work)
     n = N_DOF
     q, g, G, x = y[:n], w.g, w.G, w.x
     for _ in range(_PROJECTION_ITERATIONS):
@@ -343,8 +349,9 @@ def _subtract_reactions(z, Y, x, k):
         z[j] -= s
 
 
-def _project_velocity(y, rows, k, run, w):
+def _project_velocity(y, rows, k, run, work):
     """v = y[n:] moved to G_rows v = 0 in the metric of M; returns a status."""
+    w = views(work)
     n = N_DOF
     q, v, G, x = y[:n], y[n:], w.G, w.x
     gap_gradient(q, run.p, G)
@@ -371,10 +378,11 @@ def _name_failed_rows(info, rows, k, values):
         info[INFO_HEAD + 2 * m + rows[a]] = values[rows[a]]
 
 
-def _acceleration_lcp(rows, k, info, w):
+def _acceleration_lcp(rows, k, info, work):
     """The acceleration LCP 0 <= lambda _|_ W lambda + b >= 0 on the constraints ``rows[:k]``
     (W = G_R M^-1 G_R^T from the factor ``w.F``, b = ``w.x[rows]``); lambda in ``w.cws[4]``,
     M^-1 G_R^T in ``w.cws[1]``. False (the rows named in ``info``) when the LCP fails."""
+    w = views(work)
     b = w.cws[3]
     delassus(w.G, rows, k, w.F, N_DOF, w.cws[1], w.W, w.cws[19])
     for c in range(k):
@@ -385,9 +393,10 @@ def _acceleration_lcp(rows, k, info, w):
     return True
 
 
-def drifted(y, k_closed, run, w):
+def drifted(y, k_closed, run, work):
     """Whether g_C or G_C v left the solver's error scale (atol + rtol L) |grad g|,
     (atol + rtol |v|_inf) |grad g|."""
+    w = views(work)
     n = N_DOF
     gap(y[:n], run.p, w.g)
     gap_gradient(y[:n], run.p, w.G)
