@@ -4,7 +4,7 @@ Two runs at rtol 1e-10, atol 1e-12: the double pendulum against the wall (tip co
 thesis configuration) to T = 5.5 with RK45 and DOP853 (free flight and impacts), and the bouncing
 ball e = 0.8 from q0 = 1 to T = 10 with DOP853 (62 impacts, the accumulation cut at t = 4.06,
 then persistent contact). Each: the whole run of
-:func:`impactbench.methods.compiled_event_driven.simulate_compiled` (Python wrapper and buffer
+:func:`impactbench.core.events.simulate_compiled` (Python wrapper and buffer
 allocation included, best of 5 after a warm-up that compiles or loads the cache) against
 ``impactbench.simulate(problem, EventDriven(integrator=...), T)`` (best of 3), and the cost per
 force evaluation against MoreauJean's cost per step on the same problem in the same process
@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 
 import impactbench as ib
-from impactbench.methods.compiled_event_driven import simulate_compiled
+from impactbench.core.events import simulate_compiled
 from impactbench.methods.event_driven import EventDriven
 from impactbench.methods.moreau_jean import MoreauJean
 from impactbench.problems import BouncingBall, DoublePendulum

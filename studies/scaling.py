@@ -15,7 +15,7 @@ Three families of runs, one row each (figures and findings from the stored table
   most 10 % of the ``COLUMN_STEPS`` steps timed at n = 300), the case where the LCP of n active
   contacts is solved at every step (warm-started, banded: one factorisation per step once
   settled).
-* The compiled event-driven engine (``EventDriven()``, DOP853, methods/compiled_event_driven.py)
+* The compiled event-driven engine (``EventDriven()``, DOP853, impactbench/core/events/)
   where it applies and where it does not. On the settled column (3 and 10 beads) it finds the
   persistent contact at t0 and crosses the window in a few steps of the contact dynamics (zero
   acceleration), where a time-stepping scheme takes every step: its cost per *run* is the

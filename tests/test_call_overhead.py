@@ -110,7 +110,7 @@ def test_a_freed_problem_leaves_no_kept_check():
 def test_an_engine_run_that_outgrows_its_output_is_the_same_run():
     # capacity 2 fills up at once: the run is repeated with 4, 8, ... samples, each size taking
     # its own pooled buffers; the trajectory is that of a run with room from the start
-    from impactbench.methods.compiled_event_driven import simulate_compiled
+    from impactbench.core.events import simulate_compiled
 
     ball = BouncingBall(restitution=0.8)
     roomy = simulate_compiled(ball, 6.0)
@@ -190,3 +190,39 @@ def test_runs_of_one_method_and_problem_with_other_ends_and_steps_are_their_own(
             _run(ball, method, t_end, h=h, output_every=every),
             _run(BouncingBall(restitution=0.8), MoreauJean(), t_end, h=h, output_every=every),
         )
+
+
+def test_engine_runs_of_one_method_and_problem_with_other_ends_are_their_own():
+    # the compiled engine keeps a Run and an initial buffer (the state's bounds included) per
+    # (t_end, output_every): each run is that of a fresh method and problem
+    ball, method = BouncingBall(restitution=0.8), EventDriven()
+    for t_end, every in ((1.0, 1), (2.0, 7), (1.0, 3), (1.0, 1)):
+        kept = simulate(ball, method, t_end, output_every=every)
+        fresh = simulate(BouncingBall(restitution=0.8), EventDriven(), t_end, output_every=every)
+        for a, b in (
+            (kept.t, fresh.t),
+            (kept.q, fresh.q),
+            (kept.stats["growth"], fresh.stats["growth"]),
+        ):
+            np.testing.assert_array_equal(a, b)
+        assert kept.stats["impact_interval"] == fresh.stats["impact_interval"]
+
+
+@pytest.mark.parametrize(("integrator", "n", "m"), [("DOP853", 1, 1), ("RK45", 3, 2)])
+def test_the_event_loop_takes_its_work_arrays_in_a_few_blocks_and_cuts_the_same_views(
+    integrator, n, m
+):
+    # the compiled event loop is passed Buffers.packed (a call of a called helper then passes a
+    # few arrays, not the sixty of Work) and cuts Work's views from it with packed_views
+    from impactbench.core.events.buffers import Buffers, packed_views
+    from impactbench.core.events.engine import buffer_shapes
+
+    shapes = buffer_shapes(integrator, n, m)
+    buffers = Buffers(*shapes, 8)
+    assert len(buffers.packed) <= 8 < len(buffers.work) + len(buffers.work.cws)
+    cut = packed_views(*shapes)(buffers.packed)
+    for name, mine, theirs in zip(buffers.work._fields, cut, buffers.work, strict=True):
+        pairs = zip(mine, theirs, strict=True) if name == "cws" else [(mine, theirs)]
+        for a, b in pairs:
+            assert (a.shape, a.dtype, a.ctypes.data) == (b.shape, b.dtype, b.ctypes.data), name
+            assert a.flags.c_contiguous and a.base is not None

@@ -9,9 +9,10 @@ from scipy.optimize import brentq
 
 import impactbench as ib
 from impactbench.core._jit import kernel
+from impactbench.core.divergence import DivergenceError
+from impactbench.core.events import simulate_compiled
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 from impactbench.core.trajectory import Status
-from impactbench.methods.compiled_event_driven import simulate_compiled
 from impactbench.methods.event_driven import EventDriven
 from impactbench.problems import BouncingBall, DoublePendulum, SlantedWall
 
@@ -568,3 +569,17 @@ def test_called_helper_is_not_marked_inline_by_an_inlined_caller():
     outer = specialize(_count, {"_scale": plain}, True, inline=True, helper=True)
     _bound(_call_outer, _outer=outer)(2, out)
     assert plain.overloads[plain.signatures[0]].fndesc.inline is True
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "scipy"])
+def test_a_state_beyond_its_bounds_stops_either_engine(compiled):
+    """The ball (at most ~4.4 m/s) with a declared velocity scale 1e-7 (bound 0.1 m/s): both
+    engines stop it with a DivergenceError once |v| > 0.1, i.e. at t > 0.1 / 9.81."""
+    ball = BouncingBall()
+    ball.state_scale = (10.0, 1e-7)
+    with pytest.raises(DivergenceError, match=r"diverged: max \|v\|") as caught:
+        ib.simulate(ball, EventDriven(compiled=compiled), 1.0)
+    error = caught.value
+    assert error.bound == pytest.approx(0.1)
+    assert abs(error.v[0]) > 0.1 and error.t > 0.1 / 9.81 and error.trajectory.t[-1] < error.t
+    assert error.trajectory.stats["engine"] == ("compiled" if compiled else "scipy")

@@ -13,14 +13,18 @@ inside a circle (a pendulum) until its contact force vanishes.
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 import pytest
 from scipy import integrate, optimize
 
 import impactbench as ib
+from impactbench.core._jit import specialize
+from impactbench.core.events import engine, location
+from impactbench.core.events.buffers import unpacked
 from impactbench.methods import event_driven
-from impactbench.methods.event_driven import EventDriven, _gap_crossing
+from impactbench.methods.event_driven import EventDriven
 from impactbench.problems import BouncingBall, SlantedWall
 
 G0 = 9.81
@@ -333,7 +337,7 @@ def registered_ball(e=0.5, q0=1.0, v0=0.0, t0=0.0):
 
 
 #: The ball on each engine: the plain-Python Ball on the scipy path, the registered ball on the
-#: scipy path and on the compiled engine (methods/compiled_event_driven.py), against the same
+#: scipy path and on the compiled engine (impactbench/core/events), against the same
 #: closed forms.
 BALLS = pytest.mark.parametrize(
     "make_ball, compiled",
@@ -573,6 +577,30 @@ def test_restart_on_the_floor_does_not_fire_again(make_ball, compiled):
     assert np.abs(tr.impacts.t - times).max() <= 1e-8
 
 
+def _gap_crossing(gap, rate, tau, armed, floor, start):
+    """The shared crossing test (impactbench.core.events.location, as plain Python) of one
+    constraint with gap and rate functions of t: (t_hit or None, armed after the step)."""
+
+    def value(kind, i, level, s, t_old, h, run, w):
+        return gap(s) - level if kind == location.GAP else rate(s)
+
+    root = specialize(
+        location.brent, {"event_value": value, "_brent_step": location._brent_step}, False
+    )
+    crossing = specialize(
+        location.crossing, {"event_value": value, "root": root, "views": unpacked}, False
+    )
+    w = types.SimpleNamespace(
+        tau=tau,
+        gs=gap(tau)[:, None],
+        rs=rate(tau)[:, None],
+        armed=np.array([armed]),
+        floor=np.array([floor]),
+    )
+    t_hit, armed = crossing(0, start, tau[0], tau[-1] - tau[0], None, w)
+    return (None if math.isnan(t_hit) else t_hit), armed
+
+
 @pytest.mark.parametrize("start", [-1e-17, 0.0, 1e-17])
 def test_roundoff_below_zero_with_a_step_over_the_whole_flight(start):
     # a step that starts on the floor (a round-off below or above) and ends far inside it after
@@ -581,13 +609,13 @@ def test_roundoff_below_zero_with_a_step_over_the_whole_flight(start):
     gap = lambda t: start + u * t - 0.5 * a * t * t  # noqa: E731
     rate = lambda t: u - a * t  # noqa: E731
     tau = np.linspace(0.0, 1.0, 5)  # the flight lasts 2 u / a ~ 0.2: inside the first interval
-    t_hit, armed = _gap_crossing(gap, rate, tau, gap(tau), rate(tau), False, -1e-9, 0.0)
+    t_hit, armed = _gap_crossing(gap, rate, tau, False, -1e-9, 0.0)
     assert armed
     assert t_hit == pytest.approx(2 * u / a, abs=1e-14)
     # and a disarmed gap that never opens is caught at the floor level (offset)
     gap = lambda t: -0.5 * a * t * t  # noqa: E731
     rate = lambda t: -a * t  # noqa: E731
-    t_hit, armed = _gap_crossing(gap, rate, tau, gap(tau), rate(tau), False, -1e-9, 0.0)
+    t_hit, armed = _gap_crossing(gap, rate, tau, False, -1e-9, 0.0)
     assert not armed
     assert t_hit == pytest.approx(math.sqrt(2e-9 / a), rel=1e-10)
 
@@ -731,7 +759,13 @@ def test_never_succeeds_inside_the_obstacle():
 
 def test_final_state_inside_the_obstacle_is_an_error(monkeypatch):
     # simulate a detector that misses every impact: the ball falls through the floor
-    monkeypatch.setattr(event_driven, "_gap_crossing", lambda *args: (None, args[5]))
+    def blind(i, start, t_old, h, run, w):
+        return math.nan, w.armed[i]
+
+    templates = [
+        (name, blind if name == "gap_crossing" else t, how) for name, t, how in engine._TEMPLATES
+    ]
+    monkeypatch.setattr(engine, "_TEMPLATES", tuple(templates))
     with pytest.raises(ib.SimulationError, match="ended inside the obstacle") as info:
         run(Ball(), 1.0)
     assert info.value.t == 1.0 and info.value.q[0] < -1.0

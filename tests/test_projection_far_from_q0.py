@@ -1,6 +1,6 @@
 """The event-driven engines' position projection converges far from q0.
 
-Both engines project q onto the closed contacts' manifold g_rows(q) = 0 (Gauss-Newton in the
+The event loop projects q onto the closed contacts' manifold g_rows(q) = 0 (Gauss-Newton in the
 metric of M) until |g_i| <= 8 eps S |grad g_i|. The gap of a q of size |q| is known to round-off
 eps |q| |grad g| only, so with S the length scale of q0 alone (max(1, |q0|_inf)) a wall met far
 from q0 made the projection fail; S is max(L, |q|_inf) at the current iterate.
@@ -8,14 +8,18 @@ from q0 made the projection fail; S is max(L, |q|_inf) at the current iterate.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
 from impactbench.core._jit import specialize
 from impactbench.core.contact import make_workspace
+from impactbench.core.events import resolution
+from impactbench.core.events.buffers import unpacked
+from impactbench.core.problem import CheckedCalls
 from impactbench.core.status_codes import STATUS_OK
-from impactbench.methods import compiled_event_driven
-from impactbench.methods.event_driven import _Model
+from impactbench.methods.event_driven import _checked_kernels
 from impactbench.problems import SlantedWall
 
 EPS = np.finfo(float).eps
@@ -42,38 +46,42 @@ def _on_the_wall(wall: SlantedWall, q: np.ndarray) -> bool:
     return abs(gap) <= 8.0 * EPS * np.abs(q).max() * np.linalg.norm(wall.gap_gradient(q)[0])
 
 
-@pytest.mark.parametrize("distance", [1e3, 1e6])
-def test_the_python_path_projects_far_from_q0(distance):
-    for wall, q in _walls(distance):
-        model = _Model(wall, 1.0)
-        projected = model.project_position(0.0, q.copy(), np.zeros(2), np.array([0]))
-        assert _on_the_wall(wall, projected)
-        assert np.abs(projected - q).max() < 1.0  # moved onto the wall, not along it
+def _projection(kernels):
+    """The event loop's position projection (impactbench.core.events.resolution), as plain
+    Python on the given kernels of a wall (n = 2, m = 1)."""
+    bindings = {
+        "mass_matrix": kernels.mass_matrix,
+        "gap": kernels.gap,
+        "gap_gradient": kernels.gap_gradient,
+        "N_DOF": 2,
+        "N_CONSTRAINTS": 1,
+        "views": unpacked,
+    }
+    bindings["_subtract_reactions"] = specialize(resolution._subtract_reactions, bindings, False)
+    return specialize(resolution._project_position, bindings, False)
 
 
 @pytest.mark.parametrize("distance", [1e3, 1e6])
-def test_the_compiled_engines_projection_projects_far_from_q0(distance):
-    """The compiled engine's template, run as plain Python (the same arithmetic)."""
+@pytest.mark.parametrize("source", ["kernels", "checked methods"])
+def test_the_projection_converges_far_from_q0(distance, source):
+    """Both engines' projection: the compiled kernels (the compiled engine's template, run as
+    plain Python: the same arithmetic) and the problem's checked methods (the scipy path)."""
     n, m = 2, 1
     for wall, q in _walls(distance):
-        kernels = wall.kernels()
-        project = specialize(
-            compiled_event_driven._project_position,
-            {
-                "mass_matrix": kernels.mass_matrix,
-                "gap": kernels.gap,
-                "gap_gradient": kernels.gap_gradient,
-                "N_DOF": n,
-                "N_CONSTRAINTS": m,
-            },
-            False,
-            helper=True,
-        )
+        if source == "kernels":
+            kernels = wall.kernels()
+        else:
+            kernels = _checked_kernels(CheckedCalls(wall), [0.0, np.zeros(n)])
+        project = _projection(kernels)
         y = np.concatenate([q, np.zeros(n)])
-        buffers = (np.zeros(m), np.zeros((m, n)), np.zeros((n, n)), np.zeros((n, n)))
-        contact = (np.zeros((m, n)), np.zeros((m, m)), np.zeros((m, m)), np.zeros(m))
-        parameters = np.ascontiguousarray(wall.kernel_parameters(), dtype=float)
-        rows = np.array([0])
-        status = project(y, parameters, rows, 1, 1.0, *buffers, *contact, make_workspace(n, m))
+        run = types.SimpleNamespace(
+            p=np.ascontiguousarray(wall.kernel_parameters(), dtype=float), length=1.0
+        )
+        w = types.SimpleNamespace(
+            g=np.zeros(m), G=np.zeros((m, n)), M=np.zeros((n, n)), F=np.zeros((n, n)),
+            W=np.zeros((m, m)), WF=np.zeros((m, m)), x=np.zeros(m), cws=make_workspace(n, m),
+        )  # fmt: skip
+        status = project(y, np.array([0]), 1, run, w)
         assert status == STATUS_OK
         assert _on_the_wall(wall, y[:n])
+        assert np.abs(y[:n] - q).max() < 1.0  # moved onto the wall, not along it

@@ -9,8 +9,8 @@ is unstable on the problem) is a failure, never an ``ok`` row. Two guards:
   allows of it (``TimeStepping.step_limit``): an explicit scheme refuses a step above its limit
   with a ValueError naming both (:func:`check_step`).
 * **At run time.** The time loop compares the state with two bounds (:func:`state_bounds`)
-  every ``CHECK_EVERY`` steps and at the last step (the event-driven method's scipy path at
-  every accepted step, :func:`exceeds`; its compiled engine does not check): max_j |q_j|
+  every ``CHECK_EVERY`` steps and at the last step (the event-driven method, either engine, at
+  every accepted step: ``impactbench.core.events.loop``): max_j |q_j|
   above the position bound, or max_j |v_j| above the velocity bound, stops the run with status
   ``STATUS_DIVERGED`` (:class:`DivergenceError`: t, q, v, the quantity that grew, its value and
   its bound).
@@ -143,19 +143,6 @@ def state_bounds(problem: Problem, t_end: float) -> np.ndarray:
     growth[Q_BOUND] = DIVERGENCE_FACTOR * position
     growth[V_BOUND] = DIVERGENCE_FACTOR * velocity
     return growth
-
-
-def exceeds(growth: np.ndarray, t: float, q: np.ndarray, v: np.ndarray) -> bool:
-    """Whether (q, v) at t leaves the bounds of ``growth``; if so, record what grew in it (as
-    the time loop does, for :func:`divergence_error`)."""
-    largest_q, largest_v = float(np.abs(q).max()), float(np.abs(v).max())
-    if largest_q <= growth[Q_BOUND] and largest_v <= growth[V_BOUND]:
-        return False
-    position = largest_q > growth[Q_BOUND]
-    growth[GREW] = POSITION if position else VELOCITY
-    growth[VALUE] = largest_q if position else largest_v
-    growth[WHEN] = t
-    return True
 
 
 def divergence_error(

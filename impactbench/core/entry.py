@@ -22,7 +22,7 @@ class DirectCall:
     (the same Python scalars; arrays of the same dtype, dimension, layout, alignment and
     writeability; tuples of such): the entry point converts its arguments by its own
     signature without checking them. The loops of :mod:`impactbench.core.driver` and
-    :mod:`impactbench.methods.compiled_event_driven` build their arguments so (floats, ints, and
+    :mod:`impactbench.core.events` build their arguments so (floats, ints, and
     float64, int64 or bool arrays they allocate or copy as C-contiguous, writeable arrays).
 
     Parameters

@@ -1,0 +1,418 @@
+"""The restart at an event: impact law, accumulation (Zeno) test, closing of contacts,
+projections.
+
+Impacts and several contacts: the active set is the event's constraint, the persistent contacts
+and every constraint with g_i <= tol_i and normal velocity grad g_i . v < 0; all of them are
+resolved together by Newton's law in the kinetic metric (the shared
+:func:`impactbench.core.contact.impulse`; one log entry per approaching constraint). The contact
+tolerance is ``tol_i = 10 (atol + rtol L) |grad g_i|``, ``L = max(1, |q0|_inf)``.
+
+Accumulation (Zeno): after the impact, a near constraint is *at rest* when its normal velocity is
+at most ``rest_velocity * sqrt(2 max(|a_i|, |b_i|) |grad g_i| L)``, b_i its free normal
+acceleration and a_i the one under the forces of the persistent contacts that stay closed (a
+bead falling onto a bead resting on the floor has a_i = -g although b_i = 0; a held contact's own
+a_i is round-off). Impacts of one constraint closer in time than ``min_impact_interval (t_end -
+t0)`` also count as an accumulation. The constraints at rest close if the acceleration LCP
+``0 <= lambda _|_ W lambda + b >= 0`` (the shared :func:`impactbench.core.contact.solve_lcp_warm`)
+gives them a force above 1e-12 of the free normal accelerations; a contact just released is
+excluded.
+
+Projections: q onto the closed contacts and every g_i < 0 (Gauss-Newton in the metric of M, until
+|g_i| <= 8 eps max(L, |q|_inf) |grad g_i|), v onto the closed contacts (one solve in the metric of
+M), so that every segment starts admissible; :func:`drifted` decides the projections of a
+persistent contact after an accepted step.
+
+Templates: the problem's kernels and sizes are free globals bound per engine; the run's settings,
+outputs and work arrays are the named tuples of :mod:`impactbench.core.events.buffers`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from impactbench.core.contact import (
+    CURVATURE_FD_STEP,
+    LCP_SLOT_ACCELERATION,
+    delassus,
+    impulse,
+    ldl_factor,
+    ldl_solve,
+    solve_lcp_warm,
+)
+from impactbench.core.status_codes import (
+    COUNTER_IMPACTS,
+    COUNTER_LOGGED,
+    STATUS_CONTACT_SOLVE_FAILED,
+    STATUS_DEGENERATE_GRADIENT,
+    STATUS_GAP_NOT_FINITE,
+    STATUS_MASS_NOT_SPD,
+    STATUS_OK,
+    STATUS_PROJECTION_NOT_CONVERGED,
+    log_impact,
+)
+
+from .buffers import (
+    INFO_CONTACT_DURATION,
+    INFO_CONTACT_PHASES,
+    INFO_CONTACT_TIME,
+    INFO_HEAD,
+    INFO_REST_SPEED,
+    INFO_ZENO_BEFORE,
+    INFO_ZENO_SPACED,
+    INFO_ZENO_TIME,
+    INFO_ZENO_VELOCITY,
+    STATUS_CONTACT_LCP_FAILED,
+)
+from .location import CLOSES, IMPACTING, SPACED, WAS_CLOSED
+
+_EPS = float(np.finfo(float).eps)
+_PROJECTION_ITERATIONS = 20
+#: A contact closes when its force is above this fraction of the free normal accelerations.
+CLOSING_THRESHOLD = 1e-12
+
+# Names bound per engine (impactbench.core.events.engine).
+mass_matrix = forces = gap = gap_gradient = views = None
+N_DOF = N_CONSTRAINTS = 0
+impact_law = free_accelerations = closing = record_switch = project_closed = None
+project_position = project_velocity = acceleration_lcp = name_failed_rows = None
+
+
+def resolve(t, y, event, released, k_closed, run, out, work):
+    """The restart at an event on the state ``y`` (updated in place): ``event`` the constraint
+    whose gap event fired, ``released`` the contact whose force vanished (-1 if none),
+    ``w.closed[:k_closed]`` the contacts closed before. Returns (status, contacts closed after,
+    listed in ``w.closed``)."""
+    status, impacting = impact_law(t, y, event, k_closed, run, out, work)
+    if status == STATUS_OK:
+        status = free_accelerations(t, y, impacting, run, work)
+    if status == STATUS_OK:
+        status = closing(released, run, out, work)
+    if status != STATUS_OK:
+        return status, k_closed
+    record_switch(t, run, out, work)
+    return project_closed(y, run, out, work)
+
+
+def _impact_law(t, y, event, k_closed, run, out, work):
+    """Active set and Newton's law on it; logs the impacts. Returns (status, impacting)."""
+    w = views(work)
+    n = N_DOF
+    m = N_CONSTRAINTS
+    q, v, g, G, mark = y[:n], y[n:], w.g, w.G, w.mark
+    gap(q, run.p, g)
+    gap_gradient(q, run.p, G)
+    total = 0.0
+    for i in range(m):
+        mark[i] = 0
+        total += g[i]
+        for j in range(n):
+            total += G[i, j]
+    if not np.isfinite(total):
+        return STATUS_GAP_NOT_FINITE, False
+    for c in range(k_closed):
+        mark[w.closed[c]] = WAS_CLOSED
+    k = 0
+    impacting = False
+    for i in range(m):
+        norm = 0.0
+        speed = 0.0
+        for j in range(n):
+            norm += G[i, j] * G[i, j]
+            speed += G[i, j] * v[j]
+        w.tol[i] = run.tolerance * math.sqrt(norm)
+        w.u[i] = speed
+        w.u_after[i] = speed
+        if (g[i] <= w.tol[i] and speed < 0.0) or mark[i] == WAS_CLOSED or i == event:
+            w.rows[k] = i
+            k += 1
+            if speed < 0.0 and mark[i] != WAS_CLOSED:
+                mark[i] = IMPACTING
+                impacting = True
+    if not impacting:
+        return STATUS_OK, False
+    mass_matrix(q, run.p, w.M)
+    if not ldl_factor(w.M, n, w.F):
+        return STATUS_MASS_NOT_SPD, True
+    used = impulse(n, G, w.rows, k, v, v, run.e, w.F, w.cws, w.v_new)
+    if used == -2:
+        return STATUS_DEGENERATE_GRADIENT, True
+    if used < 0:
+        return STATUS_CONTACT_SOLVE_FAILED, True
+    for j in range(n):
+        v[j] = w.v_new[j]
+    counters = out.counters
+    for i in range(m):
+        speed = 0.0
+        for j in range(n):
+            speed += G[i, j] * v[j]
+        w.u_after[i] = speed
+        if mark[i] == IMPACTING:
+            counters[COUNTER_IMPACTS] += 1
+            if counters[COUNTER_LOGGED] < out.log_t.shape[0]:
+                counters[COUNTER_LOGGED] = log_impact(
+                    out.log_t, out.log_i, out.log_u, counters[COUNTER_LOGGED], t, i, w.u[i], speed
+                )
+            if t - w.last_impact[i] < run.impact_interval:
+                mark[i] |= SPACED
+            w.last_impact[i] = t
+    return STATUS_OK, True
+
+
+def _free_accelerations(t, y, impacting, run, work):
+    """Free normal accelerations b_i = grad g_i . M^-1 F + (dG/dt) v at the post-impact state
+    into ``w.x`` and ``w.rest`` (M and its factor at q are the impact law's when there was one:
+    it changes v only); a status."""
+    w = views(work)
+    n = N_DOF
+    m = N_CONSTRAINTS
+    q, v, G, Gp, Gm = y[:n], y[n:], w.G, w.Gp, w.Gm
+    if not impacting:
+        mass_matrix(q, run.p, w.M)
+        if not ldl_factor(w.M, n, w.F):
+            return STATUS_MASS_NOT_SPD
+    a = w.ahead[n:]
+    forces(t, q, v, run.p, a)
+    ldl_solve(w.F, n, a, a)
+    speed = 0.0
+    d = 1.0
+    for j in range(n):
+        speed = max(speed, abs(v[j]))
+    if speed > 0.0:
+        d = CURVATURE_FD_STEP * run.length / speed
+        for j in range(n):
+            w.ahead[j] = q[j] + d * v[j]
+        gap_gradient(w.ahead[:n], run.p, Gp)
+        for j in range(n):
+            w.ahead[j] = q[j] - d * v[j]
+        gap_gradient(w.ahead[:n], run.p, Gm)
+    for i in range(m):
+        b_i = 0.0
+        for j in range(n):
+            b_i += G[i, j] * a[j]
+            if speed > 0.0:
+                b_i += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
+        w.x[i] = b_i
+        w.rest[i] = b_i
+    return STATUS_OK
+
+
+def _closing(released, run, out, work):
+    """Rest speeds, the constraints at rest (or impacting too soon) and which of them close
+    (flag CLOSES), by the acceleration LCP; a status."""
+    w = views(work)
+    n = N_DOF
+    m = N_CONSTRAINTS
+    mark, rows, rest = w.mark, w.rows, w.rest
+    k = 0
+    for i in range(m):
+        if (mark[i] & WAS_CLOSED) != 0 and i != released:
+            rows[k] = i
+            k += 1
+    # Normal accelerations a_i = b_i + grad g_i . M^-1 G_H^T lambda_H under the forces of the
+    # contacts H that stay closed, from the LCP over H.
+    if k > 0:
+        if not acceleration_lcp(rows, k, out.info, work):
+            return STATUS_CONTACT_LCP_FAILED
+        Y = w.cws[1]
+        lam = w.cws[4]
+        for i in range(m):
+            s = 0.0
+            for c in range(k):
+                for j in range(n):
+                    s += w.G[i, j] * Y[c, j] * lam[c]
+            rest[i] += s
+    k = 0
+    for i in range(m):
+        scale = max(abs(rest[i]), abs(w.x[i]))
+        rest[i] = run.rest_velocity * math.sqrt(2.0 * scale * w.tol[i] / run.tolerance * run.length)
+        slow = (w.g[i] <= w.tol[i] and abs(w.u_after[i]) <= rest[i]) or (mark[i] & SPACED) != 0
+        if slow and i != released:
+            rows[k] = i
+            k += 1
+    if k > 0:
+        if not acceleration_lcp(rows, k, out.info, work):
+            return STATUS_CONTACT_LCP_FAILED
+        lam = w.cws[4]
+        scale = 0.0
+        for c in range(k):
+            scale = max(scale, abs(w.x[rows[c]]))
+        scale *= CLOSING_THRESHOLD
+        for c in range(k):
+            if lam[c] * w.W[c, c] > scale:
+                mark[rows[c]] |= CLOSES
+    return STATUS_OK
+
+
+def _record_switch(t, run, out, work):
+    """Bookkeeping in ``out.info``: the accumulation cut, the first contact, contact phases."""
+    w = views(work)
+    m = N_CONSTRAINTS
+    mark, info = w.mark, out.info
+    first = -1
+    closes = False
+    for i in range(m):
+        if (mark[i] & CLOSES) != 0:
+            closes = True
+            if (mark[i] & IMPACTING) != 0 and first < 0:
+                first = i
+    if first >= 0 and run.e > 0.0 and math.isnan(info[INFO_ZENO_TIME]):
+        info[INFO_ZENO_TIME] = t
+        info[INFO_REST_SPEED] = w.rest[first]
+        info[INFO_ZENO_VELOCITY] = w.u_after[first]
+        info[INFO_ZENO_BEFORE] = w.u[first]
+        spaced = (mark[first] & SPACED) != 0 and abs(w.u_after[first]) > w.rest[first]
+        info[INFO_ZENO_SPACED] = 1.0 if spaced else 0.0
+        for i in range(m):
+            if (mark[i] & CLOSES) != 0 and (mark[i] & IMPACTING) != 0:
+                info[INFO_HEAD + i] = 1.0
+    if closes and math.isnan(info[INFO_CONTACT_TIME]):
+        info[INFO_CONTACT_TIME] = t
+    for i in range(m):
+        was = (mark[i] & WAS_CLOSED) != 0
+        now = (mark[i] & CLOSES) != 0
+        if now and not was:
+            info[INFO_HEAD + m + i] = t
+            info[INFO_CONTACT_PHASES] += 1.0
+        if was and not now:
+            info[INFO_CONTACT_DURATION] += t - info[INFO_HEAD + m + i]
+            info[INFO_HEAD + m + i] = math.nan
+
+
+def _project_closed(y, run, out, work):
+    """q onto the closed contacts and every g_i < 0, v onto the closed contacts; returns
+    (status, number of closed contacts, listed in ``w.closed``)."""
+    w = views(work)
+    m = N_CONSTRAINTS
+    k = 0
+    k_closed = 0
+    for i in range(m):
+        if (w.mark[i] & CLOSES) != 0:
+            w.closed[k_closed] = i
+            k_closed += 1
+        if (w.mark[i] & CLOSES) != 0 or w.g[i] < 0.0:
+            w.rows[k] = i
+            k += 1
+    if k > 0:
+        status = project_position(y, w.rows, k, run, work)
+        if status != STATUS_OK:
+            gap(y[:N_DOF], run.p, w.g)
+            name_failed_rows(out.info, w.rows, k, w.g)
+            return status, k_closed
+    if k_closed > 0:
+        return project_velocity(y, w.closed, k_closed, run, work), k_closed
+    return STATUS_OK, k_closed
+
+
+def _project_position(y, rows, k, run, work):
+    """q = y[:n] moved to g_rows(q) = 0 in the metric of M (Gauss-Newton, tolerance 8 eps
+    max(L, |q|_inf) |grad g_i|); returns a status."""
+    w = views(work)
+    n = N_DOF
+    q, g, G, x = y[:n], w.g, w.G, w.x
+    for _ in range(_PROJECTION_ITERATIONS):
+        gap(q, run.p, g)
+        gap_gradient(q, run.p, G)
+        scale = run.length
+        for j in range(n):
+            scale = max(scale, abs(q[j]))
+        done = True
+        for a in range(k):
+            i = rows[a]
+            norm = 0.0
+            for j in range(n):
+                norm += G[i, j] * G[i, j]
+            if abs(g[i]) > 8.0 * _EPS * scale * math.sqrt(norm):
+                done = False
+        if done:
+            return STATUS_OK
+        mass_matrix(q, run.p, w.M)
+        if not ldl_factor(w.M, n, w.F):
+            return STATUS_MASS_NOT_SPD
+        delassus(G, rows, k, w.F, n, w.cws[1], w.W, w.cws[19])
+        if not ldl_factor(w.W, k, w.WF):
+            return STATUS_DEGENERATE_GRADIENT
+        for a in range(k):
+            x[a] = g[rows[a]]
+        ldl_solve(w.WF, k, x, x)
+        _subtract_reactions(q, w.cws[1], x, k)
+    return STATUS_PROJECTION_NOT_CONVERGED
+
+
+def _subtract_reactions(z, Y, x, k):
+    """z -= Y[:k]^T x[:k]."""
+    for j in range(N_DOF):
+        s = 0.0
+        for a in range(k):
+            s += Y[a, j] * x[a]
+        z[j] -= s
+
+
+def _project_velocity(y, rows, k, run, work):
+    """v = y[n:] moved to G_rows v = 0 in the metric of M; returns a status."""
+    w = views(work)
+    n = N_DOF
+    q, v, G, x = y[:n], y[n:], w.G, w.x
+    gap_gradient(q, run.p, G)
+    mass_matrix(q, run.p, w.M)
+    if not ldl_factor(w.M, n, w.F):
+        return STATUS_MASS_NOT_SPD
+    delassus(G, rows, k, w.F, n, w.cws[1], w.W, w.cws[19])
+    if not ldl_factor(w.W, k, w.WF):
+        return STATUS_DEGENERATE_GRADIENT
+    for a in range(k):
+        s = 0.0
+        for j in range(n):
+            s += G[rows[a], j] * v[j]
+        x[a] = s
+    ldl_solve(w.WF, k, x, x)
+    _subtract_reactions(v, w.cws[1], x, k)
+    return STATUS_OK
+
+
+def _name_failed_rows(info, rows, k, values):
+    """Write ``values[rows[:k]]`` into the failure block of ``info``."""
+    m = N_CONSTRAINTS
+    for a in range(k):
+        info[INFO_HEAD + 2 * m + rows[a]] = values[rows[a]]
+
+
+def _acceleration_lcp(rows, k, info, work):
+    """The acceleration LCP 0 <= lambda _|_ W lambda + b >= 0 on the constraints ``rows[:k]``
+    (W = G_R M^-1 G_R^T from the factor ``w.F``, b = ``w.x[rows]``); lambda in ``w.cws[4]``,
+    M^-1 G_R^T in ``w.cws[1]``. False (the rows named in ``info``) when the LCP fails."""
+    w = views(work)
+    b = w.cws[3]
+    delassus(w.G, rows, k, w.F, N_DOF, w.cws[1], w.W, w.cws[19])
+    for c in range(k):
+        b[c] = w.x[rows[c]]
+    if solve_lcp_warm(w.W, b, rows, k, w.cws[4], w.cws, LCP_SLOT_ACCELERATION) < 0:
+        name_failed_rows(info, rows, k, w.x)
+        return False
+    return True
+
+
+def drifted(y, k_closed, run, work):
+    """Whether g_C or G_C v left the solver's error scale (atol + rtol L) |grad g|,
+    (atol + rtol |v|_inf) |grad g|."""
+    w = views(work)
+    n = N_DOF
+    gap(y[:n], run.p, w.g)
+    gap_gradient(y[:n], run.p, w.G)
+    speed = 0.0
+    for j in range(n):
+        speed = max(speed, abs(y[n + j]))
+    for c in range(k_closed):
+        i = w.closed[c]
+        norm = 0.0
+        rate = 0.0
+        for j in range(n):
+            norm += w.G[i, j] * w.G[i, j]
+            rate += w.G[i, j] * y[n + j]
+        norm = math.sqrt(norm)
+        if abs(w.g[i]) > (run.atol + run.rtol * run.length) * norm:
+            return True
+        if abs(rate) > (run.atol + run.rtol * speed) * norm:
+            return True
+    return False
