@@ -351,3 +351,83 @@ def test_impacts_with_friction_obey_coulomb_and_never_gain_energy(cls, u0):
         assert slip.any()
     energy = ib.energy(floor, run)
     assert energy[-1] < energy[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Two contacts coupled through the mass matrix: the law of every step, certified
+
+COUPLED_MASS = np.array(
+    [
+        [2.0, 0.3, 0.4, 0.1],
+        [0.3, 1.5, 0.2, 0.3],
+        [0.4, 0.2, 1.8, 0.2],
+        [0.1, 0.3, 0.2, 1.2],
+    ]
+)
+
+
+class CoupledBlocks(Problem):
+    """Two blocks on a floor, q = (x1, y1, x2, y2), with a non-diagonal constant mass matrix (so
+    that each contact's impulse moves the other: the Delassus blocks are full), pushed
+    horizontally against friction mu = (0.3, 0.6) (plain Python)."""
+
+    def __init__(self, restitution=0.0):
+        self.name = "CoupledBlocks"
+        self.restitution = restitution
+        self.q0 = np.zeros(4)
+        self.v0 = np.array([2.0, 0.0, -1.0, 0.0])
+
+    def mass_matrix(self, q):
+        return COUPLED_MASS
+
+    def forces(self, t, q, v):
+        return np.array([1.0, -9.81, 2.0 * math.cos(3.0 * t), -9.81])
+
+    def gap(self, q):
+        return np.array([q[1], q[3]])
+
+    def gap_gradient(self, q):
+        return np.array([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+
+    def tangent_gradient(self, q):
+        return np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+
+    def friction(self, q):
+        return np.array([0.3, 0.6]), np.zeros(2)
+
+    def potential_energy(self, q):
+        return 9.81 * float(q[1] + q[3])
+
+
+@pytest.mark.parametrize("cls", FRICTIONAL_SCHEMES, ids=lambda c: c.__name__)
+def test_two_coupled_contacts_satisfy_the_law_at_every_step(cls):
+    """From each step of the run, the impulses W^T P = M (v+ - v_free) (W the four rows, here
+    independent) satisfy Glocker's LCP to round-off, with the law's b = W v_free (e = 0);
+    both contacts close, and stick and slip both occur."""
+    problem = CoupledBlocks()
+    h = 1e-3
+    method = cls(compiled=False)
+    run = ib.simulate(problem, method, 3.0, h=h)
+    normal, tangent = problem.gap_gradient(None), problem.tangent_gradient(None)
+    mu = problem.friction(None)[0]
+    theta = method.theta
+    worst, states, both = 0.0, set(), 0
+    for k in range(len(run.t) - 1):
+        t_p = run.t[k] + theta * h
+        q_p = run.q[k] + theta * h * run.v[k]
+        v_free = run.v[k] + h * np.linalg.solve(COUPLED_MASS, problem.forces(t_p, q_p, run.v[k]))
+        closed = problem.gap(q_p) <= 0.0  # the scheme's active set
+        both += bool(closed.all())
+        if not closed.any():
+            continue
+        W = np.vstack([normal[closed], tangent[closed]])  # noqa: N806
+        impulses = np.linalg.lstsq(W.T, COUPLED_MASS @ (run.v[k + 1] - v_free), rcond=None)[0]
+        pn, pt = np.split(impulses, 2)
+        delassus = W @ np.linalg.solve(COUPLED_MASS, W.T)
+        worst = max(worst, complementarity_residual(delassus, W @ v_free, mu[closed], pn, pt))
+        xi_t = tangent[closed] @ run.v[k + 1]
+        for a in range(len(pn)):
+            if pn[a] > 0.0:
+                states.add("stick" if abs(xi_t[a]) <= 1e-12 else "slip")
+    assert worst < 1e-10, worst
+    assert both > 100 and states == {"stick", "slip"}
