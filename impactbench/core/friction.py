@@ -13,9 +13,9 @@ and with xi_N = W_N v+ + e_N W_N v, xi_T = W_T v+ + e_T W_T v, Moreau's law with
     -xi_T,a in the normal cone of [-mu_a P_N,a, mu_a P_N,a] at P_T,a,
 
 that is: open (P_N,a = P_T,a = 0, xi_N,a >= 0), stick (P_N,a >= 0, xi_N,a = 0, xi_T,a = 0,
-|P_T,a| <= mu_a P_N,a), or slip (P_N,a >= 0, xi_N,a = 0, P_T,a = -mu_a P_N,a sign(xi_T,a)).
+abs(P_T,a) <= mu_a P_N,a), or slip (P_N,a >= 0, xi_N,a = 0, P_T,a = -mu_a P_N,a sign(xi_T,a)).
 In the plane the friction cone is polyhedral, and these conditions are exactly Glocker's LCP
-in (P_N, P_T+, P_T-, lambda) with lambda = |xi_T| (:func:`complementarity_residual` measures
+in (P_N, P_T+, P_T-, lambda) with lambda = abs(xi_T) (:func:`complementarity_residual` measures
 it). :func:`planar_friction` solves them by enumerating the 4^k states of the contacts (open,
 stick, slip forwards, slip backwards): each state is a linear system of order 2k, solved by
 Gaussian elimination with partial pivoting, and the first state whose solution satisfies its
@@ -243,10 +243,10 @@ def complementarity_residual(
 
     With xi = A (P_N, P_T) + b (``delassus`` A the (2k, 2k) matrix of the normal then tangent
     rows, ``b`` (2k,) (b_N, b_T)), P_T+ = max(P_T, 0), P_T- = max(-P_T, 0) and
-    lambda = |xi_T|, the LCP's pairs are (P_N, xi_N), (P_T+, xi_T + lambda),
+    lambda = abs(xi_T), the LCP's pairs are (P_N, xi_N), (P_T+, xi_T + lambda),
     (P_T-, -xi_T + lambda), (lambda, mu P_N - P_T+ - P_T-); each must have both members >= 0
-    and one of them 0. Returns max over the pairs of max(-z, -w, min(|z|, |w|)) after
-    dividing the impulse members by max |P| and the velocity members by max(|b|, |A P|)
+    and one of them 0. Returns max over the pairs of max(-z, -w, min(abs(z), abs(w))) after
+    dividing the impulse members by max abs(P) and the velocity members by max(abs(b), abs(A P))
     (0 for an exact solution; round-off gives a few eps).
 
     Parameters
