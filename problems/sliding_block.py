@@ -54,11 +54,12 @@ def _block_friction(q, p, mu, e_t):
 
 
 class SlidingBlock(CompiledProblem):
-    r"""A block (a point mass m) on a rigid plane inclined at the angle alpha, with Coulomb
-    friction mu: the frictional problem with a closed form for every initial velocity.
+    r"""A block on a rigid incline with Coulomb friction mu: stick, slip, closed form.
 
-    Coordinates along the incline: x downhill, y normal to it; the gap is y >= 0, the contact's
-    tangent row is (1, 0), and gravity gives F = m g (sin alpha, -cos alpha).
+    A point mass m on a plane inclined at the angle alpha: the frictional problem with a closed
+    form for every initial velocity. Coordinates along the incline: x downhill, y normal to it;
+    the gap is y >= 0, the contact's tangent row is (1, 0), and gravity gives
+    F = m g (sin alpha, -cos alpha).
 
     .. math::
 
