@@ -296,6 +296,29 @@ def test_a_block_on_an_incline_steeper_than_the_friction_angle_slides_to_t_1000(
 
 
 @pytest.mark.parametrize("cls", FRICTIONAL_SCHEMES, ids=lambda c: c.__name__)
+def test_friction_only_dissipates_on_the_incline(cls):
+    """Sliding down from rest (tan alpha > mu): on every step the tangential impulse
+    P_T = m (x'_{k+1} - x'_k - h g sin alpha) is -mu m g cos alpha h (slip) and its work
+    P_T x'_{k+1} <= 0. For the midpoint scheme the energy lost is exactly the Coulomb work:
+    E(t) - E(0) = -mu m g cos alpha (x(t) - x(0)) (the step's energy change is
+    P_T (x'_k + x'_{k+1}) / 2 and its displacement h (x'_k + x'_{k+1}) / 2)."""
+    block = SlidingBlock(angle=0.5, mu=0.3, u0=0.0, mass=2.5)
+    h = 1e-3
+    run = ib.simulate(block, cls(), 2.0, h=h)
+    m, g, alpha = block.mass, block.gravity, block.angle
+    pt = m * (np.diff(run.v[:, 0]) - h * g * math.sin(alpha))
+    normal = m * g * math.cos(alpha) * h
+    np.testing.assert_allclose(pt, -block.mu * normal, rtol=1e-9)
+    assert np.all(pt * run.v[1:, 0] <= 0.0)
+    energy = ib.energy(block, run)
+    coulomb = -block.mu * m * g * math.cos(alpha) * (run.q[:, 0] - run.q[0, 0])
+    if cls is MoreauJean:
+        scale = float(np.abs(energy).max())
+        np.testing.assert_allclose(energy - energy[0], coulomb, rtol=0, atol=1e-12 * scale)
+        assert np.all(np.diff(energy) <= 1e-14 * scale)
+
+
+@pytest.mark.parametrize("cls", FRICTIONAL_SCHEMES, ids=lambda c: c.__name__)
 def test_first_order_through_the_reversal_of_a_block_launched_uphill(cls):
     """tan(alpha) > mu, launched uphill: decelerates with g (sin alpha + mu cos alpha), stops at
     t1 = 0.2745, slides back with g (sin alpha - mu cos alpha). The max position error over
