@@ -42,6 +42,11 @@ impulse; there U_k and P are O(h |F|), so the increase is O(h^2) (measured in
 tests/test_energy.py over long resting runs). With the ``"approaching"`` rule that case never
 occurs and the energy never increases, at the price of the drift above.
 
+Friction: on a frictional problem (docs/friction.md) the impulses follow the planar
+Newton-Coulomb law (:func:`impactbench.core.friction.friction_impulse`: normal and tangential
+impulses, stick or slip, solved exactly) in place of Newton's, with the same activation and
+step; a frictionless problem runs the frictionless loop, unchanged.
+
 * :class:`MoreauJean` (theta-scheme): q_p = q_k + theta h v_k, t_p = t_k + theta h,
   q_{k+1} = q_k + h ((1 - theta) v_k + theta v_{k+1}). theta = 1/2 is Moreau's midpoint
   (drift-kick-drift) scheme: second order in smooth phases when F does not depend on v, first
@@ -54,11 +59,13 @@ occurs and the energy never increases, at the price of the drift above.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from impactbench.core import _checks
 from impactbench.core.divergence import declared_stable_step, theta_scheme_limit
-from impactbench.core.problem import Problem
+from impactbench.core.friction import FRICTION_STATE, check_friction_sizes, friction_impulse
+from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.scheme import (
     IMPACT_STATE,
     STATUS_MASS_NOT_SPD,
@@ -66,6 +73,7 @@ from impactbench.core.scheme import (
     Scheme,
     factor_mass,
     scheme_function,
+    scheme_loop,
     solve_mass,
     velocity_impulse,
 )
@@ -86,10 +94,20 @@ VELOCITY_STATE = {
 }
 
 
+#: The state of the velocity step on a frictional problem.
+FRICTIONAL_VELOCITY_STATE = {**VELOCITY_STATE, **FRICTION_STATE}
+
+
 @scheme_function
-def velocity_step(s, problem, n, m, k, t, h, p, e, theta, position_first, approaching, forced):
+def velocity_step(
+    s, problem, n, m, k, t, h, p, e, theta, position_first, approaching, forced,
+    tangent_impulse=None,
+):  # fmt: skip
     """The step of the module docstring into ``s.q_next``, ``s.v_next`` (``position_first``:
-    catching-up; ``approaching``, ``forced``: :func:`impactbench.core.scheme.velocity_impulse`).
+    catching-up; ``approaching``, ``forced``: :func:`impactbench.core.scheme.velocity_impulse`;
+    ``tangent_impulse``: None (frictionless), or on a frictional problem ``s.tangent_impulse``
+    of a state with :data:`FRICTION_STATE`: the Newton-Coulomb law,
+    :func:`impactbench.core.friction.friction_impulse`, in place of Newton's).
     Returns (status, contact, iterations, force evaluations)."""
     h_theta = h * theta
     for j in range(n):
@@ -102,9 +120,14 @@ def velocity_step(s, problem, n, m, k, t, h, p, e, theta, position_first, approa
     solve_mass(s.L, n, s.f, s.acc)
     for j in range(n):
         s.vfree[j] = s.v[j] + h * s.acc[j]
-    status, active, used = velocity_impulse(
-        s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, forced
-    )
+    if tangent_impulse is not None:  # None: the branch is not compiled
+        status, active, used = friction_impulse(
+            s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, tangent_impulse
+        )
+    else:
+        status, active, used = velocity_impulse(
+            s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, forced
+        )
     if status != STATUS_OK:
         return status, False, 0, 0
     h_rest = h - h_theta
@@ -129,12 +152,14 @@ def _activation(value: Any) -> str:
 
 
 class _Velocity(Scheme):
-    """The step shared by :class:`MoreauJean` and :class:`CatchingUp`."""
+    """The step shared by :class:`MoreauJean` and :class:`CatchingUp` (on a frictional
+    problem, that of :class:`_FrictionalVelocity`)."""
 
     state = VELOCITY_STATE
     run_time = ("theta",)
     compile_time = {"position_first": bool, "approaching_only": bool}
     position_first = False
+    friction_law = True
 
     @property
     def approaching_only(self) -> bool:
@@ -145,6 +170,36 @@ class _Velocity(Scheme):
         return velocity_step(
             s, problem, n, m, k, t, h, p, e, par.theta,
             options.position_first, options.approaching_only, None,
+        )  # fmt: skip
+
+    @classmethod
+    def _make_loop(
+        cls,
+        kernels: ProblemKernels,
+        n_dof: int,
+        n_constraints: int,
+        compile: bool,
+        **options: Any,
+    ) -> Callable:
+        if kernels.tangent_gradient is None:
+            return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
+        check_friction_sizes(n_dof, n_constraints)
+        return scheme_loop(_FrictionalVelocity, kernels, n_dof, n_constraints, compile, options)
+
+
+class _FrictionalVelocity(Scheme):
+    """The velocity step with the planar Newton-Coulomb law (docs/friction.md): the loop of
+    :class:`MoreauJean` and :class:`CatchingUp` on a frictional problem."""
+
+    state = FRICTIONAL_VELOCITY_STATE
+    run_time = ("theta",)
+    compile_time = _Velocity.compile_time
+
+    @staticmethod
+    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        return velocity_step(
+            s, problem, n, m, k, t, h, p, e, par.theta,
+            options.position_first, options.approaching_only, None, s.tangent_impulse,
         )  # fmt: skip
 
 

@@ -5,10 +5,11 @@
 with a closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid for all t >= t0 and
 the exact ``impact_times(t_end)``: the bouncing ball (with and without quadratic air drag), the
 impacting and forced impact oscillators,
-the slanted wall, the undamped, unforced 1-DOF tight joint and the impacting bar (the continuous
-bar's solution at the nodes). The 2-DOF tight joint and the double pendulum have none (references
-are accurate event-driven runs), nor have the column of beads and Newton's cradle. Installed
-third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
+the slanted wall, the undamped, unforced 1-DOF tight joint, the impacting bar (the continuous
+bar's solution at the nodes) and the block sliding with Coulomb friction on an incline (the
+frictional problem: docs/friction.md). The 2-DOF tight joint and the double pendulum have none
+(references are accurate event-driven runs), nor have the column of beads and Newton's cradle.
+Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
 
 from .bouncing_ball import BouncingBall
@@ -19,6 +20,7 @@ from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
 from .newtons_cradle import NewtonsCradle
 from .slanted_wall import SlantedWall
+from .sliding_block import SlidingBlock
 from .tight_joint import TightJoint, TightJoint2D
 
 PROBLEMS = {
@@ -33,6 +35,7 @@ PROBLEMS = {
     "ColumnOfBeads": ColumnOfBeads,
     "NewtonsCradle": NewtonsCradle,
     "ImpactingBar": ImpactingBar,
+    "SlidingBlock": SlidingBlock,
 }
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "ImpactingOscillator",
     "NewtonsCradle",
     "SlantedWall",
+    "SlidingBlock",
     "TightJoint",
     "TightJoint2D",
 ]

@@ -86,8 +86,15 @@ def test_compiled_code_identifies_the_code_a_run_executes(cls):
 @pytest.mark.parametrize("cls", TIME_STEPPING, ids=lambda c: c.__name__)
 def test_compiled_and_plain_python_loops_agree(cls, problem_name):
     """One source, two paths: the same steps up to round-off (the compiled code may contract
-    multiply-adds), and the same impacts."""
+    multiply-adds), and the same impacts. A scheme without a friction law refuses a frictional
+    problem on both paths, naming both."""
     problem = PROBLEMS[problem_name]()
+    if problem.has_friction and not cls.friction_law:
+        for compiled in (True, False):
+            with pytest.raises(ValueError, match="no friction law") as error:
+                _run(cls(compiled=compiled), problem, 0.5)
+            assert cls.__name__ in str(error.value) and problem.name in str(error.value)
+        return
     compiled = _run(cls(), problem, 0.5)
     plain = _run(cls(compiled=False), problem, 0.5)
     assert compiled.stats["compiled"] and not plain.stats["compiled"]

@@ -33,6 +33,7 @@ def test_adding_a_scheme_writes_the_scheme_on_the_scheme_api():
 PRINTS = {
     "adding-a-method.md": "max position error",
     "adding-a-scheme.md": "max position error",
+    "friction.md": "no friction law",
     "simulate-and-compare.md": "versus",
 }
 

@@ -84,7 +84,13 @@ def test_contract_shapes_and_start(name):
     assert problem.forces(problem.t0, problem.q0, problem.v0).shape == (n,)
     assert problem.gap(problem.q0).shape == (m,)
     assert problem.gap_gradient(problem.q0).shape == (m, n)
-    assert problem.gap(problem.q0)[0] > 0.0  # every default starts off the wall
+    if problem.has_friction:  # the frictional block starts sliding on its incline
+        assert (
+            problem.gap(problem.q0)[0] == 0.0
+            and problem.v0 @ problem.gap_gradient(problem.q0)[0] == 0.0
+        )
+    else:
+        assert problem.gap(problem.q0)[0] > 0.0  # every impact problem starts off the wall
     with pytest.raises(ValueError, match="t must"):
         problem.exact_solution(np.array([problem.t0 - 1.0]))
     with pytest.raises(ValueError, match="t must"):

@@ -57,10 +57,16 @@ class Method(ABC):
     a :class:`Trajectory` whose last sample is at ``t_end`` (or raises
     :class:`impactbench.SimulationError` with the time and state where it had to stop). The public
     :meth:`solve` does the bookkeeping around it: argument checks and wall time.
+
+    A method that integrates Coulomb friction (docs/friction.md) sets ``friction_law`` True;
+    :meth:`solve` refuses a frictional problem (``problem.has_friction``) to any other, with a
+    ValueError naming both, rather than run it frictionless.
     """
 
     family: ClassVar[str]
     requires_step: ClassVar[bool]
+    #: Whether the method integrates Coulomb friction (a frictional problem is refused if not).
+    friction_law: ClassVar[bool] = False
     #: Parameters left out of :attr:`name` while they have these values (to keep names short;
     #: :meth:`parameters` and ``repr`` still list them).
     name_omits: ClassVar[dict[str, Any]] = {}
@@ -133,6 +139,12 @@ class Method(ABC):
         if Problem not in type(problem).__mro__ and not isinstance(problem, Problem):  # as simulate
             raise ValueError(f"problem must be an impactbench.Problem, got {problem!r}")
         problem.check()
+        if not self.friction_law and problem.has_friction:
+            raise ValueError(
+                f"method {self.name} has no friction law, and problem {problem.name} is "
+                "frictional (it declares Coulomb friction): use a method with a friction law "
+                "(MoreauJean, CatchingUp)"
+            )
         t_end = _checks.finite_scalar(t_end, "t_end")
         if t_end <= problem.t0:
             raise ValueError(f"t_end must be > t0 = {problem.t0!r}, got {t_end!r}")

@@ -77,6 +77,15 @@ class ProblemKernels(NamedTuple):
     The compiled loops pass row slices of one work buffer (so that the compiler can prove them
     disjoint): a kernel must accept non-contiguous 2-D ``out`` arrays (index them; do not
     ``reshape`` them) and must not keep references to its arguments.
+
+    Planar Coulomb friction (docs/friction.md): a frictional problem gives both
+    ``tangent_gradient(q, p, out)``, out (m, n), whose row i is the tangent row W_T,i(q) of
+    contact i (its tangential velocity is W_T,i v), and ``friction(q, p, mu, e_t)``, writing
+    the Coulomb coefficient mu_i >= 0 and the tangential restitution e_T,i in [0, 1] of each
+    contact into ``mu`` and ``e_t`` (m each); a frictionless problem leaves both None.
+    ``tangent_rows`` is the number of tangent rows per contact: 1 (planar friction; spatial
+    contacts, two rows per contact and a circular friction cone, are a later extension that
+    will declare 2, with ``tangent_gradient`` writing (2 m, n)).
     """
 
     mass_matrix: Callable
@@ -88,6 +97,9 @@ class ProblemKernels(NamedTuple):
     mass_diagonal: Callable | None = None
     mass_structure: str = "dense"
     sizes_at_run_time: bool = False
+    tangent_gradient: Callable | None = None
+    friction: Callable | None = None
+    tangent_rows: int = 1
 
 
 class Problem(ABC):
@@ -147,6 +159,11 @@ class Problem(ABC):
       closed form exists; :attr:`has_exact_solution` tells whether it is implemented).
     - ``mass_diagonal(q)`` -> (n,) the diagonal of M(q) (optional; by default taken from
       :meth:`mass_matrix`; override it for a diagonal M so that no (n, n) array is formed).
+    - ``tangent_gradient(q)`` -> (m, n) and ``friction(q)`` -> (mu, e_T), each (m,)
+      (optional, together: planar Coulomb friction, docs/friction.md): the tangent row
+      W_T,i(q) of each contact, its Coulomb coefficient mu_i >= 0 and its tangential
+      restitution e_T,i in [0, 1]. A problem that implements them is frictional
+      (:attr:`has_friction`); a method without a friction law refuses it.
 
     A plain-Python subclass runs with every method (the time-stepping schemes then run their
     uncompiled path, the same algorithm, slower). :meth:`check` validates the data; built-in
@@ -196,6 +213,22 @@ class Problem(ABC):
     def has_exact_solution(self) -> bool:
         """True when the subclass implements :meth:`exact_solution`."""
         return type(self).exact_solution is not Problem.exact_solution
+
+    def tangent_gradient(self, q: np.ndarray) -> np.ndarray:
+        """Tangent rows, shape (m, n): row i is W_T,i(q), the tangential velocity of contact i
+        is W_T,i v (frictional problems only)."""
+        raise NotImplementedError(f"problem {self.name!r} is frictionless")
+
+    def friction(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mu, e_T), each of shape (m,): the Coulomb coefficient mu_i >= 0 and the tangential
+        restitution e_T,i in [0, 1] of each contact (frictional problems only)."""
+        raise NotImplementedError(f"problem {self.name!r} is frictionless")
+
+    @property
+    def has_friction(self) -> bool:
+        """True when the problem declares Coulomb friction (implements
+        :meth:`tangent_gradient` and :meth:`friction`)."""
+        return type(self).tangent_gradient is not Problem.tangent_gradient
 
     def kernels(self) -> ProblemKernels | None:
         """Compiled kernels of this problem, or None for a plain-Python problem."""
@@ -283,6 +316,8 @@ class Problem(ABC):
         mismatch = gradient_mismatch(gap_or_none, self.q0, g0, G0)
         if mismatch:
             raise ValueError(mismatch)
+        if self.has_friction:
+            _check_friction(self, n, m)
         force = _valid(
             returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,))
         )
@@ -331,6 +366,23 @@ class Problem(ABC):
         return f"{type(self).__name__}(name={self.name!r}, e={self.restitution})"
 
 
+def _check_friction(problem: Problem, n: int, m: int) -> None:
+    """The friction data of ``problem`` at q0: tangent rows of shape (m, n), finite and none
+    zero, mu_i finite and >= 0, e_T,i in [0, 1] (ValueError naming the bad value)."""
+    T = _valid(returned_array(problem.tangent_gradient(problem.q0), "tangent_gradient(q0)", (m, n)))
+    if _has_zero_row(T):
+        raise ValueError(f"tangent_gradient(q0) must have no zero row, got {_brief(T)}")
+    values = problem.friction(problem.q0)
+    if not isinstance(values, tuple) or len(values) != 2:
+        raise ValueError(f"friction(q0) must return a pair (mu, e_T), got {_brief(values)}")
+    mu = _valid(returned_array(values[0], "friction(q0)[0] (mu)", (m,)))
+    e_t = _valid(returned_array(values[1], "friction(q0)[1] (e_T)", (m,)))
+    if np.any(mu < 0.0):
+        raise ValueError(f"friction(q0)[0] (mu) must be >= 0, got {_brief(mu)}")
+    if np.any((e_t < 0.0) | (e_t > 1.0)):
+        raise ValueError(f"friction(q0)[1] (e_T) must lie in [0, 1], got {_brief(e_t)}")
+
+
 class CompiledProblem(Problem):
     """A problem whose physics is written once as numba kernels (class attribute ``KERNELS``).
 
@@ -373,6 +425,18 @@ class CompiledProblem(Problem):
             if key is not None and passed[1] == key:  # another attribute changed
                 _PASSED[id(self)] = (passed[0], key, Snapshot.take(self, _CLASS_READ))
                 return
+        kernels = self.KERNELS
+        if (kernels.tangent_gradient is None) != (kernels.friction is None):
+            raise ValueError(
+                f"{type(self).__name__}.KERNELS must give tangent_gradient and friction "
+                f"together (a frictional problem) or neither, got "
+                f"tangent_gradient={kernels.tangent_gradient!r}, friction={kernels.friction!r}"
+            )
+        if kernels.tangent_rows != 1:
+            raise ValueError(
+                f"{type(self).__name__}.KERNELS.tangent_rows must be 1 (planar friction; "
+                f"spatial contacts are not implemented yet), got {kernels.tangent_rows!r}"
+            )
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
                 f"mass_structure='diagonal' needs a mass_diagonal kernel in "
@@ -467,6 +531,25 @@ class CompiledProblem(Problem):
         self.KERNELS.gap_gradient(np.ascontiguousarray(q, dtype=float), self._p, out)
         return out
 
+    @property
+    def has_friction(self) -> bool:
+        """True when ``KERNELS`` declares friction (``tangent_gradient`` and ``friction``)."""
+        return self.KERNELS.tangent_gradient is not None
+
+    def tangent_gradient(self, q: np.ndarray) -> np.ndarray:
+        if self.KERNELS.tangent_gradient is None:
+            return super().tangent_gradient(q)
+        out = np.empty((self.n_constraints, self.n_dof))
+        self.KERNELS.tangent_gradient(np.ascontiguousarray(q, dtype=float), self._p, out)
+        return out
+
+    def friction(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.KERNELS.friction is None:
+            return super().friction(q)
+        mu, e_t = np.empty(self.n_constraints), np.empty(self.n_constraints)
+        self.KERNELS.friction(np.ascontiguousarray(q, dtype=float), self._p, mu, e_t)
+        return mu, e_t
+
 
 #: The compiled problems whose last :meth:`CompiledProblem.check` passed, by id: a weak
 #: reference to the problem (its entry removed when it is freed), the :func:`_contract_key`
@@ -492,7 +575,16 @@ def checked_state(problem: Problem) -> Snapshot | None:
 
 
 #: The methods :meth:`Problem.check` calls: :class:`CompiledProblem` derives them from its kernels.
-_CHECKED_METHODS = ("mass_matrix", "mass_diagonal", "forces", "gap", "gap_gradient", "check")
+_CHECKED_METHODS = (
+    "mass_matrix",
+    "mass_diagonal",
+    "forces",
+    "gap",
+    "gap_gradient",
+    "tangent_gradient",
+    "friction",
+    "check",
+)
 
 
 @functools.cache
@@ -865,6 +957,16 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
     def gap_gradient(q, p, out):
         out[:, :] = checked.gap_gradient(step[0], q, step[1])
 
+    def tangent_gradient(q, p, out):
+        T = accept(problem.tangent_gradient(q), "tangent_gradient(q)", (m, n), step[0], q, step[1])
+        out[:, :] = T
+
+    def friction(q, p, mu, e_t):
+        values = problem.friction(q)
+        mu[:] = accept(values[0], "friction(q)[0] (mu)", (m,), step[0], q, step[1])
+        e_t[:] = accept(values[1], "friction(q)[1] (e_T)", (m,), step[0], q, step[1])
+
+    frictional = problem.has_friction
     compiled = problem.kernels()
     return ProblemKernels(
         mass_matrix,
@@ -875,4 +977,6 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         constant_mass=compiled.constant_mass if compiled is not None else False,
         mass_diagonal=mass_diagonal,
         mass_structure=problem.mass_structure,
+        tangent_gradient=tangent_gradient if frictional else None,
+        friction=friction if frictional else None,
     )

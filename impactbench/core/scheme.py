@@ -454,7 +454,10 @@ def scheme_loop(
     options: dict[str, Any],
 ) -> Callable:
     """The driver's loop (:func:`impactbench.core.driver.make_loop`) for ``scheme`` on one
-    problem's ``kernels`` with the compile-time ``options``."""
+    problem's ``kernels`` with the compile-time ``options``. The scheme's functions see the
+    problem as :class:`Kernels`, with the further fields ``tangent_gradient`` and ``friction``
+    for a frictional problem (:class:`impactbench.core.problem.ProblemKernels`), then those of
+    :meth:`Scheme.derived_kernels`."""
     mass = mass_bindings(kernels, n_dof, compile)
     problem = Kernels(
         mass["mass_matrix"],
@@ -466,9 +469,12 @@ def scheme_loop(
         mass["DIAGONAL_MASS"],
         n_constraints == 1,
     )
-    derived = scheme.derived_kernels(problem, n_constraints, compile)
-    if derived:
-        problem = _kernels_with(tuple(derived))(*problem, *derived.values())
+    further = {}
+    if kernels.tangent_gradient is not None:  # a frictional problem (docs/friction.md)
+        further.update(tangent_gradient=kernels.tangent_gradient, friction=kernels.friction)
+    further.update(scheme.derived_kernels(problem, n_constraints, compile))
+    if further:
+        problem = _kernels_with(tuple(further))(*problem, *further.values())
     layout = _layout(scheme)
     functions = {
         f"{name}_function": getattr(scheme, name)
