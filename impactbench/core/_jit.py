@@ -755,7 +755,10 @@ def first_class_kernel(function: Callable, form: str) -> FirstClassKernel:
     FirstClassKernel
         Made once per process and ``function``; its entry point is compiled once per machine
         (cached on disk under a name carrying the digest of ``function``'s source).
+        ``function`` itself when numba's JIT is disabled (the loops then run as plain Python).
     """
+    if numba.config.DISABLE_JIT:
+        return function
     key = (id(function), form)
     if key not in _FIRST_CLASS:
         kind, template = _ENTRIES[form]

@@ -412,7 +412,8 @@ def make_loop(
     loop_bindings["scratch"] = stack_array if compile else _zeros
     loop = specialize(template(_time_loop), loop_bindings, compile, nrt=False, cache=cache)
     if runtime:  # one dispatcher per process for every size or problem it serves
-        loop = _GENERIC_LOOPS.setdefault(loop.py_func.__qualname__, loop)
+        name = getattr(loop, "py_func", loop).__qualname__  # plain with NUMBA_DISABLE_JIT
+        loop = _GENERIC_LOOPS.setdefault(name, loop)
     arguments_of_sizes = ()
     if runtime:
         run_time = tuple(sizes[name] for name in RUNTIME_SIZES)
