@@ -8,12 +8,10 @@ their loops; the plain-Python loop, which calls the kernels as they are, gives t
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
 from impactbench import simulate
-from impactbench.core import _jit
 from impactbench.methods import MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, ImpactingOscillator
 
@@ -50,40 +48,3 @@ def test_the_specialised_build_inlines_the_kernels_and_takes_the_same_steps():
 def test_specialised_must_be_a_bool():
     with pytest.raises(ValueError, match="specialised"):
         MoreauJean(specialised=1)
-
-
-@_jit.kernel
-def _affine_forces(t, q, v, p, out):
-    for j in range(q.shape[0]):
-        out[j] = p[0] * q[j] + p[1] * v[j] + t
-
-
-@_jit.kernel
-def _gradient(q, p, out):
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            out[i, j] = p[0] * (i + 1) + q[j]
-
-
-def test_a_first_class_kernel_reads_and_writes_the_callers_arrays():
-    """Called from compiled code with vectors and with the rows of a wider matrix (a view of
-    the driver's buffer: its rows are further apart than its columns), the entry point sees
-    the caller's lengths and writes only the caller's view."""
-    forces = _jit.first_class_kernel(_affine_forces, "forces")
-    gradient = _jit.first_class_kernel(_gradient, "matrix")
-
-    @numba.njit
-    def call(forces, gradient, q, v, p, f, buffer):
-        forces(0.5, q, v, p, f)
-        gradient(q, p, buffer[1:3, :2])
-
-    q = np.array([1.0, 2.0])
-    v = np.array([3.0, 4.0])
-    p = np.array([2.0, -1.0])
-    f = np.zeros(2)
-    buffer = np.full((4, 5), -7.0)
-    call(forces, gradient, q, v, p, f, buffer)
-    np.testing.assert_array_equal(f, 2.0 * q - v + 0.5)
-    expected = np.full((4, 5), -7.0)
-    expected[1:3, :2] = [[3.0, 4.0], [5.0, 6.0]]
-    np.testing.assert_array_equal(buffer, expected)

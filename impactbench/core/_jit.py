@@ -10,7 +10,10 @@ cached: numba keys them by a pickle of the closure cells, which differs in every
 ``compile=False`` the same template runs as plain Python (the path for problems numba cannot
 compile, and for debugging; ``NUMBA_DISABLE_JIT=1`` makes the helpers plain Python too).
 :func:`with_runtime_sizes` copies a template so that it reads some of those globals (sizes) at
-run time instead: one compiled copy then serves every value of them.
+run time instead: one compiled copy then serves every value of them. :func:`first_class_kernel`
+turns a problem kernel into a run-time value (a C entry point called through its address, of a
+numba type that is the same for every problem) and :func:`bind_kernels` a function of the
+kernels (a projection built from the gap) into one: a loop taking them serves every problem.
 """
 
 from __future__ import annotations
