@@ -9,15 +9,18 @@ temporary folders, so nothing compiled or computed before is reused:
 * ``first simulate``: ``simulate(BouncingBall(), MoreauJean(), 1.0, h=1e-3)``, the first call of
   a scheme and a problem (compiling the loop, the problem's kernels and what they call);
 * ``second problem``, ``third problem``: in the same process, the same scheme on the impacting
-  oscillator, then on the double pendulum (what a new problem costs once its scheme is compiled);
+  oscillator (the ball's sizes and flags: it shares the ball's loop and compiles its own
+  kernels only), then on the double pendulum (two DOF and a configuration-dependent mass: a
+  loop of its own, the helpers the first loop compiled reused); ``--specialised``: the same with
+  ``MoreauJean(specialised=True)`` (the kernels inlined: a loop per problem);
 * ``validate MoreauJean``: ``impactbench validate MoreauJean`` (the conformance battery, quick);
 * ``quick main job`` (``--quick-job``) and ``main job`` (``--main-job``): ``impactbench run
   --quick`` and ``impactbench run`` into a temporary output folder (long: the full job takes tens
   of minutes).
 
 Each figure is the wall time of one cold run (a compile cost is paid once per machine: repeating
-it would measure a warm cache), with the process's CPU time beside it (user + system of the child
-and its workers), which says how much of the wall time two cores absorbed.
+it would measure a warm cache), with the CPU time beside it (user + system of the process, or of
+the child and its workers), which says how much of the wall time a loaded machine took.
 """
 
 from __future__ import annotations
@@ -32,19 +35,26 @@ import tempfile
 import time
 
 SIMULATE = """
+import resource
+import sys
 import time
 from impactbench import simulate
 from impactbench.methods import MoreauJean
 from impactbench.problems import BouncingBall, DoublePendulum, ImpactingOscillator
 
+specialised = sys.argv[1] == "specialised"
 for label, problem in (
     ("first simulate", BouncingBall()),
     ("second problem", ImpactingOscillator()),
     ("third problem", DoublePendulum()),
 ):
+    before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
-    simulate(problem, MoreauJean(), problem.t0 + 1.0, h=1e-3)
-    print(label, time.perf_counter() - start, flush=True)
+    simulate(problem, MoreauJean(specialised=specialised), problem.t0 + 1.0, h=1e-3)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    print(label, wall, cpu, flush=True)
 """
 
 
@@ -74,13 +84,15 @@ def _run(command: list[str], folder: str) -> tuple[float, float, str]:
     return wall, cpu, done.stdout
 
 
-def measure(quick_job: bool, main_job: bool) -> list[dict]:
+def measure(quick_job: bool, main_job: bool, specialised: bool = False) -> list[dict]:
     rows = []
+    build = "specialised" if specialised else "default"
     with tempfile.TemporaryDirectory() as folder:
-        wall, cpu, out = _run([sys.executable, "-c", SIMULATE], folder)
+        wall, cpu, out = _run([sys.executable, "-c", SIMULATE, build], folder)
         for line in out.splitlines():
-            *words, seconds = line.split()
-            rows.append({"what": " ".join(words), "wall_s": float(seconds), "cpu_s": float("nan")})
+            *words, seconds, cpu_seconds = line.split()
+            what = " ".join(words) + (" (specialised)" if specialised else "")
+            rows.append({"what": what, "wall_s": float(seconds), "cpu_s": float(cpu_seconds)})
         rows.append({"what": "simulate process (all three)", "wall_s": wall, "cpu_s": cpu})
     commands = [("validate MoreauJean", ["-m", "impactbench", "validate", "MoreauJean"])]
     if quick_job:
@@ -99,9 +111,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick-job", action="store_true", help="also time `run --quick`")
     parser.add_argument("--main-job", action="store_true", help="also time the full `run`")
+    parser.add_argument(
+        "--specialised",
+        action="store_true",
+        help="simulate with MoreauJean(specialised=True): the kernels inlined, a loop per problem",
+    )
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args()
-    rows = measure(args.quick_job, args.main_job)
+    rows = measure(args.quick_job, args.main_job, args.specialised)
     print(f"{'cold, empty caches':32s} {'wall [s]':>9s} {'CPU [s]':>9s}")
     for row in rows:
         print(f"{row['what']:32s} {row['wall_s']:9.1f} {row['cpu_s']:9.1f}")

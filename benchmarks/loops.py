@@ -1,12 +1,14 @@
 """Cost per step of the compiled time-stepping loops: ns/step and steps/s, min/median/max.
 
-    python benchmarks/loops.py [--steps 1000000] [--repeats 7] [--json out.json]
+    python benchmarks/loops.py [--steps 1000000] [--repeats 7] [--specialised]
+                               [--problems A,B] [--methods C,D] [--json out.json]
 
 Each (method, problem) runs ``steps`` steps of h = 1e-3 (output decimated by 1000, so the loop,
 not the output, is timed) once as a warm-up (compilation, or loading numba's disk cache), then
 ``repeats`` times; the table gives the min, median and max ns/step over the repeats, and the
-warm-up time (the compile time on a cold numba cache). Used to compare loop implementations:
-run it on both trees, interleaved, on an otherwise idle machine.
+warm-up time (the compile time on a cold numba cache); ``--specialised`` times the specialised
+loops (the problem's kernels inlined) instead of the default ones. Used to compare loop
+implementations: run it on both trees, interleaved, on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ PROBLEMS = {
 METHODS = {name: cls for name, cls in REGISTERED.items() if cls.requires_step}
 
 
-def measure(problem_name: str, method_name: str, steps: int, repeats: int) -> dict:
+def measure(
+    problem_name: str, method_name: str, steps: int, repeats: int, specialised: bool = False
+) -> dict:
     problem = PROBLEMS[problem_name]()
-    method = METHODS[method_name]()
+    method = METHODS[method_name](specialised=specialised)
     t_end = problem.t0 + steps * H
     start = time.perf_counter()
     simulate(problem, method, t_end, h=H, output_every=1000)
@@ -71,13 +75,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--specialised",
+        action="store_true",
+        help="time the specialised loops (TimeStepping(specialised=True): the kernels inlined)",
+    )
+    parser.add_argument("--problems", default=None, help="comma-separated subset of PROBLEMS")
+    parser.add_argument("--methods", default=None, help="comma-separated subset of the methods")
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args()
+    problems = args.problems.split(",") if args.problems else list(PROBLEMS)
+    methods = args.methods.split(",") if args.methods else list(METHODS)
     rows = []
     print(f"{'problem':30s} {'method':26s} {'min':>8s} {'median':>8s} {'max':>8s} warmup")
-    for problem_name in PROBLEMS:
-        for method_name in METHODS:
-            row = measure(problem_name, method_name, args.steps, args.repeats)
+    for problem_name in problems:
+        for method_name in methods:
+            row = measure(problem_name, method_name, args.steps, args.repeats, args.specialised)
             rows.append(row)
             print(
                 f"{problem_name:30s} {method_name:26s} {row['min_ns']:8.2f} "

@@ -4,10 +4,13 @@
 defines two intrinsics with numba's array constructors (``constant_shape_view``,
 ``stack_array``), compiles loop helpers with private target options (no reference counting, no
 Python wrapper, forced inlining), names each compiled loop after a digest because numba's
-disk cache keys a function on its name, and finds a dispatcher's compiled entry point (for
-:class:`impactbench.core.entry.DirectCall`). None of this is numba's public API: pyproject.toml
-pins the numba release these tests pass with, and a numba upgrade that breaks one of them fails
-here, naming what broke, instead of deep in a study.
+disk cache keys a function on its name, finds a dispatcher's compiled entry point (for
+:class:`impactbench.core.entry.DirectCall`), and calls the problem's kernels through C entry
+points of numba's cfuncs, as values of numba types of its own (``KernelType``,
+``BoundKernelType``: a typed call, a data model, an unboxing and a lowering each). None of
+this is numba's public API: pyproject.toml pins the numba release these tests pass with, and a
+numba upgrade that breaks one of them fails here, naming what broke, instead of deep in a
+study.
 """
 
 from __future__ import annotations
@@ -305,3 +308,72 @@ def test_direct_call_finds_the_entry_point_of_the_overload_called():
     assert call(3.0, 4.5) == 7.5
     assert _jit.compiled_entry(added, (1, 2)) is None  # no overload for two ints yet
     assert _jit.compiled_entry(_offset, (1.0,)) is None  # not a dispatcher
+
+
+# ------------------------------------------------------------------------------------------
+# First-class kernels: the problem's kernels as run-time values
+
+
+@_jit.kernel
+def _affine_forces(t, q, v, p, out):
+    for j in range(q.shape[0]):
+        out[j] = p[0] * q[j] + p[1] * v[j] + t
+
+
+@_jit.kernel
+def _gradient(q, p, out):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = p[0] * (i + 1) + q[j]
+
+
+def test_a_first_class_kernel_reads_and_writes_the_callers_arrays():
+    """Called from compiled code with vectors and with the rows of a wider matrix (a view of
+    the driver's buffer: its rows are further apart than its columns), the entry point sees
+    the caller's lengths and writes only the caller's view."""
+    forces = _jit.first_class_kernel(_affine_forces, "forces")
+    gradient = _jit.first_class_kernel(_gradient, "matrix")
+
+    @numba.njit
+    def call(forces, gradient, q, v, p, f, buffer):
+        forces(0.5, q, v, p, f)
+        gradient(q, p, buffer[1:3, :2])
+
+    q = np.array([1.0, 2.0])
+    v = np.array([3.0, 4.0])
+    p = np.array([2.0, -1.0])
+    f = np.zeros(2)
+    buffer = np.full((4, 5), -7.0)
+    call(forces, gradient, q, v, p, f, buffer)
+    np.testing.assert_array_equal(f, 2.0 * q - v + 0.5)
+    expected = np.full((4, 5), -7.0)
+    expected[1:3, :2] = [[3.0, 4.0], [5.0, 6.0]]
+    np.testing.assert_array_equal(buffer, expected)
+
+
+def _shifted(kernels, q, p, out):
+    kernels[0](q, p, out)
+    for i in range(out.shape[0]):
+        out[i] += 1.0
+    return out.shape[0]
+
+
+@_jit.kernel
+def _times_p0(q, p, out):
+    for i in range(out.shape[0]):
+        out[i] = p[0] * q[i]
+
+
+def test_a_bound_kernel_passes_its_kernels_to_its_function():
+    """A function of the kernels (a projection built from the gap), bound to a problem's
+    first-class kernels, is called with the other arguments only and returns its value."""
+    function = _jit.specialize(_shifted, {}, True, inline=True)
+    bound = _jit.bind_kernels(function, (_jit.first_class_kernel(_times_p0, "vector"),))
+
+    @numba.njit
+    def call(bound, q, p, out):
+        return bound(q, p, out)
+
+    out = np.zeros(3)
+    assert call(bound, np.array([1.0, 2.0, 3.0]), np.array([2.0]), out) == 3
+    np.testing.assert_array_equal(out, [3.0, 5.0, 7.0])

@@ -163,9 +163,7 @@ NUMBA_INTERNAL_ATTRIBUTES = frozenset(
 #: Uses of numba's internals pending a move behind the boundary, in modules being rewritten on
 #: other branches (issue 39): the lead empties it once they are merged. A module fixed or a use
 #: added fails the test either way.
-PENDING_NUMBA_INTERNALS: dict[str, set[str]] = {
-    "impactbench.core.driver": {"numba.njit(_nrt=...)"},
-}
+PENDING_NUMBA_INTERNALS: dict[str, set[str]] = {}
 
 
 def numba_internals(path: Path) -> set[str]:

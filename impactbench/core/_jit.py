@@ -10,7 +10,10 @@ cached: numba keys them by a pickle of the closure cells, which differs in every
 ``compile=False`` the same template runs as plain Python (the path for problems numba cannot
 compile, and for debugging; ``NUMBA_DISABLE_JIT=1`` makes the helpers plain Python too).
 :func:`with_runtime_sizes` copies a template so that it reads some of those globals (sizes) at
-run time instead: one compiled copy then serves every value of them.
+run time instead: one compiled copy then serves every value of them. :func:`first_class_kernel`
+turns a problem kernel into a run-time value (a C entry point called through its address, of a
+numba type that is the same for every problem) and :func:`bind_kernels` a function of the
+kernels (a projection built from the gap) into one: a loop taking them serves every problem.
 """
 
 from __future__ import annotations
@@ -26,12 +29,21 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from llvmlite import ir as llvm_ir
 from numba.core import cgutils
 from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
-from numba.core.imputils import impl_ret_borrowed
+from numba.core.imputils import impl_ret_borrowed, lower_builtin
 from numba.core.registry import CPUDispatcher
-from numba.extending import intrinsic, typeof_impl
+from numba.core.typing import signature
+from numba.extending import (
+    NativeValue,
+    intrinsic,
+    models,
+    register_model,
+    typeof_impl,
+    unbox,
+)
 from numba.np.arrayobj import make_array, populate_array
 
 
@@ -544,3 +556,328 @@ def stack_array(typingctx, height, width):  # noqa: ARG001
         return array._getvalue()
 
     return array_type(height, width), codegen
+
+
+# --------------------------------------------------------------------------------------------
+# First-class problem kernels: one compiled loop for every problem
+
+
+class FirstClassKernel:
+    """A problem kernel as a run-time value of compiled code: the address of a C entry point.
+
+    Made by :func:`first_class_kernel`. In compiled code a value of it (a field of the
+    ``problem`` tuple of a scheme's functions) is called as the kernel is,
+    ``forces(t, q, v, p, out)`` or ``gap(q, p, out)`` with float64 arrays, and the call goes
+    through the pointer: the code calling it is compiled once for every kernel of its kind
+    (:class:`KernelType`), and a problem compiles only its own entry points.
+
+    Attributes
+    ----------
+    kind : str
+        ``"forces"`` (called with ``t, q, v, p, out``) or ``"position"`` (``q, p, out``).
+    address : int
+        The entry point, ``void(t, q, len q, v, len v, p, len p, out, rows, columns,
+        row stride)`` (float64 pointers, lengths in items; ``out`` is a matrix of ``rows`` x
+        ``columns`` items whose rows start ``row stride`` items apart, or a vector of ``rows``).
+    cfunc : numba cfunc
+        The compiled entry point (kept alive with this object).
+    """
+
+    __slots__ = ("kind", "address", "cfunc")
+
+    def __init__(self, kind: str, cfunc: Any) -> None:
+        self.kind = kind
+        self.cfunc = cfunc
+        self.address = cfunc.address
+
+    def __repr__(self) -> str:
+        return f"FirstClassKernel({self.kind}, {self.cfunc.__wrapped__.__qualname__})"
+
+
+#: The arities of the two kinds of kernels.
+_KERNEL_ARITY = {"forces": 5, "position": 3}
+
+
+class KernelType(numba_types.Callable):
+    """numba's type of a :class:`FirstClassKernel` of one kind (the same for every problem)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        super().__init__(name=f"FirstClassKernel({kind})")
+
+    @property
+    def key(self) -> str:
+        return self.kind
+
+    def get_call_type(self, context: Any, args: tuple, kws: dict) -> Any:
+        args = tuple(numba_types.unliteral(a) for a in args)
+        if kws or len(args) != _KERNEL_ARITY[self.kind]:
+            return None
+        *vectors, out = args[1:] if self.kind == "forces" else args
+        if self.kind == "forces" and not isinstance(args[0], numba_types.Number):
+            return None
+        for array in (*vectors, out):
+            if not (isinstance(array, numba_types.Array) and array.dtype == numba_types.float64):
+                return None
+        # the entry point takes the vectors as pointer and length: contiguous ones only; a
+        # matrix ``out`` as rows of contiguous items (the views of the driver's buffer are)
+        if any(v.ndim != 1 or v.layout != "C" for v in vectors) or out.ndim > 2:
+            return None
+        if out.ndim == 1 and out.layout != "C":
+            return None
+        return signature(numba_types.none, *args, recvr=self)
+
+    def get_call_signatures(self) -> tuple[list, bool]:
+        return [], True
+
+    def get_impl_key(self, sig: Any) -> type:
+        return type(self)
+
+
+@typeof_impl.register(FirstClassKernel)
+def _typeof_first_class(value: FirstClassKernel, context: Any) -> KernelType:
+    return KernelType(value.kind)
+
+
+@register_model(KernelType)
+class _KernelModel(models.PrimitiveModel):
+    def __init__(self, dmm: Any, fe_type: Any) -> None:
+        super().__init__(dmm, fe_type, llvm_ir.IntType(8).as_pointer())
+
+
+@unbox(KernelType)
+def _unbox_kernel(typ: Any, obj: Any, c: Any) -> NativeValue:
+    address = c.pyapi.object_getattr_string(obj, "address")
+    pointer = c.pyapi.long_as_voidptr(address)
+    c.pyapi.decref(address)
+    return NativeValue(pointer, is_error=c.pyapi.c_api_error())
+
+
+_DOUBLE = llvm_ir.DoubleType()
+_INTP = llvm_ir.IntType(64)
+_ENTRY = llvm_ir.FunctionType(
+    llvm_ir.VoidType(),
+    [_DOUBLE, *([_DOUBLE.as_pointer(), _INTP] * 3), _DOUBLE.as_pointer(), _INTP, _INTP, _INTP],
+)
+
+
+@lower_builtin(KernelType, numba_types.VarArg(numba_types.Any))
+def _call_kernel(context: Any, builder: Any, sig: Any, args: tuple) -> Any:
+    kernel_type = sig.args[0]
+    types_, values = sig.args[1:], args[1:]
+    if kernel_type.kind == "forces":
+        t = context.cast(builder, values[0], types_[0], numba_types.float64)
+        types_, values = types_[1:], values[1:]
+    else:
+        t = llvm_ir.Constant(_DOUBLE, 0.0)
+    arrays = [
+        make_array(ty)(context, builder, value) for ty, value in zip(types_, values, strict=True)
+    ]
+    if kernel_type.kind == "position":  # no velocity: the position in its place
+        arrays.insert(1, arrays[0])
+    pointers = []
+    for array in arrays[:3]:
+        pointers += [array.data, cgutils.unpack_tuple(builder, array.shape)[0]]
+    out = arrays[3]
+    shape = cgutils.unpack_tuple(builder, out.shape)
+    one = llvm_ir.Constant(_INTP, 1)
+    if types_[-1].ndim == 2:
+        stride = cgutils.unpack_tuple(builder, out.strides)[0]
+        columns, row_stride = shape[1], builder.sdiv(stride, llvm_ir.Constant(_INTP, 8))
+    else:
+        columns, row_stride = one, one
+    entry = builder.bitcast(args[0], _ENTRY.as_pointer())
+    builder.call(entry, [t, *pointers, out.data, shape[0], columns, row_stride])
+    return context.get_dummy_value()
+
+
+#: The C signature of a kernel's entry point (:class:`FirstClassKernel`).
+_POINTER = numba_types.CPointer(numba_types.float64)
+_ENTRY_SIGNATURE = numba_types.void(
+    numba_types.float64,
+    *((_POINTER, numba_types.intp) * 3),
+    _POINTER,
+    numba_types.intp,
+    numba_types.intp,
+    numba_types.intp,
+)
+
+# Name bound per kernel by first_class_kernel.
+inner = None
+
+
+def _forces_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    inner(
+        t,
+        numba.carray(q, (nq,)),
+        numba.carray(v, (nv,)),
+        numba.carray(p, (n_p,)),
+        numba.carray(out, (rows,)),
+    )
+
+
+def _vector_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    inner(numba.carray(q, (nq,)), numba.carray(p, (n_p,)), numba.carray(out, (rows,)))
+
+
+def _matrix_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    matrix = numba.carray(out, (rows, ld))
+    inner(numba.carray(q, (nq,)), numba.carray(p, (n_p,)), matrix[:, :columns])
+
+
+def _first_row_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    inner(numba.carray(q, (nq,)), numba.carray(p, (n_p,)), numba.carray(out, (columns,)))
+
+
+#: Entry templates by the form of the kernel's output.
+_ENTRIES = {
+    "forces": ("forces", _forces_entry),
+    "vector": ("position", _vector_entry),
+    "matrix": ("position", _matrix_entry),
+    "first row": ("position", _first_row_entry),
+}
+
+#: First-class kernels of this process, by (kernel, form).
+_FIRST_CLASS: dict[tuple[int, str], tuple[Any, FirstClassKernel]] = {}
+
+
+def first_class_kernel(function: Callable, form: str) -> FirstClassKernel:
+    """The numba function ``function`` (a problem kernel) as a first-class kernel.
+
+    Parameters
+    ----------
+    function : numba dispatcher
+        ``forces(t, q, v, p, out)``, or ``kernel(q, p, out)`` for the other forms.
+    form : {"forces", "vector", "matrix", "first row"}
+        What the kernel writes: the forces (a vector), a vector (the gaps, a diagonal of M),
+        a matrix (M, G: ``out`` is the caller's (rows, columns) matrix), or a vector into the
+        first row of the caller's matrix (the diagonal of M into its (1, n) block).
+
+    Returns
+    -------
+    FirstClassKernel
+        Made once per process and ``function``; its entry point is compiled once per machine
+        (cached on disk under a name carrying the digest of ``function``'s source).
+        ``function`` itself when numba's JIT is disabled (the loops then run as plain Python).
+    """
+    if numba.config.DISABLE_JIT:
+        return function
+    key = (id(function), form)
+    if key not in _FIRST_CLASS:
+        kind, template = _ENTRIES[form]
+        namespace = dict(template.__globals__)
+        # inlined into the entry point, without reference counting (the arrays it gets are
+        # views of the caller's memory)
+        namespace["inner"] = _nrt_free(function)
+        entry = types.FunctionType(template.__code__, namespace, template.__name__)
+        entry.__module__ = template.__module__
+        hasher = hashlib.sha256()
+        _digest(function, hasher, set())
+        entry.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
+        cfunc = numba.cfunc(_ENTRY_SIGNATURE, nopython=True, cache=True)(entry)
+        _FIRST_CLASS[key] = (function, FirstClassKernel(kind, cfunc))
+    return _FIRST_CLASS[key][1]
+
+
+class BoundKernel:
+    """``function(kernels, *arguments)`` as a value called with ``*arguments``.
+
+    For a function derived from a problem's first-class kernels (a projection onto K built from
+    the gap and its gradient): ``function`` is compiled once for every problem, and ``kernels``
+    (a tuple of :class:`FirstClassKernel`) is a run-time value, like the kernels themselves.
+    Made by :func:`bind_kernels`.
+    """
+
+    __slots__ = ("name", "kernels")
+
+    def __init__(self, name: str, kernels: tuple) -> None:
+        self.name = name
+        self.kernels = kernels
+
+    def __repr__(self) -> str:
+        return f"BoundKernel({self.name}, {self.kernels!r})"
+
+
+#: The functions of the bound kernels of this process, by name (their digest).
+_BOUND: dict[str, Any] = {}
+
+
+class BoundKernelType(numba_types.Callable):
+    """numba's type of a :class:`BoundKernel`: its function's name and its kernels' type."""
+
+    def __init__(self, function: str, kernels: Any) -> None:
+        self.function = function
+        self.kernels = kernels
+        super().__init__(name=f"BoundKernel({function}, {kernels})")
+
+    @property
+    def key(self) -> tuple:
+        return self.function, self.kernels
+
+    def _resolve(self, context: Any, args: tuple, kws: dict) -> tuple[Any, Any]:
+        dispatcher = numba_types.Dispatcher(_BOUND[self.function])
+        return dispatcher, context.resolve_function_type(dispatcher, (self.kernels, *args), kws)
+
+    def get_call_type(self, context: Any, args: tuple, kws: dict) -> Any:
+        if kws:
+            return None
+        full = self._resolve(context, args, kws)[1]
+        if full is None:
+            return None
+        return signature(full.return_type, *args, recvr=self)
+
+    def get_call_signatures(self) -> tuple[list, bool]:
+        return [], True
+
+    def get_impl_key(self, sig: Any) -> type:
+        return type(self)
+
+
+@typeof_impl.register(BoundKernel)
+def _typeof_bound(value: BoundKernel, context: Any) -> BoundKernelType:
+    return BoundKernelType(value.name, numba.typeof(value.kernels, context.purpose))
+
+
+@register_model(BoundKernelType)
+class _BoundModel(models.StructModel):
+    def __init__(self, dmm: Any, fe_type: Any) -> None:
+        super().__init__(dmm, fe_type, [("kernels", fe_type.kernels)])
+
+
+@unbox(BoundKernelType)
+def _unbox_bound(typ: Any, obj: Any, c: Any) -> NativeValue:
+    kernels = c.pyapi.object_getattr_string(obj, "kernels")
+    native = c.unbox(typ.kernels, kernels)
+    c.pyapi.decref(kernels)
+    bound = cgutils.create_struct_proxy(typ)(c.context, c.builder)
+    bound.kernels = native.value
+    return NativeValue(bound._getvalue(), is_error=native.is_error)
+
+
+@lower_builtin(BoundKernelType, numba_types.VarArg(numba_types.Any))
+def _call_bound(context: Any, builder: Any, sig: Any, args: tuple) -> Any:
+    bound_type = sig.args[0]
+    bound = cgutils.create_struct_proxy(bound_type)(context, builder, value=args[0])
+    dispatcher, full = bound_type._resolve(context.typing_context, sig.args[1:], {})
+    values = [
+        context.cast(builder, value, given, wanted)
+        for value, given, wanted in zip(args[1:], sig.args[1:], full.args[1:], strict=True)
+    ]
+    call = context.get_function(dispatcher, full)
+    result = call(builder, [bound.kernels, *values])
+    return context.cast(builder, result, full.return_type, sig.return_type)
+
+
+def bind_kernels(function: Callable, kernels: tuple) -> BoundKernel:
+    """``function`` (compiled by :func:`specialize` with ``inline``) with its first argument
+    bound to ``kernels``, a tuple of first-class kernels (:class:`BoundKernel`).
+
+    ``function`` is registered under a name carrying the digest of its source and bindings,
+    which is part of the numba type of the value (and so of the cache keys of the loops taking
+    it): the same function bound to any problem's kernels has one type.
+    """
+    hasher = hashlib.sha256()
+    _digest(function, hasher, set())
+    name = f"{function.py_func.__qualname__}_{hasher.hexdigest()[:20]}"
+    _BOUND.setdefault(name, function)
+    return BoundKernel(name, kernels)

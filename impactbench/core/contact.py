@@ -14,7 +14,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._jit import count_arguments, hot_kernel, kernel, specialize
+from ._jit import (
+    FirstClassKernel,
+    bind_kernels,
+    count_arguments,
+    hot_kernel,
+    kernel,
+    specialize,
+    with_runtime_sizes,
+)
 
 #: Relative step of the central differences of ``gap_gradient`` that stand in for the gap's
 #: curvature (not part of the problem contract): eps^(1/3), which balances truncation O(s^2)
@@ -778,15 +786,20 @@ def make_metric_projection(
     O(n m^2) (the Delassus matrix of the m constraints) plus, for a nonlinear gap, the O(n^3)
     Hessian step (its workspace is (n, n)).
     """
-    return specialize(
-        _metric_projection,
-        {
-            "gap": gap,
-            "gap_gradient": gap_gradient,
-            "AFFINE_GAP": affine,
-            "SINGLE_CONSTRAINT": n_constraints == 1,
-            "DIAGONAL_MASS": diagonal_mass,
-        },
-        compile,
-        inline=True,
-    )
+    flags = {
+        "AFFINE_GAP": affine,
+        "SINGLE_CONSTRAINT": n_constraints == 1,
+        "DIAGONAL_MASS": diagonal_mass,
+    }
+    if isinstance(gap, FirstClassKernel):  # one compiled projection for every problem
+        key = tuple(flags.values())
+        if key not in _FIRST_CLASS_PROJECTIONS:
+            template = with_runtime_sizes(_metric_projection, {"gap": 0, "gap_gradient": 1}, set())
+            _FIRST_CLASS_PROJECTIONS[key] = specialize(template, flags, True, inline=True)
+        return bind_kernels(_FIRST_CLASS_PROJECTIONS[key], (gap, gap_gradient))
+    bindings = {"gap": gap, "gap_gradient": gap_gradient, **flags}
+    return specialize(_metric_projection, bindings, compile, inline=True)
+
+
+#: The projections of first-class kernels (the kernels a run-time argument), by their flags.
+_FIRST_CLASS_PROJECTIONS: dict[tuple[bool, ...], Callable] = {}

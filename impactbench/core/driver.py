@@ -46,6 +46,19 @@ by ``benchmarks/loops.py``):
   vectorising the loops over a row; with a row or two there is nothing to vectorise, and the
   C-contiguous blocks are slower there.
 
+Problem kernels as run-time values. A scheme written on :mod:`impactbench.core.scheme` gets
+the problem's kernels as first-class values (:func:`impactbench.core._jit.first_class_kernel`:
+each kernel compiled once into a C entry point, called through its address), in the tuple
+``PROBLEM`` that :func:`make_loop` passes to the loop at run time (``problem``), at the end of
+the tuple ``sizes`` below: the loop's machine code then depends on the scheme, its options, the
+sizes and the problem's flags (``constant_mass``, ``affine_gap``, diagonal M, one constraint),
+not on its kernels, and every problem with the same ones runs the same compiled loop. An
+indirect call costs a few nanoseconds per kernel call over inlined kernels
+(``benchmarks/loops.py``); ``TimeStepping(specialised=True)`` binds the kernels as constants
+and inlines them instead. The sizes stay constants below ``GENERIC_FROM``: read at run time,
+the views of the buffer lose their constant strides and the candidate state its place on the
+stack, which with kernels called through a pointer costs several times a small step.
+
 Generic loops. Bound as constants, the sizes make one compiled loop per size of a problem. From
 n = ``GENERIC_FROM`` DOF, when m <= n, :func:`make_loop` compiles a *generic* loop instead: it
 reads the sizes at run time, and one loop (one cache entry, one compilation) serves every size
@@ -101,7 +114,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
 from ._jit import constant_shape_view, specialize, stack_array, with_runtime_sizes
@@ -266,19 +278,6 @@ def _leading_columns(X, start, stop):  # noqa: N803
     return X[start:stop, :N_DOF]
 
 
-def make_matrix_rows(n_dof: int, n_constraints: int, compile: bool) -> Callable:
-    """The schemes' ``matrix_rows`` (module docstring) for the ``X`` of :func:`make_loop`.
-
-    Compiled, it is inlined by numba into its caller's IR (``inline="always"``): a function
-    compiled without reference counting, as the loops' helpers are, may not return a view.
-    """
-    whole = max(n_dof, n_constraints, 1) == n_dof and n_dof >= WHOLE_ROWS_FROM
-    function = specialize(_whole_rows if whole else _leading_columns, {"N_DOF": n_dof}, False)
-    if not compile:
-        return function
-    return numba.njit(inline="always", _nrt=False)(function)
-
-
 def _zeros(height: int, width: int) -> np.ndarray:
     """Plain-Python counterpart of :func:`impactbench.core._jit.stack_array`."""
     return np.zeros((height, width))
@@ -307,6 +306,7 @@ def make_loop(
     compile: bool,
     generic: bool | None = None,
     cache: bool = True,
+    problem: tuple | None = None,
 ) -> Callable:
     """The driver's loop for one scheme and one problem.
 
@@ -333,6 +333,12 @@ def make_loop(
     cache : bool
         Keep the compiled loop in numba's disk cache (False for functions defined where numba
         cannot find them again in another process, e.g. in ``exec``'d code).
+    problem : tuple, optional
+        The problem's kernels as run-time values (first-class kernels,
+        :func:`impactbench.core._jit.first_class_kernel`), which the scheme's functions read as
+        the global ``PROBLEM``: compiled, the loop takes it at run time and serves every
+        problem whose tuple has the same numba type (module docstring). None: ``PROBLEM``, if
+        the functions read it, is one of ``bindings``.
 
     Returns
     -------
@@ -368,6 +374,8 @@ def make_loop(
         for index, name in enumerate(RUNTIME_SIZES)
         if generic and not fixed.get(name, False)
     }
+    if compile and problem is not None:  # read from the tuple of sizes, at its end
+        runtime["PROBLEM"] = len(RUNTIME_SIZES)
     constants = {name: value for name, value in sizes.items() if name not in runtime}
     constants.update(SINGLE_CONSTRAINT=n_constraints == 1, DIAGONAL_MASS=diagonal)
     functions = {
@@ -377,16 +385,20 @@ def make_loop(
         "scheme_sample": scheme.sample,
         "scheme_current": scheme.current,
     }
-    callees = {name for name, _ in scheme.helpers} | set(functions)
+    callees = {name for name, _ in scheme.helpers} | set(functions) | {"matrix_rows"}
 
     def template(function: Callable) -> Callable:
-        return with_runtime_sizes(function, runtime, callees) if generic else function
+        return with_runtime_sizes(function, runtime, callees) if runtime else function
 
+    whole = n_constraints <= n_dof and n_dof >= WHOLE_ROWS_FROM
+    rows_of = _whole_rows if whole else _leading_columns
     bound = {
         **bindings,
         **constants,
-        "matrix_rows": make_matrix_rows(n_dof, n_constraints, compile),
+        "matrix_rows": specialize(template(rows_of), constants, compile, ir_inline=True),
     }
+    if problem is not None and not compile:
+        bound["PROBLEM"] = problem
     for name, helper in scheme.helpers:
         bound[name] = specialize(template(helper), bound, compile, inline=True)
     loop_bindings = {
@@ -399,9 +411,13 @@ def make_loop(
     loop_bindings["shape_view"] = constant_shape_view if compile else _reshaped
     loop_bindings["scratch"] = stack_array if compile else _zeros
     loop = specialize(template(_time_loop), loop_bindings, compile, nrt=False, cache=cache)
-    if generic and compile:  # one dispatcher per process for every size
-        loop = _GENERIC_LOOPS.setdefault(loop.py_func.__qualname__, loop)
-    arguments_of_sizes = (tuple(sizes[name] for name in RUNTIME_SIZES),) if generic else ()
+    if runtime:  # one dispatcher per process for every size or problem it serves
+        name = getattr(loop, "py_func", loop).__qualname__  # plain with NUMBA_DISABLE_JIT
+        loop = _GENERIC_LOOPS.setdefault(name, loop)
+    arguments_of_sizes = ()
+    if runtime:
+        run_time = tuple(sizes[name] for name in RUNTIME_SIZES)
+        arguments_of_sizes = (run_time if problem is None else (*run_time, problem),)
     m = max(n_constraints, 1)
     new_workspace = getattr(make_workspace, "py_func", make_workspace)
 

@@ -40,8 +40,9 @@ def kernel(function: Callable) -> Callable:
     ``forces(t, q, v, p, out)``, ``gap(q, p, out)``, ``gap_gradient(q, p, out)`` and, for a
     diagonal mass, ``mass_diagonal(q, p, out)``: each writes its result into ``out`` and
     allocates nothing; ``p`` is the problem's parameter vector (:func:`parameter_vector`). A
-    kernel may call other functions compiled by this decorator. The compiled loops inline the
-    kernels, so a kernel costs no call per step.
+    kernel may call other functions compiled by this decorator. The compiled time-stepping
+    loops call the kernels through compiled entry points, so that one loop serves every
+    problem (``TimeStepping(specialised=True)`` inlines them instead).
 
     Parameters
     ----------

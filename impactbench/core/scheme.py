@@ -14,8 +14,9 @@ plain Python functions on numbers and arrays. The driver (:mod:`impactbench.core
 places the state in its work buffer, hands every function the state ``s`` as a named tuple of
 views (``s.q``, ``s.M``, ``s.G``...), and runs them in its one time loop, which owns output
 sampling, finite checks, divergence bounds, the impact log, counters and statuses. The same
-source is compiled by numba (the problem's kernels inlined, the sizes constant) or runs as
-plain Python (``compiled=False``, or a problem numba cannot compile).
+source is compiled by numba (the problem's kernels run-time values, the sizes constant:
+:func:`scheme_loop`) or runs as plain Python (``compiled=False``, or a problem numba cannot
+compile).
 
 Shapes of ``state`` entries: ``"n"`` (a vector of length n, the degrees of freedom), ``"m"`` (a
 vector of length m, the constraints), ``"scalar"`` (an array of length 1: ``s.x[0]``),
@@ -72,7 +73,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._jit import CompileTimeTuple, generated_functions, scheme_function
+from ._jit import CompileTimeTuple, first_class_kernel, generated_functions, scheme_function
 from .contact import (
     DEGENERATE_GRADIENT,
     all_finite,
@@ -122,6 +123,9 @@ __all__ = [
     "solve_mass",
     "velocity_impulse",
 ]
+
+#: The loop option of a specialised build (:func:`scheme_loop`).
+SPECIALISED = "specialised"
 
 #: The shapes a ``state`` entry may take (module docstring).
 SHAPES = ("n", "m", "scalar", "mass", ("m", "n"), ("n", "n"))
@@ -398,6 +402,8 @@ class Scheme(TimeStepping):
             if type(value) is not kind:
                 raise ValueError(f"option {name} must be of type {kind.__name__}, got {value!r}")
             values[name] = value
+        if self.specialised:  # the build, not an option of the scheme (scheme_loop)
+            values[SPECIALISED] = True
         return values
 
     def _method_vector(self) -> np.ndarray:
@@ -457,8 +463,21 @@ def scheme_loop(
     problem's ``kernels`` with the compile-time ``options``. The scheme's functions see the
     problem as :class:`Kernels`, with the further fields ``tangent_gradient`` and ``friction``
     for a frictional problem (:class:`impactbench.core.problem.ProblemKernels`), then those of
-    :meth:`Scheme.derived_kernels`."""
+    :meth:`Scheme.derived_kernels`.
+
+    Compiled, the loop takes the kernels as run-time values (first-class kernels,
+    :func:`impactbench.core._jit.first_class_kernel`; the projection a scheme derives from
+    them too): one loop per scheme, options, sizes and flags serves every problem. With the
+    option :data:`SPECIALISED` (``TimeStepping(specialised=True)``), and for a frictional
+    problem (its friction kernels have no first-class form yet), the kernels are bound as
+    compile-time constants and inlined instead: one loop per scheme and problem.
+    """
+    options = dict(options)
+    specialised = options.pop(SPECIALISED, False)
     mass = mass_bindings(kernels, n_dof, compile)
+    first_class = compile and not specialised and kernels.tangent_gradient is None
+    if first_class:
+        kernels = _first_class(kernels, mass)
     problem = Kernels(
         mass["mass_matrix"],
         kernels.forces,
@@ -490,12 +509,35 @@ def scheme_loop(
         **functions,
         # the driver sizes the projection's Hessian in the workspace by it (1 x 1 when affine)
         "AFFINE_GAP": bool(kernels.affine_gap),
-        "PROBLEM": problem,
         "OPTIONS": layout.options(**options),
     }
+    if not first_class:
+        bindings["PROBLEM"] = problem
     # numba finds the functions of a cached loop again by their module: not one run by exec
     cache = all(_importable(function) for function in functions.values())
-    return make_loop(layout.functions, bindings, n_dof, n_constraints, compile, cache=cache)
+    return make_loop(
+        layout.functions,
+        bindings,
+        n_dof,
+        n_constraints,
+        compile,
+        cache=cache,
+        problem=problem if first_class else None,
+    )
+
+
+def _first_class(kernels: ProblemKernels, mass: dict[str, Any]) -> ProblemKernels:
+    """``kernels`` as first-class kernels (:func:`impactbench.core._jit.first_class_kernel`),
+    the mass kernel in ``mass`` (``mass_matrix``) too."""
+    if mass["DIAGONAL_MASS"]:
+        mass["mass_matrix"] = first_class_kernel(kernels.mass_diagonal, "first row")
+    else:
+        mass["mass_matrix"] = first_class_kernel(kernels.mass_matrix, "matrix")
+    return kernels._replace(
+        forces=first_class_kernel(kernels.forces, "forces"),
+        gap=first_class_kernel(kernels.gap, "vector"),
+        gap_gradient=first_class_kernel(kernels.gap_gradient, "matrix"),
+    )
 
 
 def _importable(function: Callable) -> bool:
@@ -516,7 +558,10 @@ def _kernels_with(names: tuple[str, ...]) -> type:
     """:class:`Kernels` with the further fields ``names``."""
     if names not in _KERNELS:
         base = namedtuple("Kernels", (*Kernels._fields, *names))
-        _KERNELS[names] = type("Kernels", (CompileTimeTuple, base), {"__slots__": ()})
+        # a module attribute: pickled by name in the numba types of the loops' cache index
+        name = "_".join(("Kernels", *names))
+        made = type(name, (CompileTimeTuple, base), {"__slots__": (), "__module__": __name__})
+        _KERNELS[names] = globals()[name] = made
     return _KERNELS[names]
 
 
