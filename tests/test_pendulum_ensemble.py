@@ -110,3 +110,31 @@ def test_no_energy_statistic_from_a_reconstructed_velocity():
     ).assign(setting="h")
     distances = ensemble.ensemble_distances(members, ["E"])
     assert list(distances["method"]) == ["MJ"]  # nothing reported where the energy is undefined
+
+
+def test_a_method_with_the_references_distributions_is_indistinguishable():
+    """The shadowing horizon is not compared with the reference's (which is the comparison
+    horizon), the settling time not where no reference member settles (censored at T), and the
+    k KS tests of a setting are read at 0.05 / k: an ensemble whose statistics are the
+    reference's, members permuted, is indistinguishable; a biased one is not."""
+    rng = np.random.default_rng(3)
+    energy, impacts = rng.normal(size=120), rng.integers(80, 110, size=120).astype(float)
+    rows = []
+    for member in range(120):
+        other = (member + 7) % 120
+        rows.append((member, "ref", math.nan, ensemble.REFERENCE_RTOL, energy[member],
+                     impacts[member], ensemble.SHADOW_HORIZON))  # fmt: skip
+        rows.append((member, "Same", 1e-3, math.nan, energy[other], impacts[other], 4.0))
+        rows.append((member, "Biased", 1e-3, math.nan, energy[member] + 0.5, impacts[member], 4.0))
+    members = pd.DataFrame(
+        rows, columns=["member", "method", "h", "tolerance", "E(10)", ensemble.IMPACTS,
+                       ensemble.SHADOW],
+    ).assign(setting="h = 0.001", settled=0.0)  # fmt: skip
+    members[ensemble.SETTLING] = 200.0
+    statistics = ensemble._statistics(members)
+    assert statistics == ["E(10)", ensemble.IMPACTS]
+    distances = ensemble.ensemble_distances(members, statistics)
+    passing = ensemble.indistinguishable_settings(distances)
+    assert passing == {"Same": ["h = 0.001"], "Biased": []}
+    members.loc[members.index[:3], "settled"] = 1.0  # some reference member settles
+    assert ensemble.SETTLING in ensemble._statistics(members)
