@@ -493,5 +493,5 @@ class Adaptive(Method):
 
 _REASONS = {
     **FAILURE_REASONS,
-    STATUS_STEP_TOO_SMALL: "step rejected at h_min (the error or gap tests fail at the smallest step)",
+    STATUS_STEP_TOO_SMALL: "step rejected at h_min (the error or gap test fails there)",
 }
