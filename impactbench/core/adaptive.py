@@ -41,6 +41,7 @@ changes the solver's first guess, not its solution.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -447,10 +448,12 @@ class Adaptive(Method):
         mp = np.asarray(self.scheme._method_vector(), dtype=float)
         e = float(problem.restitution)
         try:
+            start = time.perf_counter()
             loop(
                 t0, float(t_end), h_first, q0, v0, p, e, mp, control, targets,
                 out_t, out_q, out_v, log_t, log_i, log_u, counters, extra, state, keep,
             )  # fmt: skip
+            integration_time = time.perf_counter() - start
         except SimulationError as error:  # a checked call of the plain-Python path
             raise SimulationError(
                 f"{self.name} on {problem.name}: {error.reason}", error.t, error.q, error.v
@@ -469,6 +472,7 @@ class Adaptive(Method):
             "solver_iterations": count[COUNTER_SOLVER_ITERATIONS],
             "compiled": calls is None,
             "velocity_output": self.scheme.velocity_output,
+            "integration_time": integration_time,
         }
         status = count[COUNTER_STATUS]
         reason = "reached t_end"
