@@ -31,10 +31,11 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
 * accepted: the state becomes that of the two half steps (the scheme's own order), or with
   ``extrapolate`` and no contact change their Richardson extrapolation (order p + 1, MBSim's
   "order by extrapolation"; never across a contact change, where the estimate has no
-  asymptotic meaning); the next step is h min(5, max(0.2, 0.9 err^(-1/(p+1)))),
-  bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below by ``h_min``;
-  a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of the
-  last accepted state).
+  asymptotic meaning); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
+  most h right after a rejection, which keeps the controller from cycling between growth and
+  rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below
+  by ``h_min``; a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL`
+  (t, q, v of the last accepted state).
 
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
 accepted step in at most ``max_samples`` samples (when full, every other sample is dropped and
@@ -82,6 +83,9 @@ STATUS_STEP_TOO_SMALL = 101
 
 #: Entries of the ``control`` vector of the adaptive loop.
 RTOL, ATOL, H_MIN, H_MAX, GAP_TOLERANCE, ORDER, EXTRAPOLATE = range(7)
+
+#: Largest growth of the step after an accepted step (none after a rejected one).
+GROWTH = 2.0
 
 #: Entries of the ``extra`` counters of the adaptive loop.
 REJECTED, CONTACT_STEPS = range(2)
@@ -153,6 +157,7 @@ def _adaptive_loop(
     countdown = 1
     calls = 0
     fresh = True
+    rejected_last = False
     t = t0
     h = h_first
     if status == STATUS_OK and m > 0:
@@ -288,12 +293,15 @@ def _adaptive_loop(
                 out_t[samples] = t
                 scheme_sample(X, Z, out_q[samples], out_v[samples])
                 samples += 1
-            factor = 5.0 if error == 0.0 else min(5.0, max(0.2, 0.9 * error**exponent))
+            largest = 1.0 if rejected_last else GROWTH
+            factor = largest if error == 0.0 else min(largest, max(0.2, 0.9 * error**exponent))
+            rejected_last = False
             proposed = min(step * factor, h_max)
             h = max(h, proposed) if landing else proposed
             h = min(h, h_max)
         else:
             rejected += 1
+            rejected_last = True
             fresh = False
             for i in range(size):
                 buffer[i] = saved[i]
