@@ -174,3 +174,20 @@ def test_output_lands_on_the_requested_times():
     assert np.max(np.abs(run.q[1:-1] - exact)) < 1e-3  # through the ball's first impacts
     with pytest.raises(ValueError, match="t_eval"):
         Adaptive(MoreauJean(), t_eval=[1.0, 4.0]).solve(BALL, 3.0)
+
+
+def test_the_name_tells_apart_what_changes_the_results():
+    names = {
+        Adaptive(MoreauJean(), **options).name
+        for options in (
+            {},
+            {"rtol": 1e-4},
+            {"gap_tolerance": 1e-4},
+            {"extrapolate": True},
+            {"order": 2},
+            {"h_max": 0.1},
+            {"t_eval": [1.0]},
+        )
+    }
+    assert len(names) == 7
+    assert Adaptive(CatchingUp()).name.startswith("Adaptive[CatchingUp")

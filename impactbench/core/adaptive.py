@@ -414,8 +414,16 @@ class Adaptive(Method):
 
     @property
     def name(self) -> str:
-        """``Adaptive[<scheme's name>,rtol=...,atol=...]``."""
-        return f"Adaptive[{self.scheme.name},rtol={self.rtol:g},atol={self.atol:g}]"
+        """``Adaptive[<scheme's name>,rtol=...,atol=...]``, then every other parameter that is
+        not at its default (``t_eval``: its number of times)."""
+        parts = [self.scheme.name, f"rtol={self.rtol:g}", f"atol={self.atol:g}"]
+        for name, default in _DEFAULTS.items():
+            value = getattr(self, name)
+            if value != default:
+                parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
+        if self.t_eval is not None:
+            parts.append(f"t_eval={self.t_eval.size} times")
+        return f"Adaptive[{','.join(parts)}]"
 
     def compile_options(self, problem: Problem) -> dict[str, Any] | None:
         """The scheme's loop options and the adaptive loop, when compiled."""
@@ -531,6 +539,16 @@ class Adaptive(Method):
             )
         return trajectory
 
+
+#: The parameters :attr:`Adaptive.name` lists when they differ from these defaults.
+_DEFAULTS = {
+    "h_min": 1e-12,
+    "h_max": None,
+    "gap_tolerance": None,
+    "order": 1,
+    "extrapolate": False,
+    "max_samples": 100_000,
+}
 
 _REASONS = {
     **FAILURE_REASONS,
