@@ -167,6 +167,7 @@ class Scheme:
     rows: Callable[[int, int, int], int]
     lead: int = 0
     helpers: tuple[tuple[str, Callable], ...] = ()
+    gaps: Callable | None = None
 
 
 # Names bound per problem and scheme by make_loop.
@@ -307,6 +308,7 @@ def make_loop(
     generic: bool | None = None,
     cache: bool = True,
     problem: tuple | None = None,
+    time_loop: Callable | None = None,
 ) -> Callable:
     """The driver's loop for one scheme and one problem.
 
@@ -339,6 +341,10 @@ def make_loop(
         the global ``PROBLEM``: compiled, the loop takes it at run time and serves every
         problem whose tuple has the same numba type (module docstring). None: ``PROBLEM``, if
         the functions read it, is one of ``bindings``.
+    time_loop : function, optional
+        The loop template (default: the fixed-step loop of this module; the adaptive loop of
+        :mod:`impactbench.core.adaptive` is bound the same way, its arguments before the work
+        buffers its own, and calls ``scheme_gaps``, the scheme's ``gaps``, as well).
 
     Returns
     -------
@@ -346,7 +352,8 @@ def make_loop(
         ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
         log_u, counters, state, growth)`` (see :mod:`impactbench.core.timestepping`); the work
         buffers are allocated on each call, before the loop, and the call returns their size in
-        bytes. Its attribute ``loop`` is the compiled (or plain-Python) loop it calls.
+        bytes. Its attribute ``loop`` is the compiled (or plain-Python) loop it calls,
+        ``buffer_size`` the size of the scheme's part of the work buffer (``X``).
     """
     if generic is None:
         smallest = WHOLE_ROWS_FROM if bindings.get("SIZES_AT_RUN_TIME", False) else GENERIC_FROM
@@ -385,6 +392,8 @@ def make_loop(
         "scheme_sample": scheme.sample,
         "scheme_current": scheme.current,
     }
+    if scheme.gaps is not None:
+        functions["scheme_gaps"] = scheme.gaps
     callees = {name for name, _ in scheme.helpers} | set(functions) | {"matrix_rows"}
 
     def template(function: Callable) -> Callable:
@@ -410,7 +419,8 @@ def make_loop(
     loop_bindings.update(constants, LEAD=scheme.lead, GENERIC=generic)
     loop_bindings["shape_view"] = constant_shape_view if compile else _reshaped
     loop_bindings["scratch"] = stack_array if compile else _zeros
-    loop = specialize(template(_time_loop), loop_bindings, compile, nrt=False, cache=cache)
+    time_loop = _time_loop if time_loop is None else time_loop
+    loop = specialize(template(time_loop), loop_bindings, compile, nrt=False, cache=cache)
     if runtime:  # one dispatcher per process for every size or problem it serves
         name = getattr(loop, "py_func", loop).__qualname__  # plain with NUMBA_DISABLE_JIT
         loop = _GENERIC_LOOPS.setdefault(name, loop)
@@ -450,4 +460,5 @@ def make_loop(
         return work_bytes
 
     run.loop = loop
+    run.buffer_size = height * width
     return run

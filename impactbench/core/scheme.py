@@ -458,6 +458,7 @@ def scheme_loop(
     n_constraints: int,
     compile: bool,
     options: dict[str, Any],
+    time_loop: Callable | None = None,
 ) -> Callable:
     """The driver's loop (:func:`impactbench.core.driver.make_loop`) for ``scheme`` on one
     problem's ``kernels`` with the compile-time ``options``. The scheme's functions see the
@@ -471,6 +472,8 @@ def scheme_loop(
     option :data:`SPECIALISED` (``TimeStepping(specialised=True)``), and for a frictional
     problem (its friction kernels have no first-class form yet), the kernels are bound as
     compile-time constants and inlined instead: one loop per scheme and problem.
+    ``time_loop``: the loop template (default: the fixed-step loop; see
+    :func:`impactbench.core.driver.make_loop`).
     """
     options = dict(options)
     specialised = options.pop(SPECIALISED, False)
@@ -523,6 +526,7 @@ def scheme_loop(
         compile,
         cache=cache,
         problem=problem if first_class else None,
+        time_loop=time_loop,
     )
 
 
@@ -632,6 +636,10 @@ def sample(X, Z, q_out, v_out):
 
 def current(X, Z, q_out, v_out):
     current_function({other}, N_DOF, q_out, v_out)
+
+
+def gaps(q, p, g):
+    PROBLEM.gap(q, p, g)
 """
 
 
@@ -677,6 +685,7 @@ def _layout(scheme: type[Scheme]) -> Any:
         current=made["current"],
         rows=made["rows"],
         lead=scheme.lead,
+        gaps=made["gaps"],
     )
     _LAYOUTS[scheme] = _Layout(functions, options)
     return _LAYOUTS[scheme]
