@@ -368,8 +368,8 @@ def _findings(distances: pd.DataFrame, members: pd.DataFrame) -> list[str]:
         f"Reference ensemble ({len(reference)} members, EventDriven rtol {REFERENCE_RTOL:g}): "
         f"{settling}; median impacts {format_number(reference[IMPACTS].median())}."
     )
-    compared = ", ".join(distances["statistic"].unique())
     for method, passing in indistinguishable_settings(distances).items():
+        compared = ", ".join(distances.loc[distances["method"] == method, "statistic"].unique())
         runs_of = members[members["method"] == method]
         horizon = runs_of.groupby("setting", sort=False)[SHADOW].median()
         finest = horizon.index[-1] if len(horizon) else "-"

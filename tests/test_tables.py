@@ -127,3 +127,28 @@ def test_latex_tables_compile_and_fit_the_page(tmp_path):
     )
     log = _compile(tmp_path, latex_table(_table(frame)))
     assert "Overfull \\hbox" not in log
+
+
+#: The LaTeX tables the committed reports hold.
+COMMITTED_TABLES = sorted((ROOT / "reports").glob("*/tables/*.tex"))
+
+
+def test_reports_hold_latex_tables():
+    assert COMMITTED_TABLES, "no reports/*/tables/*.tex: the reports are not generated"
+
+
+@pytest.mark.skipif(NO_TEX, reason="no TeX (pdflatex with siunitx) on this machine")
+@pytest.mark.parametrize("path", COMMITTED_TABLES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_committed_report_tables_compile_and_fit_a_page(tmp_path, path):
+    """Every table the committed reports hold compiles as written, fits the text width, and each
+    of its parts has a caption, a label and at most MAX_ROWS body rows."""
+    text = path.read_text()
+    log = _compile(tmp_path, text)
+    assert "Overfull \\hbox" not in log
+    tabulars = text.count("\\begin{tabular}")
+    assert tabulars >= 1
+    assert text.count("\\caption{") == tabulars
+    assert text.count("\\label{") == tabulars
+    for part in text.split("\\begin{tabular}")[1:]:
+        body = part.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+        assert body.count("\\\\") <= MAX_ROWS
