@@ -94,6 +94,9 @@ def test_resting_ball_to_t_1000_keeps_its_step(scheme, gap_tolerance):
     depth = -run.q[run.t > 100.0, 0]
     assert np.all(depth >= 0.0) and np.ptp(depth) <= 1e-12  # resting, no drift
     stats = run.stats
+    # accepted steps (not output samples): a collapse of the step would multiply them; measured
+    # 1.02 (MoreauJean) to 1.12 (CatchingUp) times 1000 / h_max, the accumulation included
+    assert stats["steps"] <= 1.25 * 1000.0 / h_max
     assert stats["rejected_steps"] <= 0.05 * (stats["steps"] + stats["rejected_steps"])
 
 
@@ -191,3 +194,34 @@ def test_the_name_tells_apart_what_changes_the_results():
     }
     assert len(names) == 7
     assert Adaptive(CatchingUp()).name.startswith("Adaptive[CatchingUp")
+
+
+@pytest.mark.parametrize("scheme", [MoreauJean(), CatchingUp()], ids=lambda s: s.name)
+def test_sliding_particle_to_t_1000_stays_on_the_wall_and_keeps_its_step(scheme):
+    """The particle on the slanted wall (non-diagonal M) slides from t_inf ~ 2.45 on: to
+    t = 1000 the controller keeps its largest step, the depth stays below the O(alpha h^2) bound
+    of the fixed-step schemes (tests/test_persistent_contact.py) and does not grow with t beyond
+    what round-off puts on a gap at |q| ~ 1e6."""
+    from impactbench.analysis.metrics import penetration_depths
+    from impactbench.studies.persistent_contact import CASES
+
+    case = CASES["sliding particle"]
+    problem = case.factory()
+    h_max = 0.01
+    run = Adaptive(scheme, rtol=1e-4, atol=1e-6, h_max=h_max, gap_tolerance=1e-4).solve(
+        problem, 1000.0
+    )
+    # the accepted steps, not the output samples (decimated once max_samples is reached)
+    stats = run.stats
+    assert stats["steps"] <= 1.25 * 1000.0 / h_max  # measured below 1.1 times 1000 / h_max
+    assert stats["rejected_steps"] <= 0.05 * (stats["steps"] + stats["rejected_steps"])
+
+    def depth(start, end=np.inf):
+        window = (run.t >= start) & (run.t <= end)
+        return float(np.max(penetration_depths(problem, run.q[window]), initial=0.0))
+
+    early, late = depth(case.settled_after, 100.0), depth(500.0)
+    gradient = np.abs(problem.gap_gradient(problem.q0)).max()
+    roundoff = 1e-14 + 100 * np.finfo(float).eps * gradient * np.abs(run.q).max()
+    assert max(early, late) <= 4.0 * case.alpha * h_max**2
+    assert late <= early + roundoff
