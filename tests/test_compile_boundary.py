@@ -377,3 +377,51 @@ def test_a_bound_kernel_passes_its_kernels_to_its_function():
     out = np.zeros(3)
     assert call(bound, np.array([1.0, 2.0, 3.0]), np.array([2.0]), out) == 3
     np.testing.assert_array_equal(out, [3.0, 5.0, 7.0])
+
+
+def _flags_tuple():
+    from collections import namedtuple
+
+    class Flags(_jit.CompileTimeTuple, namedtuple("Flags", "single scale")):
+        __slots__ = ()
+
+    return Flags
+
+
+def test_a_compile_time_choice_compiles_only_the_chosen_function():
+    """With the flag a constant of the problem tuple, the function not chosen is never typed:
+    here it cannot be (a string added to a float), so compiling both would fail."""
+
+    @_jit.scheme_function
+    def closed_form(problem, x):
+        return problem.scale * x
+
+    @_jit.scheme_function
+    def untypeable(problem, x):
+        return x + "not a number"
+
+    choice = _jit.compile_time_choice("single", closed_form, untypeable)
+
+    def caller(problem, x):
+        return choice(problem, x)
+
+    Flags = _flags_tuple()
+    assert numba.njit(caller)(Flags(True, 3.0), 2.0) == 6.0
+    assert choice(Flags(True, 3.0), 2.0) == 6.0  # plain Python: the flag read at run time
+    with pytest.raises(TypeError):
+        choice(Flags(False, 3.0), 2.0)
+    with pytest.raises(numba.core.errors.TypingError):  # a fresh dispatcher for the other flag
+        numba.njit(caller)(Flags(False, 3.0), 2.0)
+
+
+def test_a_compile_time_choice_needs_the_same_parameters_with_a_problem():
+    @_jit.scheme_function
+    def one(problem, x):
+        return x
+
+    @_jit.scheme_function
+    def other(problem, y):
+        return y
+
+    with pytest.raises(ValueError, match="same parameters"):
+        _jit.compile_time_choice("single", one, other)

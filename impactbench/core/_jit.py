@@ -14,6 +14,9 @@ run time instead: one compiled copy then serves every value of them. :func:`firs
 turns a problem kernel into a run-time value (a C entry point called through its address, of a
 numba type that is the same for every problem) and :func:`bind_kernels` a function of the
 kernels (a projection built from the gap) into one: a loop taking them serves every problem.
+:func:`compile_time_choice` picks one of two scheme functions by a flag of the problem's kernels
+tuple when a loop is compiled, so the other is never compiled (the LCP of a single-constraint
+problem).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from numba.extending import (
     NativeValue,
     intrinsic,
     models,
+    overload,
     register_model,
     typeof_impl,
     unbox,
@@ -123,6 +127,52 @@ def scheme_function(function: Callable) -> Callable:
         no_cfunc_wrapper=True,
         forceinline=True,
     )
+
+
+def compile_time_choice(flag: str, if_true: Callable, if_false: Callable) -> Callable:
+    """A scheme function that runs ``if_true`` when ``problem.<flag>`` is set, else ``if_false``.
+
+    ``if_true`` and ``if_false`` are scheme functions with the same parameters, one of them
+    named ``problem`` (the kernels tuple, a :class:`CompileTimeTuple` whose bool fields are
+    compile-time constants). Compiled code compiles only the function the flag chooses (a plain
+    ``if problem.<flag>:`` types and compiles both branches: numba prunes branches on
+    arguments that are None, not on literal fields); plain Python reads the flag at run time.
+    """
+    names = list(inspect.signature(if_true.py_func).parameters)
+    if names != list(inspect.signature(if_false.py_func).parameters) or "problem" not in names:
+        raise ValueError("if_true and if_false must take the same parameters, 'problem' among them")
+    arguments = ", ".join(names)
+    source = (
+        f"def choice({arguments}):\n"
+        f"    if problem.{flag}:\n"
+        f"        return if_true({arguments})\n"
+        f"    return if_false({arguments})\n"
+        f"def call_if_true({arguments}):\n"
+        f"    return if_true({arguments})\n"
+        f"def call_if_false({arguments}):\n"
+        f"    return if_false({arguments})\n"
+    )
+    namespace = {"if_true": if_true, "if_false": if_false}
+    generated_functions(source, namespace, if_true.py_func.__module__)
+    choice = namespace["choice"]
+
+    def implementation(*argument_types: Any) -> Callable:
+        problem = argument_types[names.index("problem")]
+        fields = getattr(getattr(problem, "instance_class", None), "_fields", ())
+        if flag in fields:
+            value = problem.types[fields.index(flag)]
+            if isinstance(value, numba_types.BooleanLiteral):
+                return namespace["call_if_true" if value.literal_value else "call_if_false"]
+        return choice  # the flag not a constant: both compiled, chosen at run time
+
+    typer = generated_functions(
+        f"def typer({arguments}):\n    return implementation({arguments})\n",
+        {"implementation": implementation},
+        __name__,
+    )["typer"]
+    if not numba.config.DISABLE_JIT:
+        overload(choice, prefer_literal=True, inline="always")(typer)
+    return choice
 
 
 class CompileTimeTuple:

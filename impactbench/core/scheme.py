@@ -73,7 +73,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._jit import CompileTimeTuple, first_class_kernel, generated_functions, scheme_function
+from ._jit import (
+    CompileTimeTuple,
+    compile_time_choice,
+    first_class_kernel,
+    generated_functions,
+    scheme_function,
+)
 from .contact import (
     DEGENERATE_GRADIENT,
     all_finite,
@@ -183,6 +189,54 @@ class Kernels(
     """
 
     __slots__ = ()
+
+
+@scheme_function
+def _single_impulse(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution):
+    """The impulse of :func:`velocity_impulse` on its single constraint, in closed form."""
+    if not (problem.constant_mass and problem.affine_gap and s.metric_ready[0] > 0.0):
+        s.inv_w[0] = metric_row(n, G, 0, s.L, s.Y)
+        s.metric_ready[0] = 1.0
+    e_0 = e
+    if restitution is not None:
+        e_0 = restitution[0]
+    used = impulse_single(n, G, 0, vfree, v, e_0, s.Y, s.inv_w[0], s.impulse, v_out)
+    return used
+
+
+@scheme_function
+def _lcp_impulses(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution):
+    """The impulses of :func:`velocity_impulse` on the active set ``rows[:active]``, by the
+    LCP."""
+    if restitution is None:
+        used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
+    else:
+        used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out, restitution)
+    for i in range(m):
+        s.impulse[i] = 0.0
+    for a in range(active):
+        s.impulse[rows[a]] = s.multipliers[a]
+    return used
+
+
+#: The impulses of :func:`velocity_impulse`: the closed form of a single-constraint problem or
+#: the LCP, the other one not compiled.
+_active_impulse = compile_time_choice("single_constraint", _single_impulse, _lcp_impulses)
+
+
+@scheme_function
+def _whole_span(s, problem, n, active, a):
+    return 0, n - 1
+
+
+@scheme_function
+def _lcp_span(s, problem, n, active, a):
+    return impulse_span(s.ws, active, a, n)
+
+
+#: The columns (first, last) over which the a-th active gradient is nonzero: all of them for a
+#: single constraint, the spans the LCP kept otherwise.
+_gradient_span = compile_time_choice("single_constraint", _whole_span, _lcp_span)
 
 
 @scheme_function
@@ -306,23 +360,7 @@ def velocity_impulse(
                 active += 1
     if active == 0:
         return STATUS_OK, 0, 0
-    if problem.single_constraint:
-        if not (problem.constant_mass and problem.affine_gap and s.metric_ready[0] > 0.0):
-            s.inv_w[0] = metric_row(n, G, 0, s.L, s.Y)
-            s.metric_ready[0] = 1.0
-        e_0 = e
-        if restitution is not None:
-            e_0 = restitution[0]
-        used = impulse_single(n, G, 0, vfree, v, e_0, s.Y, s.inv_w[0], s.impulse, v_out)
-    else:
-        if restitution is None:
-            used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
-        else:
-            used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out, restitution)
-        for i in range(m):
-            s.impulse[i] = 0.0
-        for a in range(active):
-            s.impulse[rows[a]] = s.multipliers[a]
+    used = _active_impulse(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution)
     if used == DEGENERATE_GRADIENT:
         return STATUS_DEGENERATE_GRADIENT, 0, 0
     if used < 0:
@@ -331,7 +369,7 @@ def velocity_impulse(
         i = rows[a]
         before = 0.0
         after = 0.0
-        first, last = (0, n - 1) if problem.single_constraint else impulse_span(s.ws, active, a, n)
+        first, last = _gradient_span(s, problem, n, active, a)
         for j in range(first, last + 1):
             before += G[i, j] * v[j]
             after += G[i, j] * v_out[j]
