@@ -14,11 +14,13 @@ import math
 
 import numpy as np
 import pytest
-from test_friction import FrictionalFloor
+from test_friction import COUPLED_MASS, CoupledBlocks, FrictionalFloor
 
 import impactbench as ib
 from impactbench.analysis.fitting import ORDER, fit_order, perturbed_steps
+from impactbench.core.friction import complementarity_residual
 from impactbench.methods import NonsmoothGeneralizedAlpha
+from impactbench.methods.nonsmooth_generalized_alpha import generalized_alpha_parameters
 from impactbench.problems import SlidingBlock
 
 EPS = np.finfo(float).eps
@@ -169,3 +171,44 @@ def test_impacts_with_friction_obey_coulomb_and_never_gain_energy(u0):
     assert np.all(run.q[:, 1] >= 0.0)  # the normal projection: on K at every step
     energy = ib.energy(floor, run)
     assert energy[-1] < energy[0]
+
+
+def test_two_coupled_contacts_satisfy_the_law_at_every_step():
+    """Two blocks on a floor coupled through a full constant M, forces depending on t only
+    (test_friction.CoupledBlocks). The pseudo-acceleration then never sees q or v:
+    (1 - alpha_m) a_{k+1} = (1 - alpha_f) M^-1 F(t_{k+1}) + alpha_f M^-1 F(t_k) - alpha_m a_k,
+    so the test rebuilds qt, vt of every step, and from W^T P = M (v_{k+1} - vt) (the four rows
+    independent) the impulses satisfy Glocker's LCP on the contacts closed at qt to round-off,
+    with b = W vt (e = 0). Both contacts close, stick and slip both occur, and both blocks stay
+    on K (the metric projection with two constraints)."""
+    problem = CoupledBlocks()
+    h = 1e-3
+    method = NonsmoothGeneralizedAlpha(compiled=False)
+    run = ib.simulate(problem, method, 3.0, h=h)
+    alpha_m, alpha_f, gamma, beta = generalized_alpha_parameters(method.rho_inf)
+    normal, tangent = problem.gap_gradient(None), problem.tangent_gradient(None)
+    mu = problem.friction(None)[0]
+    vdot = [np.linalg.solve(COUPLED_MASS, problem.forces(t, None, None)) for t in run.t]
+    a = [vdot[0]]
+    for k in range(len(run.t) - 1):
+        a.append(((1 - alpha_f) * vdot[k + 1] + alpha_f * vdot[k] - alpha_m * a[k]) / (1 - alpha_m))
+    worst, states, both = 0.0, set(), 0
+    for k in range(len(run.t) - 1):
+        qt = run.q[k] + h * run.v[k] + h * h * ((0.5 - beta) * a[k] + beta * a[k + 1])
+        vt = run.v[k] + h * ((1 - gamma) * a[k] + gamma * a[k + 1])
+        closed = problem.gap(qt) <= 0.0
+        both += bool(closed.all())
+        if not closed.any():
+            continue
+        W = np.vstack([normal[closed], tangent[closed]])  # noqa: N806
+        impulses = np.linalg.lstsq(W.T, COUPLED_MASS @ (run.v[k + 1] - vt), rcond=None)[0]
+        pn, pt = np.split(impulses, 2)
+        delassus = W @ np.linalg.solve(COUPLED_MASS, W.T)
+        worst = max(worst, complementarity_residual(delassus, W @ vt, mu[closed], pn, pt))
+        xi_t = tangent[closed] @ run.v[k + 1]
+        for c in range(len(pn)):
+            if pn[c] > 0.0:
+                states.add("stick" if abs(xi_t[c]) <= 1e-12 else "slip")
+    assert worst < 1e-10, worst
+    assert both > 100 and states == {"stick", "slip"}
+    assert run.q[:, [1, 3]].min() >= 0.0
