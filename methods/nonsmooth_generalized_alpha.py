@@ -306,6 +306,8 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
     Notes
     -----
     See the module docstring for the equations, the constraint levels and the energy balance.
+    On a frictional problem the jump follows the planar Newton-Coulomb law and the projection is
+    normal only (module docstring, Friction; docs/friction.md).
     """
 
     #: q, v, the pseudo-acceleration a and the smooth acceleration vdot at step k and their
