@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from test_friction import COUPLED_MASS, CoupledBlocks, FrictionalFloor
+from test_friction import COUPLED_MASS, CoupledBlocks, FrictionalFloor, Frictionless
 
 import impactbench as ib
 from impactbench.analysis.fitting import ORDER, fit_order, perturbed_steps
@@ -36,6 +36,20 @@ def assert_on_the_contact(run, block, h):
     assert run.q[:, 1].min() >= 0.0
     assert run.q[:, 1].max() <= EPS * h * h * a_normal * steps
     assert np.all(run.v[:, 1] == 0.0)
+
+
+@pytest.mark.parametrize("mass", [1.0, 2.5])
+def test_mu_zero_is_the_frictionless_scheme_to_the_last_bit(mass):
+    """With mu = 0 the frictional step (the Newton-Coulomb law, the projection with
+    1 / A_NN) and the frictionless step (Newton's law in closed form, the projection with its
+    own 1 / (G M^-1 G^T)) on the same block without friction kernels agree bit for bit."""
+    frictional = SlidingBlock(angle=0.4, mu=0.0, u0=-1.0, mass=mass)
+    frictionless = Frictionless(angle=0.4, mu=0.0, u0=-1.0, mass=mass)
+    assert frictional.has_friction and not frictionless.has_friction
+    a = ib.simulate(frictional, NonsmoothGeneralizedAlpha(), 2.0, h=1e-3)
+    b = ib.simulate(frictionless, NonsmoothGeneralizedAlpha(), 2.0, h=1e-3)
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.v, b.v)
 
 
 def test_a_block_on_an_incline_flatter_than_the_friction_angle_sticks_for_ever():
