@@ -55,11 +55,11 @@ def test_mu_zero_is_the_frictionless_scheme_to_the_last_bit(mass):
 def test_a_block_on_an_incline_flatter_than_the_friction_angle_sticks_for_ever():
     """tan(alpha) < mu, from rest and launched downhill: after the stop (within a step of the
     closed-form time, after the closed-form distance within u0 h) the velocity is exactly 0 to
-    t = 1000 and the block exactly on the incline. The creep, max |x(t) - x(t_stop)| /
-    (1000 - t_stop), is round-off: each sticking step computes x_k + h^2 a / 2 - (h/2) (h a),
-    whose rounding, up to eps h^2 |a|, moves x by at most eps h |a| per unit time (measured:
-    1.4e-18 m/s from rest, where x ~ 1e-15 resolves it, and exactly 0 at x = 4.6 after the
-    launch, where it is below half an ulp of x)."""
+    t = 1000 and the block on the incline (assert_on_the_contact). The creep,
+    max |x(t) - x(t_stop)| / (1000 - t_stop), is round-off: each sticking step computes
+    x_k + h^2 a / 2 - (h/2) (h a), whose rounding, up to eps h^2 |a|, moves x by at most
+    eps h |a| per unit time (measured: 1.4e-18 m/s from rest, where x ~ 1e-15 resolves it, and
+    exactly 0 at x = 4.6 after the launch, where it is below half an ulp of x)."""
     for u0 in (0.0, 1.5):
         block = SlidingBlock(angle=0.3, mu=0.5, u0=u0)
         assert math.tan(block.angle) < block.mu and block.sticks
