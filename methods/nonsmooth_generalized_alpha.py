@@ -75,6 +75,30 @@ constraint at t_{k+1} and delays every rebound by up to one step, always the sam
 fitted orders of the Hausdorff velocity distance 0.77-0.78; with it, phase-averaged orders of
 the position error 0.97-1.01 on the ball and the slanted wall, tests).
 
+Friction: on a frictional problem (docs/friction.md) the jump follows the planar Newton-Coulomb
+law (:func:`impactbench.core.friction.friction_impulse`: normal and tangential impulses, stick
+or slip, solved exactly) in place of Newton's, on A = {i : g_i(qt) <= 0}, from vt, with U_k = G v_k
+as above; qs = qt + (h/2) (v_{k+1} - vt) carries the tangential jump too, and the projection is
+onto K, normal only (the tangential position is not constrained). With constant M and F this is
+the midpoint rule along the contact, q_{k+1} = q_k + (h/2) (v_k + v_{k+1}) before the
+projection, so a block sliding with constant acceleration is integrated to round-off (tests).
+The activation loop and the held contacts are not used with friction: ``friction_impulse``
+takes its active set from g(q) <= 0 alone and cannot be given forced constraints, so a
+constraint free at qt that the impulses push out of K is lifted back by the projection without
+its velocity corrected (the behaviour the loop removes from frictionless stacks); the library's
+frictional problems have one contact, where the loop never runs. A frictionless problem runs the
+frictionless loop, unchanged.
+
+Of Capobianco, Harsch, Eugster, Leine (2021), read in their published implementation (cardillo's
+solver, written to the paper's equations): this has their velocity-level law (Newton on xi_N,
+Coulomb on xi_T, on the closed contacts), the tangential percussion acting on the position with
+weight h/2, and the gap kept at position level (here by the metric projection, there by a
+multiplier in the position update). It does not have their acceleration level: they also split
+each contact reaction into a smooth force in the generalized-alpha update, with Signorini's and
+Coulomb's laws enforced on it at acceleration level, and solve all levels together (semismooth
+Newton or fixed point on prox equations); here persistent contact and friction forces are
+impulses, O(h) per step, as in Moreau-Jean, and the generalized-alpha part sees only F.
+
 Energy (constant M and F, the falling ball, U_k = -V < 0, q_k = d >= 0): qt = d - hV - h^2 g/2,
 v_{k+1} = eV, qs = d - (1 - e) hV/2, q_{k+1} = max(0, qs), so E_{k+1} - E_k = -(1 - e^2) V^2/2
 - g (d - q_{k+1}) <= 0, and = 0 for e = 1 when qs >= 0; free flight is exact. The tests
@@ -84,12 +108,15 @@ no general discrete energy inequality is claimed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from impactbench.core import _checks
 from impactbench.core.contact import affine_projection_step
+from impactbench.core.friction import FRICTION_STATE, check_friction_sizes, friction_impulse
+from impactbench.core.problem import ProblemKernels
 from impactbench.core.scheme import (
     DEGENERATE_GRADIENT,
     IMPACT_STATE,
@@ -100,6 +127,7 @@ from impactbench.core.scheme import (
     ProjectingScheme,
     factor_mass,
     scheme_function,
+    scheme_loop,
     solve_mass,
     velocity_impulse,
 )
@@ -228,6 +256,35 @@ def _held_contacts(s, problem, n, m, p, tol):
             s.forced[i] = 1.0
 
 
+@scheme_function
+def _position_level(s, problem, n, m, p, par, inv_w):
+    """q_{k+1} = Proj_K^M(qs) into ``s.q_next`` (``s.gs`` holds g(qs); ``inv_w``: 1 / (G M^-1
+    G^T) of a single affine constraint, with ``s.Y`` holding M^-1 G^T) and v_{k+1} = ``s.v1``
+    into ``s.v_next``. Returns (status, projection iterations)."""
+    if problem.affine_gap and problem.single_constraint:  # closed form
+        projected = 0
+        if s.gs[0] < 0.0:
+            projected = affine_projection_step(n, s.gs[0], s.Y, inv_w, s.multipliers, s.dx)
+        else:
+            for j in range(n):
+                s.dx[j] = 0.0
+    else:
+        projected = problem.project(
+            s.qs, n, m, p, par.projection_tol, int(par.projection_max_iter),
+            s.M, s.L, s.x, s.gs, s.G, s.ws,
+        )  # fmt: skip
+        for j in range(n):
+            s.dx[j] = s.x[j] - s.qs[j]
+    if projected == DEGENERATE_GRADIENT:
+        return STATUS_DEGENERATE_GRADIENT, 0
+    if projected < 0:
+        return STATUS_PROJECTION_NOT_CONVERGED, 0
+    for j in range(n):
+        s.q_next[j] = s.qs[j] + s.dx[j]
+        s.v_next[j] = s.v1[j]
+    return STATUS_OK, projected
+
+
 class NonsmoothGeneralizedAlpha(ProjectingScheme):
     """Nonsmooth generalized-alpha scheme (velocity-level impacts, position-level gap).
 
@@ -249,6 +306,8 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
     Notes
     -----
     See the module docstring for the equations, the constraint levels and the energy balance.
+    On a frictional problem the jump follows the planar Newton-Coulomb law and the projection is
+    normal only (module docstring, Friction; docs/friction.md).
     """
 
     #: q, v, the pseudo-acceleration a and the smooth acceleration vdot at step k and their
@@ -297,6 +356,8 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
         ),
     }
 
+    friction_law = True
+
     def __init__(
         self,
         rho_inf: float = 0.8,
@@ -313,6 +374,22 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
         self.iteration_max = _checks.positive_int(iteration_max, "iteration_max")
         self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
         self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
+
+    @classmethod
+    def _make_loop(
+        cls,
+        kernels: ProblemKernels,
+        n_dof: int,
+        n_constraints: int,
+        compile: bool,
+        **options: Any,
+    ) -> Callable:
+        if kernels.tangent_gradient is None:
+            return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
+        check_friction_sizes(n_dof, n_constraints)
+        return scheme_loop(
+            _FrictionalGeneralizedAlpha, kernels, n_dof, n_constraints, compile, options
+        )
 
     @staticmethod
     def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
@@ -374,27 +451,9 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
                 s.v_next[j] = s.vt[j]
             return STATUS_OK, False, used, evaluated
         # position level: q_{k+1} = Proj_K^M(qs) (overwrites g(qs), G and the workspace)
-        if problem.affine_gap and problem.single_constraint:  # closed form
-            projected = 0
-            if s.gs[0] < 0.0:
-                projected = affine_projection_step(n, s.gs[0], s.Y, s.inv_w[0], s.multipliers, s.dx)
-            else:
-                for j in range(n):
-                    s.dx[j] = 0.0
-        else:
-            projected = problem.project(
-                s.qs, n, m, p, par.projection_tol, int(par.projection_max_iter),
-                s.M, s.L, s.x, s.gs, s.G, s.ws,
-            )  # fmt: skip
-            for j in range(n):
-                s.dx[j] = s.x[j] - s.qs[j]
-        if projected == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0, 0
-        if projected < 0:
-            return STATUS_PROJECTION_NOT_CONVERGED, False, 0, 0
-        for j in range(n):
-            s.q_next[j] = s.qs[j] + s.dx[j]
-            s.v_next[j] = s.v1[j]
+        status, projected = _position_level(s, problem, n, m, p, par, s.inv_w[0])
+        if status != STATUS_OK:
+            return status, False, 0, 0
         return STATUS_OK, True, used + projected, evaluated
 
     @staticmethod
@@ -404,3 +463,39 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
             s.v[j] = s.v_next[j]
             s.a[j] = s.a_new[j]
             s.vdot[j] = s.vdot_new[j]
+
+
+class _FrictionalGeneralizedAlpha(ProjectingScheme):
+    """The step of :class:`NonsmoothGeneralizedAlpha` with the planar Newton-Coulomb law in
+    place of Newton's (module docstring, Friction): its loop on a frictional problem."""
+
+    state = {**NonsmoothGeneralizedAlpha.state, **FRICTION_STATE}
+    run_time = NonsmoothGeneralizedAlpha.run_time
+    start = staticmethod(NonsmoothGeneralizedAlpha.start)
+    commit = staticmethod(NonsmoothGeneralizedAlpha.commit)
+
+    @staticmethod
+    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        status, evaluated = _smooth_part(s, problem, n, t_next, h, p, par)
+        if status != STATUS_OK:
+            return status, False, 0, 0
+        # velocity level: the Newton-Coulomb law on A = {i : g_i(qt) <= 0}, from vt
+        status, active, used = friction_impulse(
+            s, problem, n, m, s.qt, s.v, s.vt, e, s.v1, p, False, s.tangent_impulse
+        )
+        if status != STATUS_OK:
+            return status, False, 0, 0
+        if active == 0:
+            for j in range(n):
+                s.q_next[j] = s.qt[j]
+                s.v_next[j] = s.vt[j]
+            return STATUS_OK, False, 0, evaluated
+        # the jump, normal and tangential, acts from mid-step
+        for j in range(n):
+            s.qs[j] = s.qt[j] + 0.5 * h * (s.v1[j] - s.vt[j])
+        problem.gap(s.qs, p, s.gs)
+        # position level, normal only; 1 / (G M^-1 G^T) of a single constraint is A_NN
+        status, projected = _position_level(s, problem, n, m, p, par, 1.0 / s.ann[0, 0])
+        if status != STATUS_OK:
+            return status, False, 0, 0
+        return STATUS_OK, True, used + projected, evaluated

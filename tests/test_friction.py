@@ -26,7 +26,6 @@ from impactbench.methods import (
     EventDriven,
     MoreauJean,
     MoreauJeanProjection,
-    NonsmoothGeneralizedAlpha,
     PaoliSchatzman,
 )
 from impactbench.problems import SlidingBlock
@@ -145,7 +144,6 @@ class FrictionalFloor(Problem):
     [
         PaoliSchatzman(),
         D1MinusLinear(),
-        NonsmoothGeneralizedAlpha(),
         MoreauJeanProjection(),
         EventDriven(),
         EventDriven(compiled=False),
