@@ -7,7 +7,8 @@ the exact ``impact_times(t_end)``: the bouncing ball (with and without quadratic
 impacting and forced impact oscillators,
 the slanted wall, the undamped, unforced 1-DOF tight joint, the impacting bar (the continuous
 bar's solution at the nodes) and the block sliding with Coulomb friction on an incline (the
-frictional problem: docs/friction.md). The 2-DOF tight joint and the double pendulum have none
+frictional problem: docs/friction.md). The rocking block (frictional, two corners) has the
+closed forms of its impacts (Housner's law). The 2-DOF tight joint and the double pendulum have none
 (references are accurate event-driven runs), nor have the column of beads and Newton's cradle.
 Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
@@ -19,6 +20,7 @@ from .drag_ball import DragBall
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
 from .newtons_cradle import NewtonsCradle
+from .rocking_block import RockingBlock
 from .slanted_wall import SlantedWall
 from .sliding_block import SlidingBlock
 from .tight_joint import TightJoint, TightJoint2D
@@ -36,6 +38,7 @@ PROBLEMS = {
     "NewtonsCradle": NewtonsCradle,
     "ImpactingBar": ImpactingBar,
     "SlidingBlock": SlidingBlock,
+    "RockingBlock": RockingBlock,
 }
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "ImpactingBar",
     "ImpactingOscillator",
     "NewtonsCradle",
+    "RockingBlock",
     "SlantedWall",
     "SlidingBlock",
     "TightJoint",
