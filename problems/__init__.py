@@ -8,8 +8,11 @@ impacting and forced impact oscillators,
 the slanted wall, the undamped, unforced 1-DOF tight joint, the impacting bar (the continuous
 bar's solution at the nodes) and the block sliding with Coulomb friction on an incline (the
 frictional problem: docs/friction.md). The rocking block (frictional, two corners) has the
-closed forms of its impacts (Housner's law). The 2-DOF tight joint and the double pendulum have none
-(references are accurate event-driven runs), nor have the column of beads and Newton's cradle.
+closed forms of its impacts (Housner's law); the woodpecker toy (frictional, three contacts)
+is compared with Siconos' output of the same example, and so is the impacting stick (whose
+first impact has a closed form). The 2-DOF tight joint and the double
+pendulum have none (references are accurate event-driven runs), nor have the column of beads
+and Newton's cradle.
 Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
 
@@ -19,11 +22,13 @@ from .double_pendulum import DoublePendulum
 from .drag_ball import DragBall
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
+from .impacting_stick import ImpactingStick
 from .newtons_cradle import NewtonsCradle
 from .rocking_block import RockingBlock
 from .slanted_wall import SlantedWall
 from .sliding_block import SlidingBlock
 from .tight_joint import TightJoint, TightJoint2D
+from .woodpecker import Woodpecker
 
 PROBLEMS = {
     "BouncingBall": BouncingBall,
@@ -39,6 +44,8 @@ PROBLEMS = {
     "ImpactingBar": ImpactingBar,
     "SlidingBlock": SlidingBlock,
     "RockingBlock": RockingBlock,
+    "Woodpecker": Woodpecker,
+    "ImpactingStick": ImpactingStick,
 }
 
 __all__ = [
@@ -50,10 +57,12 @@ __all__ = [
     "ForcedImpactOscillator",
     "ImpactingBar",
     "ImpactingOscillator",
+    "ImpactingStick",
     "NewtonsCradle",
     "RockingBlock",
     "SlantedWall",
     "SlidingBlock",
     "TightJoint",
     "TightJoint2D",
+    "Woodpecker",
 ]

@@ -90,7 +90,7 @@ class RockingBlock(CompiledProblem):
     corners' tangent rows are (1, 0, c): dependent rows.
 
     Housner (1963): with R = sqrt(b^2 + c^2) and the slenderness alpha = atan(b / c), the
-    block rocks about one corner (J_O phi'' = -m g R sin(alpha - |phi|) sign(phi),
+    block rocks about one corner (J_O phi'' = -m g R sin(alpha - abs(phi)) sign(phi),
     J_O = 4 m R^2 / 3), and at phi = 0 an impact with e_N = 0 and no sliding conserves the
     angular momentum about the new corner: omega+ = r omega-, r = 1 - (3/2) sin^2 alpha
     (:attr:`housner_ratio`).
@@ -102,7 +102,7 @@ class RockingBlock(CompiledProblem):
     -2 b omega+ has the sign that opens it), which is why the law on both corners, which
     MoreauJean solves at the impact step, has this solution; for a slender block (r > 0) the
     alternative, both corners sticking and the block stopped dead, would need a negative
-    normal impulse at the old corner. Sticking needs |P_T| / P_N = 3 b c / (b^2 + 4 c^2) <= mu
+    normal impulse at the old corner. Sticking needs abs(P_T) / P_N = 3 b c / (b^2 + 4 c^2) <= mu
     (:attr:`impact_friction`). Below, the corner slides outwards at the impact
     (P_T = -mu P_N) and omega+ / omega- = (R^2 / 3 - b (b - mu c)) / (R^2 / 3 + b (b - mu c))
     (:meth:`impact_ratio`): r at mu = :attr:`impact_friction`, (R^2 - 3 b^2) / (R^2 + 3 b^2)
@@ -115,7 +115,7 @@ class RockingBlock(CompiledProblem):
     Parameters
     ----------
     angle : float, default 0.1
-        Initial tilt phi0, |phi0| < alpha (it would topple); the block rests on the corner on
+        Initial tilt phi0, abs(phi0) < alpha (it would topple); the block rests on the corner on
         the side of the tilt (the left corner for phi0 > 0), its gap 0.
     omega0 : float, default 0.0
         Initial angular velocity, the block turning about that corner.
@@ -234,8 +234,8 @@ class RockingBlock(CompiledProblem):
         return (inertia - lever) / (inertia + lever)
 
     def impact_speed(self) -> float:
-        """|omega| at the first impact, released from the tilt at rest with the pivot sticking:
-        sqrt(3 g (cos(alpha - |phi0|) - cos alpha) / (2 R)) (energy about the pivot)."""
+        """abs(omega) at the first impact, released from the tilt at rest with the pivot sticking:
+        sqrt(3 g (cos(alpha - abs(phi0)) - cos alpha) / (2 R)) (energy about the pivot)."""
         if self.omega0 != 0.0:
             raise ValueError("impact_speed is for a release at rest (omega0 = 0)")
         alpha, radius = self.slenderness, math.hypot(self.half_width, self.half_height)

@@ -412,8 +412,17 @@ FRICTION_STATE = {
     "S10": ("m", "n"),
     "S11": ("m", "n"),
     "tangent_impulse": "m",
+    "e_n": "m",
     **LEMKE_STATE,
 }
+
+
+@kernel
+def problem_restitution(q, p, e_n):
+    """The ``normal_restitution`` of a frictional problem that declares none: -1 for each
+    contact, which :func:`friction_impulse` reads as the problem's ``restitution``."""
+    for i in range(e_n.shape[0]):
+        e_n[i] = -1.0
 
 
 def check_friction_sizes(n_dof: int, n_constraints: int) -> None:
@@ -439,7 +448,8 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
 
     with Coulomb's law between P_T and xi_T (:func:`planar_friction`). ``s.impulse`` receives
     P_N, ``tangent_impulse`` (m) P_T (0 off A); ``problem`` carries the kernels
-    ``tangent_gradient`` and ``friction``.
+    ``tangent_gradient``, ``friction`` and ``normal_restitution`` (where it writes e_N,i >= 0
+    for contact i, that replaces ``e``).
 
     Returns
     -------
@@ -467,6 +477,7 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
     if not (all_finite(G, m, n) and all_finite(s.T, m, n)):
         return STATUS_GAP_NOT_FINITE, 0, 0
     problem.friction(q, p, s.mu, s.e_t)
+    problem.normal_restitution(q, p, s.e_n)
     rows = s.rows
     active = 0
     for i in range(m):
@@ -495,8 +506,9 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
         i = rows[a]
         bn = 0.0
         bt = 0.0
+        e_i = s.e_n[i] if s.e_n[i] >= 0.0 else e
         for j in range(n):
-            bn += G[i, j] * (vfree[j] + e * v[j])
+            bn += G[i, j] * (vfree[j] + e_i * v[j])
             bt += s.T[i, j] * (vfree[j] + s.e_t[i] * v[j])
         s.bn[a] = bn
         s.bt[a] = bt
