@@ -10,7 +10,8 @@ bar's solution at the nodes) and the block sliding with Coulomb friction on an i
 frictional problem: docs/friction.md). The rocking block (frictional, two corners) has the
 closed forms of its impacts (Housner's law); the woodpecker toy (frictional, three contacts)
 is compared with Siconos' output of the same example, and so is the impacting stick (whose
-first impact has a closed form). The 2-DOF tight joint and the double
+first impact has a closed form); Painleve's rod has the closed form of its sliding phase. The
+2-DOF tight joint and the double
 pendulum have none (references are accurate event-driven runs), nor have the column of beads
 and Newton's cradle.
 Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
@@ -24,6 +25,7 @@ from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
 from .impacting_stick import ImpactingStick
 from .newtons_cradle import NewtonsCradle
+from .painleve_rod import PainleveRod
 from .rocking_block import RockingBlock
 from .slanted_wall import SlantedWall
 from .sliding_block import SlidingBlock
@@ -46,6 +48,7 @@ PROBLEMS = {
     "RockingBlock": RockingBlock,
     "Woodpecker": Woodpecker,
     "ImpactingStick": ImpactingStick,
+    "PainleveRod": PainleveRod,
 }
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "ImpactingOscillator",
     "ImpactingStick",
     "NewtonsCradle",
+    "PainleveRod",
     "RockingBlock",
     "SlantedWall",
     "SlidingBlock",

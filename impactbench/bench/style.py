@@ -121,7 +121,7 @@ def method_style(method: str) -> dict[str, str]:
 ANGULAR_PROBLEMS = frozenset({"DoublePendulum"})
 
 #: Built-in problems whose coordinates are lengths and angles (rigid bodies in the plane).
-MIXED_PROBLEMS = frozenset({"RockingBlock", "Woodpecker", "ImpactingStick"})
+MIXED_PROBLEMS = frozenset({"RockingBlock", "Woodpecker", "ImpactingStick", "PainleveRod"})
 
 
 def coordinate_unit(problem: str) -> str:
