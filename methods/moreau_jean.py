@@ -64,7 +64,12 @@ from typing import Any
 
 from impactbench.core import _checks
 from impactbench.core.divergence import declared_stable_step, theta_scheme_limit
-from impactbench.core.friction import FRICTION_STATE, check_friction_sizes, friction_impulse
+from impactbench.core.friction import (
+    FRICTION_FAILURE_REASONS,
+    FRICTION_STATE,
+    check_friction_sizes,
+    friction_impulse,
+)
 from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.scheme import (
     IMPACT_STATE,
@@ -160,6 +165,7 @@ class _Velocity(Scheme):
     compile_time = {"position_first": bool, "approaching_only": bool}
     position_first = False
     friction_law = True
+    failure_reasons = {**Scheme.failure_reasons, **FRICTION_FAILURE_REASONS}
 
     @property
     def approaching_only(self) -> bool:

@@ -7,8 +7,13 @@ the exact ``impact_times(t_end)``: the bouncing ball (with and without quadratic
 impacting and forced impact oscillators,
 the slanted wall, the undamped, unforced 1-DOF tight joint, the impacting bar (the continuous
 bar's solution at the nodes) and the block sliding with Coulomb friction on an incline (the
-frictional problem: docs/friction.md). The 2-DOF tight joint and the double pendulum have none
-(references are accurate event-driven runs), nor have the column of beads and Newton's cradle.
+frictional problem: docs/friction.md). The rocking block (frictional, two corners) has the
+closed forms of its impacts (Housner's law); the woodpecker toy (frictional, three contacts)
+is compared with Siconos' output of the same example, and so is the impacting stick (whose
+first impact has a closed form); Painleve's rod has the closed form of its sliding phase. The
+2-DOF tight joint and the double
+pendulum have none (references are accurate event-driven runs), nor have the column of beads
+and Newton's cradle.
 Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
 
@@ -18,10 +23,14 @@ from .double_pendulum import DoublePendulum
 from .drag_ball import DragBall
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
+from .impacting_stick import ImpactingStick
 from .newtons_cradle import NewtonsCradle
+from .painleve_rod import PainleveRod
+from .rocking_block import RockingBlock
 from .slanted_wall import SlantedWall
 from .sliding_block import SlidingBlock
 from .tight_joint import TightJoint, TightJoint2D
+from .woodpecker import Woodpecker
 
 PROBLEMS = {
     "BouncingBall": BouncingBall,
@@ -36,6 +45,10 @@ PROBLEMS = {
     "NewtonsCradle": NewtonsCradle,
     "ImpactingBar": ImpactingBar,
     "SlidingBlock": SlidingBlock,
+    "RockingBlock": RockingBlock,
+    "Woodpecker": Woodpecker,
+    "ImpactingStick": ImpactingStick,
+    "PainleveRod": PainleveRod,
 }
 
 __all__ = [
@@ -47,9 +60,13 @@ __all__ = [
     "ForcedImpactOscillator",
     "ImpactingBar",
     "ImpactingOscillator",
+    "ImpactingStick",
     "NewtonsCradle",
+    "PainleveRod",
+    "RockingBlock",
     "SlantedWall",
     "SlidingBlock",
     "TightJoint",
     "TightJoint2D",
+    "Woodpecker",
 ]

@@ -23,7 +23,7 @@ from impactbench.bench.results import write_table
 from impactbench.bench.trajectory_figure import trajectory_figure
 from impactbench.core.trajectory import ImpactLog, Status, Trajectory
 from impactbench.methods import EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.problems import BouncingBall
+from impactbench.problems import PROBLEMS, BouncingBall
 from impactbench.studies import (
     constraint_violation,
     convergence,
@@ -108,6 +108,8 @@ def test_units_legends_shared_legends_and_category_axes_pass():
 def test_units_of_the_coordinates_gaps_and_energy():
     assert style.coordinate_unit("DoublePendulum[tip]") == "rad"
     assert style.coordinate_unit("BouncingBall[e=0.8]") == "m"
+    assert style.coordinate_unit("Woodpecker") == "m, rad"
+    assert style.MIXED_PROBLEMS <= set(PROBLEMS)
     assert style.coordinate_unit("MyPlugin") == "units of q"
     assert (style.gap_unit("DoublePendulum"), style.energy_unit("DoublePendulum")) == ("m", "J")
     assert (style.gap_unit("MyPlugin"), style.energy_unit("MyPlugin")) == (

@@ -190,7 +190,13 @@ def test_frictionless_problems_are_not_frictional():
     from impactbench.problems import PROBLEMS
 
     frictional = {name for name, cls in PROBLEMS.items() if cls().has_friction}
-    assert frictional == {"SlidingBlock"}
+    assert frictional == {
+        "SlidingBlock",
+        "RockingBlock",
+        "Woodpecker",
+        "ImpactingStick",
+        "PainleveRod",
+    }
     assert FrictionalFloor().has_friction and not ib.problems.BouncingBall().has_friction
 
 

@@ -120,15 +120,20 @@ def method_style(method: str) -> dict[str, str]:
 #: Built-in problems whose coordinates are angles; the others' are lengths (SI units throughout).
 ANGULAR_PROBLEMS = frozenset({"DoublePendulum"})
 
+#: Built-in problems whose coordinates are lengths and angles (rigid bodies in the plane).
+MIXED_PROBLEMS = frozenset({"RockingBlock", "Woodpecker", "ImpactingStick", "PainleveRod"})
+
 
 def coordinate_unit(problem: str) -> str:
     """The unit of the coordinates q of ``problem`` (its name; parameters after "[" ignored):
-    "rad" or "m" for a built-in problem, "units of q" for any other."""
+    "rad", "m" or "m, rad" for a built-in problem, "units of q" for any other."""
     from ..problems import PROBLEMS
 
     base = problem.partition("[")[0]
     if base in ANGULAR_PROBLEMS:
         return "rad"
+    if base in MIXED_PROBLEMS:
+        return "m, rad"
     return "m" if base in PROBLEMS else "units of q"
 
 

@@ -22,7 +22,11 @@ Gaussian elimination with partial pivoting, and the first state whose solution s
 inequalities (to a relative 1e-12) is taken. Exact (no iteration), for the few contacts of a
 planar frictional problem (at most :data:`MAX_FRICTION_CONTACTS` closed at once). Where the law
 has several solutions (a Painleve situation at velocity level: W_N M^-1 (W_N - mu sign W_T)^T
-not positive), the order above chooses one.
+not positive), the order above chooses one. Where the 2k rows are dependent (a block resting on
+two sticking corners) the state that holds has a singular system and the enumeration passes it
+over: :func:`impactbench.core.friction_lemke.lemke_friction` (Lemke's method on the same LCP)
+solves the law there, and :func:`friction_impulse` calls it whenever the enumeration finds no
+state or more than :data:`ENUMERATED_CONTACTS` contacts are closed.
 
 The Delassus blocks are A_NN = W_N M^-1 W_N^T, A_NT = W_N M^-1 W_T^T, A_TT = W_T M^-1 W_T^T,
 and b_N = W_N (v_free + e_N v), b_T = W_T (v_free + e_T v).
@@ -34,6 +38,7 @@ import numpy as np
 
 from ._jit import kernel, scheme_function
 from .contact import DEGENERATE_GRADIENT, all_finite, ldl_factor, solve_mass
+from .friction_lemke import LEMKE_RAY, LEMKE_STATE, lemke_friction, lemke_work
 from .status_codes import (
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
@@ -43,6 +48,21 @@ from .status_codes import (
 
 #: Most contacts closed at once that :func:`planar_friction` takes (4^k states enumerated).
 MAX_FRICTION_CONTACTS = 6
+
+#: Most contacts closed at once for which :func:`friction_impulse` enumerates the states first
+#: (4^3 = 64 systems); beyond, and where no state solves the law, it takes Lemke's method.
+ENUMERATED_CONTACTS = 3
+
+#: Status of a step whose frictional contact LCP has no solution (Lemke's method ended on a
+#: ray), and its message (a scheme's ``failure_reasons``).
+STATUS_FRICTION_NO_SOLUTION = 120
+FRICTION_FAILURE_REASONS = {
+    STATUS_FRICTION_NO_SOLUTION: (
+        "Lemke's method ended on a ray: the frictional contact LCP has no solution if e_T = e_N "
+        "or the contact rows are independent (otherwise a solution may exist that Lemke's method "
+        "misses)"
+    ),
+}
 
 #: States of a contact in :func:`planar_friction`.
 OPEN, STICK, SLIP_FORWARD, SLIP_BACKWARD = 0, 1, 2, 3
@@ -286,9 +306,11 @@ def frictional_impact(
     restitution: float,
     tangential_restitution: np.ndarray,
     friction: np.ndarray,
+    solver: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The velocity after the planar Newton-Coulomb law on k closed contacts (Python
-    convenience around :func:`planar_friction`).
+    convenience around :func:`planar_friction` and
+    :func:`impactbench.core.friction_lemke.lemke_friction`).
 
     Parameters
     ----------
@@ -301,6 +323,10 @@ def frictional_impact(
         e_N.
     tangential_restitution, friction : ndarray, shape (k,)
         e_T and mu of each contact.
+    solver : {"auto", "enumeration", "lemke"}
+        "auto" (default): as :func:`friction_impulse`, the enumeration for at most
+        :data:`ENUMERATED_CONTACTS` contacts and Lemke's method where it finds no state;
+        "enumeration" or "lemke": that solver alone.
 
     Returns
     -------
@@ -312,8 +338,10 @@ def frictional_impact(
     ValueError
         If ``mass_matrix`` is not positive definite or a row vanishes.
     RuntimeError
-        If no state of the contacts solves the law.
+        If the solver finds no solution of the law.
     """
+    if solver not in ("auto", "enumeration", "lemke"):
+        raise ValueError(f"solver must be 'auto', 'enumeration' or 'lemke', got {solver!r}")
     M = np.ascontiguousarray(mass_matrix, dtype=float)  # noqa: N806
     n = M.shape[0]
     wn = np.atleast_2d(np.asarray(normal_rows, dtype=float))
@@ -333,15 +361,28 @@ def frictional_impact(
     bn = wn @ (v_free + restitution * v)
     bt = wt @ v_free + e_t * (wt @ v)
     pn, pt = np.empty(k), np.empty(k)
-    blocks = [np.empty((k, k)) for _ in range(4)]
     mu = np.ascontiguousarray(friction, dtype=float)
-    used = planar_friction(k, wn @ yn.T, wn @ yt.T, wt @ yt.T, bn, bt, mu, pn, pt, *blocks)
-    if used == DEGENERATE_GRADIENT:
+    ann, ant, att = wn @ yn.T, wn @ yt.T, wt @ yt.T
+    used = -1
+    if solver == "enumeration" or (solver == "auto" and k <= ENUMERATED_CONTACTS):
+        blocks = [np.empty((k, k)) for _ in range(4)]
+        used = planar_friction(k, ann, ant, att, bn, bt, mu, pn, pt, *blocks)
+    if (
+        used == DEGENERATE_GRADIENT
+        or not (np.diag(ann) > 0.0).all()
+        or not (np.diag(att) > 0.0).all()
+    ):
         raise ValueError(
             f"a contact row vanishes: normal_rows={wn.tolist()}, tangent_rows={wt.tolist()}"
         )
+    if used < 0 and solver != "enumeration":
+        inverse = tuple(np.empty((k, k)) for _ in range(16))
+        work = [tuple(np.empty(k) for _ in range(4)) for _ in range(3)]
+        used = lemke_friction(k, ann, ant, att, bn, bt, mu, pn, pt, inverse, *work)
+        if used == LEMKE_RAY:
+            raise RuntimeError("the Newton-Coulomb law has no solution (Lemke's method: a ray)")
     if used < 0:
-        raise RuntimeError("no state of the contacts solves the Newton-Coulomb law")
+        raise RuntimeError(f"the {solver} solver found no solution of the Newton-Coulomb law")
     return v_free + pn @ yn + pt @ yt, pn, pt
 
 
@@ -371,7 +412,17 @@ FRICTION_STATE = {
     "S10": ("m", "n"),
     "S11": ("m", "n"),
     "tangent_impulse": "m",
+    "e_n": "m",
+    **LEMKE_STATE,
 }
+
+
+@kernel
+def problem_restitution(q, p, e_n):
+    """The ``normal_restitution`` of a frictional problem that declares none: -1 for each
+    contact, which :func:`friction_impulse` reads as the problem's ``restitution``."""
+    for i in range(e_n.shape[0]):
+        e_n[i] = -1.0
 
 
 def check_friction_sizes(n_dof: int, n_constraints: int) -> None:
@@ -397,14 +448,18 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
 
     with Coulomb's law between P_T and xi_T (:func:`planar_friction`). ``s.impulse`` receives
     P_N, ``tangent_impulse`` (m) P_T (0 off A); ``problem`` carries the kernels
-    ``tangent_gradient`` and ``friction``.
+    ``tangent_gradient``, ``friction`` and ``normal_restitution`` (where it writes e_N,i >= 0
+    for contact i, that replaces ``e``).
 
     Returns
     -------
     status, active, states
         As :func:`impactbench.core.scheme.velocity_impulse`; ``states`` is the number of
-        contact states :func:`planar_friction` tried; ``STATUS_CONTACT_SOLVE_FAILED`` when more
-        than :data:`MAX_FRICTION_CONTACTS` contacts are closed or no state solves the law.
+        contact states :func:`planar_friction` tried, or where it found none or more than
+        :data:`ENUMERATED_CONTACTS` contacts are closed, that plus Lemke's pivots
+        (:func:`impactbench.core.friction_lemke.lemke_friction`);
+        :data:`STATUS_FRICTION_NO_SOLUTION` when Lemke's method ends on a ray (the law has no
+        solution), ``STATUS_CONTACT_SOLVE_FAILED`` when it exceeds its pivots.
     """
     g = s.g
     G = s.G
@@ -422,6 +477,7 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
     if not (all_finite(G, m, n) and all_finite(s.T, m, n)):
         return STATUS_GAP_NOT_FINITE, 0, 0
     problem.friction(q, p, s.mu, s.e_t)
+    problem.normal_restitution(q, p, s.e_n)
     rows = s.rows
     active = 0
     for i in range(m):
@@ -450,8 +506,9 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
         i = rows[a]
         bn = 0.0
         bt = 0.0
+        e_i = s.e_n[i] if s.e_n[i] >= 0.0 else e
         for j in range(n):
-            bn += G[i, j] * (vfree[j] + e * v[j])
+            bn += G[i, j] * (vfree[j] + e_i * v[j])
             bt += s.T[i, j] * (vfree[j] + s.e_t[i] * v[j])
         s.bn[a] = bn
         s.bt[a] = bt
@@ -467,14 +524,28 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
             s.ann[a, c] = nn
             s.ant[a, c] = nt
             s.att[a, c] = tt
-    used = planar_friction(
-        active, s.ann, s.ant, s.att, s.bn, s.bt, s.mu_closed, s.pn, s.pt,
-        s.S00, s.S01, s.S10, s.S11,
-    )  # fmt: skip
+    used = -1
+    if active <= ENUMERATED_CONTACTS:
+        used = planar_friction(
+            active, s.ann, s.ant, s.att, s.bn, s.bt, s.mu_closed, s.pn, s.pt,
+            s.S00, s.S01, s.S10, s.S11,
+        )  # fmt: skip
     if used == DEGENERATE_GRADIENT:
         return STATUS_DEGENERATE_GRADIENT, 0, 0
     if used < 0:
-        return STATUS_CONTACT_SOLVE_FAILED, 0, 0
+        for a in range(active):
+            if not s.ann[a, a] > 0.0 or not s.att[a, a] > 0.0:
+                return STATUS_DEGENERATE_GRADIENT, 0, 0
+        inverse, values, column, basis = lemke_work(s)
+        pivots = lemke_friction(
+            active, s.ann, s.ant, s.att, s.bn, s.bt, s.mu_closed, s.pn, s.pt,
+            inverse, values, column, basis,
+        )  # fmt: skip
+        if pivots == LEMKE_RAY:
+            return STATUS_FRICTION_NO_SOLUTION, 0, 0
+        if pivots < 0:
+            return STATUS_CONTACT_SOLVE_FAILED, 0, 0
+        used = 4**active + pivots if active <= ENUMERATED_CONTACTS else pivots
     for j in range(n):
         v_out[j] = vfree[j]
     for a in range(active):

@@ -85,7 +85,10 @@ class ProblemKernels(NamedTuple):
     contact into ``mu`` and ``e_t`` (m each); a frictionless problem leaves both None.
     ``tangent_rows`` is the number of tangent rows per contact: 1 (planar friction; spatial
     contacts, two rows per contact and a circular friction cone, are a later extension that
-    will declare 2, with ``tangent_gradient`` writing (2 m, n)).
+    will declare 2, with ``tangent_gradient`` writing (2 m, n)). A frictional problem whose
+    contacts have different normal restitutions gives ``normal_restitution(q, p, e_n)``,
+    writing e_N,i in [0, 1] of each contact into ``e_n`` (m); without it every contact takes
+    the problem's ``restitution``.
     """
 
     mass_matrix: Callable
@@ -100,6 +103,7 @@ class ProblemKernels(NamedTuple):
     tangent_gradient: Callable | None = None
     friction: Callable | None = None
     tangent_rows: int = 1
+    normal_restitution: Callable | None = None
 
 
 class Problem(ABC):
@@ -223,6 +227,11 @@ class Problem(ABC):
         """(mu, e_T), each of shape (m,): the Coulomb coefficient mu_i >= 0 and the tangential
         restitution e_T,i in [0, 1] of each contact (frictional problems only)."""
         raise NotImplementedError(f"problem {self.name!r} is frictionless")
+
+    def normal_restitution(self, q: np.ndarray) -> np.ndarray:
+        """e_N,i in [0, 1] of each contact, shape (m,) (frictional problems; default: the
+        problem's ``restitution`` for every contact)."""
+        return np.full(np.shape(self.gap(q))[0], float(self.restitution))
 
     @property
     def has_friction(self) -> bool:
@@ -368,7 +377,7 @@ class Problem(ABC):
 
 def _check_friction(problem: Problem, n: int, m: int) -> None:
     """The friction data of ``problem`` at q0: tangent rows of shape (m, n), finite and none
-    zero, mu_i finite and >= 0, e_T,i in [0, 1] (ValueError naming the bad value)."""
+    zero, mu_i finite and >= 0, e_T,i and e_N,i in [0, 1] (ValueError naming the bad value)."""
     T = _valid(returned_array(problem.tangent_gradient(problem.q0), "tangent_gradient(q0)", (m, n)))
     if _has_zero_row(T):
         raise ValueError(f"tangent_gradient(q0) must have no zero row, got {_brief(T)}")
@@ -381,6 +390,11 @@ def _check_friction(problem: Problem, n: int, m: int) -> None:
         raise ValueError(f"friction(q0)[0] (mu) must be >= 0, got {_brief(mu)}")
     if np.any((e_t < 0.0) | (e_t > 1.0)):
         raise ValueError(f"friction(q0)[1] (e_T) must lie in [0, 1], got {_brief(e_t)}")
+    e_n = _valid(
+        returned_array(problem.normal_restitution(problem.q0), "normal_restitution(q0)", (m,))
+    )
+    if np.any((e_n < 0.0) | (e_n > 1.0)):
+        raise ValueError(f"normal_restitution(q0) must lie in [0, 1], got {_brief(e_n)}")
 
 
 class CompiledProblem(Problem):
@@ -437,6 +451,16 @@ class CompiledProblem(Problem):
                 f"{type(self).__name__}.KERNELS.tangent_rows must be 1 (planar friction; "
                 f"spatial contacts are not implemented yet), got {kernels.tangent_rows!r}"
             )
+        if kernels.normal_restitution is not None:
+            if kernels.friction is None:
+                raise ValueError(
+                    f"{type(self).__name__}.KERNELS.normal_restitution is for frictional "
+                    "problems (with tangent_gradient and friction)"
+                )
+            e_n = np.full(self.n_constraints, np.nan)
+            kernels.normal_restitution(np.asarray(self.q0, dtype=float), self._p, e_n)
+            if not np.all((e_n >= 0.0) & (e_n <= 1.0)):
+                raise ValueError(f"normal_restitution(q0) must lie in [0, 1], got {e_n.tolist()}")
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
                 f"mass_structure='diagonal' needs a mass_diagonal kernel in "
@@ -549,6 +573,13 @@ class CompiledProblem(Problem):
         mu, e_t = np.empty(self.n_constraints), np.empty(self.n_constraints)
         self.KERNELS.friction(np.ascontiguousarray(q, dtype=float), self._p, mu, e_t)
         return mu, e_t
+
+    def normal_restitution(self, q: np.ndarray) -> np.ndarray:
+        if self.KERNELS.normal_restitution is None:
+            return super().normal_restitution(q)
+        e_n = np.empty(self.n_constraints)
+        self.KERNELS.normal_restitution(np.ascontiguousarray(q, dtype=float), self._p, e_n)
+        return e_n
 
 
 #: The compiled problems whose last :meth:`CompiledProblem.check` passed, by id: a weak
@@ -966,6 +997,10 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         mu[:] = accept(values[0], "friction(q)[0] (mu)", (m,), step[0], q, step[1])
         e_t[:] = accept(values[1], "friction(q)[1] (e_T)", (m,), step[0], q, step[1])
 
+    def normal_restitution(q, p, e_n):
+        values = problem.normal_restitution(q)
+        e_n[:] = accept(values, "normal_restitution(q)", (m,), step[0], q, step[1])
+
     frictional = problem.has_friction
     compiled = problem.kernels()
     return ProblemKernels(
@@ -979,4 +1014,5 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         mass_structure=problem.mass_structure,
         tangent_gradient=tangent_gradient if frictional else None,
         friction=friction if frictional else None,
+        normal_restitution=normal_restitution if frictional else None,
     )

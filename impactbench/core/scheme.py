@@ -101,6 +101,7 @@ from .driver import (
     make_loop,
 )
 from .driver import Scheme as LoopFunctions
+from .friction import problem_restitution
 from .mass import mass_bindings
 from .problem import ProblemKernels
 from .status_codes import (
@@ -500,8 +501,9 @@ def scheme_loop(
 ) -> Callable:
     """The driver's loop (:func:`impactbench.core.driver.make_loop`) for ``scheme`` on one
     problem's ``kernels`` with the compile-time ``options``. The scheme's functions see the
-    problem as :class:`Kernels`, with the further fields ``tangent_gradient`` and ``friction``
-    for a frictional problem (:class:`impactbench.core.problem.ProblemKernels`), then those of
+    problem as :class:`Kernels`, with the further fields ``tangent_gradient``, ``friction`` and
+    ``normal_restitution`` (default :func:`impactbench.core.friction.problem_restitution`) for a
+    frictional problem (:class:`impactbench.core.problem.ProblemKernels`), then those of
     :meth:`Scheme.derived_kernels`.
 
     Compiled, the loop takes the kernels as run-time values (first-class kernels,
@@ -531,7 +533,11 @@ def scheme_loop(
     )
     further = {}
     if kernels.tangent_gradient is not None:  # a frictional problem (docs/friction.md)
-        further.update(tangent_gradient=kernels.tangent_gradient, friction=kernels.friction)
+        further.update(
+            tangent_gradient=kernels.tangent_gradient,
+            friction=kernels.friction,
+            normal_restitution=kernels.normal_restitution or problem_restitution,
+        )
     further.update(scheme.derived_kernels(problem, n_constraints, compile))
     if further:
         problem = _kernels_with(tuple(further))(*problem, *further.values())
