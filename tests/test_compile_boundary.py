@@ -351,6 +351,33 @@ def test_a_first_class_kernel_reads_and_writes_the_callers_arrays():
     np.testing.assert_array_equal(buffer, expected)
 
 
+@_jit.kernel
+def _two_coefficients(q, p, mu, e_t):
+    for i in range(mu.shape[0]):
+        mu[i] = p[0] * q[i]
+    for i in range(e_t.shape[0]):
+        e_t[i] = p[1] + i
+
+
+def test_a_first_class_pair_kernel_writes_its_two_vectors():
+    """A kernel of the form "pair" (a frictional problem's mu and e_T) writes both of the
+    caller's vectors, each with its own length, the rest of the buffer untouched."""
+    pair = _jit.first_class_kernel(_two_coefficients, "pair")
+
+    @numba.njit
+    def call(pair, q, p, buffer):
+        pair(q, p, buffer[0, :2], buffer[1, :3])
+
+    q = np.array([1.0, 2.0, 5.0])
+    p = np.array([0.5, 0.25])
+    buffer = np.full((3, 4), -7.0)
+    call(pair, q, p, buffer)
+    expected = np.full((3, 4), -7.0)
+    expected[0, :2] = [0.5, 1.0]
+    expected[1, :3] = [0.25, 1.25, 2.25]
+    np.testing.assert_array_equal(buffer, expected)
+
+
 def _shifted(kernels, q, p, out):
     kernels[0](q, p, out)
     for i in range(out.shape[0]):

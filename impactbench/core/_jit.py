@@ -624,7 +624,8 @@ class FirstClassKernel:
     Attributes
     ----------
     kind : str
-        ``"forces"`` (called with ``t, q, v, p, out``) or ``"position"`` (``q, p, out``).
+        ``"forces"`` (called with ``t, q, v, p, out``), ``"position"`` (``q, p, out``) or
+        ``"pair"`` (``q, p, out, second_out``).
     address : int
         The entry point, ``void(t, q, len q, v, len v, p, len p, out, rows, columns,
         row stride)`` (float64 pointers, lengths in items; ``out`` is a matrix of ``rows`` x
@@ -644,8 +645,10 @@ class FirstClassKernel:
         return f"FirstClassKernel({self.kind}, {self.cfunc.__wrapped__.__qualname__})"
 
 
-#: The arities of the two kinds of kernels.
-_KERNEL_ARITY = {"forces": 5, "position": 3}
+#: The arities of the kinds of kernels: forces(t, q, v, p, out), position(q, p, out) and
+#: pair(q, p, out, second_out) (a kernel writing two vectors: a frictional problem's
+#: coefficients mu and e_T).
+_KERNEL_ARITY = {"forces": 5, "position": 3, "pair": 4}
 
 
 class KernelType(numba_types.Callable):
@@ -663,7 +666,10 @@ class KernelType(numba_types.Callable):
         args = tuple(numba_types.unliteral(a) for a in args)
         if kws or len(args) != _KERNEL_ARITY[self.kind]:
             return None
-        *vectors, out = args[1:] if self.kind == "forces" else args
+        if self.kind == "pair":
+            *vectors, out = args[:2] + args[3:] + args[2:3]  # the second output as "v"
+        else:
+            *vectors, out = args[1:] if self.kind == "forces" else args
         if self.kind == "forces" and not isinstance(args[0], numba_types.Number):
             return None
         for array in (*vectors, out):
@@ -725,6 +731,9 @@ def _call_kernel(context: Any, builder: Any, sig: Any, args: tuple) -> Any:
     ]
     if kernel_type.kind == "position":  # no velocity: the position in its place
         arrays.insert(1, arrays[0])
+    elif kernel_type.kind == "pair":  # (q, p, out, second): the second output in v's place
+        arrays = [arrays[0], arrays[3], arrays[1], arrays[2]]
+        types_ = (types_[0], types_[3], types_[1], types_[2])
     pointers = []
     for array in arrays[:3]:
         pointers += [array.data, cgutils.unpack_tuple(builder, array.shape)[0]]
@@ -779,12 +788,22 @@ def _first_row_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
     inner(numba.carray(q, (nq,)), numba.carray(p, (n_p,)), numba.carray(out, (columns,)))
 
 
+def _pair_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    inner(
+        numba.carray(q, (nq,)),
+        numba.carray(p, (n_p,)),
+        numba.carray(out, (rows,)),
+        numba.carray(v, (nv,)),
+    )
+
+
 #: Entry templates by the form of the kernel's output.
 _ENTRIES = {
     "forces": ("forces", _forces_entry),
     "vector": ("position", _vector_entry),
     "matrix": ("position", _matrix_entry),
     "first row": ("position", _first_row_entry),
+    "pair": ("pair", _pair_entry),
 }
 
 #: First-class kernels of this process, by (kernel, form).
@@ -797,11 +816,13 @@ def first_class_kernel(function: Callable, form: str) -> FirstClassKernel:
     Parameters
     ----------
     function : numba dispatcher
-        ``forces(t, q, v, p, out)``, or ``kernel(q, p, out)`` for the other forms.
-    form : {"forces", "vector", "matrix", "first row"}
+        ``forces(t, q, v, p, out)``, ``kernel(q, p, out, second_out)`` for the form
+        ``"pair"``, or ``kernel(q, p, out)`` for the other forms.
+    form : {"forces", "vector", "matrix", "first row", "pair"}
         What the kernel writes: the forces (a vector), a vector (the gaps, a diagonal of M),
-        a matrix (M, G: ``out`` is the caller's (rows, columns) matrix), or a vector into the
-        first row of the caller's matrix (the diagonal of M into its (1, n) block).
+        a matrix (M, G: ``out`` is the caller's (rows, columns) matrix), a vector into the
+        first row of the caller's matrix (the diagonal of M into its (1, n) block), or two
+        vectors (a frictional problem's mu and e_T).
 
     Returns
     -------

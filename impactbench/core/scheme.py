@@ -509,8 +509,7 @@ def scheme_loop(
     Compiled, the loop takes the kernels as run-time values (first-class kernels,
     :func:`impactbench.core._jit.first_class_kernel`; the projection a scheme derives from
     them too): one loop per scheme, options, sizes and flags serves every problem. With the
-    option :data:`SPECIALISED` (``TimeStepping(specialised=True)``), and for a frictional
-    problem (its friction kernels have no first-class form yet), the kernels are bound as
+    option :data:`SPECIALISED` (``TimeStepping(specialised=True)``) the kernels are bound as
     compile-time constants and inlined instead: one loop per scheme and problem.
     ``time_loop``: the loop template (default: the fixed-step loop; see
     :func:`impactbench.core.driver.make_loop`).
@@ -518,7 +517,7 @@ def scheme_loop(
     options = dict(options)
     specialised = options.pop(SPECIALISED, False)
     mass = mass_bindings(kernels, n_dof, compile)
-    first_class = compile and not specialised and kernels.tangent_gradient is None
+    first_class = compile and not specialised
     if first_class:
         kernels = _first_class(kernels, mass)
     problem = Kernels(
@@ -581,10 +580,20 @@ def _first_class(kernels: ProblemKernels, mass: dict[str, Any]) -> ProblemKernel
         mass["mass_matrix"] = first_class_kernel(kernels.mass_diagonal, "first row")
     else:
         mass["mass_matrix"] = first_class_kernel(kernels.mass_matrix, "matrix")
+    frictional = {}
+    if kernels.tangent_gradient is not None:
+        frictional = dict(
+            tangent_gradient=first_class_kernel(kernels.tangent_gradient, "matrix"),
+            friction=first_class_kernel(kernels.friction, "pair"),
+            normal_restitution=first_class_kernel(
+                kernels.normal_restitution or problem_restitution, "vector"
+            ),
+        )
     return kernels._replace(
         forces=first_class_kernel(kernels.forces, "forces"),
         gap=first_class_kernel(kernels.gap, "vector"),
         gap_gradient=first_class_kernel(kernels.gap_gradient, "matrix"),
+        **frictional,
     )
 
 
