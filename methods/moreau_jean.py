@@ -60,7 +60,7 @@ step; a frictionless problem runs the frictionless loop, unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from impactbench.core import _checks
 from impactbench.core.divergence import declared_stable_step, theta_scheme_limit
@@ -77,6 +77,9 @@ from impactbench.core.scheme import (
     solve_mass,
     velocity_impulse,
 )
+
+from .moreau_jean_implicit import IMPLICIT, implicit_loop
+from .moreau_jean_implicit import step_limit as implicit_step_limit
 
 #: The state of the velocity step: q_p and the forces there, M(q_p) and its factor, the free
 #: and the post-impact velocities, and what the shared impulse works in.
@@ -215,6 +218,12 @@ class MoreauJean(_Velocity):
         rule), or only those that also approach, G_i v_k <= 0 ("approaching": energy never
         increases, but a resting or sliding contact sinks through the constraint linearly in
         time). See the module docstring.
+    implicit : bool
+        False (default): the forces at (q_p, v_k), explicit, as in the module docstring. True:
+        Siconos' MoreauJeanOSI, the linear part -K q - C v that the problem declares
+        (``Problem.stiffness_matrix``, ``Problem.damping_matrix``) averaged implicitly with
+        weight theta, in the metric of the iteration matrix W = M + h theta C + h^2 theta^2 K
+        (module ``moreau_jean_implicit``, where the rest of the forces stays explicit).
     compiled, log_capacity
         See :class:`impactbench.TimeStepping`.
 
@@ -224,17 +233,51 @@ class MoreauJean(_Velocity):
     forces independent of v. See the module docstring for the energy balance.
     """
 
-    def __init__(self, theta: float = 0.5, activation: str = "position", **options: Any) -> None:
+    name_omits: ClassVar[dict[str, Any]] = {"implicit": False}
+
+    def __init__(
+        self,
+        theta: float = 0.5,
+        activation: str = "position",
+        implicit: bool = False,
+        **options: Any,
+    ) -> None:
         super().__init__(**options)
         self.theta = _checks.finite_scalar(theta, "theta")
         if not 0.0 < self.theta <= 1.0:
             raise ValueError(f"theta must lie in (0, 1], got {theta!r}")
         self.activation = _activation(activation)
+        if not isinstance(implicit, bool):
+            raise ValueError(f"implicit must be True or False, got {implicit!r}")
+        self.implicit = implicit
 
     def step_limit(self, problem: Problem) -> float | None:
         """``problem.stable_step / sqrt(4 theta - 1)`` for theta >= 1/2, None below
-        (:func:`impactbench.core.divergence.theta_scheme_limit`)."""
+        (:func:`impactbench.core.divergence.theta_scheme_limit`); with ``implicit``, None for
+        a problem that declares its stiffness (``moreau_jean_implicit.step_limit``).
+        """
+        if self.implicit:
+            return implicit_step_limit(problem, self.theta)
         return theta_scheme_limit(problem, self.theta)
+
+    def _loop_options(self) -> dict[str, Any]:
+        options = super()._loop_options()
+        if self.implicit:  # absent otherwise: the explicit loop and its key are unchanged
+            options[IMPLICIT] = True
+        return options
+
+    @classmethod
+    def _make_loop(
+        cls,
+        kernels: ProblemKernels,
+        n_dof: int,
+        n_constraints: int,
+        compile: bool,
+        **options: Any,
+    ) -> Callable:
+        if not options.pop(IMPLICIT, False):
+            return super()._make_loop(kernels, n_dof, n_constraints, compile, **options)
+        return implicit_loop(kernels, n_dof, n_constraints, compile, options)
 
 
 class CatchingUp(_Velocity):

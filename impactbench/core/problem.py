@@ -86,6 +86,12 @@ class ProblemKernels(NamedTuple):
     ``tangent_rows`` is the number of tangent rows per contact: 1 (planar friction; spatial
     contacts, two rows per contact and a circular friction cone, are a later extension that
     will declare 2, with ``tangent_gradient`` writing (2 m, n)).
+
+    Linear forces (the implicit ``MoreauJean(theta, implicit=True)``): a problem whose forces
+    are F(t, q, v) = -K q - C v + F_rest(t, q, v) with constant matrices K (stiffness) and C
+    (damping) may declare them, ``stiffness_matrix(p, out)`` and ``damping_matrix(p, out)``,
+    out (n, n) (either, both or neither; None: not declared). They declare a part of
+    ``forces``, which still returns the whole F: a scheme that ignores them is unchanged.
     """
 
     mass_matrix: Callable
@@ -100,6 +106,8 @@ class ProblemKernels(NamedTuple):
     tangent_gradient: Callable | None = None
     friction: Callable | None = None
     tangent_rows: int = 1
+    stiffness_matrix: Callable | None = None
+    damping_matrix: Callable | None = None
 
 
 class Problem(ABC):
@@ -164,6 +172,11 @@ class Problem(ABC):
       W_T,i(q) of each contact, its Coulomb coefficient mu_i >= 0 and its tangential
       restitution e_T,i in [0, 1]. A problem that implements them is frictional
       (:attr:`has_friction`); a method without a friction law refuses it.
+    - ``stiffness_matrix()`` and ``damping_matrix()`` -> (n, n) or None (optional, default
+      None): the constant symmetric matrices K and C of a linear part of the forces,
+      F(t, q, v) = -K q - C v + F_rest(t, q, v) (``forces`` still returns the whole F). The
+      implicit Moreau-Jean scheme (``MoreauJean(theta, implicit=True)``) takes them into its
+      iteration matrix M + h theta C + h^2 theta^2 K; every other method ignores them.
 
     A plain-Python subclass runs with every method (the time-stepping schemes then run their
     uncompiled path, the same algorithm, slower). :meth:`check` validates the data; built-in
@@ -229,6 +242,16 @@ class Problem(ABC):
         """True when the problem declares Coulomb friction (implements
         :meth:`tangent_gradient` and :meth:`friction`)."""
         return type(self).tangent_gradient is not Problem.tangent_gradient
+
+    def stiffness_matrix(self) -> np.ndarray | None:
+        """The constant stiffness K, shape (n, n), of the linear part -K q - C v of
+        :meth:`forces`, or None (default) when not declared."""
+        return None
+
+    def damping_matrix(self) -> np.ndarray | None:
+        """The constant damping C, shape (n, n), of the linear part -K q - C v of
+        :meth:`forces`, or None (default) when not declared."""
+        return None
 
     def kernels(self) -> ProblemKernels | None:
         """Compiled kernels of this problem, or None for a plain-Python problem."""
@@ -318,6 +341,7 @@ class Problem(ABC):
             raise ValueError(mismatch)
         if self.has_friction:
             _check_friction(self, n, m)
+        _check_linear_forces(self, n)
         force = _valid(
             returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,))
         )
@@ -381,6 +405,22 @@ def _check_friction(problem: Problem, n: int, m: int) -> None:
         raise ValueError(f"friction(q0)[0] (mu) must be >= 0, got {_brief(mu)}")
     if np.any((e_t < 0.0) | (e_t > 1.0)):
         raise ValueError(f"friction(q0)[1] (e_T) must lie in [0, 1], got {_brief(e_t)}")
+
+
+def _check_linear_forces(problem: Problem, n: int) -> None:
+    """The declared K and C of ``problem`` (:meth:`Problem.stiffness_matrix`,
+    :meth:`Problem.damping_matrix`): None, or finite symmetric (n, n) arrays (ValueError naming
+    the bad one); not formed above :data:`DIAGONAL_CHECK_MAX_DOF` DOF (a matrix of 32 MiB)."""
+    if n > DIAGONAL_CHECK_MAX_DOF:
+        return
+    for name in ("stiffness_matrix", "damping_matrix"):
+        value = getattr(problem, name)()
+        if value is None:
+            continue
+        matrix = _valid(returned_array(value, f"{name}()", (n, n)))
+        scale = float(np.abs(matrix).max(initial=0.0))
+        if np.abs(matrix - matrix.T).max(initial=0.0) > _checks.SYMMETRY_TOLERANCE * scale:
+            raise ValueError(f"{name}() must be symmetric, got {_brief(matrix)}")
 
 
 class CompiledProblem(Problem):
@@ -550,6 +590,21 @@ class CompiledProblem(Problem):
         self.KERNELS.friction(np.ascontiguousarray(q, dtype=float), self._p, mu, e_t)
         return mu, e_t
 
+    def stiffness_matrix(self) -> np.ndarray | None:
+        """K from the ``stiffness_matrix`` kernel of ``KERNELS`` (None when it declares none)."""
+        return self._linear_matrix(self.KERNELS.stiffness_matrix)
+
+    def damping_matrix(self) -> np.ndarray | None:
+        """C from the ``damping_matrix`` kernel of ``KERNELS`` (None when it declares none)."""
+        return self._linear_matrix(self.KERNELS.damping_matrix)
+
+    def _linear_matrix(self, function: Callable | None) -> np.ndarray | None:
+        if function is None:
+            return None
+        out = np.zeros((self.n_dof, self.n_dof))
+        function(self._p, out)
+        return out
+
 
 #: The compiled problems whose last :meth:`CompiledProblem.check` passed, by id: a weak
 #: reference to the problem (its entry removed when it is freed), the :func:`_contract_key`
@@ -583,6 +638,8 @@ _CHECKED_METHODS = (
     "gap_gradient",
     "tangent_gradient",
     "friction",
+    "stiffness_matrix",
+    "damping_matrix",
     "check",
 )
 
@@ -966,6 +1023,16 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         mu[:] = accept(values[0], "friction(q)[0] (mu)", (m,), step[0], q, step[1])
         e_t[:] = accept(values[1], "friction(q)[1] (e_T)", (m,), step[0], q, step[1])
 
+    def constant(matrix):
+        if matrix is None:
+            return None
+        matrix = np.array(matrix, dtype=float)
+
+        def write(p, out):
+            out[:, :] = matrix
+
+        return write
+
     frictional = problem.has_friction
     compiled = problem.kernels()
     return ProblemKernels(
@@ -979,4 +1046,6 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         mass_structure=problem.mass_structure,
         tangent_gradient=tangent_gradient if frictional else None,
         friction=friction if frictional else None,
+        stiffness_matrix=constant(problem.stiffness_matrix()),
+        damping_matrix=constant(problem.damping_matrix()),
     )

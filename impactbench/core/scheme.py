@@ -73,7 +73,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._jit import CompileTimeTuple, first_class_kernel, generated_functions, scheme_function
+from ._jit import (
+    CompileTimeTuple,
+    first_class_kernel,
+    generated_functions,
+    kernel,
+    scheme_function,
+)
 from .contact import (
     DEGENERATE_GRADIENT,
     all_finite,
@@ -340,6 +346,15 @@ def velocity_impulse(
     return STATUS_OK, active, used
 
 
+@kernel
+def no_linear_force(p, out):
+    """The ``stiffness_matrix`` or ``damping_matrix`` of a problem that declares none: zero
+    (n, n)."""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = 0.0
+
+
 def _start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
     for j in range(n):
         s.q[j] = q0[j]
@@ -379,12 +394,18 @@ class Scheme(TimeStepping):
     lead : int
         Steps by which ``current`` is ahead of the last sample (1 for a two-step scheme whose
         current position is q^{k+1} when q^k is the last sample).
+    linear_forces : bool
+        Whether the scheme's functions read the constant K and C of the forces' linear part,
+        ``problem.stiffness_matrix(p, K)`` and ``problem.damping_matrix(p, C)`` (K, C of shape
+        ``("n", "n")``; zero where the problem declares none:
+        :class:`impactbench.core.problem.ProblemKernels`). Default False.
     """
 
     state: ClassVar[dict[str, Any]] = {}
     run_time: ClassVar[tuple[str, ...]] = ()
     compile_time: ClassVar[dict[str, type]] = {}
     lead: ClassVar[int] = 0
+    linear_forces: ClassVar[bool] = False
     start = staticmethod(_start)
     commit = staticmethod(_commit)
     sample = staticmethod(_sample)
@@ -463,14 +484,17 @@ def scheme_loop(
     """The driver's loop (:func:`impactbench.core.driver.make_loop`) for ``scheme`` on one
     problem's ``kernels`` with the compile-time ``options``. The scheme's functions see the
     problem as :class:`Kernels`, with the further fields ``tangent_gradient`` and ``friction``
-    for a frictional problem (:class:`impactbench.core.problem.ProblemKernels`), then those of
+    for a frictional problem (:class:`impactbench.core.problem.ProblemKernels`),
+    ``stiffness_matrix`` and ``damping_matrix`` for a scheme that declares ``linear_forces``
+    (the problem's kernels, or :func:`no_linear_force`), then those of
     :meth:`Scheme.derived_kernels`.
 
     Compiled, the loop takes the kernels as run-time values (first-class kernels,
     :func:`impactbench.core._jit.first_class_kernel`; the projection a scheme derives from
     them too): one loop per scheme, options, sizes and flags serves every problem. With the
-    option :data:`SPECIALISED` (``TimeStepping(specialised=True)``), and for a frictional
-    problem (its friction kernels have no first-class form yet), the kernels are bound as
+    option :data:`SPECIALISED` (``TimeStepping(specialised=True)``), for a frictional
+    problem (its friction kernels have no first-class form yet) and for a scheme that declares
+    ``linear_forces`` (likewise), the kernels are bound as
     compile-time constants and inlined instead: one loop per scheme and problem.
     ``time_loop``: the loop template (default: the fixed-step loop; see
     :func:`impactbench.core.driver.make_loop`).
@@ -478,7 +502,8 @@ def scheme_loop(
     options = dict(options)
     specialised = options.pop(SPECIALISED, False)
     mass = mass_bindings(kernels, n_dof, compile)
-    first_class = compile and not specialised and kernels.tangent_gradient is None
+    linear = scheme.linear_forces
+    first_class = compile and not specialised and kernels.tangent_gradient is None and not linear
     if first_class:
         kernels = _first_class(kernels, mass)
     problem = Kernels(
@@ -494,6 +519,10 @@ def scheme_loop(
     further = {}
     if kernels.tangent_gradient is not None:  # a frictional problem (docs/friction.md)
         further.update(tangent_gradient=kernels.tangent_gradient, friction=kernels.friction)
+    if linear:  # K and C of the forces' linear part, zero where the problem declares none
+        for name in ("stiffness_matrix", "damping_matrix"):
+            declared = getattr(kernels, name)
+            further[name] = no_linear_force if declared is None else declared
     further.update(scheme.derived_kernels(problem, n_constraints, compile))
     if further:
         problem = _kernels_with(tuple(further))(*problem, *further.values())
