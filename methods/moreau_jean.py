@@ -51,6 +51,9 @@ step; a frictionless problem runs the frictionless loop, unchanged.
   q_{k+1} = q_k + h ((1 - theta) v_k + theta v_{k+1}). theta = 1/2 is Moreau's midpoint
   (drift-kick-drift) scheme: second order in smooth phases when F does not depend on v, first
   order with impacts; it conserves the energy exactly for constant M and F between impacts.
+* ``MoreauJean(theta, implicit=True)``: the linear forces -K q - C v a problem declares taken
+  implicitly, in the metric of W = M + h theta C + h^2 theta^2 K (Siconos' MoreauJeanOSI;
+  module ``moreau_jean_implicit``, which states what is implicit and the energy balance).
 * :class:`CatchingUp` (Dzonou, Monteiro Marques, Paoli, Nonlinear Dyn. 58 (2009) 361-384): the
   position-first variant, q_{k+1} = q_k + h v_k, then the velocity update with q_p = q_{k+1},
   t_p = t_{k+1}. Smooth phases are symplectic Euler (first order); for constant M and F its
@@ -78,7 +81,7 @@ from impactbench.core.scheme import (
     velocity_impulse,
 )
 
-from .moreau_jean_implicit import IMPLICIT, implicit_loop
+from .moreau_jean_implicit import IMPLICIT, implicit_scheme
 from .moreau_jean_implicit import step_limit as implicit_step_limit
 
 #: The state of the velocity step: q_p and the forces there, M(q_p) and its factor, the free
@@ -275,9 +278,21 @@ class MoreauJean(_Velocity):
         compile: bool,
         **options: Any,
     ) -> Callable:
-        if not options.pop(IMPLICIT, False):
+        if IMPLICIT not in options:
             return super()._make_loop(kernels, n_dof, n_constraints, compile, **options)
-        return implicit_loop(kernels, n_dof, n_constraints, compile, options)
+        if kernels.tangent_gradient is not None:
+            check_friction_sizes(n_dof, n_constraints)
+        return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
+
+    @classmethod
+    def loop_scheme(
+        cls, kernels: ProblemKernels, options: dict[str, Any]
+    ) -> tuple[type[Scheme], dict[str, Any]]:
+        """With the option ``implicit``, the implicit scheme's functions
+        (``moreau_jean_implicit.implicit_scheme``); else this class's."""
+        if options.pop(IMPLICIT, False):
+            return implicit_scheme(kernels, options)
+        return cls, options
 
 
 class CatchingUp(_Velocity):

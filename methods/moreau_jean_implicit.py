@@ -48,12 +48,11 @@ solve costs O(n^2).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from impactbench.core.contact import ldl_factor
 from impactbench.core.divergence import theta_scheme_limit
-from impactbench.core.friction import FRICTION_STATE, check_friction_sizes, friction_impulse
+from impactbench.core.friction import FRICTION_STATE, friction_impulse
 from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.scheme import (
     IMPACT_STATE,
@@ -61,7 +60,6 @@ from impactbench.core.scheme import (
     STATUS_OK,
     Scheme,
     scheme_function,
-    scheme_loop,
     solve_mass,
     velocity_impulse,
 )
@@ -184,23 +182,18 @@ class FrictionalImplicitVelocity(Scheme):
         )  # fmt: skip
 
 
-def implicit_loop(
-    kernels: ProblemKernels,
-    n_dof: int,
-    n_constraints: int,
-    compile: bool,
-    options: dict[str, Any],
-) -> Callable:
-    """The time loop of the implicit scheme on a problem (``options``: MoreauJean's loop
-    options less :data:`IMPLICIT`; ``position_first`` must be False)."""
+def implicit_scheme(
+    kernels: ProblemKernels, options: dict[str, Any]
+) -> tuple[type[Scheme], dict[str, Any]]:
+    """The scheme of the implicit loop on a problem's ``kernels`` (frictional or not) and the
+    loop options it takes (``options``: MoreauJean's loop options less :data:`IMPLICIT`;
+    ``position_first`` must be False)."""
     options = dict(options)
     if options.pop("position_first", False):
         raise ValueError("the implicit Moreau-Jean scheme has no position-first variant")
     if kernels.tangent_gradient is None:
-        return scheme_loop(ImplicitVelocity, kernels, n_dof, n_constraints, compile, options)
-    check_friction_sizes(n_dof, n_constraints)
-    scheme = FrictionalImplicitVelocity
-    return scheme_loop(scheme, kernels, n_dof, n_constraints, compile, options)
+        return ImplicitVelocity, options
+    return FrictionalImplicitVelocity, options
 
 
 def step_limit(problem: Problem, theta: float) -> float | None:

@@ -6,9 +6,10 @@ with a closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid 
 the exact ``impact_times(t_end)``: the bouncing ball (with and without quadratic air drag), the
 impacting and forced impact oscillators,
 the slanted wall, the undamped, unforced 1-DOF tight joint, the impacting bar (the continuous
-bar's solution at the nodes) and the block sliding with Coulomb friction on an incline (the
-frictional problem: docs/friction.md). The 2-DOF tight joint and the double pendulum have none
-(references are accurate event-driven runs), nor have the column of beads and Newton's cradle.
+bar's solution at the nodes), the block sliding with Coulomb friction on an incline and the
+friction oscillator (the frictional problems: docs/friction.md). The 2-DOF tight joint and the
+double pendulum have none (references are accurate event-driven runs), nor have the column of
+beads and Newton's cradle.
 Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
 
@@ -16,6 +17,7 @@ from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
 from .drag_ball import DragBall
+from .friction_oscillator import FrictionOscillator
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
 from .newtons_cradle import NewtonsCradle
@@ -36,6 +38,7 @@ PROBLEMS = {
     "NewtonsCradle": NewtonsCradle,
     "ImpactingBar": ImpactingBar,
     "SlidingBlock": SlidingBlock,
+    "FrictionOscillator": FrictionOscillator,
 }
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
     "DoublePendulum",
     "DragBall",
     "ForcedImpactOscillator",
+    "FrictionOscillator",
     "ImpactingBar",
     "ImpactingOscillator",
     "NewtonsCradle",

@@ -48,6 +48,7 @@ def test_every_problem_with_kernels_has_an_agreement_horizon_or_a_reason():
     not_compared = {
         "ImpactingBar": "its contact node comes to rest at once (persistent contact)",
         "SlidingBlock": "frictional: the event-driven engines have no friction law yet",
+        "FrictionOscillator": "frictional: the event-driven engines have no friction law yet",
     }
     assert set(HORIZONS) | set(not_compared) == set(PROBLEMS)
 

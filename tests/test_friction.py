@@ -192,7 +192,7 @@ def test_frictionless_problems_are_not_frictional():
     from impactbench.problems import PROBLEMS
 
     frictional = {name for name, cls in PROBLEMS.items() if cls().has_friction}
-    assert frictional == {"SlidingBlock"}
+    assert frictional == {"SlidingBlock", "FrictionOscillator"}
     assert FrictionalFloor().has_friction and not ib.problems.BouncingBall().has_friction
 
 

@@ -199,3 +199,20 @@ def test_implicit_must_be_a_bool_and_is_named_only_when_true():
     assert MoreauJean().name == "MoreauJean[theta=0.5,activation=position]"
     assert MoreauJean(implicit=True).name.endswith("implicit=True]")
     assert ib.methods.get_method("MoreauJean[implicit=True]").implicit is True
+
+
+def test_the_step_size_controller_runs_the_implicit_scheme():
+    """Adaptive compiles the same functions: on the ball (no K) the implicit scheme's adaptive
+    run is the explicit one's, bit for bit; on the bar it takes steps above the CFL limit (W is
+    formed again at each new h) and the energy stays below E_0 (round-off)."""
+    from impactbench.core.adaptive import Adaptive
+
+    ball = BouncingBall(restitution=0.8)
+    explicit = ib.simulate(ball, Adaptive(MoreauJean(), rtol=1e-4), 2.0)
+    implicit = ib.simulate(ball, Adaptive(MoreauJean(implicit=True), rtol=1e-4), 2.0)
+    np.testing.assert_array_equal(implicit.t, explicit.t)
+    np.testing.assert_array_equal(implicit.q, explicit.q)
+    bar = ImpactingBar(n_elements=20)
+    run = ib.simulate(bar, Adaptive(MoreauJean(implicit=True), rtol=1e-3), 4.0)
+    assert run.status == ib.Status.OK and np.diff(run.t).max() > bar.stable_step
+    assert ib.energy(bar, run).max() <= bar.exact_energy() * (1 + 1e-12)

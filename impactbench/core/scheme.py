@@ -431,6 +431,16 @@ class Scheme(TimeStepping):
         return np.array([float(getattr(self, name)) for name in self.run_time])
 
     @classmethod
+    def loop_scheme(
+        cls, kernels: ProblemKernels, options: dict[str, Any]
+    ) -> tuple[type[Scheme], dict[str, Any]]:
+        """The scheme whose functions :func:`scheme_loop` compiles for these kernels and loop
+        options, with the options that scheme takes: ``cls`` and ``options`` by default. A
+        scheme whose options select other functions (``MoreauJean(implicit=True)``) returns
+        them here, so that every loop template (the fixed-step and the adaptive one) runs them."""
+        return cls, options
+
+    @classmethod
     def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
         """Functions built from the problem's kernels that the scheme's functions call, by
         name -> function; they join ``problem`` as its further fields (none by default; e.g. a
@@ -499,7 +509,7 @@ def scheme_loop(
     ``time_loop``: the loop template (default: the fixed-step loop; see
     :func:`impactbench.core.driver.make_loop`).
     """
-    options = dict(options)
+    scheme, options = scheme.loop_scheme(kernels, dict(options))
     specialised = options.pop(SPECIALISED, False)
     mass = mass_bindings(kernels, n_dof, compile)
     linear = scheme.linear_forces
