@@ -81,10 +81,17 @@ def test_the_bar_runs_far_above_its_cfl_limit_with_the_exact_energy_balance(thet
 
 
 def test_without_a_declared_linear_part_the_implicit_scheme_is_the_explicit_one():
-    """W = M: the same steps, bit for bit, frictionless (the ball) and frictional (the block)."""
-    for problem in (BouncingBall(restitution=0.8), SlidingBlock(angle=0.5, mu=0.3, u0=-2.0)):
-        explicit = ib.simulate(problem, MoreauJean(), 2.0, h=1e-3)
-        implicit = ib.simulate(problem, MoreauJean(implicit=True), 2.0, h=1e-3)
+    """W = M: the same steps, bit for bit, frictionless (the ball, compiled, to t = 2) and
+    frictional (the block launched uphill, through its reversal at t = 0.27, on the
+    plain-Python path: one compilation less)."""
+    cases = (
+        (BouncingBall(restitution=0.8), True, 2.0),
+        (SlidingBlock(angle=0.5, mu=0.3, u0=-2.0), False, 0.4),
+    )
+    for problem, compiled, t_end in cases:
+        explicit = ib.simulate(problem, MoreauJean(compiled=compiled), t_end, h=1e-3)
+        method = MoreauJean(implicit=True, compiled=compiled)
+        implicit = ib.simulate(problem, method, t_end, h=1e-3)
         np.testing.assert_array_equal(implicit.q, explicit.q)
         np.testing.assert_array_equal(implicit.v, explicit.v)
         assert implicit.impacts.total == explicit.impacts.total
@@ -202,17 +209,22 @@ def test_implicit_must_be_a_bool_and_is_named_only_when_true():
 
 
 def test_the_step_size_controller_runs_the_implicit_scheme():
-    """Adaptive compiles the same functions: on the ball (no K) the implicit scheme's adaptive
-    run is the explicit one's, bit for bit; on the bar it takes steps above the CFL limit (W is
-    formed again at each new h) and the energy stays below E_0 (round-off)."""
+    """Adaptive's loop runs the same functions (:meth:`Scheme.loop_scheme`; here on the
+    plain-Python path, which builds its loop as the compiled one does): on the ball (no K) the
+    implicit scheme's adaptive run is the explicit one's, bit for bit; on the bar it takes steps
+    above the CFL limit (W is formed again at each new h) and the energy stays below E_0."""
     from impactbench.core.adaptive import Adaptive
 
     ball = BouncingBall(restitution=0.8)
-    explicit = ib.simulate(ball, Adaptive(MoreauJean(), rtol=1e-4), 2.0)
-    implicit = ib.simulate(ball, Adaptive(MoreauJean(implicit=True), rtol=1e-4), 2.0)
+    explicit = ib.simulate(ball, Adaptive(MoreauJean(compiled=False), rtol=1e-4), 2.0)
+    implicit = ib.simulate(
+        ball, Adaptive(MoreauJean(implicit=True, compiled=False), rtol=1e-4), 2.0
+    )
+    assert not implicit.stats["compiled"]
     np.testing.assert_array_equal(implicit.t, explicit.t)
     np.testing.assert_array_equal(implicit.q, explicit.q)
     bar = ImpactingBar(n_elements=20)
-    run = ib.simulate(bar, Adaptive(MoreauJean(implicit=True), rtol=1e-3), 4.0)
+    method = Adaptive(MoreauJean(implicit=True, compiled=False), rtol=1e-3)
+    run = ib.simulate(bar, method, 4.0)
     assert run.status == ib.Status.OK and np.diff(run.t).max() > bar.stable_step
     assert ib.energy(bar, run).max() <= bar.exact_energy() * (1 + 1e-12)
