@@ -51,6 +51,9 @@ step; a frictionless problem runs the frictionless loop, unchanged.
   q_{k+1} = q_k + h ((1 - theta) v_k + theta v_{k+1}). theta = 1/2 is Moreau's midpoint
   (drift-kick-drift) scheme: second order in smooth phases when F does not depend on v, first
   order with impacts; it conserves the energy exactly for constant M and F between impacts.
+* ``MoreauJean(theta, implicit=True)``: the linear forces -K q - C v a problem declares taken
+  implicitly, in the metric of W = M + h theta C + h^2 theta^2 K (Siconos' MoreauJeanOSI;
+  module ``moreau_jean_implicit``, which states what is implicit and the energy balance).
 * :class:`CatchingUp` (Dzonou, Monteiro Marques, Paoli, Nonlinear Dyn. 58 (2009) 361-384): the
   position-first variant, q_{k+1} = q_k + h v_k, then the velocity update with q_p = q_{k+1},
   t_p = t_{k+1}. Smooth phases are symplectic Euler (first order); for constant M and F its
@@ -60,7 +63,7 @@ step; a frictionless problem runs the frictionless loop, unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from impactbench.core import _checks
 from impactbench.core.divergence import declared_stable_step, theta_scheme_limit
@@ -82,6 +85,9 @@ from impactbench.core.scheme import (
     solve_mass,
     velocity_impulse,
 )
+
+from .moreau_jean_implicit import IMPLICIT, implicit_scheme
+from .moreau_jean_implicit import step_limit as implicit_step_limit
 
 #: The state of the velocity step: q_p and the forces there, M(q_p) and its factor, the free
 #: and the post-impact velocities, and what the shared impulse works in.
@@ -221,6 +227,12 @@ class MoreauJean(_Velocity):
         rule), or only those that also approach, G_i v_k <= 0 ("approaching": energy never
         increases, but a resting or sliding contact sinks through the constraint linearly in
         time). See the module docstring.
+    implicit : bool
+        False (default): the forces at (q_p, v_k), explicit, as in the module docstring. True:
+        Siconos' MoreauJeanOSI, the linear part -K q - C v that the problem declares
+        (``Problem.stiffness_matrix``, ``Problem.damping_matrix``) averaged implicitly with
+        weight theta, in the metric of the iteration matrix W = M + h theta C + h^2 theta^2 K
+        (module ``moreau_jean_implicit``, where the rest of the forces stays explicit).
     compiled, log_capacity
         See :class:`impactbench.TimeStepping`.
 
@@ -230,17 +242,63 @@ class MoreauJean(_Velocity):
     forces independent of v. See the module docstring for the energy balance.
     """
 
-    def __init__(self, theta: float = 0.5, activation: str = "position", **options: Any) -> None:
+    name_omits: ClassVar[dict[str, Any]] = {"implicit": False}
+
+    def __init__(
+        self,
+        theta: float = 0.5,
+        activation: str = "position",
+        implicit: bool = False,
+        **options: Any,
+    ) -> None:
         super().__init__(**options)
         self.theta = _checks.finite_scalar(theta, "theta")
         if not 0.0 < self.theta <= 1.0:
             raise ValueError(f"theta must lie in (0, 1], got {theta!r}")
         self.activation = _activation(activation)
+        if not isinstance(implicit, bool):
+            raise ValueError(f"implicit must be True or False, got {implicit!r}")
+        self.implicit = implicit
 
     def step_limit(self, problem: Problem) -> float | None:
         """``problem.stable_step / sqrt(4 theta - 1)`` for theta >= 1/2, None below
-        (:func:`impactbench.core.divergence.theta_scheme_limit`)."""
+        (:func:`impactbench.core.divergence.theta_scheme_limit`); with ``implicit``, None for
+        a problem that declares its stiffness (``moreau_jean_implicit.step_limit``).
+        """
+        if self.implicit:
+            return implicit_step_limit(problem, self.theta)
         return theta_scheme_limit(problem, self.theta)
+
+    def _loop_options(self) -> dict[str, Any]:
+        options = super()._loop_options()
+        if self.implicit:  # absent otherwise: the explicit loop and its key are unchanged
+            options[IMPLICIT] = True
+        return options
+
+    @classmethod
+    def _make_loop(
+        cls,
+        kernels: ProblemKernels,
+        n_dof: int,
+        n_constraints: int,
+        compile: bool,
+        **options: Any,
+    ) -> Callable:
+        if IMPLICIT not in options:
+            return super()._make_loop(kernels, n_dof, n_constraints, compile, **options)
+        if kernels.tangent_gradient is not None:
+            check_friction_sizes(n_dof, n_constraints)
+        return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
+
+    @classmethod
+    def loop_scheme(
+        cls, kernels: ProblemKernels, options: dict[str, Any]
+    ) -> tuple[type[Scheme], dict[str, Any]]:
+        """With the option ``implicit``, the implicit scheme's functions
+        (``moreau_jean_implicit.implicit_scheme``); else this class's."""
+        if options.pop(IMPLICIT, False):
+            return implicit_scheme(kernels, options)
+        return cls, options
 
 
 class CatchingUp(_Velocity):

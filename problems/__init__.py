@@ -6,14 +6,13 @@ with a closed form (``has_exact_solution``) provide ``exact_solution(t)`` valid 
 the exact ``impact_times(t_end)``: the bouncing ball (with and without quadratic air drag), the
 impacting and forced impact oscillators,
 the slanted wall, the undamped, unforced 1-DOF tight joint, the impacting bar (the continuous
-bar's solution at the nodes) and the block sliding with Coulomb friction on an incline (the
-frictional problem: docs/friction.md). The rocking block (frictional, two corners) has the
-closed forms of its impacts (Housner's law); the woodpecker toy (frictional, three contacts)
-is compared with Siconos' output of the same example, and so is the impacting stick (whose
-first impact has a closed form); Painleve's rod has the closed form of its sliding phase. The
-2-DOF tight joint and the double
-pendulum have none (references are accurate event-driven runs), nor have the column of beads
-and Newton's cradle.
+bar's solution at the nodes), the block sliding with Coulomb friction on an incline and the
+friction oscillator (frictional problems: docs/friction.md). The rocking block (frictional, two
+corners) has the closed forms of its impacts (Housner's law); the woodpecker toy (frictional,
+three contacts) is compared with Siconos' output of the same example, and so is the impacting
+stick (whose first impact has a closed form); Painleve's rod has the closed form of its sliding
+phase. The 2-DOF tight joint and the double pendulum have none (references are accurate
+event-driven runs), nor have the column of beads and Newton's cradle.
 Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
 
@@ -21,6 +20,7 @@ from .bouncing_ball import BouncingBall
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
 from .drag_ball import DragBall
+from .friction_oscillator import FrictionOscillator
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
 from .impacting_stick import ImpactingStick
@@ -49,6 +49,7 @@ PROBLEMS = {
     "Woodpecker": Woodpecker,
     "ImpactingStick": ImpactingStick,
     "PainleveRod": PainleveRod,
+    "FrictionOscillator": FrictionOscillator,
 }
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "DoublePendulum",
     "DragBall",
     "ForcedImpactOscillator",
+    "FrictionOscillator",
     "ImpactingBar",
     "ImpactingOscillator",
     "ImpactingStick",

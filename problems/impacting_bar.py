@@ -32,9 +32,10 @@ restitution: for the continuum, e plays no role).
 
 **Discretisation.** N P1 elements of size h_e = L/N, nodes x_i = i h_e (i = 0..N), q_i =
 u(x_i). Lumped mass M = rho h_e diag(1/2, 1, ..., 1, 1/2), stiffness K = (E/h_e)
-tridiag(-1, 2, -1) (1 at both ends), forces -K q, one constraint g(q) = d - q_N (the contact
-node's gap) with the Newton coefficient ``restitution`` (default 0, the usual choice for a
-semi-discrete continuum). :meth:`ImpactingBar.exact_solution` returns the nodal values
+tridiag(-1, 2, -1) (1 at both ends), forces -K q (K declared, ``stiffness_matrix()``: the implicit
+``MoreauJean(theta, implicit=True)`` takes it implicitly), one constraint g(q) = d - q_N (the
+contact node's gap) with the Newton coefficient ``restitution`` (default 0, the usual choice
+for a semi-discrete continuum). :meth:`ImpactingBar.exact_solution` returns the nodal values
 u(x_i, t), u_t(x_i, t) of the continuous solution: the discrete solution converges to them as
 N grows and h -> 0 (at a fixed CFL number h c / h_e), not for a fixed mesh.
 
@@ -46,7 +47,9 @@ so explicit central-difference-type schemes are stable for h <= 2 / omega_max = 
 (ValueError): PaoliSchatzman (central difference), D1MinusLinear (velocity Verlet) and
 CatchingUp (symplectic Euler) at h_e / c; MoreauJean and MoreauJeanProjection at
 h_e / (c sqrt(4 theta - 1)) for theta >= 1/2 (h_e / c at theta = 1/2; below 1/2 no step is
-stable). NonsmoothGeneralizedAlpha is implicit and declares no limit: its fixed-point iteration
+stable). ``MoreauJean(theta, implicit=True)`` with theta >= 1/2 has no limit (its energy
+behaviour at steps above h_e / c: tests/test_moreau_jean_implicit.py).
+NonsmoothGeneralizedAlpha is implicit and declares no limit: its fixed-point iteration
 stops the run (status 100) near it (at 0.9 h_e / c on 4 elements, measured).
 
 References
@@ -99,6 +102,20 @@ def _bar_forces(t, q, v, p, out):
     for i in range(1, n - 1):
         out[i] = -k * (2.0 * q[i] - q[i - 1] - q[i + 1])
     out[n - 1] = -k * (q[n - 1] - q[n - 2])
+
+
+@kernel
+def _bar_stiffness(p, out):
+    n = out.shape[0]
+    k = p[ELEMENT_STIFFNESS]
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = 0.0
+    for i in range(n - 1):
+        out[i, i] += k
+        out[i + 1, i + 1] += k
+        out[i, i + 1] = -k
+        out[i + 1, i] = -k
 
 
 @kernel
@@ -158,6 +175,7 @@ class ImpactingBar(CompiledProblem):
         constant_mass=True,
         mass_diagonal=_bar_mass_diagonal,
         sizes_at_run_time=True,  # its meshes share one compiled loop per scheme
+        stiffness_matrix=_bar_stiffness,
     )
 
     def __init__(

@@ -196,6 +196,7 @@ def test_frictionless_problems_are_not_frictional():
         "Woodpecker",
         "ImpactingStick",
         "PainleveRod",
+        "FrictionOscillator",
     }
     assert FrictionalFloor().has_friction and not ib.problems.BouncingBall().has_friction
 

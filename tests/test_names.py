@@ -31,7 +31,7 @@ def test_a_mistyped_name_or_parameter_is_named_with_a_suggestion(spec, table, ki
 def test_the_parameters_of_a_method_include_those_it_passes_on():
     """MoreauJean's own parameters, then those of TimeStepping it passes **options to."""
     names = [p.name for p in parameters(METHODS["MoreauJean"])]
-    assert names == ["theta", "activation", "compiled", "log_capacity", "specialised"]
+    assert names == ["theta", "activation", "implicit", "compiled", "log_capacity", "specialised"]
 
     def anything(**kwargs):
         return kwargs

@@ -89,6 +89,13 @@ class ProblemKernels(NamedTuple):
     contacts have different normal restitutions gives ``normal_restitution(q, p, e_n)``,
     writing e_N,i in [0, 1] of each contact into ``e_n`` (m); without it every contact takes
     the problem's ``restitution``.
+    will declare 2, with ``tangent_gradient`` writing (2 m, n)).
+
+    Linear forces (the implicit ``MoreauJean(theta, implicit=True)``): a problem whose forces
+    are F(t, q, v) = -K q - C v + F_rest(t, q, v) with constant matrices K (stiffness) and C
+    (damping) may declare them, ``stiffness_matrix(p, out)`` and ``damping_matrix(p, out)``,
+    out (n, n) (either, both or neither; None: not declared). They declare a part of
+    ``forces``, which still returns the whole F: a scheme that ignores them is unchanged.
     """
 
     mass_matrix: Callable
@@ -104,6 +111,8 @@ class ProblemKernels(NamedTuple):
     friction: Callable | None = None
     tangent_rows: int = 1
     normal_restitution: Callable | None = None
+    stiffness_matrix: Callable | None = None
+    damping_matrix: Callable | None = None
 
 
 class Problem(ABC):
@@ -168,6 +177,11 @@ class Problem(ABC):
       W_T,i(q) of each contact, its Coulomb coefficient mu_i >= 0 and its tangential
       restitution e_T,i in [0, 1]. A problem that implements them is frictional
       (:attr:`has_friction`); a method without a friction law refuses it.
+    - ``stiffness_matrix()`` and ``damping_matrix()`` -> (n, n) or None (optional, default
+      None): the constant symmetric matrices K and C of a linear part of the forces,
+      F(t, q, v) = -K q - C v + F_rest(t, q, v) (``forces`` still returns the whole F). The
+      implicit Moreau-Jean scheme (``MoreauJean(theta, implicit=True)``) takes them into its
+      iteration matrix M + h theta C + h^2 theta^2 K; every other method ignores them.
 
     A plain-Python subclass runs with every method (the time-stepping schemes then run their
     uncompiled path, the same algorithm, slower). :meth:`check` validates the data; built-in
@@ -238,6 +252,16 @@ class Problem(ABC):
         """True when the problem declares Coulomb friction (implements
         :meth:`tangent_gradient` and :meth:`friction`)."""
         return type(self).tangent_gradient is not Problem.tangent_gradient
+
+    def stiffness_matrix(self) -> np.ndarray | None:
+        """The constant stiffness K, shape (n, n), of the linear part -K q - C v of
+        :meth:`forces`, or None (default) when not declared."""
+        return None
+
+    def damping_matrix(self) -> np.ndarray | None:
+        """The constant damping C, shape (n, n), of the linear part -K q - C v of
+        :meth:`forces`, or None (default) when not declared."""
+        return None
 
     def kernels(self) -> ProblemKernels | None:
         """Compiled kernels of this problem, or None for a plain-Python problem."""
@@ -327,6 +351,7 @@ class Problem(ABC):
             raise ValueError(mismatch)
         if self.has_friction:
             _check_friction(self, n, m)
+        _check_linear_forces(self, n)
         force = _valid(
             returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,))
         )
@@ -395,6 +420,22 @@ def _check_friction(problem: Problem, n: int, m: int) -> None:
     )
     if np.any((e_n < 0.0) | (e_n > 1.0)):
         raise ValueError(f"normal_restitution(q0) must lie in [0, 1], got {_brief(e_n)}")
+
+
+def _check_linear_forces(problem: Problem, n: int) -> None:
+    """The declared K and C of ``problem`` (:meth:`Problem.stiffness_matrix`,
+    :meth:`Problem.damping_matrix`): None, or finite symmetric (n, n) arrays (ValueError naming
+    the bad one); not formed above :data:`DIAGONAL_CHECK_MAX_DOF` DOF (a matrix of 32 MiB)."""
+    if n > DIAGONAL_CHECK_MAX_DOF:
+        return
+    for name in ("stiffness_matrix", "damping_matrix"):
+        value = getattr(problem, name)()
+        if value is None:
+            continue
+        matrix = _valid(returned_array(value, f"{name}()", (n, n)))
+        scale = float(np.abs(matrix).max(initial=0.0))
+        if np.abs(matrix - matrix.T).max(initial=0.0) > _checks.SYMMETRY_TOLERANCE * scale:
+            raise ValueError(f"{name}() must be symmetric, got {_brief(matrix)}")
 
 
 class CompiledProblem(Problem):
@@ -581,6 +622,21 @@ class CompiledProblem(Problem):
         self.KERNELS.normal_restitution(np.ascontiguousarray(q, dtype=float), self._p, e_n)
         return e_n
 
+    def stiffness_matrix(self) -> np.ndarray | None:
+        """K from the ``stiffness_matrix`` kernel of ``KERNELS`` (None when it declares none)."""
+        return self._linear_matrix(self.KERNELS.stiffness_matrix)
+
+    def damping_matrix(self) -> np.ndarray | None:
+        """C from the ``damping_matrix`` kernel of ``KERNELS`` (None when it declares none)."""
+        return self._linear_matrix(self.KERNELS.damping_matrix)
+
+    def _linear_matrix(self, function: Callable | None) -> np.ndarray | None:
+        if function is None:
+            return None
+        out = np.zeros((self.n_dof, self.n_dof))
+        function(self._p, out)
+        return out
+
 
 #: The compiled problems whose last :meth:`CompiledProblem.check` passed, by id: a weak
 #: reference to the problem (its entry removed when it is freed), the :func:`_contract_key`
@@ -614,6 +670,8 @@ _CHECKED_METHODS = (
     "gap_gradient",
     "tangent_gradient",
     "friction",
+    "stiffness_matrix",
+    "damping_matrix",
     "check",
 )
 
@@ -1001,6 +1059,16 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         values = problem.normal_restitution(q)
         e_n[:] = accept(values, "normal_restitution(q)", (m,), step[0], q, step[1])
 
+    def constant(matrix):
+        if matrix is None:
+            return None
+        matrix = np.array(matrix, dtype=float)
+
+        def write(p, out):
+            out[:, :] = matrix
+
+        return write
+
     frictional = problem.has_friction
     compiled = problem.kernels()
     return ProblemKernels(
@@ -1015,4 +1083,6 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         tangent_gradient=tangent_gradient if frictional else None,
         friction=friction if frictional else None,
         normal_restitution=normal_restitution if frictional else None,
+        stiffness_matrix=constant(problem.stiffness_matrix()),
+        damping_matrix=constant(problem.damping_matrix()),
     )

@@ -78,6 +78,7 @@ from ._jit import (
     compile_time_choice,
     first_class_kernel,
     generated_functions,
+    kernel,
     scheme_function,
 )
 from .contact import (
@@ -379,6 +380,15 @@ def velocity_impulse(
     return STATUS_OK, active, used
 
 
+@kernel
+def no_linear_force(p, out):
+    """The ``stiffness_matrix`` or ``damping_matrix`` of a problem that declares none: zero
+    (n, n)."""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = 0.0
+
+
 def _start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
     for j in range(n):
         s.q[j] = q0[j]
@@ -418,12 +428,18 @@ class Scheme(TimeStepping):
     lead : int
         Steps by which ``current`` is ahead of the last sample (1 for a two-step scheme whose
         current position is q^{k+1} when q^k is the last sample).
+    linear_forces : bool
+        Whether the scheme's functions read the constant K and C of the forces' linear part,
+        ``problem.stiffness_matrix(p, K)`` and ``problem.damping_matrix(p, C)`` (K, C of shape
+        ``("n", "n")``; zero where the problem declares none:
+        :class:`impactbench.core.problem.ProblemKernels`). Default False.
     """
 
     state: ClassVar[dict[str, Any]] = {}
     run_time: ClassVar[tuple[str, ...]] = ()
     compile_time: ClassVar[dict[str, type]] = {}
     lead: ClassVar[int] = 0
+    linear_forces: ClassVar[bool] = False
     start = staticmethod(_start)
     commit = staticmethod(_commit)
     sample = staticmethod(_sample)
@@ -447,6 +463,16 @@ class Scheme(TimeStepping):
 
     def _method_vector(self) -> np.ndarray:
         return np.array([float(getattr(self, name)) for name in self.run_time])
+
+    @classmethod
+    def loop_scheme(
+        cls, kernels: ProblemKernels, options: dict[str, Any]
+    ) -> tuple[type[Scheme], dict[str, Any]]:
+        """The scheme whose functions :func:`scheme_loop` compiles for these kernels and loop
+        options, with the options that scheme takes: ``cls`` and ``options`` by default. A
+        scheme whose options select other functions (``MoreauJean(implicit=True)``) returns
+        them here, so that every loop template (the fixed-step and the adaptive one) runs them."""
+        return cls, options
 
     @classmethod
     def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
@@ -503,21 +529,25 @@ def scheme_loop(
     problem's ``kernels`` with the compile-time ``options``. The scheme's functions see the
     problem as :class:`Kernels`, with the further fields ``tangent_gradient``, ``friction`` and
     ``normal_restitution`` (default :func:`impactbench.core.friction.problem_restitution`) for a
-    frictional problem (:class:`impactbench.core.problem.ProblemKernels`), then those of
+    frictional problem (:class:`impactbench.core.problem.ProblemKernels`),
+    ``stiffness_matrix`` and ``damping_matrix`` for a scheme that declares ``linear_forces``
+    (the problem's kernels, or :func:`no_linear_force`), then those of
     :meth:`Scheme.derived_kernels`.
 
     Compiled, the loop takes the kernels as run-time values (first-class kernels,
     :func:`impactbench.core._jit.first_class_kernel`; the projection a scheme derives from
     them too): one loop per scheme, options, sizes and flags serves every problem. With the
-    option :data:`SPECIALISED` (``TimeStepping(specialised=True)``) the kernels are bound as
+    option :data:`SPECIALISED` (``TimeStepping(specialised=True)``), and for a scheme that
+    declares ``linear_forces`` (K and C have no first-class form yet), the kernels are bound as
     compile-time constants and inlined instead: one loop per scheme and problem.
     ``time_loop``: the loop template (default: the fixed-step loop; see
     :func:`impactbench.core.driver.make_loop`).
     """
-    options = dict(options)
+    scheme, options = scheme.loop_scheme(kernels, dict(options))
     specialised = options.pop(SPECIALISED, False)
     mass = mass_bindings(kernels, n_dof, compile)
-    first_class = compile and not specialised
+    linear = scheme.linear_forces
+    first_class = compile and not specialised and not linear
     if first_class:
         kernels = _first_class(kernels, mass)
     problem = Kernels(
@@ -537,6 +567,10 @@ def scheme_loop(
             friction=kernels.friction,
             normal_restitution=kernels.normal_restitution or problem_restitution,
         )
+    if linear:  # K and C of the forces' linear part, zero where the problem declares none
+        for name in ("stiffness_matrix", "damping_matrix"):
+            declared = getattr(kernels, name)
+            further[name] = no_linear_force if declared is None else declared
     further.update(scheme.derived_kernels(problem, n_constraints, compile))
     if further:
         problem = _kernels_with(tuple(further))(*problem, *further.values())
