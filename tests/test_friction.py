@@ -23,7 +23,6 @@ from impactbench.core.friction import (
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
-    EventDriven,
     MoreauJean,
     MoreauJeanProjection,
     NonsmoothGeneralizedAlpha,
@@ -147,8 +146,6 @@ class FrictionalFloor(Problem):
         D1MinusLinear(),
         NonsmoothGeneralizedAlpha(),
         MoreauJeanProjection(),
-        EventDriven(),
-        EventDriven(compiled=False),
     ],
     ids=lambda method: f"{type(method).__name__}[compiled={method.compiled}]",
 )
