@@ -44,7 +44,13 @@ from impactbench.core.method import EVENT_DRIVEN, Method
 from impactbench.core.problem import CheckedCalls, Problem, ProblemKernels, checked_state
 from impactbench.core.snapshot import keep, kept
 from impactbench.core.stall import StallGuard
-from impactbench.core.status_codes import COUNTER_STATUS, STATUS_DIVERGED, STATUS_OK
+from impactbench.core.status_codes import (
+    COUNTER_STATUS,
+    FAILURE_REASONS,
+    STATUS_DIVERGED,
+    STATUS_OK,
+    STATUS_PAINLEVE_SINGULAR,
+)
 from impactbench.core.trajectory import SimulationError, Status, Trajectory
 from impactbench.methods.free_flight import free_flight_rhs
 
@@ -121,6 +127,12 @@ class EventDriven(Method):
     ``contact_phases`` (persistent contacts closed, per constraint) and ``contact_duration``
     (their total duration up to ``t_end``).
 
+    A frictional problem (planar Coulomb friction, docs/friction.md) is integrated on every
+    engine with stick and slip phases between located transitions, decided by the
+    acceleration-level contact problem, and frictional impacts by the Newton-Coulomb law
+    (:mod:`impactbench.core.events.coulomb`); a Painleve situation stops the run with a
+    :class:`impactbench.SimulationError` that names it.
+
     On the scipy path the problem's methods are called with their results checked
     (:class:`impactbench.core.problem.CheckedCalls`: a bad value raises
     :class:`impactbench.SimulationError` with t, q and v); for a problem with compiled kernels
@@ -151,6 +163,7 @@ class EventDriven(Method):
 
     family = EVENT_DRIVEN
     requires_step = False
+    friction_law = True
     name_omits: ClassVar[dict[str, Any]] = {"max_step": math.inf, "dense_output": False}
 
     def __init__(
@@ -263,7 +276,21 @@ def _checked_kernels(calls: CheckedCalls, where: list[Any]) -> ProblemKernels:
     def gap_gradient(q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
         out[:, :n] = calls.gap_gradient(where[0], q, where[1])
 
-    return ProblemKernels(mass_matrix, forces, gap, gap_gradient)
+    kernels = ProblemKernels(mass_matrix, forces, gap, gap_gradient)
+    if not calls.problem.has_friction:
+        return kernels
+    m = calls.m
+
+    def tangent_gradient(q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
+        value = calls.problem.tangent_gradient(q)
+        out[:, :n] = calls.accept(value, "tangent_gradient(q)", (m, n), where[0], q, where[1])
+
+    def friction(q: np.ndarray, p: np.ndarray, mu: np.ndarray, e_t: np.ndarray) -> None:
+        values = calls.problem.friction(q)
+        mu[:m] = calls.accept(values[0], "friction(q)[0] (mu)", (m,), where[0], q, where[1])
+        e_t[:m] = calls.accept(values[1], "friction(q)[1] (e_T)", (m,), where[0], q, where[1])
+
+    return kernels._replace(tangent_gradient=tangent_gradient, friction=friction)
 
 
 class _ScipyRun:
@@ -292,7 +319,10 @@ class _ScipyRun:
         self.solver: integrate.OdeSolver | None = None
         self.sol: Callable | None = None
         self.probes: dict[float, np.ndarray] = {}
-        buffers = Buffers((1, 2 * self.n), (1, 2 * self.n), self.n, self.m, 4096)
+        self.friction = bool(problem.has_friction)
+        buffers = Buffers(
+            (1, 2 * self.n), (1, 2 * self.n), self.n, self.m, 4096, friction=self.friction
+        )
         self.out, self.w = buffers.fresh()
         self.loop = bind(self._kernel_bindings(), self._bind_stepper, compile=False)
 
@@ -344,7 +374,9 @@ class _ScipyRun:
 
     def _grow(self) -> None:
         capacity = 2 * self.out.t.shape[0]
-        buffers = Buffers((1, 2 * self.n), (1, 2 * self.n), self.n, self.m, capacity)
+        buffers = Buffers(
+            (1, 2 * self.n), (1, 2 * self.n), self.n, self.m, capacity, friction=self.friction
+        )
         self.out, self.w = buffers.fresh()
         start_state(self.problem, self.run, self.out, self.w)
         self.force_evaluations = 0
@@ -382,6 +414,8 @@ class _ScipyRun:
                 self.force_evaluations += 1
                 return out
         self.rhs(t, y, self.run.p, out, rws)  # checked calls: a bad force or M raises here
+        if rws[2 * n + 1, 0] == 3.0:
+            raise SimulationError(FAILURE_REASONS[STATUS_PAINLEVE_SINGULAR], t, y[:n], y[n:])
         if rws[2 * n + 1, 0] != 0.0:
             what = "mass matrix" if rws[2 * n + 1, 0] == 1.0 else "contact (Delassus) matrix"
             raise SimulationError(f"singular or indefinite {what}", t, y[:n], y[n:])

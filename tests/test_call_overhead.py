@@ -208,19 +208,26 @@ def test_engine_runs_of_one_method_and_problem_with_other_ends_are_their_own():
         assert kept.stats["impact_interval"] == fresh.stats["impact_interval"]
 
 
-@pytest.mark.parametrize(("integrator", "n", "m"), [("DOP853", 1, 1), ("RK45", 3, 2)])
+@pytest.mark.parametrize(
+    ("integrator", "n", "m", "friction"),
+    [("DOP853", 1, 1, False), ("RK45", 3, 2, False), ("DOP853", 2, 3, True)],
+)
 def test_the_event_loop_takes_its_work_arrays_in_a_few_blocks_and_cuts_the_same_views(
-    integrator, n, m
+    integrator, n, m, friction
 ):
     # the compiled event loop is passed Buffers.packed (a call of a called helper then passes a
-    # few arrays, not the sixty of Work) and cuts Work's views from it with packed_views
+    # few arrays, not the sixty of Work) and cuts Work's views from it with packed_views; a
+    # frictional problem's workspace (rws) has the friction scratch rows, 2 m wide
     from impactbench.core.events.buffers import Buffers, packed_views
+    from impactbench.core.events.dynamics import friction_layout
     from impactbench.core.events.engine import buffer_shapes
 
     shapes = buffer_shapes(integrator, n, m)
-    buffers = Buffers(*shapes, 8)
+    buffers = Buffers(*shapes, 8, friction=friction)
     assert len(buffers.packed) <= 8 < len(buffers.work) + len(buffers.work.cws)
-    cut = packed_views(*shapes)(buffers.packed)
+    rows = 2 * n + 6 * m + 6 + (friction_layout(n, m)["F_END"] if friction else 0)
+    assert buffers.work.rws.shape == (rows, max(n, (1 + friction) * m, 4))
+    cut = packed_views(*shapes, friction=friction)(buffers.packed)
     for name, mine, theirs in zip(buffers.work._fields, cut, buffers.work, strict=True):
         pairs = zip(mine, theirs, strict=True) if name == "cws" else [(mine, theirs)]
         for a, b in pairs:

@@ -23,7 +23,6 @@ from impactbench.core.friction import (
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
-    EventDriven,
     MoreauJean,
     MoreauJeanProjection,
     PaoliSchatzman,
@@ -145,8 +144,6 @@ class FrictionalFloor(Problem):
         PaoliSchatzman(),
         D1MinusLinear(),
         MoreauJeanProjection(),
-        EventDriven(),
-        EventDriven(compiled=False),
     ],
     ids=lambda method: f"{type(method).__name__}[compiled={method.compiled}]",
 )

@@ -143,7 +143,7 @@ class Method(ABC):
             raise ValueError(
                 f"method {self.name} has no friction law, and problem {problem.name} is "
                 "frictional (it declares Coulomb friction): use a method with a friction law "
-                "(MoreauJean, CatchingUp, NonsmoothGeneralizedAlpha)"
+                "(MoreauJean, CatchingUp, NonsmoothGeneralizedAlpha, EventDriven)"
             )
         t_end = _checks.finite_scalar(t_end, "t_end")
         if t_end <= problem.t0:

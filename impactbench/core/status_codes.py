@@ -26,6 +26,14 @@ STATUS_DEGENERATE_GRADIENT = 6
 #: The state left the bounds of :mod:`impactbench.core.divergence` (a run that grows without
 #: bound: an explicit scheme above its stable step, an unstable scheme or problem).
 STATUS_DIVERGED = 7
+#: A Painleve situation met by the event-driven method with Coulomb friction: the
+#: acceleration-level contact problem of the contacts at rest has no solution (inconsistent) or
+#: several (indeterminate) (:mod:`impactbench.core.events.coulomb`).
+STATUS_PAINLEVE_INCONSISTENT = 8
+STATUS_PAINLEVE_INDETERMINATE = 9
+#: ... or, while contacts slide, the contact problem turns singular (its forces grow without
+#: bound): met on the way, the run stops within the step that meets it.
+STATUS_PAINLEVE_SINGULAR = 10
 
 FAILURE_REASONS = {
     STATUS_NOT_FINITE: "non-finite state or force",
@@ -38,6 +46,19 @@ FAILURE_REASONS = {
         "gap(q) <= 0): the contact direction M^-1 grad g is undefined"
     ),
     STATUS_DIVERGED: "diverged: the state grew beyond its bound",
+    STATUS_PAINLEVE_INCONSISTENT: (
+        "Painleve situation (inconsistent): the acceleration-level contact problem with Coulomb "
+        "friction has no solution"
+    ),
+    STATUS_PAINLEVE_INDETERMINATE: (
+        "Painleve situation (indeterminate): the acceleration-level contact problem with "
+        "Coulomb friction has several solutions"
+    ),
+    STATUS_PAINLEVE_SINGULAR: (
+        "Painleve situation (singular): within the next step the acceleration-level contact "
+        "problem of the sliding contacts turns singular (det W_N M^-1 (W_N - mu s W_T)^T "
+        "reaches 0, the contact force grows without bound)"
+    ),
 }
 
 

@@ -9,6 +9,9 @@ module, each a set of templates run compiled by numba or as plain Python (the sa
 - :mod:`~impactbench.core.events.dynamics`: free flight and index-1 contact dynamics;
 - :mod:`~impactbench.core.events.location`: crossing detection and root search (Brent);
 - :mod:`~impactbench.core.events.resolution`: impact law, Zeno test, contacts, projections;
+- :mod:`~impactbench.core.events.coulomb`: Coulomb friction (stick and slip, their transitions,
+  Painleve situations, frictional impacts), bound in place of the frictionless templates for a
+  frictional problem;
 - :mod:`~impactbench.core.events.loop`: segments, restarts, drift, final state;
 - :mod:`~impactbench.core.events.stepping`: the compiled Runge-Kutta stepper;
 - :mod:`~impactbench.core.events.buffers`: the run's arrays as named tuples;

@@ -79,17 +79,19 @@ _STATES = ("y", "f", "y_new", "f_new", "probe", "ahead", "before")
 
 
 def _work_arrays(
-    stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int
+    stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int, friction: bool = False
 ) -> list[tuple[str, tuple[int, ...], Any]]:
     """(name, shape, dtype) of the arrays of :class:`Work`, the contact workspace's entries
-    (:func:`impactbench.core.contact.make_workspace`) as ``cws0``, ``cws1``, ..."""
+    (:func:`impactbench.core.contact.make_workspace`) as ``cws0``, ``cws1``, ...; ``friction``
+    adds the friction scratch to ``rws`` (:func:`impactbench.core.events.dynamics.
+    rhs_workspace`)."""
     workspace = getattr(make_workspace, "py_func", make_workspace)(n, m)
     s = SUBINTERVALS + 1
     f, i, b = np.float64, np.int64, np.bool_
     return [
         ("K", stages, f),
         ("dense", dense, f),
-        ("rws", rhs_workspace(n, m).shape, f),
+        ("rws", rhs_workspace(n, m, friction).shape, f),
         *((name, (2 * n,), f) for name in _STATES),
         ("v_new", (n,), f),
         ("tau", (s,), f),
@@ -130,11 +132,14 @@ def _view(block: int, first: int, rows: int) -> str:
     return f"work[{block}][{first}:{first + rows}]"
 
 
-def packed_views(stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int) -> Callable:
+def packed_views(
+    stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int, friction: bool = False
+) -> Callable:
     """``views(work)``: the :class:`Work` of views into the packed work arrays ``work``
-    (:attr:`Buffers.packed`) of a run of these sizes, as plain Python; its source is generated
-    from the layout (rows are constants), so that compiled it costs a few additions."""
-    places = _blocks(_work_arrays(stages, dense, n, m))[1]
+    (:attr:`Buffers.packed`) of a run of these sizes (with the friction scratch when
+    ``friction``), as plain Python; its source is generated from the layout (rows are
+    constants), so that compiled it costs a few additions."""
+    places = _blocks(_work_arrays(stages, dense, n, m, friction))[1]
     fields = [_view(*places[name]) for name in Work._fields if name != "cws"]
     workspace = [_view(*place) for name, place in places.items() if name.startswith("cws")]
     fields.append(f"({', '.join(workspace)},)")
@@ -167,10 +172,18 @@ class Buffers:
         Degrees of freedom and constraints.
     capacity : int
         Output samples.
+    friction : bool
+        Room for the friction scratch (a frictional problem).
     """
 
     def __init__(
-        self, stages: tuple[int, ...], dense: tuple[int, ...], n: int, m: int, capacity: int
+        self,
+        stages: tuple[int, ...],
+        dense: tuple[int, ...],
+        n: int,
+        m: int,
+        capacity: int,
+        friction: bool = False,
     ) -> None:
         f, i, b = np.float64, np.int64, np.bool_
         heads = (
@@ -178,7 +191,7 @@ class Buffers:
             ("growth", GROWTH_SIZE, f),
             ("info", INFO_HEAD + 3 * m, f),
         )
-        arrays = _work_arrays(stages, dense, n, m)
+        arrays = _work_arrays(stages, dense, n, m, friction)
         rows, places = _blocks(arrays)
         sizes = {f: 0, i: 0, b: 0}
         for _, size, dtype in heads:

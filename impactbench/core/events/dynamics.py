@@ -20,14 +20,18 @@ import numpy as np
 
 from impactbench.core.contact import ldl_factor, ldl_solve
 
+#: Sub-intervals per accepted step in the dense-output check (read by the event location).
+SUBINTERVALS = 4
+
 # Names bound per engine (impactbench.core.events.engine).
 mass_matrix = forces = gap_gradient = None
 CONSTANT_MASS = False
 N_DOF = N_CONSTRAINTS = 0
 
 
-def rhs_workspace(n: int, m: int) -> np.ndarray:
-    """Scratch of :func:`acceleration` and :func:`rhs`, shape (2n + 6m + 6, max(n, m, 4)).
+def rhs_workspace(n: int, m: int, friction: bool = False) -> np.ndarray:
+    """Scratch of :func:`acceleration` and :func:`rhs`, shape (2n + 6m + 6, max(n, m, 4)); with
+    ``friction`` the rows of :func:`friction_layout` follow, and rows are max(n, 2m, 4) wide.
 
     Rows: M (n), its LDL^T factor (n), the acceleration a, a control row (failure flag: 1 mass
     matrix not SPD, 2 singular Delassus matrix of the closed contacts; the number k of closed
@@ -37,7 +41,38 @@ def rhs_workspace(n: int, m: int) -> np.ndarray:
     q + d v, G at q - d v, Y = rows M^-1 grad g_C, the Delassus matrix W_C and its factor, and
     a last row for the right-hand side of W_C lambda.
     """
+    if friction:
+        rows = 2 * n + 6 * m + 6 + friction_layout(n, m)["F_END"]
+        return np.zeros((rows, max(n, 2 * m, 4)))
     return np.zeros((2 * n + 6 * m + 6, max(n, m, 4)))
+
+
+def friction_layout(n: int, m: int) -> dict[str, int]:
+    """The rows of the friction scratch (:mod:`impactbench.core.events.coulomb`) in the
+    workspace of :func:`rhs_workspace`, as the constants the templates are bound with: the
+    tangent rows W_T at q, q + d v and q - d v (m each; ``F_T``, ``F_TP``, ``F_TM``); one row
+    each for the mode of each constraint (``F_MODE``), its mu and e_T (``F_MU``, ``F_ET``), the
+    tangential force and the friction event value of each closed contact (``F_LT``, ``F_EV``),
+    a vector of 2m (``F_B``); the event values at the probes of a step (``F_FS``, one row per
+    probe); blocks of 2m rows (``F_YF``, ``F_A``, ``F_RY``, ``F_RF``), four vectors (``F_V``),
+    the seven (m, m) blocks and five vectors of the impact law (``F_K``, ``F_KV``), and
+    M^-1 W_N^T, M^-1 W_T^T of the contacts of an impact (``F_YN``, ``F_YT``, m rows each);
+    ``F_END`` the number of these rows (the others are absolute row indices).
+    """
+    base = 2 * n + 6 * m + 6
+    sizes = (
+        ("F_T", m), ("F_TP", m), ("F_TM", m), ("F_MODE", 1), ("F_MU", 1), ("F_ET", 1),
+        ("F_LT", 1), ("F_EV", 1), ("F_B", 1), ("F_FS", SUBINTERVALS + 1), ("F_YF", 2 * m),
+        ("F_A", 2 * m), ("F_RY", 2 * m), ("F_RF", 2 * m), ("F_V", 4), ("F_K", 7 * m),
+        ("F_KV", 5), ("F_YN", m), ("F_YT", m),
+    )  # fmt: skip
+    layout = {}
+    row = 0
+    for name, size in sizes:
+        layout[name] = base + row
+        row += size
+    layout["F_END"] = row
+    return layout
 
 
 def _free_acceleration(t, q, v, p, ws):

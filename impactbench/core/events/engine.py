@@ -43,11 +43,13 @@ from impactbench.core.status_codes import (
     COUNTER_STEPS,
     FAILURE_REASONS,
     STATUS_OK,
+    STATUS_PAINLEVE_INCONSISTENT,
+    STATUS_PAINLEVE_INDETERMINATE,
     STATUS_PROJECTION_NOT_CONVERGED,
 )
 from impactbench.core.trajectory import ImpactLog, Status, Trajectory
 
-from . import dynamics, location, loop, resolution, stepping
+from . import coulomb, dynamics, location, loop, resolution, stepping
 from .buffers import (
     COUNTER_EVENTS,
     COUNTER_SEGMENTS,
@@ -82,30 +84,43 @@ CONTACT_TOLERANCE_FACTOR = 10.0
 
 # (global name, template, how): inlined by LLVM (True), copied into the caller by numba ("ir"),
 # or called (False); callees before their callers. "STEPPER" marks where the stepper is bound.
+# A template given as a pair (frictionless, frictional) is chosen by the problem
+# (impactbench.core.events.coulomb); None: not bound.
 _TEMPLATES = (
     ("_free_acceleration", dynamics._free_acceleration, True),
-    ("acceleration", dynamics.acceleration, True),
+    ("gauss_solve", (None, coulomb.gauss_solve), True),
+    ("_difference_step", (None, coulomb._difference_step), True),
+    ("_tangent_rows", (None, coulomb._tangent_rows), True),
+    ("_tangent_rate", (None, coulomb._tangent_rate), True),
+    ("_decode", (None, coulomb._decode), True),
+    ("acceleration", (dynamics.acceleration, coulomb.acceleration), True),
     ("rhs", dynamics.rhs, True),
     ("factor_constant_mass", dynamics.factor_constant_mass, False),
     ("STEPPER", None, None),
+    ("friction_value", (location.no_friction_value, coulomb.friction_value), True),
+    ("probe_friction", (location.no_friction_probe, coulomb.probe_friction), True),
     ("event_value", location.evaluate, True),  # inlined into the root search
     ("_brent_step", location._brent_step, True),
     ("root", location.brent, False),
     ("event_value", location.evaluate, False),  # called by the rare re-arming tests
+    ("friction_event", (location.no_friction_event, coulomb.friction_event), False),
     ("gap_crossing", location.crossing, "ir"),
     ("probe_step", location.probe_step, "ir"),
     ("earliest_event", location.earliest_event, "ir"),
     ("name_failed_rows", resolution._name_failed_rows, True),
     ("_subtract_reactions", resolution._subtract_reactions, True),
     ("project_position", resolution._project_position, False),
-    ("project_velocity", resolution._project_velocity, False),
+    ("project_velocity", (resolution._project_velocity, coulomb.project_velocity), False),
     ("acceleration_lcp", resolution._acceleration_lcp, False),
+    ("impact_impulse", (resolution._frictionless_impulse, coulomb.impact_impulse), True),
     ("impact_law", resolution._impact_law, "ir"),
     ("free_accelerations", resolution._free_accelerations, "ir"),
+    ("decide_contacts", (resolution._decide_contacts, coulomb.decide_contacts), "ir"),
     ("closing", resolution._closing, "ir"),
     ("record_switch", resolution._record_switch, "ir"),
     ("project_closed", resolution._project_closed, "ir"),
     ("resolve", resolution.resolve, False),
+    ("friction_drifted", (resolution.no_friction_drift, coulomb.friction_drifted), True),
     ("drifted", resolution.drifted, "ir"),
     ("diverged", loop._diverged, True),
     ("add_sample", loop._add_sample, True),
@@ -127,14 +142,16 @@ def bind(
     shapes: tuple[Any, ...] | None = None,
 ) -> Callable:
     """The event loop ``loop(run, out, work)`` with ``kernels`` (the problem's kernels and
-    flags, ``N_DOF``, ``N_CONSTRAINTS``) bound, and the stepper that ``stepper(bindings, add)``
-    binds (``add(name, template, how)`` binds a template; callables may also be put in
-    ``bindings`` directly). Compiled with numba (``_nrt=False``, cached on disk), ``work`` the
-    packed work arrays (:attr:`Buffers.packed`) of :class:`Buffers` of ``shapes``; or plain
-    Python, ``work`` the :class:`Work`."""
+    flags, ``N_DOF``, ``N_CONSTRAINTS``, ``FRICTION``, :func:`kernel_bindings`) bound, and the
+    stepper that ``stepper(bindings, add)`` binds (``add(name, template, how)`` binds a
+    template; callables may also be put in ``bindings`` directly). Compiled with numba
+    (``_nrt=False``, cached on disk), ``work`` the packed work arrays (:attr:`Buffers.packed`)
+    of :class:`Buffers` of ``shapes``; or plain Python, ``work`` the :class:`Work`."""
     bindings = dict(kernels)
+    friction = bool(bindings["FRICTION"])
     if compile:
-        bindings["views"] = specialize(packed_views(*shapes), {}, compile, inline=True, helper=True)
+        views = packed_views(*shapes, friction=friction)
+        bindings["views"] = specialize(views, {}, compile, inline=True, helper=True)
     else:
         bindings["views"] = unpacked
 
@@ -147,7 +164,10 @@ def bind(
         if name == "STEPPER":
             stepper(bindings, add)
         else:
-            add(name, template, how)
+            if isinstance(template, tuple):
+                template = template[friction]
+            if template is not None:  # None: a helper of the frictional templates only
+                add(name, template, how)
     return specialize(loop.event_loop, bindings, compile, nrt=False)
 
 
@@ -180,8 +200,10 @@ def _rk_stepper(integrator: str, compile: bool) -> Callable[[dict[str, Any], Cal
 
 
 def kernel_bindings(kernels: Any, n: int, m: int, constant_mass: bool) -> dict[str, Any]:
-    """The names the templates read from a problem: its kernels, flags and sizes."""
-    return {
+    """The names the templates read from a problem: its kernels, flags and sizes; for a
+    frictional problem (``kernels.tangent_gradient`` not None) its friction kernels and the
+    rows of the friction scratch (:func:`impactbench.core.events.dynamics.friction_layout`)."""
+    names = {
         "mass_matrix": kernels.mass_matrix,
         "forces": kernels.forces,
         "gap": kernels.gap,
@@ -189,7 +211,12 @@ def kernel_bindings(kernels: Any, n: int, m: int, constant_mass: bool) -> dict[s
         "CONSTANT_MASS": constant_mass,
         "N_DOF": n,
         "N_CONSTRAINTS": m,
+        "FRICTION": kernels.tangent_gradient is not None,
     }
+    if names["FRICTION"]:
+        names.update(tangent_gradient=kernels.tangent_gradient, friction=kernels.friction)
+        names.update(dynamics.friction_layout(n, m))
+    return names
 
 
 _ENGINES: dict[tuple[Any, ...], Callable] = {}
@@ -260,8 +287,8 @@ MAX_RUNS = 64
 #: The event loops' calls without numba's dispatch (fixed argument types).
 _DIRECT_CALLS: dict[Callable, DirectCall] = {}
 
-#: The buffers of finished runs by (pair, n, m, output capacity), taken by the next run of those
-#: sizes (list.pop and list.append are atomic: concurrent runs take their own set).
+#: The buffers of finished runs by (pair, n, m, friction, output capacity), taken by the next
+#: run of those sizes (list.pop and list.append are atomic: concurrent runs take their own set).
 _FREE_BUFFERS: dict[tuple[str, int, int, int], list[Buffers]] = {}
 
 
@@ -374,7 +401,8 @@ class PreparedEngine:
         if self.call is None:
             self.call = _DIRECT_CALLS.setdefault(loop_function, DirectCall(loop_function))
         n, m = int(problem.n_dof), int(problem.n_constraints)
-        self.key = (integrator, n, m)
+        self.friction = bool(problem.has_friction)
+        self.key = (integrator, n, m, self.friction)
         self.shapes = buffer_shapes(integrator, n, m)
         self.compile = compile
         self.y0 = np.concatenate(
@@ -399,7 +427,8 @@ class PreparedEngine:
                 impact_interval=float(min_impact_interval * (t_end - t0)),
             )
             # the float buffer with the initial state and the state's bounds, set by one copy
-            image = Buffers(*self.shapes, 2).image(self.y0, state_bounds(problem, run.t_end))
+            buffers = Buffers(*self.shapes, 2, friction=self.friction)
+            image = buffers.image(self.y0, state_bounds(problem, run.t_end))
             kept = (run, image)
             if len(self.runs) >= MAX_RUNS:
                 self.runs.clear()
@@ -414,7 +443,7 @@ class PreparedEngine:
             try:
                 buffers = free.pop()
             except IndexError:
-                buffers = Buffers(*self.shapes, capacity)
+                buffers = Buffers(*self.shapes, capacity, friction=self.friction)
             out, w = buffers.fresh(image)
             work = buffers.packed if self.compile else w
             call = self.call.entry or self.call  # the entry point once selected
@@ -519,6 +548,11 @@ def _failure_message(status: int, t: float, info: np.ndarray, m: int) -> str:
         STATUS_CONTACT_LCP_FAILED: f"contact LCP failed on constraints {rows.tolist()}",
         **FAILURE_REASONS,
     }
+    if status in (STATUS_PAINLEVE_INCONSISTENT, STATUS_PAINLEVE_INDETERMINATE):
+        reasons[status] = (
+            f"{FAILURE_REASONS[status]} on contacts {rows.tolist()} (tangential velocities "
+            f"{named[rows].tolist()}; {int(info[INFO_FAILED_VALUE])} solutions)"
+        )
     if status == STATUS_PROJECTION_NOT_CONVERGED:
         reasons[status] = (
             f"projection onto the contact manifold of constraints {rows.tolist()} did not "

@@ -26,8 +26,8 @@ import math
 
 import numpy as np
 
-#: Sub-intervals per accepted step in the dense-output check.
-SUBINTERVALS = 4
+from .dynamics import SUBINTERVALS
+
 _BRENT_ITERATIONS = 100
 _EPS = float(np.finfo(float).eps)
 
@@ -35,6 +35,8 @@ _EPS = float(np.finfo(float).eps)
 GAP = 0
 RATE = 1
 FORCE = 2
+#: The friction event value of a closed contact (:mod:`impactbench.core.events.coulomb`).
+STICK_SLIP = 3
 
 #: Flags per constraint (``w.mark``) set by the restart: closed before the event, impacting at
 #: it, impacting sooner than ``min_impact_interval`` after its last impact, closed after it.
@@ -45,13 +47,14 @@ CLOSES = 8
 
 # Names bound per engine (impactbench.core.events.engine).
 gap = gap_gradient = dense_evaluate = acceleration = event_value = root = gap_crossing = None
-views = None
+views = friction_value = probe_friction = friction_event = None
 N_DOF = N_CONSTRAINTS = 0
 
 
 def evaluate(kind, i, level, s, t_old, h, run, work):
-    """g_i(s) - level (kind GAP), dg_i/dt(s) (kind RATE) or the force of the i-th closed contact
-    (kind FORCE) on the dense output of the step [t_old, t_old + h] starting at ``w.y``."""
+    """g_i(s) - level (kind GAP), dg_i/dt(s) (kind RATE), the force of the i-th closed contact
+    (kind FORCE) or its friction event value (kind STICK_SLIP) on the dense output of the step
+    [t_old, t_old + h] starting at ``w.y``."""
     w = views(work)
     n = N_DOF
     y = w.probe
@@ -59,6 +62,9 @@ def evaluate(kind, i, level, s, t_old, h, run, work):
     if kind == FORCE:
         acceleration(s, y, run.p, w.rws)
         return w.rws[2 * n + 3, i]
+    if kind == STICK_SLIP:
+        acceleration(s, y, run.p, w.rws)
+        return friction_value(i, w.rws)
     if kind == GAP:
         gap(y[:n], run.p, w.g)
         return w.g[i] - level
@@ -175,12 +181,15 @@ def probe_step(t_old, h, t_new, k_closed, run, work):
             evaluations += 1
             for c in range(k_closed):
                 w.ls[k, c] = w.rws[2 * n + 3, c]
+            probe_friction(k, k_closed, w.rws)
     return np.isfinite(check), evaluations
 
 
 def earliest_event(t_old, h, start, k_closed, run, work):
     """The earliest event of the step: (t_event, gap event i or -1, released contact or -1);
-    inf when none. The re-armed flags after the whole step go to ``w.armed_next``."""
+    inf when none. A stick-slip transition of the closed contact i (friction,
+    :mod:`impactbench.core.events.coulomb`) is returned as the released contact m + i. The
+    re-armed flags after the whole step go to ``w.armed_next``."""
     w = views(work)
     m = N_CONSTRAINTS
     t_event = math.inf
@@ -206,4 +215,24 @@ def earliest_event(t_old, h, start, k_closed, run, work):
                     event = -1
                     released = w.closed[c]
                 break
+    t_hit, switched = friction_event(t_old, h, k_closed, run, work)
+    if t_hit < t_event:
+        t_event = t_hit
+        event = -1
+        released = switched
     return t_event, event, released
+
+
+def no_friction_value(c, ws):
+    """The friction event value of a frictionless engine: none (never called)."""
+    return 1.0
+
+
+def no_friction_probe(k, k_closed, ws):
+    """The friction probes of a frictionless engine: none."""
+    return
+
+
+def no_friction_event(t_old, h, k_closed, run, work):
+    """The stick-slip transitions of a frictionless engine: none."""
+    return math.inf, -1

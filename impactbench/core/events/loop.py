@@ -36,6 +36,7 @@ from impactbench.core.status_codes import (
     STATUS_MASS_NOT_SPD,
     STATUS_NOT_FINITE,
     STATUS_OK,
+    STATUS_PAINLEVE_SINGULAR,
 )
 
 from .buffers import (
@@ -157,7 +158,10 @@ def _segment(t, start, k_closed, first_step, run, out, work):
 
 
 def _contact_status(control):
-    """The status of a failed right-hand side (flag in the control row of the workspace)."""
+    """The status of a failed right-hand side (flag in the control row of the workspace: 1 the
+    mass matrix, 2 the contact matrix, 3 a Painleve point of sliding friction)."""
+    if control[0] == 3.0:
+        return STATUS_PAINLEVE_SINGULAR
     return STATUS_CONTACT_MATRIX_SINGULAR if control[0] == 2.0 else STATUS_MASS_NOT_SPD
 
 

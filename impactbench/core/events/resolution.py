@@ -77,6 +77,7 @@ mass_matrix = forces = gap = gap_gradient = views = None
 N_DOF = N_CONSTRAINTS = 0
 impact_law = free_accelerations = closing = record_switch = project_closed = None
 project_position = project_velocity = acceleration_lcp = name_failed_rows = None
+impact_impulse = decide_contacts = friction_drifted = None
 
 
 def resolve(t, y, event, released, k_closed, run, out, work):
@@ -88,7 +89,7 @@ def resolve(t, y, event, released, k_closed, run, out, work):
     if status == STATUS_OK:
         status = free_accelerations(t, y, impacting, run, work)
     if status == STATUS_OK:
-        status = closing(released, run, out, work)
+        status = closing(y, released, run, out, work)
     if status != STATUS_OK:
         return status, k_closed
     record_switch(t, run, out, work)
@@ -135,7 +136,7 @@ def _impact_law(t, y, event, k_closed, run, out, work):
     mass_matrix(q, run.p, w.M)
     if not ldl_factor(w.M, n, w.F):
         return STATUS_MASS_NOT_SPD, True
-    used = impulse(n, G, w.rows, k, v, v, run.e, w.F, w.cws, w.v_new)
+    used = impact_impulse(q, v, k, run, work)
     if used == -2:
         return STATUS_DEGENERATE_GRADIENT, True
     if used < 0:
@@ -158,6 +159,15 @@ def _impact_law(t, y, event, k_closed, run, out, work):
                 mark[i] |= SPACED
             w.last_impact[i] = t
     return STATUS_OK, True
+
+
+def _frictionless_impulse(q, v, k, run, work):
+    """Newton's law on the active set ``w.rows[:k]`` at (q, v) (G and the factor of M in
+    ``w.G``, ``w.F``): the velocity after the impact into ``w.v_new``; returns the solver's
+    count (< 0 on a failure, :data:`impactbench.core.contact.DEGENERATE_GRADIENT` for a
+    vanishing gradient)."""
+    w = views(work)
+    return impulse(N_DOF, w.G, w.rows, k, v, v, run.e, w.F, w.cws, w.v_new)
 
 
 def _free_accelerations(t, y, impacting, run, work):
@@ -198,9 +208,9 @@ def _free_accelerations(t, y, impacting, run, work):
     return STATUS_OK
 
 
-def _closing(released, run, out, work):
+def _closing(y, released, run, out, work):
     """Rest speeds, the constraints at rest (or impacting too soon) and which of them close
-    (flag CLOSES), by the acceleration LCP; a status."""
+    (flag CLOSES), by :func:`decide_contacts` at the state ``y``; a status."""
     w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
@@ -231,6 +241,15 @@ def _closing(released, run, out, work):
         if slow and i != released:
             rows[k] = i
             k += 1
+    return decide_contacts(y, rows, k, released, run, out, work)
+
+
+def _decide_contacts(y, rows, k, released, run, out, work):
+    """Which of the constraints at rest ``rows[:k]`` close (flag CLOSES): those the
+    acceleration LCP gives a force; a status. (``y`` and ``released`` serve the frictional
+    decision, :func:`impactbench.core.events.coulomb.decide_contacts`.)"""
+    w = views(work)
+    mark = w.mark
     if k > 0:
         if not acceleration_lcp(rows, k, out.info, work):
             return STATUS_CONTACT_LCP_FAILED
@@ -415,4 +434,9 @@ def drifted(y, k_closed, run, work):
             return True
         if abs(rate) > (run.atol + run.rtol * speed) * norm:
             return True
+    return friction_drifted(y, k_closed, run, work)
+
+
+def no_friction_drift(y, k_closed, run, work):
+    """The drift of sticking contacts in a frictionless engine: none."""
     return False
