@@ -141,8 +141,9 @@ def test_every_accepted_step_in_bounded_memory():
 def test_bad_input_names_the_argument(argument, value):
     with pytest.raises(ValueError, match=argument):
         Adaptive(MoreauJean(), **{argument: value})
-    with pytest.raises(ValueError, match="scheme"):
-        Adaptive("MoreauJean")
+    for scheme in ("EventDriven", "NoSuchScheme[theta=1]", Adaptive()):
+        with pytest.raises(ValueError, match="scheme"):
+            Adaptive(scheme)
 
 
 @pytest.mark.parametrize(("extrapolate", "expected"), [(False, 0.5), (True, 1.0)])
@@ -193,7 +194,29 @@ def test_the_name_tells_apart_what_changes_the_results():
         )
     }
     assert len(names) == 7
-    assert Adaptive(CatchingUp()).name.startswith("Adaptive[CatchingUp")
+    assert Adaptive(CatchingUp()).name.startswith("Adaptive[scheme=CatchingUp")
+
+
+def test_named_on_the_command_line_and_at_top_level():
+    """A spec names the scheme (its own parameters included) and the controller's; the name of
+    the method built reads back to the same method."""
+    import impactbench
+    from impactbench.bench.specs import load_method
+    from impactbench.methods import METHODS
+
+    assert impactbench.Adaptive is Adaptive is METHODS["Adaptive"]
+    method = load_method(
+        "Adaptive[scheme=MoreauJean[theta=1.0],rtol=1e-4,gap_tolerance=1e-4,extrapolate=True]"
+    )
+    assert isinstance(method.stepper, MoreauJean) and method.stepper.theta == 1.0
+    assert (method.rtol, method.gap_tolerance, method.extrapolate) == (1e-4, 1e-4, True)
+    again = load_method(method.name)
+    assert again.name == method.name and repr(again) == repr(method)
+    assert Adaptive(
+        MoreauJean(theta=1.0), rtol=1e-4, gap_tolerance=1e-4, extrapolate=True
+    ).name == (method.name.replace("theta=1.0]", "theta=1.0,activation=position]"))
+    with pytest.raises(ValueError, match="rtl"):
+        load_method("Adaptive[scheme=CatchingUp,rtl=1e-4]")
 
 
 @pytest.mark.parametrize("scheme", [MoreauJean(), CatchingUp()], ids=lambda s: s.name)
