@@ -34,7 +34,10 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   asymptotic meaning); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
   most h right after a rejection, which keeps the controller from cycling between growth and
   rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below
-  by ``h_min``; a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL`
+  by ``h_min``, except on a contact-change step, where the positions' difference is O(h) (the
+  impulse acts at different instants in the two estimates), so h is scaled by 0.9 / err
+  (within [0.1, 0.9]) rather than err^(-1/(p+1)), which took several rejections per impact;
+  a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL`
   (t, q, v of the last accepted state).
 
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
@@ -310,6 +313,8 @@ def _adaptive_loop(
                 break
             if too_deep:
                 factor = min(0.9, max(0.1, 0.9 * gap_tolerance / growth))
+            elif changed:  # the positions' difference through a contact change is O(h)
+                factor = min(0.9, max(0.1, 0.9 / error))
             else:
                 factor = min(0.9, max(0.2, 0.9 * error**exponent))
             h = max(step * factor, h_min)
