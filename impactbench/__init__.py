@@ -1,8 +1,9 @@
 """impactbench: comparative studies of numerical methods for mechanical systems with impacts.
 
 The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`simulate`, the
-:class:`Trajectory` result and the shared contact numerics; for writing a compiled problem, the
-:func:`kernel` decorator, the named parameters (:func:`parameter_indices`,
+:class:`Trajectory` result and the shared contact numerics; the time-stepping loop
+(:class:`TimeStepping`) and step-size control over any scheme (:class:`Adaptive`); for writing
+a compiled problem, the :func:`kernel` decorator, the named parameters (:func:`parameter_indices`,
 :func:`parameter_vector`) and the argument checks (:mod:`impactbench.core.checks`, also
 ``impactbench.checks``). Methods live in
 :mod:`impactbench.methods` (name table ``METHODS``), problems in :mod:`impactbench.problems`
@@ -12,6 +13,7 @@ The core: the :class:`Problem` contract, the :class:`Method` contract, :func:`si
 from .analysis.reference import Reference, reference
 from .core import checks
 from .core._files import CacheWarning
+from .core.adaptive import Adaptive
 from .core.building import make_trajectory
 from .core.dense import DenseOutput
 from .core.energy import energy, kinetic_energy, potential_energy
@@ -45,6 +47,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "Adaptive",
     "CacheWarning",
     "Comparison",
     "CompiledProblem",

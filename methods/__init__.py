@@ -1,5 +1,7 @@
 """The methods: time-stepping (Paoli-Schatzman, Moreau-Jean, catching-up, nonsmooth
-generalized-alpha, D1MinusLinear, Moreau-Jean with position projection) and event-driven.
+generalized-alpha, D1MinusLinear, Moreau-Jean with position projection), time-stepping with
+step-size control (:class:`Adaptive`, any scheme: ``Adaptive[scheme=CatchingUp,rtol=1e-4]``)
+and event-driven.
 
 ``METHODS`` maps each class name to its class (the built-in methods; those of installed
 third-party packages join them in :data:`impactbench.bench.plugins.METHODS`); :func:`get_method`
@@ -9,6 +11,7 @@ of ``Method.name``).
 
 from __future__ import annotations
 
+from impactbench.core.adaptive import Adaptive
 from impactbench.core.method import Method
 from impactbench.core.names import parse_spec
 
@@ -26,6 +29,7 @@ METHODS: dict[str, type[Method]] = {
     "MoreauJeanProjection": MoreauJeanProjection,
     "NonsmoothGeneralizedAlpha": NonsmoothGeneralizedAlpha,
     "D1MinusLinear": D1MinusLinear,
+    "Adaptive": Adaptive,
     "EventDriven": EventDriven,
 }
 
@@ -56,6 +60,7 @@ def get_method(spec: str) -> Method:
 
 __all__ = [
     "METHODS",
+    "Adaptive",
     "CatchingUp",
     "D1MinusLinear",
     "EventDriven",

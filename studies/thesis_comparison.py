@@ -1,21 +1,22 @@
 """Thesis comparison: the double pendulum against a wall, time-stepping against event detection.
 
-The model problem of the Dzonou / Monteiro Marques / Paoli thesis (a double pendulum whose tip
-hits a vertical wall; their velocity scheme against an impact-detection algorithm), in two
+The model problem of the Dzonou / Monteiro Marques / Paoli thesis (a double pendulum whose tip hits
+a vertical wall; their velocity scheme against an impact-detection algorithm), in two
 configurations: the tip against the wall (:class:`DoublePendulum` defaults, horizon
 ``DoublePendulum().t_end``) and both masses against the wall through the pivot (Potra et al.,
-:meth:`DoublePendulum.two_contact`, T = 2.5). The time-steppers -- CatchingUp (the thesis'
-scheme), MoreauJean at theta = 1/2 and PaoliSchatzman -- are swept by their step h, EventDriven
-(DOP853) by its relative tolerance; each nominal step h runs at ``PHASES`` perturbed copies
-h (1 + delta_j) (phase averaging, :mod:`impactbench.analysis.fitting`) and the findings use the
-median over the copies. Every run is measured against the cached DOP853 event-driven reference at
-rtol 1e-12 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and
-Hausdorff velocity errors, impact-time error, isolated reference impacts found / missed and
-spurious impacts (the matching rules of :mod:`impactbench.analysis.metrics`), penetration (on the
-nominal run of each step only: reported, never fitted), force
-evaluations and wall time (minimum of the repeats after a warm-up; the runs execute one at a
-time). Orders in h are fitted on the medians with their 95 % intervals, errors below ten times
-the reference's claimed accuracy excluded (:mod:`impactbench.analysis.fitting`).
+:meth:`DoublePendulum.two_contact`, T = 2.5). The time-steppers -- CatchingUp (the thesis' scheme),
+MoreauJean at theta = 1/2 and PaoliSchatzman -- are swept by their step h, EventDriven (DOP853) by
+its relative tolerance, and the third family, MoreauJean and CatchingUp under step-size control
+(:mod:`._adaptive`), by rtol too; each nominal step h runs at ``PHASES`` perturbed copies h (1 +
+delta_j) (phase averaging, :mod:`impactbench.analysis.fitting`) and the findings use the median over
+the copies. Every run is measured against the cached DOP853 event-driven reference at rtol 1e-12
+(:func:`._reference.event_driven_reference`): max position error and error at T, L1 and Hausdorff
+velocity errors, impact-time error, isolated reference impacts found / missed and spurious impacts
+(the matching rules of :mod:`impactbench.analysis.metrics`), penetration (on the nominal run of each
+step only: reported, never fitted), force evaluations and wall time (minimum of the repeats after a
+warm-up; the runs execute one at a time). Orders in h are fitted on the medians with their 95 %
+intervals, errors below ten times the reference's claimed accuracy excluded
+(:mod:`impactbench.analysis.fitting`).
 
 The report writes the reference curves it plots as tables next to the run table
 (``reference_curves.csv``, ``references.csv``, from the cached reference) and draws every figure
@@ -39,7 +40,10 @@ from impactbench.analysis.impact_events import isolated_impacts as isolated_mask
 from impactbench.analysis.impact_events import matching_window
 from impactbench.analysis.metrics import ERROR_GRID_TEXT, error_floor
 from impactbench.analysis.timing import (
+    ADAPTIVE_STEPPING,
+    COMPARED_FAMILIES,
     FASTER,
+    comparison_families,
     crossover,
     crossover_text,
     row_timing,
@@ -65,10 +69,11 @@ from impactbench.bench.trajectory_figure import (
     trajectory_artefact,
     trajectory_figure,
 )
-from impactbench.core.method import EVENT_DRIVEN, TIME_STEPPING
+from impactbench.core.method import TIME_STEPPING
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman, get_method
 from impactbench.problems import DoublePendulum
 
+from . import _adaptive
 from ._reference import event_driven_reference, stored_event_driven_reference
 
 #: Problem configurations by their label in the table: factory of the problem (its recommended
@@ -102,6 +107,11 @@ STEPS = {"full": _FULL_STEPS, "quick": _FULL_STEPS[[0, 2, 4]]}
 PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [10.0**-k for k in range(3, 11)], "quick": [1e-5, 1e-8]}
 REPEATS = {"full": 3, "quick": 1}
+#: rtol of the step-size-controlled schemes, their largest step (the coarsest fixed step), and
+#: the tolerances whose runs store their accepted steps for the h(t) figure.
+ADAPTIVE_TOLERANCES = {"full": [10.0**-k for k in range(2, 8)], "quick": [1e-3, 1e-5]}
+ADAPTIVE_H_MAX = 1e-2
+STEP_SIZE_TOLERANCES = (1e-3, 1e-5)
 
 #: Max position error levels of the time-to-accuracy findings.
 TARGETS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6)
@@ -133,7 +143,8 @@ def cases() -> list[Case]:
 
 
 def runs(quick: bool) -> list[Run]:
-    """Time-steppers by h and EventDriven by rtol on both configurations, against the reference."""
+    """Time-steppers by h, EventDriven and the step-size-controlled schemes by rtol on both
+    configurations, against the reference."""
     grid = "quick" if quick else "full"
     options = {
         "metrics": METRICS,
@@ -150,13 +161,20 @@ def runs(quick: bool) -> list[Run]:
     )
     result += expand(cases(), [adaptive], **options)
     finest_h, finest_rtol = min(STEPS[grid]), min(TOLERANCES[grid])
-    return [
+    result = [
         replace(run, artefact=trajectory_artefact)
         if (run.h == run.nominal_h == finest_h)
         or (run.method_kwargs.get("rtol") == finest_rtol and run.method_kwargs["compiled"])
         else run
         for run in result
     ]
+    for run in expand(
+        cases(), _adaptive.grids(ADAPTIVE_TOLERANCES[grid], ADAPTIVE_H_MAX), **options
+    ):
+        steps = run.tolerance_value in STEP_SIZE_TOLERANCES
+        factory = _adaptive.step_size_artefact if steps else _adaptive.control_artefact
+        result.append(replace(run, artefact=factory))
+    return result
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,11 +291,15 @@ AGGREGATED = (
 
 
 def families(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per phase family (time-steppers: nominal h; EventDriven: rtol) with the medians
-    of :data:`AGGREGATED` (:func:`impactbench.analysis.fitting.phase_medians`; ``wall_time_spread``
+    """One row per phase family (time-steppers: nominal h; EventDriven and the adaptive
+    schemes: rtol) with the medians of :data:`AGGREGATED` and ``rejected_fraction`` when
+    ``table`` has it (:func:`impactbench.analysis.fitting.phase_medians`; ``wall_time_spread``
     the spread of each run's repeats, :mod:`impactbench.analysis.timing`) and ``resolution``
-    (the nominal h or the rtol)."""
-    medians = phase_medians(with_spreads(table), AGGREGATED, keys=("family", "t_end"))
+    (the nominal h or the rtol); the adaptive schemes' family is
+    :data:`impactbench.analysis.timing.ADAPTIVE_STEPPING`."""
+    values = [*AGGREGATED, *(["rejected_fraction"] if "rejected_fraction" in table else [])]
+    table = comparison_families(_adaptive.labelled(table))
+    medians = phase_medians(with_spreads(table), values, keys=("family", "t_end"))
     return medians.assign(resolution=medians["h"].fillna(medians["tolerance"]))
 
 
@@ -360,8 +382,7 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
 
     Consecutive targets with the same answer are merged into one clause.
     """
-    stepping = group["family"] == TIME_STEPPING
-    families = {TIME_STEPPING: group[stepping], EVENT_DRIVEN: group[~stepping]}
+    families = {family: group[group["family"] == family] for family in COMPARED_FAMILIES}
     texts: list[str] = []
     merged: list[list[float]] = []
     for target in TARGETS:
@@ -374,7 +395,7 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
             + _tied_note(best, families[best["family"]], target)
         )
         for family, runs_of in families.items():
-            if runs_of.empty or (best["family"] == TIME_STEPPING) == (family == TIME_STEPPING):
+            if runs_of.empty or family == best["family"]:
                 continue
             other = _fastest(runs_of, target)
             if other is None:
@@ -607,7 +628,8 @@ def _figure(
         ax.grid(True, alpha=0.3)
     shared_legend(figure, flat, columns=4)
     figure.suptitle(
-        "Double pendulum against a wall: time-stepping (by h) vs event-driven (by rtol)"
+        "Double pendulum against a wall: time-stepping (by h), adaptive time-stepping and "
+        "event-driven (by rtol)"
     )
     save_figure(figure, path)
 
@@ -649,6 +671,43 @@ def _trajectory_figures(table: pd.DataFrame, folder: Path) -> list[str]:
     return links
 
 
+def rejections(medians: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration and adaptive scheme, the fraction of rejected steps (rejected /
+    attempted, from the stored ``control`` artefacts) at each rtol."""
+    adaptive = medians[medians["family"] == ADAPTIVE_STEPPING]
+    if adaptive.empty or "rejected_fraction" not in adaptive:
+        return pd.DataFrame()
+    rows = []
+    for (problem, method), group in adaptive.groupby(["problem", "method"], sort=False):
+        row = {"configuration": problem, "method": method}
+        for value in group.sort_values("tolerance", ascending=False).itertuples(index=False):
+            row[f"rtol {value.tolerance:g}"] = f"{value.rejected_fraction:.0%}"
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("-")
+
+
+def _step_size_figures(table: pd.DataFrame, references: pd.DataFrame, folder: Path) -> str:
+    """h(t) of the adaptive schemes on each configuration (from their stored steps), the
+    reference's impacts as dotted lines; Markdown links."""
+    impacts = _impact_times(references)
+    links = []
+    for problem in CONFIGURATIONS:
+        marks = [("reference impacts", float(t)) for t in impacts.get(problem, [])]
+        slug = re.sub(r"[^A-Za-z0-9]+", "_", problem).strip("_")
+        link = _adaptive.step_size_figure(
+            table,
+            folder,
+            problem,
+            f"{_configuration(problem)}: accepted steps of the adaptive schemes "
+            "(ticks: impact-log entries)",
+            f"step_sizes_{slug}.png",
+            marks,
+        )
+        if link:
+            links.append(link)
+    return "\n".join(links) or "None (no adaptive run stored its steps).\n"
+
+
 def _base(method: str) -> str:
     return method.partition("[")[0]
 
@@ -656,6 +715,7 @@ def _base(method: str) -> str:
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """Reference tables, the summary table, the figures and the findings."""
     folder = Path(folder)
+    table = comparison_families(_adaptive.labelled(_adaptive.with_rejections(table, folder)))
     write_references(table, folder)
     curves = read_table(folder / CURVES_FILE)
     references = read_table(folder / REFERENCES_FILE)
@@ -706,6 +766,18 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             f"![Double pendulum: accuracy against cost]({FIGURE_FILE})\n",
         ),
         Section(
+            "Rejected steps of the adaptive schemes",
+            "Rejected / attempted steps of each step-size-controlled run (each attempt costs "
+            "three steps of the scheme, rejected ones included in the force evaluations).\n\n"
+            + markdown_table(rejections(families(table))),
+        ),
+        Section(
+            "Step sizes of the adaptive schemes",
+            "Every accepted step h of MoreauJean and CatchingUp under step-size control "
+            "against the time at its end, at two tolerances (stored with the runs), the "
+            "reference's impact times dotted.\n\n" + _step_size_figures(table, references, folder),
+        ),
+        Section(
             "Trajectories of the finest runs",
             "The finest run of each method (smallest nominal h, tightest rtol) against the "
             "reference (dashed): positions and velocities with the run's impact-log entries as "
@@ -718,7 +790,10 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + "\n",
         ),
     ]
-    return StudyReport(sections, findings(table, references))
+    medians = families(table)
+    return StudyReport(
+        sections, findings(table, references) + _adaptive.rejection_findings(medians)
+    )
 
 
 def _description() -> str:
@@ -734,9 +809,11 @@ def _description() -> str:
         f"e = {two.restitution:g}, q0 = ({two.q0[0]:.4g}, {two.q0[1]:.4g}), T = {two.t_end:g}). "
         "Time-stepping -- CatchingUp (the thesis' velocity scheme), MoreauJean at theta = 1/2, "
         "PaoliSchatzman -- by step h (each nominal step with perturbed copies h (1 + delta_j), "
-        "|delta_j| <= 0.1, the findings using the medians) against event detection "
-        "(EventDriven, DOP853) by relative tolerance, all measured against a cached DOP853 "
-        "event-driven reference at rtol 1e-12 (the scipy engine with dense output): "
+        "|delta_j| <= 0.1, the findings using the medians), adaptive time-stepping by "
+        "relative tolerance (" + _adaptive.settings_text(ADAPTIVE_H_MAX) + "; one run per "
+        "rtol) and event detection (EventDriven, DOP853) by relative tolerance, all measured "
+        "against a cached DOP853 event-driven reference at rtol 1e-12 (the scipy engine with "
+        "dense output): "
         "accuracy, impacts found, missed and spurious, force evaluations and wall time (minimum "
         "of the repeats after a warm-up; the runs execute one at a time). The time-steppers run "
         "as numba-compiled loops and EventDriven as the compiled event loop "

@@ -1,6 +1,9 @@
-"""Work-precision: error against cost for both families, one chart per problem.
+"""Work-precision: error against cost for the three families, one chart per problem.
 
-Time-stepping methods are swept by their step h, each nominal step run at ``PHASES`` perturbed
+Fixed-step time-stepping methods are swept by their step h, step-size-controlled time-stepping
+(:mod:`._adaptive`: MoreauJean and CatchingUp under :class:`impactbench.Adaptive`) and the
+event-driven method by their relative tolerance, one run per tolerance. Time-stepping methods
+are swept by their step h, each nominal step run at ``PHASES`` perturbed
 copies h (1 + delta_j) (phase averaging, :mod:`impactbench.analysis.fitting`), the event-driven
 method by its relative tolerance; the cost is the wall time (min over repeats after a warm-up; the
 runs execute one at a time so that they do not compete for the machine) and the number of force
@@ -13,6 +16,7 @@ order.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +24,14 @@ import pandas as pd
 
 from impactbench.analysis.fitting import ORDER, OrderFit, fit_order, phase_medians
 from impactbench.analysis.metrics import ERROR_GRID_TEXT
-from impactbench.analysis.timing import crossover, crossover_text, ties, with_spreads
+from impactbench.analysis.timing import (
+    ADAPTIVE_STEPPING,
+    comparison_families,
+    crossover,
+    crossover_text,
+    ties,
+    with_spreads,
+)
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
@@ -35,7 +46,9 @@ from impactbench.bench.runner import Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.bench.style import coordinate_unit
 from impactbench.core.method import TIME_STEPPING
+from impactbench.problems import BouncingBall
 
+from . import _adaptive
 from ._exact import exact_cases, exact_floors
 
 METRIC = "max_position_error"
@@ -43,6 +56,13 @@ STEPS = {"full": np.geomspace(1e-4, 1e-2, 9), "quick": np.geomspace(1e-3, 1e-2, 
 #: Runs per nominal step: the step itself and perturbed copies (phase averaging).
 PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [10.0**-k for k in range(3, 12)], "quick": [1e-4, 1e-6, 1e-8]}
+#: rtol of the step-size-controlled schemes, and their largest step (the coarsest fixed step:
+#: a flight the scheme integrates exactly is not taken in steps longer than the fixed-step
+#: sweep's, whose polyline would miss the parabola between them by g h^2 / 8).
+ADAPTIVE_TOLERANCES = {"full": [10.0**-k for k in range(2, 8)], "quick": [1e-3, 1e-5]}
+ADAPTIVE_H_MAX = 1e-2
+#: The adaptive runs whose accepted steps are stored for the h(t) figure (the ball).
+STEP_SIZE_TOLERANCES = (1e-3, 1e-5)
 REPEATS = {"full": 3, "quick": 1}
 #: Error levels of the "cheapest run" table.
 TARGETS = (1e-2, 1e-4, 1e-6, 1e-8)
@@ -52,7 +72,9 @@ UNITS = {"wall_time": "s", "force_evaluations": "evaluations"}
 
 def runs(quick: bool) -> list[Run]:
     """Every method of ``METHODS``: time-steppers by h, EventDriven by rtol on both engines
-    (compiled event loop and scipy path)."""
+    (compiled event loop and scipy path), and the step-size-controlled schemes by rtol
+    (:mod:`._adaptive`; their accepted steps stored on the ball at
+    :data:`STEP_SIZE_TOLERANCES`)."""
     methods = study_methods()
     grid = "quick" if quick else "full"
     cases = exact_cases(quick)
@@ -66,14 +88,29 @@ def runs(quick: bool) -> list[Run]:
             tolerance="rtol",
         )
         result += expand(cases, [adaptive], **options)
+    controlled = expand(
+        cases, _adaptive.grids(ADAPTIVE_TOLERANCES[grid], ADAPTIVE_H_MAX), **options
+    )
+    for run in controlled:
+        steps = run.problem.__name__ == "BouncingBall" and run.tolerance_value in (
+            STEP_SIZE_TOLERANCES
+        )
+        factory = _adaptive.step_size_artefact if steps else _adaptive.control_artefact
+        result.append(replace(run, artefact=factory))
     return result
 
 
 def families(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per phase family (time-steppers: nominal h; EventDriven: rtol): the median error,
-    costs, spread of the repeats' wall times and integration time over its finished runs
-    (:func:`impactbench.analysis.fitting.phase_medians`, :mod:`impactbench.analysis.timing`)."""
-    values = (METRIC, *COSTS, "wall_time_spread", "integration_time")
+    """One row per phase family (time-steppers: nominal h; EventDriven and the adaptive schemes:
+    rtol): the median error, costs, spread of the repeats' wall times, integration time and
+    (adaptive schemes: ``rejected_fraction`` when ``table`` has it) the fraction of rejected
+    steps over its finished runs (:func:`impactbench.analysis.fitting.phase_medians`,
+    :mod:`impactbench.analysis.timing`); the family of the adaptive schemes is
+    :data:`impactbench.analysis.timing.ADAPTIVE_STEPPING`."""
+    values = [METRIC, *COSTS, "wall_time_spread", "integration_time"]
+    if "rejected_fraction" in table:
+        values.append("rejected_fraction")
+    table = comparison_families(_adaptive.labelled(table))
     medians = phase_medians(with_spreads(table), values, keys=("family",))
     return medians[medians[METRIC].notna()]
 
@@ -107,7 +144,8 @@ def cheapest(medians: pd.DataFrame, cost: str) -> pd.DataFrame:
 
 
 def _cell(run: pd.Series, cost: str) -> str:
-    """``Method (h=..., cost)``; by wall time with the spread and the integration time."""
+    """``Method (h=..., cost)``; by wall time with the spread and the integration time; an
+    adaptive scheme's with its fraction of rejected steps."""
     axis = "h" if run["family"] == TIME_STEPPING else "rtol"
     value = run["h"] if axis == "h" else run["tolerance"]
     text = f"{run['method']} ({axis}={format_number(value, 2)}, "
@@ -117,6 +155,8 @@ def _cell(run: pd.Series, cost: str) -> str:
         text += " +/- " + (format_number(float(spread), 2) if pd.notna(spread) else "?")
         if pd.notna(loop):
             text += f", integration {format_number(float(loop), 2)} s"
+    if run["family"] == ADAPTIVE_STEPPING and pd.notna(run.get("rejected_fraction")):
+        text += f", {run['rejected_fraction']:.0%} of steps rejected"
     return text + ")"
 
 
@@ -201,6 +241,34 @@ def _findings(fastest: pd.DataFrame, rates: pd.DataFrame, medians: pd.DataFrame)
     return findings
 
 
+def rejections(medians: pd.DataFrame) -> pd.DataFrame:
+    """Per problem and adaptive scheme, the fraction of rejected steps at each rtol (rejected /
+    attempted, from the stored ``control`` artefacts)."""
+    adaptive = medians[medians["family"] == ADAPTIVE_STEPPING]
+    if adaptive.empty or "rejected_fraction" not in adaptive:
+        return pd.DataFrame()
+    rows = []
+    for (problem, method), group in adaptive.groupby(["problem", "method"], sort=False):
+        row = {"problem": problem, "method": method}
+        for value in group.sort_values("tolerance", ascending=False).itertuples(index=False):
+            row[f"rtol {value.tolerance:g}"] = f"{value.rejected_fraction:.0%}"
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("-")
+
+
+def _step_sizes(table: pd.DataFrame, folder: Path) -> str:
+    ball = BouncingBall(restitution=0.8)
+    link = _adaptive.step_size_figure(
+        table,
+        folder,
+        "BouncingBall",
+        "Accepted steps of the adaptive schemes on the ball (ticks: impact-log entries)",
+        "step_sizes_BouncingBall.png",
+        [("accumulation time t_inf", ball.accumulation_time)],
+    )
+    return link or "None (no adaptive run on the ball stored its steps).\n"
+
+
 def restart_steps(table: pd.DataFrame) -> pd.DataFrame:
     """The event-driven runs on the bouncing ball: accepted steps, force evaluations and impacts
     against rtol, and the steps per impact (the restart cost, see :data:`RESTART_NOTE`)."""
@@ -232,6 +300,7 @@ RESTART_NOTE = (
 
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """Cheapest-family tables (by wall time and by force evaluations), slopes and charts."""
+    table = _adaptive.with_rejections(table, folder)
     medians = families(table)
     floors = exact_floors(table, (METRIC,))
     by_time = cheapest(medians, "wall_time")
@@ -262,6 +331,18 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "excluded; flat or unresolved sweeps reported as such).\n\n" + markdown_table(rates),
         ),
         Section("Figures", "\n".join(_figures(medians, floors, folder))),
+        Section(
+            "Rejected steps of the adaptive schemes",
+            "Rejected / attempted steps of each step-size-controlled run (each attempt costs "
+            "three steps of the scheme: two of h/2 and one of h, rejected ones included in "
+            "the force evaluations).\n\n" + markdown_table(rejections(medians)),
+        ),
+        Section(
+            "Step sizes through the accumulation",
+            "Every accepted step h of the adaptive schemes on the ball, against the time at its "
+            "end, at two tolerances (stored with the runs); dotted: the accumulation time "
+            "t_inf of the impacts.\n\n" + _step_sizes(table, folder),
+        ),
     ]
     restarts = restart_steps(table)
     if not restarts.empty:
@@ -271,7 +352,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
                 RESTART_NOTE + "\n\n" + markdown_table(restarts),
             )
         )
-    return StudyReport(sections, _findings(by_time, rates, medians))
+    findings = _findings(by_time, rates, medians) + _adaptive.rejection_findings(medians)
+    return StudyReport(sections, findings)
 
 
 STUDY = Study(
@@ -279,9 +361,11 @@ STUDY = Study(
     title="Work-precision: error against cost",
     description=(
         "Max position error against wall time and against force evaluations (machine "
-        "independent) on the problems with exact solutions: time-stepping methods by step h "
-        "(each nominal step with perturbed copies h (1 + delta_j), |delta_j| <= 0.1, medians "
-        "reported), the event-driven method by relative tolerance on its two engines (the "
+        "independent) on the problems with exact solutions, three families: fixed-step "
+        "time-stepping methods by step h (each nominal step with perturbed copies "
+        "h (1 + delta_j), |delta_j| <= 0.1, medians reported), adaptive time-stepping by "
+        "relative tolerance (" + _adaptive.settings_text(ADAPTIVE_H_MAX) + "; one run per "
+        "rtol), the event-driven method by relative tolerance on its two engines (the "
         "compiled event loop, compiled=True, and the same algorithm as Python around scipy, "
         "compiled=False, dotted), on one chart per problem. Wall time is the minimum over "
         "repeats after a warm-up run; the runs execute one at a time. A run that fails is a "

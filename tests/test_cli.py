@@ -327,7 +327,11 @@ def test_thesis_quick_run_has_every_run_ok_and_its_references_in_the_reference_c
     table = pd.read_csv(output / THESIS / "results.csv")
     assert (table["status"] == "ok").all(), table["error"].dropna().tolist()
     assert set(table["problem"]) == set(thesis_comparison.CONFIGURATIONS)
-    assert set(table["method"]) == {*TIME_STEPPERS, COMPILED, SCIPY}
+    adaptive = table["method"].str.startswith("Adaptive[")
+    assert set(table.loc[~adaptive, "method"]) == {*TIME_STEPPERS, COMPILED, SCIPY}
+    schemes = table.loc[adaptive, "method"].str.extract(r"scheme=(\w+)")[0]
+    assert set(schemes) == {"MoreauJean", "CatchingUp"}  # the third family, by rtol
+    assert table.loc[adaptive, "h"].isna().all() and table.loc[adaptive, "tolerance"].notna().all()
     assert_study_table(table, *thesis_comparison.METRICS)
     horizons = table.groupby("problem")["t_end"].unique()
     for name, factory in thesis_comparison.CONFIGURATIONS.items():
@@ -359,9 +363,8 @@ def test_thesis_time_stepping_errors_decrease_with_h(quick):
     quick steps are 4.6x apart); every copy finds every impact."""
     _, output, _ = quick
     table = pd.read_csv(output / THESIS / "results.csv")
-    for (problem, method), group in table[table["family"] == "time-stepping"].groupby(
-        ["problem", "method"]
-    ):
+    fixed = table[(table["family"] == "time-stepping") & table["h_nominal"].notna()]
+    for (problem, method), group in fixed.groupby(["problem", "method"]):
         assert (group.groupby("h_nominal").size() == thesis_comparison.PHASES["quick"]).all()
         medians = group.groupby("h_nominal")["max_position_error"].median()
         errors = medians.sort_index(ascending=False).to_numpy()
@@ -400,8 +403,9 @@ def test_thesis_reference_tables_figure_and_report(quick):
 
 
 def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(quick):
-    """The trajectory artefacts hold the finest run of each method on each configuration (and
-    only those); each is drawn against the reference and linked from the report."""
+    """The trajectory artefacts hold the finest run of each fixed-step and event-driven method
+    on each configuration (and only those; the adaptive schemes store their steps instead);
+    each is drawn against the reference and linked from the report."""
     _, output, _ = quick
     folder = output / THESIS
     readme = (folder / "README.md").read_text()
@@ -409,7 +413,8 @@ def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(qu
     stored = pd.read_csv(folder / "trajectory.artefact.csv")
     drawn = table[table["key"].isin(set(stored["key"]))]
     assert len(drawn) == len(thesis_comparison.CONFIGURATIONS) * (len(TIME_STEPPERS) + 1)
-    for (problem, method), group in table[table["method"] != SCIPY].groupby(["problem", "method"]):
+    kept = (table["method"] != SCIPY) & ~table["method"].str.startswith("Adaptive[")
+    for (problem, method), group in table[kept].groupby(["problem", "method"]):
         axis = "tolerance" if method == COMPILED else "h_nominal"
         finest = group[group[axis] == group[axis].min()]
         mine = drawn[(drawn["problem"] == problem) & (drawn["method"] == method)]

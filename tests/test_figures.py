@@ -128,6 +128,10 @@ def test_every_variant_of_a_method_has_its_own_encoding():
         position["marker"],
     )
     assert python["linestyle"] == ":" and python["color"] == method_style("EventDriven")["color"]
+    # a scheme under step-size control: its scheme's colour, its own line
+    adaptive = method_style("Adaptive[scheme=MoreauJean]")
+    assert adaptive["color"] == position["color"] and adaptive["linestyle"] != position["linestyle"]
+    assert method_style("Adaptive[scheme=CatchingUp]")["color"] != adaptive["color"]
 
 
 def test_a_flat_sweep_gets_a_decade_of_log_axis_with_informative_ticks():

@@ -2,14 +2,17 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from impactbench.analysis.timing import (
+    ADAPTIVE_STEPPING,
     FASTER,
     SLOWER,
     TIE,
     Timing,
+    comparison_families,
     crossover,
     crossover_text,
     spread_columns,
@@ -91,3 +94,23 @@ def test_crossover_states_the_faster_family_per_target_with_ties():
     assert crossover_text(answers) == "<= 0.1: time-stepping; <= 0.01: tie; <= 0.0001: event-driven"
     only = crossover(runs[runs["family"] == "event-driven"], "error", [1e-2, 1e-4])
     assert only == [([1e-2, 1e-4], "only event-driven reaches it")]
+
+
+def test_crossover_of_three_families():
+    """Adaptive time-stepping (time-stepping rows without h) is a family of its own."""
+    runs = comparison_families(
+        pd.DataFrame(
+            {
+                "family": ["time-stepping", "time-stepping", "event-driven"],
+                "h": [1e-3, np.nan, np.nan],
+                "error": [1e-3, 1e-3, 1e-3],
+                "wall_time": [3.0, 1.0, 1.1],
+                "wall_time_spread": [0.1, 0.2, 0.2],
+            }
+        )
+    )
+    assert runs["family"].tolist() == ["time-stepping", ADAPTIVE_STEPPING, "event-driven"]
+    # adaptive 1.0 against event-driven 1.1 (gap 0.1 <= 0.2: tie), time-stepping 3.0 (slower)
+    assert crossover(runs, "error", [1e-2]) == [([1e-2], f"tie: {ADAPTIVE_STEPPING}, event-driven")]
+    faster = runs.assign(wall_time=[3.0, 1.0, 2.0])
+    assert crossover(faster, "error", [1e-2]) == [([1e-2], ADAPTIVE_STEPPING)]

@@ -94,3 +94,20 @@ def test_usage_errors_exit_2(spec, message, monkeypatch, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "usage: impactbench validate" in err and message in err
+
+
+def test_validate_an_adaptive_method_by_its_spec(capsys):
+    """Step-size control named on the command line: MoreauJean under gap control passes the
+    battery (orders in rtol, no drift and no step-size collapse at rest)."""
+    spec = "Adaptive[scheme=MoreauJean,rtol=1e-4,atol=1e-6,gap_tolerance=1e-4,h_max=0.05]"
+    assert main(["validate", spec, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True
+    assert report["method"] == (
+        "Adaptive[scheme=MoreauJean,rtol=0.0001,atol=1e-06,h_max=0.05,gap_tolerance=0.0001]"
+    )
+    properties = {check["property"] for check in report["checks"]}
+    assert "no step-size collapse at rest" in properties
+    assert {c["threshold"] for c in report["checks"] if c["property"].startswith("order")} == {
+        "order in rtol >= 0.4"
+    }

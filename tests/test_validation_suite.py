@@ -10,6 +10,7 @@ biased (the scheme then converges to the wrong solution: its error does not decr
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -18,7 +19,7 @@ import pytest
 from impactbench import ImpactLog, Method, Status, Trajectory
 from impactbench.bench.testing import LEVELS, PROPERTIES, check_method
 from impactbench.core.timestepping import step_count
-from impactbench.methods import METHODS, MoreauJean
+from impactbench.methods import METHODS, Adaptive, MoreauJean
 
 from reference_moreau_jean import solve_lcp_by_enumeration
 
@@ -189,3 +190,61 @@ def test_bad_arguments_of_check_method():
         check_method(METHODS["EventDriven"](), tolerance="tol")
     with pytest.raises(ValueError, match="properties"):
         check_method(MoreauJean(), properties=("speed",))
+
+
+class CollapsingAdaptive(Adaptive):
+    """Step-size control whose step collapses to h_max / 50 over the second half of the run
+    (as a controller refining at every change of the active set would on a resting contact):
+    the second half is run from the first half's end state with that largest step."""
+
+    def _solve_impl(self, problem, t_end, h, output_every):
+        middle = 0.5 * (float(problem.t0) + t_end)
+        first = super()._solve_impl(problem, middle, h, output_every)
+        rest = copy.copy(problem)
+        rest.t0, rest.q0, rest.v0 = middle, first.q[-1].copy(), first.v[-1].copy()
+        tiny = Adaptive(self.stepper, rtol=self.rtol, atol=self.atol, h_max=self.h_max / 50)
+        second = tiny._solve_impl(rest, t_end, None, output_every)
+        stats = {**first.stats, "steps": first.stats["steps"] + second.stats["steps"]}
+        return Trajectory(
+            np.concatenate([first.t, second.t[1:]]),
+            np.concatenate([first.q, second.q[1:]]),
+            np.concatenate([first.v, second.v[1:]]),
+            first.impacts, Status.OK, "reached t_end", stats, self.name, problem.name, None,
+        )  # fmt: skip
+
+
+class DriftingAdaptive(Adaptive):
+    """Step-size control whose positions sink by 1e-9 per unit time (a drifting contact)."""
+
+    def _solve_impl(self, problem, t_end, h, output_every):
+        run = super()._solve_impl(problem, t_end, h, output_every)
+        run.q[:, 0] -= 1e-9 * (run.t - problem.t0)
+        return run
+
+
+RESTING = ("resting_contact", "several_contacts")
+
+
+def test_adaptive_time_stepping_passes_the_contact_checks_with_a_collapse_row():
+    """A step-size-controlled method (time-stepping without a given step) gets the contact
+    checks and, on each resting contact, the step-size collapse check: the controller keeps
+    h_max at rest (MoreauJean, gap control)."""
+    method = Adaptive(MoreauJean(), rtol=1e-4, atol=1e-6, gap_tolerance=1e-4, h_max=0.05)
+    report = check_method(method, properties=(*RESTING, "bad_inputs"))
+    report.assert_passed()
+    collapse = [c for c in report.checks if c.property == "no step-size collapse at rest"]
+    assert [c.problem.split()[0] for c in collapse] == ["BouncingBall", "ColumnOfBeads"]
+    assert all("median step 0.05" in c.measured for c in collapse)
+
+
+@pytest.mark.parametrize(
+    ("cls", "broken"),
+    [
+        (CollapsingAdaptive, "no step-size collapse at rest"),
+        (DriftingAdaptive, "resting contact (no drift)"),
+    ],
+)
+def test_a_broken_adaptive_method_fails_its_contact_check(cls, broken):
+    method = cls(MoreauJean(), rtol=1e-4, atol=1e-6, gap_tolerance=1e-4, h_max=0.05)
+    report = check_method(method, properties=("resting_contact",))
+    assert failing(report) == {(broken, "BouncingBall")}

@@ -96,32 +96,62 @@ def fastest_within(runs: pd.DataFrame, metric: str, target: float) -> pd.Series 
     return None if reached.empty else reached.loc[reached["wall_time"].idxmin()]
 
 
+#: The family of a time-stepping run with step-size control (no step h: an rtol), as the
+#: studies tell it apart from fixed-step time-stepping (:func:`comparison_families`).
+ADAPTIVE_STEPPING = "adaptive time-stepping"
+
+#: The families the studies compare, in the order their texts list them.
+COMPARED_FAMILIES = (TIME_STEPPING, ADAPTIVE_STEPPING, EVENT_DRIVEN)
+
+
+def comparison_families(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the ``family`` of its time-stepping rows without a step (``h`` NaN: a
+    method with step-size control, :class:`impactbench.Adaptive`) set to
+    :data:`ADAPTIVE_STEPPING`: three families to compare, not two."""
+    adaptive = (table["family"] == TIME_STEPPING) & table["h"].isna()
+    return table.assign(family=table["family"].where(~adaptive, ADAPTIVE_STEPPING))
+
+
 def crossover(
     runs: pd.DataFrame, metric: str, targets: Sequence[float]
 ) -> list[tuple[list[float], str]]:
     """Which family is faster to each error target: per target, the fastest run of each family
-    (``family`` column: :data:`impactbench.core.method.FAMILIES`) whose ``metric`` is at most the
-    target, compared by :func:`verdict` on ``wall_time`` and ``wall_time_spread``.
+    (``family`` column: :data:`COMPARED_FAMILIES`) whose ``metric`` is at most the target,
+    compared by :func:`verdict` on ``wall_time`` and ``wall_time_spread``.
 
     Returns
     -------
     list of (targets, answer)
-        ``answer``: a family name, ``"tie"``, or ``"only <family> reaches it"``; consecutive
+        ``answer``: the family whose fastest run is faster than every other family's, ``"tie"``
+        (two families reach the target and tie) or ``"tie: <families>"`` (more than two: the
+        fastest and those that tie with it), or ``"only <family> reaches it"``; consecutive
         targets with the same answer merged, targets no run reaches left out.
     """
-    stepping = runs[runs["family"] == TIME_STEPPING]
-    adaptive = runs[runs["family"] == EVENT_DRIVEN]
     answers: list[tuple[list[float], str]] = []
     for target in targets:
-        a = fastest_within(stepping, metric, target)
-        b = fastest_within(adaptive, metric, target)
-        if a is None and b is None:
+        best = {}
+        for family in COMPARED_FAMILIES:
+            row = fastest_within(runs[runs["family"] == family], metric, target)
+            if row is not None:
+                best[family] = row
+        if not best:
             continue
-        if a is None or b is None:
-            answer = f"only {TIME_STEPPING if b is None else EVENT_DRIVEN} reaches it"
+        if len(best) == 1:
+            answer = f"only {next(iter(best))} reaches it"
         else:
-            outcome = verdict(row_timing(a), row_timing(b))
-            answer = {FASTER: TIME_STEPPING, SLOWER: EVENT_DRIVEN}.get(outcome, TIE)
+            first = min(best, key=lambda family: float(best[family]["wall_time"]))
+            tied = [
+                family
+                for family in best
+                if family != first
+                and verdict(row_timing(best[first]), row_timing(best[family])) != FASTER
+            ]
+            if not tied:
+                answer = first
+            elif len(best) == 2:
+                answer = TIE
+            else:
+                answer = f"{TIE}: {', '.join([first, *tied])}"
         if answers and answers[-1][1] == answer:
             answers[-1][0].append(target)
         else:

@@ -43,6 +43,7 @@ from typing import Any
 
 import cloudpickle
 
+from ..core.adaptive import Adaptive
 from ..core.method import Method
 from ..core.problem import Problem
 from ..methods import METHODS as BUILTIN_METHODS
@@ -212,8 +213,11 @@ def plugins_in_studies(enabled: bool = True) -> Iterator[None]:
 
 def study_methods() -> Mapping[str, type[Method]]:
     """The methods the built-in studies compare, by name: ``impactbench.methods.METHODS``, and
-    the plug-in methods too within :func:`plugins_in_studies`."""
-    return METHODS if _PLUGINS_IN_STUDIES.get() else BUILTIN_METHODS
+    the plug-in methods too within :func:`plugins_in_studies`, less ``Adaptive``: it wraps a
+    scheme, so a study that compares it names the scheme and the controller's settings
+    (work_precision, thesis_comparison) rather than running its defaults."""
+    methods = METHODS if _PLUGINS_IN_STUDIES.get() else BUILTIN_METHODS
+    return {name: method for name, method in methods.items() if method is not Adaptive}
 
 
 def load_study_file(path: Path | str) -> Any:

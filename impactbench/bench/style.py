@@ -87,6 +87,8 @@ METHOD_STYLES: dict[str, dict[str, str]] = {
     "NonsmoothGeneralizedAlpha": {"color": "#9467bd", "marker": "X", "linestyle": ":"},
     "EventDriven": {"color": "#d62728", "marker": "D", "linestyle": "-"},
 }
+#: How a scheme under step-size control is drawn beside the scheme at fixed steps.
+ADAPTIVE_STYLE = {"linestyle": "--", "markerfacecolor": "none"}
 _PALETTE = ("#17becf", "#e377c2", "#7f7f7f", "#393b79", "#637939", "#843c39")
 _MARKERS = ("h", "<", ">", "*", "p", "d")
 
@@ -101,8 +103,12 @@ VARIANT_STYLES = {
 
 def method_style(method: str) -> dict[str, str]:
     """``color``, ``marker`` and ``linestyle`` of a method, by its class name (before "["), and
-    of its variants (:data:`VARIANT_STYLES`)."""
+    of its variants (:data:`VARIANT_STYLES`); a scheme under step-size control
+    (``Adaptive[scheme=Name...]``) in its scheme's colour and marker, :data:`ADAPTIVE_STYLE`."""
     base = method.partition("[")[0]
+    scheme = re.search(r"scheme=(\w+)", method) if base == "Adaptive" else None
+    if scheme is not None and scheme.group(1) in METHOD_STYLES:  # step-size control
+        return {**METHOD_STYLES[scheme.group(1)], **ADAPTIVE_STYLE}
     if base in METHOD_STYLES:
         style = dict(METHOD_STYLES[base])
         for parameter, variant in VARIANT_STYLES.items():

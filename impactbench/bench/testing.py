@@ -16,7 +16,17 @@ order through impacts
     (``requires_step`` False) is swept over its relative tolerance instead; it passes when
     every error is <= :data:`TOLERANCE_FACTOR` rtol times the solution's scale (its error is
     controlled by rtol, including the impact times), whatever the fitted slope, because on
-    piecewise-polynomial solutions its error sits at round-off.
+    piecewise-polynomial solutions its error sits at round-off. A time-stepping method with
+    step-size control (family time-stepping, ``requires_step`` False, as
+    :class:`impactbench.Adaptive`) is swept over its tolerance in phase families rtol (1 +
+    delta_j), its ``atol`` and ``gap_tolerance`` (when it has them) scaled with rtol; it passes
+    when the fit is an order in rtol >= :data:`MIN_ADAPTIVE_ORDER`: through an impact the local
+    error test sets the step by the positions' O(h^2) error, h ~ rtol^(1/2), and the velocity
+    after it is O(h) wrong, so rtol^(1/2) is what a first-order scheme under control achieves
+    there. Its position error is measured at its accepted steps: the controller bounds the error
+    there, while between steps its polyline is off by up to h^2 a / 8, which ``h_max``, not
+    rtol, bounds where the scheme integrates a flight exactly (the ball's parabolas under the
+    midpoint rule: measured flat at 0.1 for h_max = (T - t0) / 10, 3e-3 for h_max = 0.05).
 kinetic metric
     On the slanted wall, l(v) = w^T v with w orthogonal to M^-1 n is not changed by an impulse
     along M^-1 n, so l(v(t)) = l(v0) + l(M^-1 F) (t - t0) exactly; a method applying the
@@ -27,8 +37,14 @@ resting contact, several contacts
     contacts) a column of four beads resting on the floor (four active constraints). The
     depth below the constraints after the contact has settled must stay <= DEPTH_CONSTANT
     alpha h^2 (alpha the acceleration towards the constraint) and must not grow with time
-    (depth over the second half <= depth over the first part plus round-off). Event-driven:
-    depth <= TOLERANCE_FACTOR rtol.
+    (depth over the second half <= depth over the first part plus round-off). Event-driven
+    and step-size-controlled: depth <= TOLERANCE_FACTOR rtol.
+no step-size collapse (step-size-controlled methods only)
+    On the same resting contacts: the median accepted step over the second half of the horizon
+    >= :data:`COLLAPSE_FRACTION` times the largest accepted step of the run (a controller that
+    refines at every change of the active set, which a resting contact makes at every step,
+    fails it); the fraction of rejected attempts over the whole run (the accumulation before
+    the rest included) is reported beside it.
 energy over impacts
     The mechanical energy must not increase across an impact: at each impact event of the
     bouncing ball (before its accumulation point; consecutive log entries of a time-stepper are
@@ -37,8 +53,9 @@ energy over impacts
     failure) to methods whose output velocity is not part of their state.
 bad inputs
     ``simulate`` with t_end NaN, infinite or <= t0, output_every 0, a NaN initial velocity,
-    and h <= 0, NaN, infinite or missing (time-stepping) or given (event-driven) must raise a
-    ValueError whose message names the argument.
+    and h <= 0, NaN, infinite or missing (time-stepping), given (event-driven) or <= 0, NaN or
+    infinite (step-size-controlled: h is the first step tried) must raise a ValueError whose
+    message names the argument.
 determinism
     Two runs of the same method on the same problem give identical arrays.
 
@@ -64,7 +81,7 @@ import pandas as pd
 from ..analysis import fitting, metrics
 from ..analysis.impact_events import impact_events
 from ..analysis.reference import Reference
-from ..core.method import Method
+from ..core.method import TIME_STEPPING, Method
 from ..core.problem import Problem
 from ..core.simulate import simulate
 from ..core.trajectory import SimulationError, Trajectory
@@ -78,6 +95,10 @@ METRIC_TOLERANCE = 1e-9
 #: Depth of a resting contact allowed, in units of alpha h^2 (largest measured on the built-in
 #: schemes: 2.1 for Paoli-Schatzman, 1.1 for the velocity schemes).
 DEPTH_CONSTANT = 4.0
+#: Smallest fitted order in rtol through impacts accepted for a step-size-controlled method.
+MIN_ADAPTIVE_ORDER = 0.4
+#: No collapse: median accepted step at rest >= COLLAPSE_FRACTION times the run's largest.
+COLLAPSE_FRACTION = 0.5
 #: Relative round-off allowed on energies and gaps.
 ROUND_OFF = 1e-12
 
@@ -92,7 +113,9 @@ ORDER_METRICS = ("max_position_error", "hausdorff_velocity_distance")
 @dataclass(frozen=True)
 class Level:
     """How much a level runs: nominal steps (time-stepping), phases per step, tolerances
-    (event-driven), the resting horizon and the step of the contact checks."""
+    (event-driven), the resting horizon, the step of the contact checks, and the tolerances
+    of step-size-controlled time-stepping and the phases of each (more than a fixed step's:
+    the expected order 1/2 leaves half the room between it and zero)."""
 
     steps: tuple[float, ...]
     phases: int
@@ -100,11 +123,19 @@ class Level:
     rest_horizon: float
     stack_horizon: float
     contact_step: float
+    adaptive_tolerances: tuple[float, ...] = ()
+    adaptive_phases: int = 5
 
 
 LEVELS = {
     "quick": Level(
-        tuple(np.geomspace(5e-3, 2e-4, 9)), 3, tuple(10.0 ** -np.arange(4, 10)), 100.0, 30.0, 5e-3
+        tuple(np.geomspace(5e-3, 2e-4, 9)),
+        3,
+        tuple(10.0 ** -np.arange(4, 10)),
+        100.0,
+        30.0,
+        5e-3,
+        tuple(np.geomspace(1e-3, 1e-7, 9)),
     ),
     "full": Level(
         tuple(np.geomspace(5e-3, 1e-4, 12)),
@@ -113,6 +144,8 @@ LEVELS = {
         1000.0,
         200.0,
         5e-3,
+        tuple(np.geomspace(1e-3, 1e-8, 11)),
+        7,
     ),
 }
 
@@ -289,6 +322,36 @@ def _variants(method: Method, level: Level, tolerance: str) -> list[tuple[float,
     return [(rtol, type(method)(**{**parameters, tolerance: rtol})) for rtol in level.tolerances]
 
 
+def _adaptive(method: Method) -> bool:
+    """Time-stepping with step-size control: the time-stepping family without a given step."""
+    return method.family == TIME_STEPPING and not method.requires_step
+
+
+def _error_at_the_steps(problem: Problem, run: Trajectory, reference: Reference) -> float:
+    """Max position error (max norm) at the run's own samples, not along its polyline."""
+    return float(np.max(np.abs(run.q - reference.state(run.t)[0])))
+
+
+#: The metrics measured otherwise for a step-size-controlled method (module docstring).
+_ADAPTIVE_METRICS = {"max_position_error": _error_at_the_steps}
+
+#: Parameters of a step-size-controlled method scaled with its tolerance in the order sweep.
+SCALED_WITH_TOLERANCE = ("atol", "gap_tolerance")
+
+
+def _rescaled(method: Method, tolerance: str, value: float) -> Method:
+    """``method`` rebuilt with ``tolerance`` = value, its :data:`SCALED_WITH_TOLERANCE`
+    parameters (those it has, not None) scaled by the same factor."""
+    parameters = method.parameters()
+    factor = value / parameters[tolerance]
+    scaled = {
+        name: parameters[name] * factor
+        for name in SCALED_WITH_TOLERANCE
+        if parameters.get(name) is not None
+    }
+    return type(method)(**{**parameters, **scaled, tolerance: value})
+
+
 def _fmt(value: float) -> str:
     return "nan" if not math.isfinite(value) else f"{value:.3g}"
 
@@ -328,7 +391,16 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
         name = f"{problem.name} ({label})"
         errors = {metric: [] for metric in ORDER_METRICS}
         try:
-            if method.requires_step:
+            if _adaptive(method):
+                parameter = np.array(level.adaptive_tolerances)
+                for family in fitting.perturbed_steps(parameter, level.adaptive_phases):
+                    variants = [_rescaled(method, tolerance, rtol) for rtol in family]
+                    runs = [_run(problem, variant, t_end, None) for variant in variants]
+                    for metric in ORDER_METRICS:
+                        function = _ADAPTIVE_METRICS.get(metric, metrics.METRICS[metric].function)
+                        values = [function(problem, run, reference) for run in runs]
+                        errors[metric].append(float(np.median(values)))
+            elif method.requires_step:
                 parameter = np.array(level.steps)
                 for family in fitting.perturbed_steps(parameter, level.phases):
                     runs = [_run(problem, method, t_end, h) for h in family]
@@ -355,7 +427,23 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
             floor = metrics.error_floor(metric, problem, reference, t_end)
             fit = fitting.fit_order(parameter, error, floor=floor)
             prop = f"order of {metric}"
-            if method.requires_step:
+            if _adaptive(method):
+                passed = fit.status == fitting.ORDER and fit.order >= MIN_ADAPTIVE_ORDER
+                detail = (
+                    f"errors {_fmt(error.max())} .. {_fmt(error.min())} ({fit.text('rtol')}; "
+                    f"{', '.join(SCALED_WITH_TOLERANCE)} scaled with rtol)"
+                )
+                checks.append(
+                    Check(
+                        prop,
+                        name,
+                        fit.text("rtol"),
+                        f"order in rtol >= {MIN_ADAPTIVE_ORDER}",
+                        passed,
+                        detail,
+                    )  # fmt: skip
+                )
+            elif method.requires_step:
                 passed = fit.status == fitting.ORDER and fit.order >= MIN_ORDER
                 detail = f"errors {_fmt(error.max())} .. {_fmt(error.min())} ({fit.text('h')})"
                 checks.append(
@@ -470,7 +558,37 @@ def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Ch
                 "; ".join(why),
             )
         )
+        if _adaptive(method):
+            checks.append(_collapse_check(run, name, middle, t_end))
     return checks
+
+
+def _collapse_check(run: Trajectory, name: str, middle: float, t_end: float) -> Check:
+    """No step-size collapse on a resting contact: the median accepted step over [middle, t_end]
+    against the run's largest; the fraction of rejected attempts reported (module docstring)."""
+    prop = "no step-size collapse at rest"
+    threshold = f"median step >= {COLLAPSE_FRACTION:g} largest step"
+    accepted = int(run.stats.get("steps", -1))
+    if run.t.size != accepted + 1:  # the output is not every accepted step
+        return Check(prop, name, "not measured", threshold, None,
+                     f"{run.t.size} samples for {accepted} accepted steps")  # fmt: skip
+    steps = np.diff(run.t)
+    late = steps[run.t[1:] > middle]
+    median, largest = float(np.median(late)), float(steps.max())
+    rejected = int(run.stats.get("rejected_steps", 0))
+    fraction = rejected / (accepted + rejected)
+    why = []
+    if median < COLLAPSE_FRACTION * largest:
+        why.append(f"median step {_fmt(median)} < {COLLAPSE_FRACTION:g} x {_fmt(largest)}")
+    return Check(
+        prop,
+        name,
+        f"median step {_fmt(median)} on [{middle:g}, {t_end:g}] (largest {_fmt(largest)}), "
+        f"rejected {fraction:.1%}",
+        threshold,
+        not why,
+        "; ".join(why) or f"{accepted} accepted steps",
+    )
 
 
 def _tolerance_of(method: Method) -> float:
@@ -539,9 +657,11 @@ def _bad_input_check(method: Method) -> Check:
     broken = BouncingBall(q0=1.0, v0=0.0, restitution=0.8)
     broken.v0 = np.array([math.nan])
     cases.append(("v0", "v0=[nan]", lambda: simulate(broken, method, 1.0, h=h)))
-    if method.requires_step:
-        for text, value in (("h=0", 0.0), ("h=-0.01", -0.01), ("h=nan", math.nan),
-                            ("h=inf", math.inf), ("h=None", None)):  # fmt: skip
+    if method.requires_step or _adaptive(method):
+        values = [("h=0", 0.0), ("h=-0.01", -0.01), ("h=nan", math.nan), ("h=inf", math.inf)]
+        if method.requires_step:
+            values.append(("h=None", None))
+        for text, value in values:
             cases.append(("h", text, lambda value=value: simulate(ball, method, 1.0, h=value)))
     else:
         cases.append(("h", "h=0.01 (adaptive method)", lambda: simulate(ball, method, 1.0, h=0.01)))

@@ -34,7 +34,10 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   asymptotic meaning); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
   most h right after a rejection, which keeps the controller from cycling between growth and
   rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below
-  by ``h_min``; a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL`
+  by ``h_min``, except on a contact-change step, where the positions' difference is O(h) (the
+  impulse acts at different instants in the two estimates), so h is scaled by 0.9 / err
+  (within [0.1, 0.9]) rather than err^(-1/(p+1)), which took several rejections per impact;
+  a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL`
   (t, q, v of the last accepted state).
 
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
@@ -310,6 +313,8 @@ def _adaptive_loop(
                 break
             if too_deep:
                 factor = min(0.9, max(0.1, 0.9 * gap_tolerance / growth))
+            elif changed:  # the positions' difference through a contact change is O(h)
+                factor = min(0.9, max(0.1, 0.9 / error))
             else:
                 factor = min(0.9, max(0.2, 0.9 * error**exponent))
             h = max(step * factor, h_min)
@@ -323,13 +328,16 @@ def _adaptive_loop(
 
 
 class Adaptive(Method):
-    """A time-stepping scheme with step-size control (the module docstring).
+    """Step-size control over a time-stepping scheme (Studer; see the module docstring).
 
     Parameters
     ----------
-    scheme : Scheme
-        A scheme written on :mod:`impactbench.core.scheme` (MoreauJean, CatchingUp...); its
-        ``compiled`` and ``log_capacity`` apply.
+    scheme : Scheme or str
+        A scheme written on :mod:`impactbench.core.scheme` (MoreauJean, CatchingUp...), or its
+        spec (``"MoreauJean"``, ``"MoreauJean[theta=1.0]"``, a plug-in's name: see
+        :mod:`impactbench.bench.specs`); its ``compiled`` and ``log_capacity`` apply. Stored as
+        the spec in :attr:`scheme` (the instance given's name), the instance in
+        :attr:`stepper`; on the command line: ``Adaptive[scheme=CatchingUp,rtol=1e-4]``.
     rtol, atol : float
         Relative and absolute tolerances of the local error (rtol >= 100 eps, atol > 0).
     h_min : float
@@ -367,7 +375,7 @@ class Adaptive(Method):
 
     def __init__(
         self,
-        scheme: Scheme,
+        scheme: Scheme | str = "MoreauJean",
         *,
         rtol: float = 1e-3,
         atol: float = 1e-6,
@@ -379,9 +387,8 @@ class Adaptive(Method):
         t_eval: Any = None,
         max_samples: int = 100_000,
     ) -> None:
-        if not isinstance(scheme, Scheme):
-            raise ValueError(f"scheme must be a Scheme (impactbench.core.scheme), got {scheme!r}")
-        self.scheme = scheme
+        self.stepper = _scheme(scheme)
+        self.scheme = scheme if isinstance(scheme, str) else scheme.name
         self.rtol = _checks.positive_scalar(rtol, "rtol")
         if self.rtol < 100 * np.finfo(float).eps:
             raise ValueError(f"rtol must be >= 100 eps, got {rtol!r}")
@@ -414,29 +421,30 @@ class Adaptive(Method):
 
     @property
     def name(self) -> str:
-        """``Adaptive[<scheme's name>,rtol=...,atol=...]``, then every other parameter that is
-        not at its default (``t_eval``: its number of times)."""
-        parts = [self.scheme.name, f"rtol={self.rtol:g}", f"atol={self.atol:g}"]
+        """``Adaptive[scheme=<spec>,rtol=...,atol=...]``, then every other parameter that is
+        not at its default (``t_eval``: its number of times): a spec that
+        :func:`impactbench.methods.get_method` reads back, unless ``t_eval`` is given."""
+        parts = [f"scheme={self.scheme}", f"rtol={self.rtol}", f"atol={self.atol}"]
         for name, default in _DEFAULTS.items():
             value = getattr(self, name)
             if value != default:
-                parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
+                parts.append(f"{name}={value}")
         if self.t_eval is not None:
             parts.append(f"t_eval={self.t_eval.size} times")
         return f"Adaptive[{','.join(parts)}]"
 
     def compile_options(self, problem: Problem) -> dict[str, Any] | None:
         """The scheme's loop options and the adaptive loop, when compiled."""
-        if not self.scheme.compiled:
+        if not self.stepper.compiled:
             return None
-        return {"adaptive": True, **self.scheme._loop_options()}
+        return {"adaptive": True, **self.stepper._loop_options()}
 
     def loop_for(self, problem: Problem) -> tuple[Callable, CheckedCalls | None]:
         """The adaptive loop for ``problem`` (compiled once per scheme class, sizes and
         options), and the checked calls of the plain-Python path (None when compiled)."""
-        scheme = type(self.scheme)
+        scheme = type(self.stepper)
         n, m = problem.n_dof, problem.n_constraints
-        options = self.scheme._loop_options()
+        options = self.stepper._loop_options()
         key = compiled_code(self, problem)
         if key is None:
             calls = CheckedCalls(problem)
@@ -473,7 +481,7 @@ class Adaptive(Method):
         n, m = problem.n_dof, problem.n_constraints
         width = max(n, m, 1)
         keep = np.zeros(2 * loop.buffer_size + 6 * n + 5 * width)
-        capacity = self.scheme.log_capacity
+        capacity = self.stepper.log_capacity
         log_t = np.empty(capacity)
         log_i = np.empty(capacity, dtype=np.int64)
         log_u = np.empty((capacity, 2))
@@ -486,7 +494,7 @@ class Adaptive(Method):
         q0 = np.array(problem.q0, dtype=float)
         v0 = np.array(problem.v0, dtype=float)
         p = np.asarray(problem.kernel_parameters(), dtype=float)
-        mp = np.asarray(self.scheme._method_vector(), dtype=float)
+        mp = np.asarray(self.stepper._method_vector(), dtype=float)
         e = float(problem.restitution)
         try:
             start = time.perf_counter()
@@ -512,7 +520,7 @@ class Adaptive(Method):
             "impacts": count[COUNTER_IMPACTS],
             "solver_iterations": count[COUNTER_SOLVER_ITERATIONS],
             "compiled": calls is None,
-            "velocity_output": self.scheme.velocity_output,
+            "velocity_output": self.stepper.velocity_output,
             "integration_time": integration_time,
             # the loop's work buffers, and with the saved states, output and log all it allocated
             "work_bytes": int(work_bytes),
@@ -538,6 +546,20 @@ class Adaptive(Method):
                 trajectory,
             )
         return trajectory
+
+
+def _scheme(scheme: Scheme | str) -> Scheme:
+    """The scheme instance of ``scheme`` (an instance, or a method spec naming a scheme)."""
+    if isinstance(scheme, str):
+        from ..bench.specs import load_method  # the registry (plug-ins included), on demand
+
+        try:
+            scheme = load_method(scheme)
+        except ValueError as error:
+            raise ValueError(f"scheme {scheme!r}: {error}") from None
+    if not isinstance(scheme, Scheme):
+        raise ValueError(f"scheme must be a Scheme (impactbench.core.scheme), got {scheme!r}")
+    return scheme
 
 
 #: The parameters :attr:`Adaptive.name` lists when they differ from these defaults.
