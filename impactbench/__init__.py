@@ -24,6 +24,9 @@ from .core.simulate import simulate
 from .core.timestepping import TimeStepping
 from .core.trajectory import ImpactLog, SimulationError, Status, Trajectory
 
+# the built-in schemes, by class name, for the scheme specs of Adaptive ("CatchingUp[...]")
+from . import methods as methods  # isort: skip
+
 __version__ = "0.1.0"
 
 

@@ -63,6 +63,7 @@ from . import _checks
 from .compilation import compiled_code
 from .driver import IMPULSE, NEXT_Q, NEXT_V, NORMAL_AFTER, NORMAL_BEFORE
 from .method import TIME_STEPPING, Method
+from .names import parse_spec
 from .problem import CheckedCalls, Problem, checked_state, python_kernels
 from .scheme import Scheme, scheme_loop
 from .status_codes import (
@@ -334,8 +335,8 @@ class Adaptive(Method):
     ----------
     scheme : Scheme or str
         A scheme written on :mod:`impactbench.core.scheme` (MoreauJean, CatchingUp...), or its
-        spec (``"MoreauJean"``, ``"MoreauJean[theta=1.0]"``, a plug-in's name: see
-        :mod:`impactbench.bench.specs`); its ``compiled`` and ``log_capacity`` apply. Stored as
+        spec (``"MoreauJean"``, ``"MoreauJean[theta=1.0]"``: the class name of a scheme defined
+        by then, a plug-in's included); its ``compiled`` and ``log_capacity`` apply. Stored as
         the spec in :attr:`scheme` (the instance given's name), the instance in
         :attr:`stepper`; on the command line: ``Adaptive[scheme=CatchingUp,rtol=1e-4]``.
     rtol, atol : float
@@ -549,17 +550,30 @@ class Adaptive(Method):
 
 
 def _scheme(scheme: Scheme | str) -> Scheme:
-    """The scheme instance of ``scheme`` (an instance, or a method spec naming a scheme)."""
+    """The scheme instance of ``scheme``: an instance, or a spec ``"Name[param=value,...]"``
+    naming a scheme class (a subclass of :class:`impactbench.core.scheme.Scheme` defined by
+    the time it is named: the built-in ones and those of imported plug-ins)."""
     if isinstance(scheme, str):
-        from ..bench.specs import load_method  # the registry (plug-ins included), on demand
-
         try:
-            scheme = load_method(scheme)
-        except ValueError as error:
+            factory, kwargs = parse_spec(scheme, _scheme_classes(), "scheme")
+            scheme = factory(**kwargs)
+        except (ValueError, TypeError) as error:
             raise ValueError(f"scheme {scheme!r}: {error}") from None
     if not isinstance(scheme, Scheme):
         raise ValueError(f"scheme must be a Scheme (impactbench.core.scheme), got {scheme!r}")
     return scheme
+
+
+def _scheme_classes() -> dict[str, type]:
+    """The public subclasses of :class:`Scheme` defined so far, by class name."""
+    found: dict[str, type] = {}
+    pending = [Scheme]
+    while pending:
+        for subclass in pending.pop().__subclasses__():
+            pending.append(subclass)
+            if not subclass.__name__.startswith("_"):
+                found.setdefault(subclass.__name__, subclass)
+    return found
 
 
 #: The parameters :attr:`Adaptive.name` lists when they differ from these defaults.
