@@ -21,7 +21,7 @@ from impactbench.core.status_codes import (
     STATUS_PAINLEVE_INDETERMINATE,
 )
 from impactbench.methods import EventDriven
-from impactbench.problems import SlidingBlock
+from impactbench.problems import FrictionOscillator, SlidingBlock
 
 RTOL, ATOL = 1e-10, 1e-12
 #: The engines: compiled (numba), the same source as plain Python, the scipy path.
@@ -102,6 +102,43 @@ def test_a_block_launched_uphill_stops_at_the_exact_time_then_sticks_or_reverses
     else:
         assert np.all(run.v[after, 0] > 0.0)
         assert run.v[-1, 0] == pytest.approx(a_down * (3.0 - t_stop), rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "scipy"])
+def test_a_block_sliding_down_a_steep_incline_follows_the_closed_form_to_t_1000(engine):
+    """tan alpha > mu from rest: one slip phase to t = 1000, x = a t^2 / 2 with
+    a = g (sin alpha - mu cos alpha), to a relative 1e-12 at every sample (x reaches 6e5), no
+    event, the block on the incline (y = 0) throughout."""
+    block = SlidingBlock(angle=0.5, mu=0.2)
+    run = _run(block, 1000.0, engine)
+    assert run.status is ib.Status.OK and run.t[-1] == 1000.0
+    assert run.stats["events"] == 0
+    q, v = block.exact_solution(run.t)
+    assert np.abs(run.q[:, 0] - q[:, 0]).max() <= 1e-12 * np.abs(q[:, 0]).max()
+    assert np.abs(run.v[:, 0] - v[:, 0]).max() <= 1e-12 * np.abs(v[:, 0]).max()
+    assert np.abs(run.q[:, 1]).max() <= 1e-14 * np.abs(q[:, 0]).max()
+
+
+@pytest.mark.parametrize("engine", ["plain", "scipy"])
+def test_the_friction_oscillator_slides_then_sticks_for_ever_at_the_closed_form(engine):
+    """FrictionOscillator (Siconos' data): eight half-cycles of slip, each ending in an event
+    where the velocity vanishes and the acceleration-level problem decides to slide back, then
+    stick for good at the closed-form position and time; after that, to t = 1000, v = 0 and x
+    constant (no creep), the block on the floor."""
+    problem = FrictionOscillator()
+    run = _run(problem, 1000.0, engine)
+    assert run.status is ib.Status.OK
+    turning, _ = problem.turning_points()
+    assert run.stats["events"] == turning.size
+    t_stick = problem.stick_time
+    assert abs(_nearest_sample(run, t_stick) - t_stick) <= 1e-10 * t_stick
+    q, v = problem.exact_solution(run.t)
+    assert np.abs(run.q[:, 0] - q[:, 0]).max() <= 1e-9 * np.abs(q[:, 0]).max()
+    stuck = run.t > t_stick + 1e-6
+    assert np.abs(run.v[stuck, 0]).max() <= 1e-12
+    assert np.ptp(run.q[stuck, 0]) <= 1e-12
+    assert abs(run.q[-1, 0] - problem.stick_position) <= 1e-8
+    assert np.abs(run.q[:, 1]).max() <= 1e-12 and np.abs(run.v[:, 1]).max() <= 1e-12
 
 
 def test_the_engines_agree_on_the_block():

@@ -14,7 +14,7 @@ import pytest
 import impactbench as ib
 from impactbench import Problem
 from impactbench.methods import MoreauJean
-from impactbench.problems import BouncingBall, ImpactingBar, SlidingBlock
+from impactbench.problems import BouncingBall, FrictionOscillator, ImpactingBar, SlidingBlock
 
 
 def _energy_terms(bar: ImpactingBar, run: ib.Trajectory, h: float, theta: float):
@@ -228,3 +228,122 @@ def test_the_step_size_controller_runs_the_implicit_scheme():
     run = ib.simulate(bar, method, 4.0)
     assert run.status == ib.Status.OK and np.diff(run.t).max() > bar.stable_step
     assert ib.energy(bar, run).max() <= bar.exact_energy() * (1 + 1e-12)
+
+
+class SpringSlider(Problem):
+    """A plain-Python unit mass on the floor y >= 0, pressed onto it by gravity and tied along
+    it by a spring of stiffness k to x = 0: K = diag(k, 0) declared, no friction. The contact
+    rests (y = 0) while the mass slides back and forth on it."""
+
+    def __init__(self, k: float = 1e4, x0: float = 1.0, u0: float = 0.0, y0: float = 0.0):
+        self.name = "SpringSlider"
+        self.restitution = 0.0
+        self.k, self.gravity = k, 9.81
+        self.q0 = np.array([x0, y0])
+        self.v0 = np.array([u0, 0.0])
+        self.stable_step = 2.0 / np.sqrt(k)
+
+    def mass_matrix(self, q):
+        return np.eye(2)
+
+    def forces(self, t, q, v):
+        return np.array([-self.k * q[0], -self.gravity])
+
+    def gap(self, q):
+        return q[1:].copy()
+
+    def gap_gradient(self, q):
+        return np.array([[0.0, 1.0]])
+
+    def potential_energy(self, q):
+        return 0.5 * self.k * float(q[0]) ** 2 + self.gravity * float(q[1])
+
+    def stiffness_matrix(self):
+        return np.diag([self.k, 0.0])
+
+    def damping_matrix(self):
+        return None
+
+
+def _cayley_rotation(x0: float, u0: float, omega: float, h: float, k: np.ndarray):
+    """The implicit midpoint rule on x'' = -omega^2 x (what theta = 1/2 with K implicit is on a
+    free linear oscillator: W (v1 - v0) = -h K (q0 + h v0 / 2)): each step rotates
+    (x, v / omega) by phi = 2 atan(omega h / 2), exactly."""
+    phi = 2.0 * np.arctan(0.5 * omega * h)
+    c, s = np.cos(k * phi), np.sin(k * phi)
+    return x0 * c + u0 / omega * s, u0 * c - omega * x0 * s
+
+
+def test_a_frictionless_sliding_contact_on_a_spring_runs_to_t_1000_above_the_cfl_limit():
+    """theta = 1/2, implicit, at five times the explicit limit, 10^4 steps to t = 1000 (plain
+    Python: the frictionless path): the contact rests (y = 0, y' = 0 exactly at every step)
+    while the mass slides on it as the Cayley rotation of the closed form, to 1e-9 of its
+    amplitude after 10^4 steps, and the energy is conserved to round-off (the trapezoidal rule
+    conserves the quadratic energy; the contact does no work)."""
+    slider = SpringSlider(k=1e4, x0=1.0, u0=50.0)
+    h = 5.0 * slider.stable_step
+    run = ib.simulate(slider, MoreauJean(0.5, implicit=True, compiled=False), 1000.0, h=h)
+    assert run.status == ib.Status.OK and run.t[-1] == pytest.approx(1000.0)
+    assert np.all(run.q[:, 1] == 0.0) and np.all(run.v[:, 1] == 0.0)
+    omega = np.sqrt(slider.k)
+    x, u = _cayley_rotation(1.0, 50.0, omega, h, np.round(run.t / h))
+    amplitude = np.hypot(1.0, 50.0 / omega)
+    assert np.abs(run.q[:, 0] - x).max() <= 1e-9 * amplitude
+    assert np.abs(run.v[:, 0] - u).max() <= 1e-9 * omega * amplitude
+    energy = ib.energy(slider, run)
+    assert np.abs(energy - energy[0]).max() <= 1e-10 * energy[0]
+
+
+class PressedBall(SpringBall):
+    """The spring ball with its rest position x = -1/2 below the floor: the spring presses it
+    onto the floor with force k / 2 once it is there."""
+
+    def forces(self, t, q, v):
+        return -self.k * (q + 0.5)
+
+    def potential_energy(self, q):
+        return 0.5 * self.k * float(q[0] + 0.5) ** 2
+
+
+@pytest.mark.parametrize("theta", [0.5, 0.75, 1.0])
+@pytest.mark.parametrize("start", ["resting", "dropped"])
+def test_a_contact_pressed_by_a_stiff_spring_stays_frozen_to_t_1000(theta, start):
+    """Ten times the explicit limit (omega h = 20), 5000 steps to t = 1000, e = 0.
+
+    Resting (q0 = 0, v0 = 0): q_p = 0 is active at every step and the impulse cancels the
+    spring's, so v = 0 and q = 0 for all time. Dropped (q0 = 1 cm, v0 = 0): the forecast
+    q_p = q_k + theta h v_k misses the contact while the stiff spring accelerates the ball, so
+    the free steps carry it below the floor before an impulse stops it (the scheme's depth is
+    set by the closing steps, not by h^2: up to the spring's rest offset 1/2 at this step); once
+    a step leaves v = 0 the state is frozen for good: v = 0 and q constant at every later step,
+    and a frozen state lies in [-1/2, 0] (below -1/2 the spring would lift it off)."""
+    ball = PressedBall(k=1e4)
+    ball.q0 = np.array([0.0 if start == "resting" else 0.01])
+    ball.v0 = np.array([0.0])
+    h = 10.0 * ball.stable_step
+    run = ib.simulate(ball, MoreauJean(theta, implicit=True, compiled=False), 1000.0, h=h)
+    assert run.status == ib.Status.OK and run.t[-1] == pytest.approx(1000.0)
+    moving = np.flatnonzero(run.v[:, 0] != 0.0)
+    if start == "resting":
+        assert moving.size == 0 and np.all(run.q == 0.0)
+        return
+    rest = moving[-1] + 1
+    assert run.t[rest] < 20.0
+    assert np.all(run.v[rest:] == 0.0) and np.all(run.q[rest:] == run.q[rest])
+    assert -0.5 <= run.q[rest, 0] < 0.0
+
+
+def test_a_compiled_frictional_contact_with_zero_friction_slides_as_the_rotation_to_t_1000():
+    """The friction oscillator with friction level 0 (the frictional loop, compiled, mu = 0):
+    the same Cayley rotation of the closed form to t = 1000 at five times the explicit limit,
+    the block on the floor throughout."""
+    problem = FrictionOscillator(friction_level=0.0, stiffness=1e4, x0=1.0, u0=50.0)
+    h = 5.0 * 2.0 / np.sqrt(problem.stiffness)
+    run = ib.simulate(problem, MoreauJean(0.5, implicit=True), 1000.0, h=h, output_every=7)
+    assert run.status == ib.Status.OK
+    assert np.all(run.q[:, 1] == 0.0) and np.all(run.v[:, 1] == 0.0)
+    omega = np.sqrt(problem.stiffness)
+    x, u = _cayley_rotation(1.0, 50.0, omega, h, np.round(run.t / h))
+    amplitude = np.hypot(1.0, 50.0 / omega)
+    assert np.abs(run.q[:, 0] - x).max() <= 1e-9 * amplitude
+    assert np.abs(run.v[:, 0] - u).max() <= 1e-9 * omega * amplitude
