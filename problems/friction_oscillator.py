@@ -47,17 +47,17 @@ from impactbench.core import checks
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
+from .floor_contact import (
+    floor_friction,
+    floor_gap,
+    floor_gap_gradient,
+    floor_tangent_gradient,
+    point_mass_matrix,
+)
+
 #: The parameters of the kernels, in the order of the vector p.
-PARAMETERS = ("mass", "stiffness", "normal_load", "mu", "tangential_restitution")
-MASS, STIFFNESS, NORMAL_LOAD, MU, TANGENTIAL_RESTITUTION = parameter_indices(PARAMETERS)
-
-
-@kernel
-def _oscillator_mass_matrix(q, p, out):
-    out[0, 0] = p[MASS]
-    out[0, 1] = 0.0
-    out[1, 0] = 0.0
-    out[1, 1] = p[MASS]
+PARAMETERS = ("mass", "mu", "tangential_restitution", "stiffness", "normal_load")
+MASS, MU, TANGENTIAL_RESTITUTION, STIFFNESS, NORMAL_LOAD = parameter_indices(PARAMETERS)
 
 
 @kernel
@@ -72,29 +72,6 @@ def _oscillator_stiffness(p, out):
     out[0, 1] = 0.0
     out[1, 0] = 0.0
     out[1, 1] = 0.0
-
-
-@kernel
-def _oscillator_gap(q, p, out):
-    out[0] = q[1]
-
-
-@kernel
-def _oscillator_gap_gradient(q, p, out):
-    out[0, 0] = 0.0
-    out[0, 1] = 1.0
-
-
-@kernel
-def _oscillator_tangent_gradient(q, p, out):
-    out[0, 0] = 1.0
-    out[0, 1] = 0.0
-
-
-@kernel
-def _oscillator_friction(q, p, mu, e_t):
-    mu[0] = p[MU]
-    e_t[0] = p[TANGENTIAL_RESTITUTION]
 
 
 class FrictionOscillator(CompiledProblem):
@@ -131,14 +108,14 @@ class FrictionOscillator(CompiledProblem):
     """
 
     KERNELS = ProblemKernels(
-        _oscillator_mass_matrix,
+        point_mass_matrix,
         _oscillator_forces,
-        _oscillator_gap,
-        _oscillator_gap_gradient,
+        floor_gap,
+        floor_gap_gradient,
         affine_gap=True,
         constant_mass=True,
-        tangent_gradient=_oscillator_tangent_gradient,
-        friction=_oscillator_friction,
+        tangent_gradient=floor_tangent_gradient,
+        friction=floor_friction,
         stiffness_matrix=_oscillator_stiffness,
     )
 

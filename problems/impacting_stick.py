@@ -11,27 +11,11 @@ from impactbench.core import checks
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
+from .floor_contact import floor_friction, rigid_body_mass_matrix, weight
+
 #: The parameters of the kernels, in the order of the vector p.
-PARAMETERS = ("mass", "length", "gravity", "mu", "tangential_restitution")
-MASS, LENGTH, GRAVITY, MU, TANGENTIAL_RESTITUTION = parameter_indices(PARAMETERS)
-
-
-@kernel
-def _stick_mass_matrix(q, p, out):
-    m, length = p[MASS], p[LENGTH]
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = 0.0
-    out[0, 0] = m
-    out[1, 1] = m
-    out[2, 2] = m * length * length / 12.0
-
-
-@kernel
-def _stick_forces(t, q, v, p, out):
-    out[0] = 0.0
-    out[1] = -p[MASS] * p[GRAVITY]
-    out[2] = 0.0
+PARAMETERS = ("mass", "mu", "tangential_restitution", "inertia", "gravity", "length")
+MASS, MU, TANGENTIAL_RESTITUTION, INERTIA, GRAVITY, LENGTH = parameter_indices(PARAMETERS)
 
 
 @kernel
@@ -51,12 +35,6 @@ def _stick_tangent_gradient(q, p, out):
     out[0, 0] = 1.0
     out[0, 1] = 0.0
     out[0, 2] = 0.5 * p[LENGTH] * math.cos(q[2])
-
-
-@kernel
-def _stick_friction(q, p, mu, e_t):
-    mu[0] = p[MU]
-    e_t[0] = p[TANGENTIAL_RESTITUTION]
 
 
 class ImpactingStick(CompiledProblem):
@@ -104,13 +82,13 @@ class ImpactingStick(CompiledProblem):
     """
 
     KERNELS = ProblemKernels(
-        _stick_mass_matrix,
-        _stick_forces,
+        rigid_body_mass_matrix,
+        weight,
         _stick_gap,
         _stick_gap_gradient,
         constant_mass=True,
         tangent_gradient=_stick_tangent_gradient,
-        friction=_stick_friction,
+        friction=floor_friction,
     )
 
     def __init__(
@@ -156,6 +134,7 @@ class ImpactingStick(CompiledProblem):
         return parameter_vector(
             PARAMETERS,
             mass=self.mass,
+            inertia=self.mass * self.length * self.length / 12.0,
             length=self.length,
             gravity=self.gravity,
             mu=self.mu,

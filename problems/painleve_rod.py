@@ -11,27 +11,11 @@ from impactbench.core import checks
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
+from .floor_contact import floor_friction, rigid_body_mass_matrix, weight
+
 #: The parameters of the kernels, in the order of the vector p.
-PARAMETERS = ("mass", "half_length", "gravity", "mu")
-MASS, HALF_LENGTH, GRAVITY, MU = parameter_indices(PARAMETERS)
-
-
-@kernel
-def _rod_mass_matrix(q, p, out):
-    m, l = p[MASS], p[HALF_LENGTH]
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = 0.0
-    out[0, 0] = m
-    out[1, 1] = m
-    out[2, 2] = m * l * l / 3.0
-
-
-@kernel
-def _rod_forces(t, q, v, p, out):
-    out[0] = 0.0
-    out[1] = -p[MASS] * p[GRAVITY]
-    out[2] = 0.0
+PARAMETERS = ("mass", "mu", "tangential_restitution", "inertia", "gravity", "half_length")
+MASS, MU, TANGENTIAL_RESTITUTION, INERTIA, GRAVITY, HALF_LENGTH = parameter_indices(PARAMETERS)
 
 
 @kernel
@@ -51,12 +35,6 @@ def _rod_tangent_gradient(q, p, out):
     out[0, 0] = 1.0
     out[0, 1] = 0.0
     out[0, 2] = p[HALF_LENGTH] * math.sin(q[2])
-
-
-@kernel
-def _rod_friction(q, p, mu, e_t):
-    mu[0] = p[MU]
-    e_t[0] = 0.0
 
 
 class PainleveRod(CompiledProblem):
@@ -109,13 +87,13 @@ class PainleveRod(CompiledProblem):
     """
 
     KERNELS = ProblemKernels(
-        _rod_mass_matrix,
-        _rod_forces,
+        rigid_body_mass_matrix,
+        weight,
         _rod_gap,
         _rod_gap_gradient,
         constant_mass=True,
         tangent_gradient=_rod_tangent_gradient,
-        friction=_rod_friction,
+        friction=floor_friction,
     )
 
     def __init__(
@@ -153,9 +131,11 @@ class PainleveRod(CompiledProblem):
         return parameter_vector(
             PARAMETERS,
             mass=self.mass,
+            inertia=self.mass * self.half_length * self.half_length / 3.0,
             half_length=self.half_length,
             gravity=self.gravity,
             mu=self.mu,
+            tangential_restitution=0.0,
         )
 
     def potential_energy(self, q: np.ndarray) -> float:

@@ -10,30 +10,24 @@ from impactbench.core import checks
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
+from .floor_contact import floor_friction, rigid_body_mass_matrix, weight
+
 #: The parameters of the kernels, in the order of the vector p.
-PARAMETERS = ("mass", "half_width", "half_height", "gravity", "mu", "tangential_restitution")
-MASS, HALF_WIDTH, HALF_HEIGHT, GRAVITY, MU, TANGENTIAL_RESTITUTION = parameter_indices(PARAMETERS)
+PARAMETERS = (
+    "mass",
+    "mu",
+    "tangential_restitution",
+    "inertia",
+    "gravity",
+    "half_width",
+    "half_height",
+)
+MASS, MU, TANGENTIAL_RESTITUTION, INERTIA, GRAVITY, HALF_WIDTH, HALF_HEIGHT = parameter_indices(
+    PARAMETERS
+)
 
 #: The side of each contact's corner: contact 0 the left corner (-b), contact 1 the right (+b).
 SIDES = (-1.0, 1.0)
-
-
-@kernel
-def _rocking_mass_matrix(q, p, out):
-    m, b, c = p[MASS], p[HALF_WIDTH], p[HALF_HEIGHT]
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = 0.0
-    out[0, 0] = m
-    out[1, 1] = m
-    out[2, 2] = m * (b * b + c * c) / 3.0
-
-
-@kernel
-def _rocking_forces(t, q, v, p, out):
-    out[0] = 0.0
-    out[1] = -p[MASS] * p[GRAVITY]
-    out[2] = 0.0
 
 
 @kernel
@@ -64,13 +58,6 @@ def _rocking_tangent_gradient(q, p, out):
         out[i, 1] = 0.0
     out[0, 2] = b * s + c * co
     out[1, 2] = -b * s + c * co
-
-
-@kernel
-def _rocking_friction(q, p, mu, e_t):
-    for i in range(2):
-        mu[i] = p[MU]
-        e_t[i] = p[TANGENTIAL_RESTITUTION]
 
 
 class RockingBlock(CompiledProblem):
@@ -136,13 +123,13 @@ class RockingBlock(CompiledProblem):
     """
 
     KERNELS = ProblemKernels(
-        _rocking_mass_matrix,
-        _rocking_forces,
+        rigid_body_mass_matrix,
+        weight,
         _rocking_gap,
         _rocking_gap_gradient,
         constant_mass=True,
         tangent_gradient=_rocking_tangent_gradient,
-        friction=_rocking_friction,
+        friction=floor_friction,
     )
 
     def __init__(
@@ -189,10 +176,12 @@ class RockingBlock(CompiledProblem):
         self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
-        """The vector of :data:`PARAMETERS`."""
+        """The vector of :data:`PARAMETERS` (J = m (b^2 + c^2) / 3)."""
+        b, c = self.half_width, self.half_height
         return parameter_vector(
             PARAMETERS,
             mass=self.mass,
+            inertia=self.mass * (b * b + c * c) / 3.0,
             half_width=self.half_width,
             half_height=self.half_height,
             gravity=self.gravity,

@@ -10,17 +10,17 @@ from impactbench.core import checks
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 
+from .floor_contact import (
+    floor_friction,
+    floor_gap,
+    floor_gap_gradient,
+    floor_tangent_gradient,
+    point_mass_matrix,
+)
+
 #: The parameters of the kernels, in the order of the vector p.
-PARAMETERS = ("mass", "gravity", "angle", "mu", "tangential_restitution")
-MASS, GRAVITY, ANGLE, MU, TANGENTIAL_RESTITUTION = parameter_indices(PARAMETERS)
-
-
-@kernel
-def _block_mass_matrix(q, p, out):
-    out[0, 0] = p[MASS]
-    out[0, 1] = 0.0
-    out[1, 0] = 0.0
-    out[1, 1] = p[MASS]
+PARAMETERS = ("mass", "mu", "tangential_restitution", "gravity", "angle")
+MASS, MU, TANGENTIAL_RESTITUTION, GRAVITY, ANGLE = parameter_indices(PARAMETERS)
 
 
 @kernel
@@ -28,29 +28,6 @@ def _block_forces(t, q, v, p, out):
     weight = p[MASS] * p[GRAVITY]
     out[0] = weight * math.sin(p[ANGLE])
     out[1] = -weight * math.cos(p[ANGLE])
-
-
-@kernel
-def _block_gap(q, p, out):
-    out[0] = q[1]
-
-
-@kernel
-def _block_gap_gradient(q, p, out):
-    out[0, 0] = 0.0
-    out[0, 1] = 1.0
-
-
-@kernel
-def _block_tangent_gradient(q, p, out):
-    out[0, 0] = 1.0
-    out[0, 1] = 0.0
-
-
-@kernel
-def _block_friction(q, p, mu, e_t):
-    mu[0] = p[MU]
-    e_t[0] = p[TANGENTIAL_RESTITUTION]
 
 
 class SlidingBlock(CompiledProblem):
@@ -102,14 +79,14 @@ class SlidingBlock(CompiledProblem):
     """
 
     KERNELS = ProblemKernels(
-        _block_mass_matrix,
+        point_mass_matrix,
         _block_forces,
-        _block_gap,
-        _block_gap_gradient,
+        floor_gap,
+        floor_gap_gradient,
         affine_gap=True,
         constant_mass=True,
-        tangent_gradient=_block_tangent_gradient,
-        friction=_block_friction,
+        tangent_gradient=floor_tangent_gradient,
+        friction=floor_friction,
     )
 
     def __init__(

@@ -9,6 +9,7 @@ stability (independent event-located integrations), and the validation of every 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from impactbench.problems import (
     ForcedImpactOscillator,
     ImpactingOscillator,
     SlantedWall,
+    floor_contact,
 )
 
 from conftest import H_FD, smooth_grid
@@ -761,3 +763,57 @@ def test_impact_times_validates_arguments(name):
     with pytest.raises(ValueError, match="t_end"):
         problem.impact_times(NAN)
     assert problem.impact_times(problem.t0 - 1.0).size == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Bodies on a rough floor: the kernels they share (problems/floor_contact.py)
+# --------------------------------------------------------------------------------------------
+
+#: Each floor-contact problem built with mu = 0.37 (and e_T = 0.25 where it has one), its prefix
+#: of parameters, and the moment of inertia J of its body about the centre (None: a point mass).
+FLOOR_BODIES = {
+    "SlidingBlock": (
+        dict(mu=0.37, tangential_restitution=0.25),
+        floor_contact.FLOOR_PARAMETERS,
+        None,
+    ),
+    "FrictionOscillator": (
+        dict(friction_level=0.37, tangential_restitution=0.25),
+        floor_contact.FLOOR_PARAMETERS,
+        None,
+    ),
+    "ImpactingStick": (
+        dict(mu=0.37, tangential_restitution=0.25),
+        floor_contact.RIGID_BODY_PARAMETERS,
+        lambda b: b.mass * b.length**2 / 12,
+    ),
+    "PainleveRod": (
+        dict(mu=0.37),
+        floor_contact.RIGID_BODY_PARAMETERS,
+        lambda b: b.mass * b.half_length**2 / 3,
+    ),
+    "RockingBlock": (
+        dict(mu=0.37, tangential_restitution=0.25),
+        floor_contact.RIGID_BODY_PARAMETERS,
+        lambda b: b.mass * (b.half_width**2 + b.half_height**2) / 3,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOOR_BODIES))
+def test_floor_contact_problems_read_the_shared_parameters_by_their_names(name):
+    """The shared kernels read p[MASS], p[MU], ... at the indices of floor_contact: each problem's
+    parameter tuple starts with that prefix, and the shared kernels then give its M (the
+    closed-form J of its body) and the mu and e_T it was built with, at every contact."""
+    kwargs, prefix, inertia = FLOOR_BODIES[name]
+    problem = PROBLEMS[name](**kwargs)
+    assert sys.modules[type(problem).__module__].PARAMETERS[: len(prefix)] == prefix
+    p = problem.kernel_parameters()
+    n, m = problem.n_dof, problem.n_constraints
+    mass = np.empty((n, n))
+    problem.kernels().mass_matrix(problem.q0, p, mass)
+    diagonal = [problem.mass] * 2 + ([] if inertia is None else [inertia(problem)])
+    np.testing.assert_allclose(mass, np.diag(diagonal), rtol=1e-15, atol=0)
+    mu, e_t = np.empty(m), np.empty(m)
+    problem.kernels().friction(problem.q0, p, mu, e_t)
+    assert np.all(mu == 0.37) and np.all(e_t == kwargs.get("tangential_restitution", 0.0))
