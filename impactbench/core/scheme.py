@@ -62,6 +62,19 @@ one of the scheme's compile-time options. Helpers that a scheme's functions call
 ``problem`` are decorated with :func:`scheme_function`; the shared contact numerics
 (:func:`factor_mass`, :func:`solve_mass`, :mod:`impactbench.core.contact`) are called as they
 are.
+
+This module is everything a scheme imports from impactbench (the schemes of ``methods/`` import
+nothing else, at most 12 names each: ``tests/test_layout.py``): the base classes
+(:class:`Scheme`, :class:`ProjectingScheme`), the declared parameters (:class:`Parameter`), the
+statuses, the shared steps (:func:`velocity_impulse`, with or without friction;
+:func:`reaction_forces`, :func:`closed_rows`, :func:`projection_status`), the contact numerics
+a step calls, the stable-step helpers (:func:`declared_stable_step`,
+:func:`theta_scheme_limit`) and :func:`bind_problem` for a compiled function of one problem.
+The base class does for a scheme what each would otherwise write: it checks the parameters
+``run_time`` declares with a :class:`Parameter`, picks the loop of the scheme's
+``frictional_step`` on a frictional problem (:func:`frictional_scheme`, with the friction
+law's sizes and failure reasons), and gives the step limit of a declared
+``stable_step_factor``.
 """
 
 from __future__ import annotations
@@ -82,6 +95,7 @@ from ._jit import (
     generated_functions,
     kernel,
     scheme_function,
+    specialize,
 )
 from .contact import (
     CURVATURE_FD_STEP,
@@ -96,6 +110,7 @@ from .contact import (
     impulse_single,
     impulse_span,
     ldl_factor,
+    ldl_solve,
     make_metric_projection,
     metric_row,
     solve_lcp_warm,
@@ -134,9 +149,11 @@ from .timestepping import TimeStepping
 
 __all__ = [
     "CURVATURE_FD_STEP",
+    "COUNT",
     "DEGENERATE_GRADIENT",
     "IMPACT_STATE",
     "LCP_SLOT_ACCELERATION",
+    "POSITIVE",
     "STATUS_CONTACT_SOLVE_FAILED",
     "STATUS_DEGENERATE_GRADIENT",
     "STATUS_GAP_NOT_FINITE",
@@ -146,16 +163,23 @@ __all__ = [
     "Kernels",
     "Parameter",
     "Problem",
+    "ProblemKernels",
     "ProjectingScheme",
     "Scheme",
     "add_reactions",
     "affine_projection_step",
     "all_finite",
+    "bind_problem",
+    "closed_rows",
     "declared_stable_step",
     "delassus",
     "factor_mass",
+    "frictional_scheme",
     "ldl_factor",
+    "ldl_solve",
     "metric_row",
+    "projection_status",
+    "reaction_forces",
     "scheme_function",
     "solve_lcp_warm",
     "solve_mass",
@@ -837,6 +861,40 @@ def frictional_scheme(scheme: type[Scheme]) -> type[Scheme]:
             },
         )
     return _FRICTIONAL[scheme]
+
+
+#: The globals that :func:`bind_problem` binds in its copies of :func:`_bound` (each copy has
+#: its own; never called here).
+_FUNCTION = _PROBLEM = None
+_N_DOF = 0
+
+
+def _bound(*arguments):
+    return _FUNCTION(_PROBLEM, _N_DOF, *arguments)
+
+
+def bind_problem(function: Callable, kernels: ProblemKernels, n_dof: int) -> Callable:
+    """``function(problem, n, *arguments)`` (a :func:`scheme_function`) as a compiled function
+    of one problem, ``bound(*arguments)``, for a caller in Python (the event-driven method's
+    free flight, :mod:`impactbench.methods.free_flight`).
+
+    ``problem`` is the problem's ``kernels`` as :class:`Kernels` (``mass_matrix`` the dense
+    (n, n) kernel; ``diagonal_mass`` and ``single_constraint`` False) and ``n`` is ``n_dof``:
+    both compile-time constants, the kernels inlined. Compiled once per call (keep the result),
+    cached on disk.
+    """
+    problem = Kernels(
+        kernels.mass_matrix,
+        kernels.forces,
+        kernels.gap,
+        kernels.gap_gradient,
+        bool(kernels.constant_mass),
+        bool(kernels.affine_gap),
+        False,
+        False,
+    )
+    bindings = {"_FUNCTION": function, "_PROBLEM": problem, "_N_DOF": n_dof}
+    return specialize(_bound, bindings, True)
 
 
 def _first_class(kernels: ProblemKernels, mass: dict[str, Any]) -> ProblemKernels:
