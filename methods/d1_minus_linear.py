@@ -67,8 +67,8 @@ against 0.001 with e_i = 1). With e_i = 1 every term is <= 0, so the impulses ne
 The velocity-level problem is the shared velocity impulse
 (:func:`impactbench.core.scheme.velocity_impulse`) at q_{k+1}, from v_free, with the restitution
 e_i of each constraint; the acceleration-level problems are not impulses (their right-hand side
-carries the curvature terms, their index set I_2 is not the impulse's) and are solved here, on
-the shared Delassus matrix and LCP solver.
+carries the curvature terms, their index set I_2 is not the impulse's) and are solved by
+:func:`impactbench.core.scheme.reaction_forces` (the shared Delassus matrix and LCP solver).
 
 Impact log: the normal velocities before and after are G v_free and G v_{k+1} at t_{k+1}, for
 each i in I_1 with P_i > 0 (u+ = -e u- on I_3, u+ = 0 on the plastic contacts).
@@ -109,27 +109,16 @@ from typing import Any
 
 import numpy as np
 
-from impactbench.core.contact import (
-    CURVATURE_FD_STEP,
-    LCP_SLOT_ACCELERATION,
-    add_reactions,
-    all_finite,
-    delassus,
-    metric_row,
-    solve_lcp_warm,
-)
-from impactbench.core.divergence import declared_stable_step
-from impactbench.core.problem import Problem
 from impactbench.core.scheme import (
-    DEGENERATE_GRADIENT,
+    CURVATURE_FD_STEP,
     IMPACT_STATE,
-    STATUS_CONTACT_SOLVE_FAILED,
-    STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
     Scheme,
+    closed_rows,
     factor_mass,
+    reaction_forces,
     scheme_function,
     solve_mass,
     velocity_impulse,
@@ -166,42 +155,6 @@ D1_STATE = {
     "L": "mass",
     **IMPACT_STATE,
 }
-
-
-@scheme_function
-def _forces_update(s, n, k, a_free, a_out):
-    """a_out = a_free + M^-1 G_A^T lambda with 0 <= lambda _|_ W lambda + b >= 0 on
-    A = ``s.rows[:k]``, W = G_A M^-1 G_A^T (``s.G``, ``s.L`` the factor of M), b in ``s.b``.
-
-    For k = 1 the closed form (:func:`impactbench.core.contact.metric_row`), otherwise the shared
-    :func:`impactbench.core.contact.delassus` and LCP
-    (:func:`impactbench.core.contact.solve_lcp_warm`, from the last active set of the contact
-    forces, slot LCP_SLOT_ACCELERATION); lambda is left in ``s.multipliers``. Returns the LCP's
-    count of bases, a negative count on failure, or
-    :data:`impactbench.core.contact.DEGENERATE_GRADIENT` when an active gradient vanishes.
-    """
-    ws = s.ws
-    Y = ws[1]  # the rows M^-1 grad g_i, W and the spans of make_workspace's tuple
-    W = ws[2]
-    span = ws[19]
-    P = s.multipliers
-    if k == 1:  # closed form, inlined (solve_lcp_warm is a separately compiled call)
-        inv_w = metric_row(n, s.G, s.rows[0], s.L, Y)
-        if not inv_w > 0.0:
-            return DEGENERATE_GRADIENT
-        P[0] = max(0.0, -s.b[0] * inv_w)
-        for j in range(n):
-            a_out[j] = a_free[j] + P[0] * Y[0, j]
-        return 1
-    delassus(s.G, s.rows, k, s.L, n, Y, W, span)
-    for a in range(k):
-        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < math.inf):
-            return DEGENERATE_GRADIENT
-    used = solve_lcp_warm(W, s.b, s.rows, k, P, ws, LCP_SLOT_ACCELERATION)
-    if used < 0:
-        return used
-    add_reactions(n, k, Y, P, span, a_free, a_out)
-    return used
 
 
 @scheme_function
@@ -257,30 +210,8 @@ def _contact_forces(s, problem, n, m, q, w, p, h, a_free, a_out, closed):
         if not problem.affine_gap:
             b += s.curvature[a]
         s.b[a] = b
-    used = _forces_update(s, n, active, a_free, a_out)
-    if used == DEGENERATE_GRADIENT:
-        return STATUS_DEGENERATE_GRADIENT, active, 0
-    if used < 0:
-        return STATUS_CONTACT_SOLVE_FAILED, active, 0
-    return STATUS_OK, active, used
-
-
-@scheme_function
-def _closed_rows(s, problem, n, m, q, p):
-    """List the constraints with g_i <= 0 (``s.g`` holds g(q)) in ``s.rows[:closed]``; evaluate
-    G = grad g(q) into ``s.G`` when there is one. Returns (status, closed)."""
-    closed = 0
-    for i in range(m):
-        if s.g[i] <= 0.0:
-            s.rows[closed] = i
-            closed += 1
-        elif not s.g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
-            return STATUS_GAP_NOT_FINITE, 0
-    if closed > 0:
-        problem.gap_gradient(q, p, s.G)
-        if not all_finite(s.G, m, n):
-            return STATUS_GAP_NOT_FINITE, 0
-    return STATUS_OK, closed
+    status, used = reaction_forces(s, n, active, s.b, a_free, a_out)
+    return status, active, used
 
 
 class D1MinusLinear(Scheme):
@@ -303,6 +234,9 @@ class D1MinusLinear(Scheme):
     """
 
     state = D1_STATE
+    #: The smooth part is velocity Verlet, stable iff h omega_max <= 2
+    #: (:mod:`impactbench.core.divergence`): the step limit is ``problem.stable_step``.
+    stable_step_factor = 1.0
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -331,7 +265,7 @@ class D1MinusLinear(Scheme):
         # the factor of M_k
         problem.forces(t, s.q, s.v, p, s.f)
         solve_mass(s.L, n, s.f, s.a_free)
-        status, closed = _closed_rows(s, problem, n, m, s.q, p)
+        status, closed = closed_rows(s, problem, n, m, s.q, p)
         if status != STATUS_OK:
             return status, False, 0, 0
         for i in range(m):
@@ -362,7 +296,7 @@ class D1MinusLinear(Scheme):
         for i in range(m):
             s.g_start[i] = s.g[i]
         problem.gap(q1, p, s.g)
-        status, closed = _closed_rows(s, problem, n, m, q1, p)
+        status, closed = closed_rows(s, problem, n, m, q1, p)
         if status != STATUS_OK:
             return status, False, 0, 0
         impact = False
@@ -410,8 +344,3 @@ class D1MinusLinear(Scheme):
         if status != STATUS_OK:
             return status, False, 0, 0
         return STATUS_OK, True, used + pivots, 2
-
-    def step_limit(self, problem: Problem) -> float | None:
-        """``problem.stable_step`` (2 / omega_max): the smooth part is velocity Verlet,
-        stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
-        return declared_stable_step(problem)

@@ -13,24 +13,25 @@ from collections.abc import Callable
 
 import numpy as np
 
-from impactbench.core._jit import specialize
-from impactbench.core.contact import ldl_factor, ldl_solve
-from impactbench.core.problem import ProblemKernels
+from impactbench.core.scheme import (
+    ProblemKernels,
+    bind_problem,
+    ldl_factor,
+    ldl_solve,
+    scheme_function,
+)
 
-# Names bound per problem by impactbench.core._jit.specialize in free_flight_rhs.
-mass_matrix = forces = None
-N_DOF = 0
 
-
-def _free_flight_rhs(t, y, p, M, L, a, out):  # noqa: N803
-    """out = (v, M(q)^-1 F(t, q, v)); False if M(q) is not positive definite or out not finite."""
-    n = N_DOF
+@scheme_function
+def free_flight(problem, n, t, y, p, M, L, a, out):
+    """out = (v, M(q)^-1 F(t, q, v)) for y = (q, v); False if M(q) is not positive definite or
+    out not finite. ``M``, ``L`` (n, n) and ``a`` (n,) are work arrays, ``out`` (2n,)."""
     q = y[:n]
     v = y[n:]
-    mass_matrix(q, p, M)
+    problem.mass_matrix(q, p, M)
     if not ldl_factor(M, n, L):
         return False
-    forces(t, q, v, p, a)
+    problem.forces(t, q, v, p, a)
     ldl_solve(L, n, a, a)
     check = 0.0
     for j in range(n):
@@ -44,10 +45,9 @@ _COMPILED: dict[tuple[ProblemKernels, int], Callable] = {}
 
 
 def free_flight_rhs(kernels: ProblemKernels, n_dof: int) -> Callable:
-    """``rhs(t, y, p, M, L, a, out) -> bool`` for these kernels (compiled once per process and
-    cached on disk); ``M``, ``L`` (n, n) and ``a`` (n,) are work arrays, ``out`` (2n,)."""
+    """``rhs(t, y, p, M, L, a, out) -> bool``, :func:`free_flight` for these kernels (compiled
+    once per process and cached on disk)."""
     key = (kernels, n_dof)
     if key not in _COMPILED:
-        bindings = {"mass_matrix": kernels.mass_matrix, "forces": kernels.forces, "N_DOF": n_dof}
-        _COMPILED[key] = specialize(_free_flight_rhs, bindings, True)
+        _COMPILED[key] = bind_problem(free_flight, kernels, n_dof)
     return _COMPILED[key]

@@ -43,9 +43,10 @@ tests/test_energy.py over long resting runs). With the ``"approaching"`` rule th
 occurs and the energy never increases, at the price of the drift above.
 
 Friction: on a frictional problem (docs/friction.md) the impulses follow the planar
-Newton-Coulomb law (:func:`impactbench.core.friction.friction_impulse`: normal and tangential
-impulses, stick or slip, solved exactly) in place of Newton's, with the same activation and
-step; a frictionless problem runs the frictionless loop, unchanged.
+Newton-Coulomb law (:func:`impactbench.core.scheme.velocity_impulse` with the tangential
+impulses, :func:`impactbench.core.friction.friction_impulse`: normal and tangential impulses,
+stick or slip, solved exactly) in place of Newton's, with the same activation and step (the
+scheme's ``frictional_step``); a frictionless problem runs the frictionless loop, unchanged.
 
 * :class:`MoreauJean` (theta-scheme): q_p = q_k + theta h v_k, t_p = t_k + theta h,
   q_{k+1} = q_k + h ((1 - theta) v_k + theta v_{k+1}). theta = 1/2 is Moreau's midpoint
@@ -62,31 +63,24 @@ step; a frictionless problem runs the frictionless loop, unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
-from impactbench.core import _checks
-from impactbench.core.divergence import declared_stable_step, theta_scheme_limit
-from impactbench.core.friction import (
-    FRICTION_FAILURE_REASONS,
-    FRICTION_STATE,
-    check_friction_sizes,
-    friction_impulse,
-)
-from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.scheme import (
     IMPACT_STATE,
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
+    Parameter,
+    Problem,
+    ProblemKernels,
     Scheme,
     factor_mass,
     scheme_function,
-    scheme_loop,
     solve_mass,
+    theta_scheme_limit,
     velocity_impulse,
 )
 
-from .moreau_jean_implicit import IMPLICIT, implicit_scheme
+from .moreau_jean_implicit import IMPLICIT, IMPLICIT_STATE, form_iteration_matrix
 from .moreau_jean_implicit import step_limit as implicit_step_limit
 
 #: The state of the velocity step: q_p and the forces there, M(q_p) and its factor, the free
@@ -104,26 +98,29 @@ VELOCITY_STATE = {
     **IMPACT_STATE,
 }
 
-
-#: The state of the velocity step on a frictional problem.
-FRICTIONAL_VELOCITY_STATE = {**VELOCITY_STATE, **FRICTION_STATE}
+#: The weight theta of the theta-scheme, in (0, 1].
+THETA = Parameter(0.0, 1.0, open_low=True)
 
 
 @scheme_function
 def velocity_step(
     s, problem, n, m, k, t, h, p, e, theta, position_first, approaching, forced,
-    tangent_impulse=None,
+    tangent_impulse=None, implicit=None,
 ):  # fmt: skip
     """The step of the module docstring into ``s.q_next``, ``s.v_next`` (``position_first``:
-    catching-up; ``approaching``, ``forced``: :func:`impactbench.core.scheme.velocity_impulse`;
-    ``tangent_impulse``: None (frictionless), or on a frictional problem ``s.tangent_impulse``
-    of a state with :data:`FRICTION_STATE`: the Newton-Coulomb law,
-    :func:`impactbench.core.friction.friction_impulse`, in place of Newton's).
+    catching-up; ``approaching``, ``forced``, ``tangent_impulse``: those of
+    :func:`impactbench.core.scheme.velocity_impulse`, None or ``s.tangent_impulse`` on a
+    frictional problem; ``implicit``: None, or ``s.W`` of the implicit scheme, whose metric is
+    that of W = M + h theta C + (h theta)^2 K, ``moreau_jean_implicit``).
     Returns (status, contact, iterations, force evaluations)."""
     h_theta = h * theta
     for j in range(n):
         s.qp[j] = s.q[j] + h_theta * s.v[j]
-    if k == 0 or not problem.constant_mass:
+    if implicit is not None:  # None: the branch is not compiled
+        if k == 0 or not problem.constant_mass or s.h_w[0] != h:
+            if not form_iteration_matrix(s, problem, n, h, theta, p):
+                return STATUS_MASS_NOT_SPD, False, 0, 0
+    elif k == 0 or not problem.constant_mass:
         problem.mass_matrix(s.qp, p, s.M)
         if not factor_mass(s.M, n, s.L):
             return STATUS_MASS_NOT_SPD, False, 0, 0
@@ -131,14 +128,10 @@ def velocity_step(
     solve_mass(s.L, n, s.f, s.acc)
     for j in range(n):
         s.vfree[j] = s.v[j] + h * s.acc[j]
-    if tangent_impulse is not None:  # None: the branch is not compiled
-        status, active, used = friction_impulse(
-            s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, tangent_impulse
-        )
-    else:
-        status, active, used = velocity_impulse(
-            s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, forced
-        )
+    status, active, used = velocity_impulse(
+        s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, forced, None,
+        tangent_impulse,
+    )  # fmt: skip
     if status != STATUS_OK:
         return status, False, 0, 0
     h_rest = h - h_theta
@@ -163,15 +156,12 @@ def _activation(value: Any) -> str:
 
 
 class _Velocity(Scheme):
-    """The step shared by :class:`MoreauJean` and :class:`CatchingUp` (on a frictional
-    problem, that of :class:`_FrictionalVelocity`)."""
+    """The step shared by :class:`MoreauJean` and :class:`CatchingUp`."""
 
     state = VELOCITY_STATE
-    run_time = ("theta",)
+    run_time = {"theta": THETA}
     compile_time = {"position_first": bool, "approaching_only": bool}
     position_first = False
-    friction_law = True
-    failure_reasons = {**Scheme.failure_reasons, **FRICTION_FAILURE_REASONS}
 
     @property
     def approaching_only(self) -> bool:
@@ -184,34 +174,34 @@ class _Velocity(Scheme):
             options.position_first, options.approaching_only, None,
         )  # fmt: skip
 
-    @classmethod
-    def _make_loop(
-        cls,
-        kernels: ProblemKernels,
-        n_dof: int,
-        n_constraints: int,
-        compile: bool,
-        **options: Any,
-    ) -> Callable:
-        if kernels.tangent_gradient is None:
-            return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
-        check_friction_sizes(n_dof, n_constraints)
-        return scheme_loop(_FrictionalVelocity, kernels, n_dof, n_constraints, compile, options)
+    @staticmethod
+    def frictional_step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        return velocity_step(
+            s, problem, n, m, k, t, h, p, e, par.theta,
+            options.position_first, options.approaching_only, None, s.tangent_impulse,
+        )  # fmt: skip
 
 
-class _FrictionalVelocity(Scheme):
-    """The velocity step with the planar Newton-Coulomb law (docs/friction.md): the loop of
-    :class:`MoreauJean` and :class:`CatchingUp` on a frictional problem."""
+class _ImplicitVelocity(Scheme):
+    """The loop of ``MoreauJean(theta, implicit=True)`` (``moreau_jean_implicit``)."""
 
-    state = FRICTIONAL_VELOCITY_STATE
-    run_time = ("theta",)
-    compile_time = _Velocity.compile_time
+    state = IMPLICIT_STATE
+    run_time = {"theta": THETA}
+    compile_time = {"approaching_only": bool}
+    linear_forces = True
 
     @staticmethod
     def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
         return velocity_step(
             s, problem, n, m, k, t, h, p, e, par.theta,
-            options.position_first, options.approaching_only, None, s.tangent_impulse,
+            False, options.approaching_only, None, None, s.W,
+        )  # fmt: skip
+
+    @staticmethod
+    def frictional_step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        return velocity_step(
+            s, problem, n, m, k, t, h, p, e, par.theta,
+            False, options.approaching_only, None, s.tangent_impulse, s.W,
         )  # fmt: skip
 
 
@@ -251,10 +241,7 @@ class MoreauJean(_Velocity):
         implicit: bool = False,
         **options: Any,
     ) -> None:
-        super().__init__(**options)
-        self.theta = _checks.finite_scalar(theta, "theta")
-        if not 0.0 < self.theta <= 1.0:
-            raise ValueError(f"theta must lie in (0, 1], got {theta!r}")
+        super().__init__(theta=theta, **options)
         self.activation = _activation(activation)
         if not isinstance(implicit, bool):
             raise ValueError(f"implicit must be True or False, got {implicit!r}")
@@ -276,29 +263,15 @@ class MoreauJean(_Velocity):
         return options
 
     @classmethod
-    def _make_loop(
-        cls,
-        kernels: ProblemKernels,
-        n_dof: int,
-        n_constraints: int,
-        compile: bool,
-        **options: Any,
-    ) -> Callable:
-        if IMPLICIT not in options:
-            return super()._make_loop(kernels, n_dof, n_constraints, compile, **options)
-        if kernels.tangent_gradient is not None:
-            check_friction_sizes(n_dof, n_constraints)
-        return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
-
-    @classmethod
     def loop_scheme(
         cls, kernels: ProblemKernels, options: dict[str, Any]
     ) -> tuple[type[Scheme], dict[str, Any]]:
-        """With the option ``implicit``, the implicit scheme's functions
-        (``moreau_jean_implicit.implicit_scheme``); else this class's."""
+        """With the option ``implicit``, the implicit scheme's functions (on a frictional
+        problem, their frictional step); else this class's."""
         if options.pop(IMPLICIT, False):
-            return implicit_scheme(kernels, options)
-        return cls, options
+            del options["position_first"]  # False: MoreauJean's, which the implicit step takes
+            return _ImplicitVelocity.loop_scheme(kernels, options)
+        return super().loop_scheme(kernels, options)
 
 
 class CatchingUp(_Velocity):
@@ -317,14 +290,13 @@ class CatchingUp(_Velocity):
         See :class:`impactbench.TimeStepping`.
     """
 
+    run_time = {"theta": float}  # 1, set here: not an argument
     position_first = True
     theta = 1.0
+    #: The smooth part is symplectic Euler, stable iff h omega_max <= 2
+    #: (:mod:`impactbench.core.divergence`): the step limit is ``problem.stable_step``.
+    stable_step_factor = 1.0
 
     def __init__(self, activation: str = "position", **options: Any) -> None:
         super().__init__(**options)
         self.activation = _activation(activation)
-
-    def step_limit(self, problem: Problem) -> float | None:
-        """``problem.stable_step`` (2 / omega_max): the smooth part is symplectic Euler,
-        stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
-        return declared_stable_step(problem)

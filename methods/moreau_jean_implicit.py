@@ -44,24 +44,19 @@ theta (e = 0, or theta = 1/2 and any e).
 W is formed and factored (dense LDL^T, O(n^3)) at the first step, and again whenever h changes
 (a step-size controller) or, for a configuration-dependent mass, at every step (M(q_p)); each
 solve costs O(n^2).
+
+The step is the explicit scheme's (``methods.moreau_jean.velocity_step``, with the factor of W
+in place of that of M): this module forms W.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from impactbench.core.contact import ldl_factor
-from impactbench.core.divergence import theta_scheme_limit
-from impactbench.core.friction import FRICTION_STATE, friction_impulse
-from impactbench.core.problem import Problem, ProblemKernels
 from impactbench.core.scheme import (
     IMPACT_STATE,
-    STATUS_MASS_NOT_SPD,
-    STATUS_OK,
-    Scheme,
+    Problem,
+    ldl_factor,
     scheme_function,
-    solve_mass,
-    velocity_impulse,
+    theta_scheme_limit,
 )
 
 #: The loop option of :class:`methods.moreau_jean.MoreauJean` that selects this scheme (present
@@ -87,9 +82,6 @@ IMPLICIT_STATE = {
     **IMPACT_STATE,
 }
 
-#: The state of the implicit step on a frictional problem.
-FRICTIONAL_IMPLICIT_STATE = {**IMPLICIT_STATE, **FRICTION_STATE}
-
 
 @scheme_function
 def form_iteration_matrix(s, problem, n, h, theta, p):
@@ -113,87 +105,6 @@ def form_iteration_matrix(s, problem, n, h, theta, p):
     s.h_w[0] = h
     s.metric_ready[0] = 0.0
     return ldl_factor(s.W, n, s.L)
-
-
-@scheme_function
-def implicit_velocity_step(
-    s, problem, n, m, k, t, h, p, e, theta, approaching, tangent_impulse=None
-):  # fmt: skip
-    """The step of the module docstring into ``s.q_next``, ``s.v_next`` (``approaching``:
-    :func:`impactbench.core.scheme.velocity_impulse`; ``tangent_impulse``: None, or on a
-    frictional problem ``s.tangent_impulse``: the Newton-Coulomb law). Returns (status,
-    contact, iterations, force evaluations)."""
-    h_theta = h * theta
-    for j in range(n):
-        s.qp[j] = s.q[j] + h_theta * s.v[j]
-    if k == 0 or not problem.constant_mass or s.h_w[0] != h:
-        if not form_iteration_matrix(s, problem, n, h, theta, p):
-            return STATUS_MASS_NOT_SPD, False, 0, 0
-    problem.forces(t + h_theta, s.qp, s.v, p, s.f)
-    solve_mass(s.L, n, s.f, s.acc)
-    for j in range(n):
-        s.vfree[j] = s.v[j] + h * s.acc[j]
-    if tangent_impulse is not None:  # None: the branch is not compiled
-        status, active, used = friction_impulse(
-            s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, tangent_impulse
-        )
-    else:
-        status, active, used = velocity_impulse(
-            s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, None
-        )
-    if status != STATUS_OK:
-        return status, False, 0, 0
-    h_rest = h - h_theta
-    for j in range(n):
-        v1 = s.v1[j] if active > 0 else s.vfree[j]
-        s.q_next[j] = (s.q[j] + h_rest * s.v[j]) + h_theta * v1
-        s.v_next[j] = v1
-    return STATUS_OK, active > 0, used, 1
-
-
-class ImplicitVelocity(Scheme):
-    """The loop of ``MoreauJean(theta, implicit=True)`` (module docstring)."""
-
-    state = IMPLICIT_STATE
-    run_time = ("theta",)
-    compile_time = {"approaching_only": bool}
-    linear_forces = True
-
-    @staticmethod
-    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
-        return implicit_velocity_step(
-            s, problem, n, m, k, t, h, p, e, par.theta, options.approaching_only, None
-        )
-
-
-class FrictionalImplicitVelocity(Scheme):
-    """The loop of ``MoreauJean(theta, implicit=True)`` on a frictional problem."""
-
-    state = FRICTIONAL_IMPLICIT_STATE
-    run_time = ("theta",)
-    compile_time = {"approaching_only": bool}
-    linear_forces = True
-
-    @staticmethod
-    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
-        return implicit_velocity_step(
-            s, problem, n, m, k, t, h, p, e, par.theta, options.approaching_only,
-            s.tangent_impulse,
-        )  # fmt: skip
-
-
-def implicit_scheme(
-    kernels: ProblemKernels, options: dict[str, Any]
-) -> tuple[type[Scheme], dict[str, Any]]:
-    """The scheme of the implicit loop on a problem's ``kernels`` (frictional or not) and the
-    loop options it takes (``options``: MoreauJean's loop options less :data:`IMPLICIT`;
-    ``position_first`` must be False)."""
-    options = dict(options)
-    if options.pop("position_first", False):
-        raise ValueError("the implicit Moreau-Jean scheme has no position-first variant")
-    if kernels.tangent_gradient is None:
-        return ImplicitVelocity, options
-    return FrictionalImplicitVelocity, options
 
 
 def step_limit(problem: Problem, theta: float) -> float | None:

@@ -67,18 +67,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from impactbench.core import _checks
-from impactbench.core.divergence import theta_scheme_limit
-from impactbench.core.problem import Problem
 from impactbench.core.scheme import (
-    DEGENERATE_GRADIENT,
-    STATUS_DEGENERATE_GRADIENT,
     STATUS_OK,
-    STATUS_PROJECTION_NOT_CONVERGED,
+    Problem,
     ProjectingScheme,
+    projection_status,
+    theta_scheme_limit,
 )
 
-from .moreau_jean import VELOCITY_STATE, velocity_step
+from .moreau_jean import THETA, VELOCITY_STATE, velocity_step
 
 
 class MoreauJeanProjection(ProjectingScheme):
@@ -104,7 +101,7 @@ class MoreauJeanProjection(ProjectingScheme):
     #: The velocity step's state, the constraints it activates whatever g_i(q_p) (``forced``),
     #: then the point y it reaches, its projection x, and g, G where the projection works.
     state = {**VELOCITY_STATE, "forced": "m", "y": "n", "x": "n", "gy": "m", "Gy": ("m", "n")}
-    run_time = ("theta", "projection_tol", "projection_max_iter")
+    run_time = {"theta": THETA, **ProjectingScheme.run_time}
 
     def __init__(
         self,
@@ -113,12 +110,12 @@ class MoreauJeanProjection(ProjectingScheme):
         projection_max_iter: int = 50,
         **options: Any,
     ) -> None:
-        super().__init__(**options)
-        self.theta = _checks.finite_scalar(theta, "theta")
-        if not 0.0 < self.theta <= 1.0:
-            raise ValueError(f"theta must lie in (0, 1], got {theta!r}")
-        self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
-        self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
+        super().__init__(
+            theta=theta,
+            projection_tol=projection_tol,
+            projection_max_iter=projection_max_iter,
+            **options,
+        )
 
     @staticmethod
     def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
@@ -153,10 +150,9 @@ class MoreauJeanProjection(ProjectingScheme):
             s.y, n, m, p, par.projection_tol, int(par.projection_max_iter),
             s.M, s.L, s.x, s.gy, s.Gy, s.ws,
         )  # fmt: skip
-        if projected == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, False, 0, evaluated
-        if projected < 0:
-            return STATUS_PROJECTION_NOT_CONVERGED, False, 0, evaluated
+        status = projection_status(projected)
+        if status != STATUS_OK:
+            return status, False, 0, evaluated
         for j in range(n):
             s.q_next[j] = s.x[j]
         if projected > 0:

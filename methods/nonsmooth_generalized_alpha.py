@@ -108,30 +108,23 @@ no general discrete energy inequality is claimed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
-from impactbench.core import _checks
-from impactbench.core.contact import affine_projection_step
-from impactbench.core.friction import FRICTION_STATE, check_friction_sizes, friction_impulse
-from impactbench.core.problem import ProblemKernels
 from impactbench.core.scheme import (
-    DEGENERATE_GRADIENT,
     IMPACT_STATE,
-    STATUS_DEGENERATE_GRADIENT,
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
-    STATUS_PROJECTION_NOT_CONVERGED,
+    Parameter,
     ProjectingScheme,
+    affine_projection_step,
     factor_mass,
+    projection_status,
     scheme_function,
-    scheme_loop,
     solve_mass,
     velocity_impulse,
 )
-from impactbench.core.status_codes import FAILURE_REASONS
 
 #: The fixed-point iteration of the smooth part did not converge within ``iteration_max``.
 STATUS_ITERATION_NOT_CONVERGED = 100
@@ -141,6 +134,9 @@ _ROUND_OFF = 4.0 * float(np.finfo(float).eps)
 #: Relative move of qt within which an iteration that stopped contracting is at its round-off
 #: floor (1000 eps).
 _STAGNATION = 1000.0 * float(np.finfo(float).eps)
+
+#: The spectral radius at infinity, in [0, 1].
+RHO_INF = Parameter(0.0, 1.0)
 
 
 def generalized_alpha_parameters(rho_inf: float) -> tuple[float, float, float, float]:
@@ -162,9 +158,7 @@ def generalized_alpha_parameters(rho_inf: float) -> tuple[float, float, float, f
     ValueError
         If ``rho_inf`` is not a number in [0, 1].
     """
-    rho = _checks.finite_scalar(rho_inf, "rho_inf")
-    if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho_inf must lie in [0, 1], got {rho_inf!r}")
+    rho = RHO_INF.check(rho_inf, "rho_inf")
     alpha_m = (2.0 * rho - 1.0) / (rho + 1.0)
     alpha_f = rho / (rho + 1.0)
     gamma = 0.5 + alpha_f - alpha_m
@@ -275,10 +269,9 @@ def _position_level(s, problem, n, m, p, par, inv_w):
         )  # fmt: skip
         for j in range(n):
             s.dx[j] = s.x[j] - s.qs[j]
-    if projected == DEGENERATE_GRADIENT:
-        return STATUS_DEGENERATE_GRADIENT, 0
-    if projected < 0:
-        return STATUS_PROJECTION_NOT_CONVERGED, 0
+    status = projection_status(projected)
+    if status != STATUS_OK:
+        return status, 0
     for j in range(n):
         s.q_next[j] = s.qs[j] + s.dx[j]
         s.v_next[j] = s.v1[j]
@@ -338,25 +331,23 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
         "L": "mass",
         **IMPACT_STATE,
     }
-    run_time = (
-        "alpha_m",
-        "alpha_f",
-        "gamma",
-        "beta",
-        "iteration_tol",
-        "iteration_max",
-        "projection_tol",
-        "projection_max_iter",
-    )
+    #: alpha_m, alpha_f, gamma, beta from rho_inf (:func:`generalized_alpha_parameters`).
+    run_time = {
+        "alpha_m": float,
+        "alpha_f": float,
+        "gamma": float,
+        "beta": float,
+        "iteration_tol": Parameter(0.0, open_low=True),
+        "iteration_max": Parameter(integer=True),
+        **ProjectingScheme.run_time,
+    }
     failure_reasons: ClassVar[dict[int, str]] = {
-        **FAILURE_REASONS,
+        **ProjectingScheme.failure_reasons,
         STATUS_ITERATION_NOT_CONVERGED: (
             "the fixed-point iteration of the smooth part did not converge within iteration_max"
             " (reduce h)"
         ),
     }
-
-    friction_law = True
 
     def __init__(
         self,
@@ -367,29 +358,15 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
         projection_max_iter: int = 50,
         **options: Any,
     ) -> None:
-        super().__init__(**options)
+        super().__init__(
+            iteration_tol=iteration_tol,
+            iteration_max=iteration_max,
+            projection_tol=projection_tol,
+            projection_max_iter=projection_max_iter,
+            **options,
+        )
         self.alpha_m, self.alpha_f, self.gamma, self.beta = generalized_alpha_parameters(rho_inf)
         self.rho_inf = float(rho_inf)
-        self.iteration_tol = _checks.positive_scalar(iteration_tol, "iteration_tol")
-        self.iteration_max = _checks.positive_int(iteration_max, "iteration_max")
-        self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
-        self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
-
-    @classmethod
-    def _make_loop(
-        cls,
-        kernels: ProblemKernels,
-        n_dof: int,
-        n_constraints: int,
-        compile: bool,
-        **options: Any,
-    ) -> Callable:
-        if kernels.tangent_gradient is None:
-            return scheme_loop(cls, kernels, n_dof, n_constraints, compile, options)
-        check_friction_sizes(n_dof, n_constraints)
-        return scheme_loop(
-            _FrictionalGeneralizedAlpha, kernels, n_dof, n_constraints, compile, options
-        )
 
     @staticmethod
     def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
@@ -464,24 +441,16 @@ class NonsmoothGeneralizedAlpha(ProjectingScheme):
             s.a[j] = s.a_new[j]
             s.vdot[j] = s.vdot_new[j]
 
-
-class _FrictionalGeneralizedAlpha(ProjectingScheme):
-    """The step of :class:`NonsmoothGeneralizedAlpha` with the planar Newton-Coulomb law in
-    place of Newton's (module docstring, Friction): its loop on a frictional problem."""
-
-    state = {**NonsmoothGeneralizedAlpha.state, **FRICTION_STATE}
-    run_time = NonsmoothGeneralizedAlpha.run_time
-    start = staticmethod(NonsmoothGeneralizedAlpha.start)
-    commit = staticmethod(NonsmoothGeneralizedAlpha.commit)
-
     @staticmethod
-    def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+    def frictional_step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
+        """The step with the planar Newton-Coulomb law in place of Newton's (module docstring,
+        Friction)."""
         status, evaluated = _smooth_part(s, problem, n, t_next, h, p, par)
         if status != STATUS_OK:
             return status, False, 0, 0
         # velocity level: the Newton-Coulomb law on A = {i : g_i(qt) <= 0}, from vt
-        status, active, used = friction_impulse(
-            s, problem, n, m, s.qt, s.v, s.vt, e, s.v1, p, False, s.tangent_impulse
+        status, active, used = velocity_impulse(
+            s, problem, n, m, s.qt, s.v, s.vt, e, s.v1, p, False, None, None, s.tangent_impulse
         )
         if status != STATUS_OK:
             return status, False, 0, 0

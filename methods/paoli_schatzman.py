@@ -27,23 +27,16 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from impactbench.core import _checks
-from impactbench.core.contact import (
-    affine_projection_step,
-    all_finite,
-    metric_row,
-)
-from impactbench.core.divergence import declared_stable_step
-from impactbench.core.problem import Problem
 from impactbench.core.scheme import (
-    DEGENERATE_GRADIENT,
-    STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
     STATUS_MASS_NOT_SPD,
     STATUS_OK,
-    STATUS_PROJECTION_NOT_CONVERGED,
     ProjectingScheme,
+    affine_projection_step,
+    all_finite,
     factor_mass,
+    metric_row,
+    projection_status,
     solve_mass,
 )
 
@@ -86,16 +79,18 @@ class PaoliSchatzman(ProjectingScheme):
         "inv_w": "scalar",
         "metric_ready": "scalar",
     }
-    run_time = ("projection_tol", "projection_max_iter")
+    #: The smooth part is the central difference, stable iff h omega_max <= 2
+    #: (:mod:`impactbench.core.divergence`): the step limit is ``problem.stable_step``.
+    stable_step_factor = 1.0
     #: ``current`` (q^k, the velocity inside F at t_k) is one step ahead of the sample q^{k-1}.
     lead = 1
 
     def __init__(
         self, projection_tol: float = 1e-14, projection_max_iter: int = 50, **options: Any
     ) -> None:
-        super().__init__(**options)
-        self.projection_tol = _checks.positive_scalar(projection_tol, "projection_tol")
-        self.projection_max_iter = _checks.positive_int(projection_max_iter, "projection_max_iter")
+        super().__init__(
+            projection_tol=projection_tol, projection_max_iter=projection_max_iter, **options
+        )
 
     @staticmethod
     def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
@@ -114,10 +109,9 @@ class PaoliSchatzman(ProjectingScheme):
             s.y, n, m, p, par.projection_tol, int(par.projection_max_iter),
             s.M, s.L, s.q, s.g, s.G, s.ws,
         )  # fmt: skip
-        if used == DEGENERATE_GRADIENT:
-            return STATUS_DEGENERATE_GRADIENT, 0, 1
-        if used < 0:
-            return STATUS_PROJECTION_NOT_CONVERGED, 0, 1
+        status = projection_status(used)
+        if status != STATUS_OK:
+            return status, 0, 1
         return STATUS_OK, used, 1
 
     @staticmethod
@@ -171,10 +165,9 @@ class PaoliSchatzman(ProjectingScheme):
                     s.dx[j] = s.x[j] - s.y[j]
                 for i in range(m):
                     s.impulse[i] = s.multipliers[i]
-            if used == DEGENERATE_GRADIENT:
-                return STATUS_DEGENERATE_GRADIENT, False, 0, 0
-            if used < 0:
-                return STATUS_PROJECTION_NOT_CONVERGED, False, 0, 0
+            status = projection_status(used)
+            if status != STATUS_OK:
+                return status, False, 0, 0
         # q^{k+1} = -e q^{k-1} + (1 + e) x = z + (1 + e) dx (dx = x - y = 0 when y is admissible)
         for j in range(n):
             q_next = 2.0 * q[j] + (h2 * s.acc[j] - q_prev[j])
@@ -210,8 +203,3 @@ class PaoliSchatzman(ProjectingScheme):
             v_out[j] = s.v_next[j]
 
     # current: the default, q^k and the velocity inside F at t_k (one step after the sample)
-
-    def step_limit(self, problem: Problem) -> float | None:
-        """``problem.stable_step`` (2 / omega_max): the smooth part is the central difference,
-        stable iff h omega_max <= 2 (:mod:`impactbench.core.divergence`)."""
-        return declared_stable_step(problem)

@@ -62,17 +62,32 @@ one of the scheme's compile-time options. Helpers that a scheme's functions call
 ``problem`` are decorated with :func:`scheme_function`; the shared contact numerics
 (:func:`factor_mass`, :func:`solve_mass`, :mod:`impactbench.core.contact`) are called as they
 are.
+
+This module is everything a scheme imports from impactbench (the schemes of ``methods/`` import
+nothing else, at most 12 names each: ``tests/test_layout.py``): the base classes
+(:class:`Scheme`, :class:`ProjectingScheme`), the declared parameters (:class:`Parameter`), the
+statuses, the shared steps (:func:`velocity_impulse`, with or without friction;
+:func:`reaction_forces`, :func:`closed_rows`, :func:`projection_status`), the contact numerics
+a step calls, the stable-step helpers (:func:`declared_stable_step`,
+:func:`theta_scheme_limit`) and :func:`bind_problem` for a compiled function of one problem.
+The base class does for a scheme what each would otherwise write: it checks the parameters
+``run_time`` declares with a :class:`Parameter`, picks the loop of the scheme's
+``frictional_step`` on a frictional problem (:func:`frictional_scheme`, with the friction
+law's sizes and failure reasons), and gives the step limit of a declared
+``stable_step_factor``.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import namedtuple
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from . import _checks
 from ._jit import (
     CompileTimeTuple,
     compile_time_choice,
@@ -80,18 +95,28 @@ from ._jit import (
     generated_functions,
     kernel,
     scheme_function,
+    specialize,
 )
 from .contact import (
+    CURVATURE_FD_STEP,
     DEGENERATE_GRADIENT,
+    LCP_SLOT_ACCELERATION,
+    add_reactions,
+    affine_projection_step,
     all_finite,
+    delassus,
     factor_mass,
     impulse,
     impulse_single,
     impulse_span,
+    ldl_factor,
+    ldl_solve,
     make_metric_projection,
     metric_row,
+    solve_lcp_warm,
     solve_mass,
 )
+from .divergence import declared_stable_step, theta_scheme_limit
 from .driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
@@ -102,10 +127,17 @@ from .driver import (
     make_loop,
 )
 from .driver import Scheme as LoopFunctions
-from .friction import problem_restitution
+from .friction import (
+    FRICTION_FAILURE_REASONS,
+    FRICTION_STATE,
+    check_friction_sizes,
+    friction_impulse,
+    problem_restitution,
+)
 from .mass import mass_bindings
-from .problem import ProblemKernels
+from .problem import Problem, ProblemKernels
 from .status_codes import (
+    FAILURE_REASONS,
     STATUS_CONTACT_SOLVE_FAILED,
     STATUS_DEGENERATE_GRADIENT,
     STATUS_GAP_NOT_FINITE,
@@ -116,19 +148,42 @@ from .status_codes import (
 from .timestepping import TimeStepping
 
 __all__ = [
+    "CURVATURE_FD_STEP",
+    "COUNT",
     "DEGENERATE_GRADIENT",
     "IMPACT_STATE",
+    "LCP_SLOT_ACCELERATION",
+    "POSITIVE",
     "STATUS_CONTACT_SOLVE_FAILED",
     "STATUS_DEGENERATE_GRADIENT",
     "STATUS_GAP_NOT_FINITE",
-    "STATUS_PROJECTION_NOT_CONVERGED",
     "STATUS_MASS_NOT_SPD",
     "STATUS_OK",
+    "STATUS_PROJECTION_NOT_CONVERGED",
     "Kernels",
+    "Parameter",
+    "Problem",
+    "ProblemKernels",
+    "ProjectingScheme",
     "Scheme",
+    "add_reactions",
+    "affine_projection_step",
+    "all_finite",
+    "bind_problem",
+    "closed_rows",
+    "declared_stable_step",
+    "delassus",
     "factor_mass",
+    "frictional_scheme",
+    "ldl_factor",
+    "ldl_solve",
+    "metric_row",
+    "projection_status",
+    "reaction_forces",
     "scheme_function",
+    "solve_lcp_warm",
     "solve_mass",
+    "theta_scheme_limit",
     "velocity_impulse",
 ]
 
@@ -243,9 +298,11 @@ _gradient_span = compile_time_choice("single_constraint", _whole_span, _lcp_span
 
 @scheme_function
 def velocity_impulse(
-    s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced, restitution=None
-):
-    """Newton's impact law at velocity level on the constraints active at ``q``.
+    s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced, restitution=None,
+    tangent_impulse=None,
+):  # fmt: skip
+    """Newton's impact law at velocity level on the constraints active at ``q``; with
+    ``tangent_impulse``, the planar Newton-Coulomb law of a frictional problem.
 
     The contract of the velocity-impulse step shared by the velocity-level schemes. Evaluates
     g(q) into ``s.g`` and, when a constraint is closed, G = grad g(q) into ``s.G``; the active
@@ -293,6 +350,14 @@ def velocity_impulse(
         sets it by constraint (D1MinusLinear: e on the contacts that close during the step, 0
         or 1 on those closed before it); None (default): ``e`` for all (the code reading it is
         then not compiled).
+    tangent_impulse : array (m) or None
+        None (default): Newton's law above (the frictional code is then not compiled). On a
+        frictional problem, ``s.tangent_impulse`` of a state with
+        :data:`impactbench.core.friction.FRICTION_STATE` (the state of a scheme's
+        ``frictional_step``, :class:`Scheme`): the planar Newton-Coulomb law in place of
+        Newton's (:func:`impactbench.core.friction.friction_impulse`, with its contract: the
+        active set from g(q) <= 0 and ``approaching`` alone, ``forced`` and ``restitution``
+        unused), the tangential impulses into ``tangent_impulse``.
 
     Returns
     -------
@@ -305,7 +370,8 @@ def velocity_impulse(
         ``s.impulse`` holds P (0 off A) and ``s.normal_before``, ``s.normal_after`` hold G_i v
         and G_i v_out for each i in A; ``v_out`` is unset otherwise.
     iterations : int
-        The LCP's count of bases (1 for the closed form).
+        The LCP's count of bases (1 for the closed form); with ``tangent_impulse``, the count
+        of :func:`impactbench.core.friction.friction_impulse`.
 
     Notes
     -----
@@ -325,6 +391,10 @@ def velocity_impulse(
       mid-step) passes it as ``vfree`` and its reference velocity as ``v``; the impact log
       then reports G v before and G v_out after.
     """
+    if tangent_impulse is not None:  # None: the branch is not compiled
+        return friction_impulse(
+            s, problem, n, m, q, v, vfree, e, v_out, p, approaching, tangent_impulse
+        )
     g = s.g
     G = s.G
     problem.gap(q, p, g)
@@ -380,6 +450,115 @@ def velocity_impulse(
     return STATUS_OK, active, used
 
 
+@scheme_function
+def projection_status(used):
+    """The status of a projection's result ``used`` (:func:`affine_projection_step` or a
+    problem's ``project``): ``STATUS_OK`` for a count of iterations (>= 0),
+    ``STATUS_DEGENERATE_GRADIENT`` for :data:`DEGENERATE_GRADIENT` (an active gradient
+    vanishes), ``STATUS_PROJECTION_NOT_CONVERGED`` for any other negative count."""
+    if used == DEGENERATE_GRADIENT:
+        return STATUS_DEGENERATE_GRADIENT
+    if used < 0:
+        return STATUS_PROJECTION_NOT_CONVERGED
+    return STATUS_OK
+
+
+@scheme_function
+def closed_rows(s, problem, n, m, q, p):
+    """List the constraints with g_i <= 0 (``s.g`` holds g(q)) in ``s.rows[:closed]``; evaluate
+    G = grad g(q) into ``s.G`` when there is one. Returns (status, closed): status
+    ``STATUS_GAP_NOT_FINITE`` for a NaN gap, or G not finite."""
+    closed = 0
+    for i in range(m):
+        if s.g[i] <= 0.0:
+            s.rows[closed] = i
+            closed += 1
+        elif not s.g[i] > 0.0:  # NaN is neither open nor closed: a failure, not "no contact"
+            return STATUS_GAP_NOT_FINITE, 0
+    if closed > 0:
+        problem.gap_gradient(q, p, s.G)
+        if not all_finite(s.G, m, n):
+            return STATUS_GAP_NOT_FINITE, 0
+    return STATUS_OK, closed
+
+
+@scheme_function
+def reaction_forces(s, n, k, b, a_free, a_out):
+    """Contact forces at acceleration level: a_out = a_free + M^-1 G_A^T lambda with
+
+        0 <= lambda  _|_  W lambda + b >= 0   on A = ``s.rows[:k]``,  W = G_A M^-1 G_A^T
+
+    (``s.G`` holds G, ``s.L`` the factor of M, ``b`` (k) the right-hand side). For k = 1 the
+    closed form (:func:`impactbench.core.contact.metric_row`), otherwise the Delassus matrix
+    (:func:`impactbench.core.contact.delassus`) and the LCP warm-started from the last active
+    set of the contact forces (:func:`impactbench.core.contact.solve_lcp_warm`, slot
+    :data:`LCP_SLOT_ACCELERATION`); lambda is left in ``s.multipliers``.
+
+    Returns
+    -------
+    status : int
+        ``STATUS_OK``, ``STATUS_DEGENERATE_GRADIENT`` (an active gradient vanishes) or
+        ``STATUS_CONTACT_SOLVE_FAILED`` (the LCP failed).
+    iterations : int
+        The LCP's count of bases (1 for the closed form).
+    """
+    ws = s.ws
+    Y = ws[1]  # the rows M^-1 grad g_i, W and the spans of make_workspace's tuple
+    W = ws[2]
+    span = ws[19]
+    P = s.multipliers
+    if k == 1:  # closed form, inlined (solve_lcp_warm is a separately compiled call)
+        inv_w = metric_row(n, s.G, s.rows[0], s.L, Y)
+        if not inv_w > 0.0:
+            return STATUS_DEGENERATE_GRADIENT, 0
+        P[0] = max(0.0, -b[0] * inv_w)
+        for j in range(n):
+            a_out[j] = a_free[j] + P[0] * Y[0, j]
+        return STATUS_OK, 1
+    delassus(s.G, s.rows, k, s.L, n, Y, W, span)
+    for a in range(k):
+        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < math.inf):
+            return STATUS_DEGENERATE_GRADIENT, 0
+    used = solve_lcp_warm(W, b, s.rows, k, P, ws, LCP_SLOT_ACCELERATION)
+    if used < 0:
+        return STATUS_CONTACT_SOLVE_FAILED, 0
+    add_reactions(n, k, Y, P, span, a_free, a_out)
+    return STATUS_OK, used
+
+
+class Parameter(NamedTuple):
+    """The range of a run-time parameter, declared in a scheme's ``run_time`` and checked by
+    :class:`Scheme`'s constructor.
+
+    A finite real in [low, high] (``low`` excluded when ``open_low``), or with ``integer`` a
+    positive integer (in the int64 range of the loops). :meth:`check` raises a ValueError
+    naming the parameter and the value.
+    """
+
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False
+    integer: bool = False
+
+    def check(self, value: Any, name: str) -> float | int:
+        """``value`` as a float within the range (an int with ``integer``), or ValueError."""
+        if self.integer:
+            return _checks.positive_int(value, name)
+        x = _checks.finite_scalar(value, name)
+        if (x > self.low if self.open_low else x >= self.low) and x <= self.high:
+            return x
+        low = f"{'>' if self.open_low else '>='} {self.low:g}"
+        if self.high == math.inf:
+            raise ValueError(f"{name} must be {low}, got {value!r}")
+        interval = f"{'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+
+
+#: A positive real run-time parameter (a tolerance) and a positive integer one (a count).
+POSITIVE = Parameter(0.0, open_low=True)
+COUNT = Parameter(integer=True)
+
+
 @kernel
 def no_linear_force(p, out):
     """The ``stiffness_matrix`` or ``damping_matrix`` of a problem that declares none: zero
@@ -411,17 +590,27 @@ def _sample(s, n, q_out, v_out):
 class Scheme(TimeStepping):
     """Base class of a fixed-step scheme written on named state (see the module docstring).
 
-    A subclass sets ``state`` and ``step`` (and ``run_time``, ``compile_time``, ``lead``, or its
-    own ``start``, ``commit``, ``sample`` and ``current`` as needed), and writes its
-    ``__init__`` (which checks its arguments and sets the attributes that ``run_time`` and
-    ``compile_time`` name) and ``step_limit``.
+    A subclass sets ``state`` and ``step`` (and ``run_time``, ``compile_time``, ``lead``,
+    ``frictional_step``, ``stable_step_factor``, or its own ``start``, ``commit``, ``sample``
+    and ``current`` as needed), and writes its ``__init__``, which passes the values of its
+    declared run-time parameters on to this constructor by name (checked and set here) and
+    sets the attributes that ``compile_time`` names.
+
+    Parameters
+    ----------
+    **options
+        The run-time parameters that ``run_time`` declares with a :class:`Parameter` (checked
+        against it and set as attributes; one not given keeps its class attribute), then
+        ``compiled``, ``log_capacity`` and ``specialised`` (:class:`impactbench.TimeStepping`).
 
     Attributes
     ----------
     state : dict
         Name -> shape (:data:`SHAPES`) of the scheme's variables; ``q`` and ``v`` included.
-    run_time : tuple of str
-        Run-time parameters: float attributes, read as ``par.<name>``.
+    run_time : dict or tuple of str
+        Run-time parameters, read as ``par.<name>``: name -> :class:`Parameter` (a constructor
+        argument, checked) or ``float`` (an attribute the scheme sets itself), or their names
+        alone.
     compile_time : dict
         Compile-time options: name -> ``bool`` or ``int``; attributes, read as
         ``options.<name>``.
@@ -433,22 +622,58 @@ class Scheme(TimeStepping):
         ``problem.stiffness_matrix(p, K)`` and ``problem.damping_matrix(p, C)`` (K, C of shape
         ``("n", "n")``; zero where the problem declares none:
         :class:`impactbench.core.problem.ProblemKernels`). Default False.
+    frictional_step : function or None
+        The step on a frictional problem (docs/friction.md), with the parameters of ``step``:
+        it runs on ``state`` plus :data:`impactbench.core.friction.FRICTION_STATE` (and passes
+        ``s.tangent_impulse`` to :func:`velocity_impulse` for the Newton-Coulomb law). A scheme
+        that declares it has a friction law (``friction_law``); None (default): a frictional
+        problem is refused. The frictional loop requires n_constraints <= n_dof.
+    stable_step_factor : float or None
+        For a scheme whose smooth part is stable iff h <= c 2 / omega_max, that factor c: the
+        default :meth:`step_limit` is c ``problem.stable_step``. None (default): no limit
+        stated.
+    failure_reasons : dict
+        The message of each failure status: the driver's, and the friction law's
+        (:data:`impactbench.core.friction.FRICTION_FAILURE_REASONS`); a scheme adds its own
+        codes (>= 100).
     """
 
     state: ClassVar[dict[str, Any]] = {}
-    run_time: ClassVar[tuple[str, ...]] = ()
+    run_time: ClassVar[dict[str, Any] | tuple[str, ...]] = ()
     compile_time: ClassVar[dict[str, type]] = {}
     lead: ClassVar[int] = 0
     linear_forces: ClassVar[bool] = False
+    frictional_step: ClassVar[Callable | None] = None
+    stable_step_factor: ClassVar[float | None] = None
+    failure_reasons: ClassVar[dict[int, str]] = {**FAILURE_REASONS, **FRICTION_FAILURE_REASONS}
     start = staticmethod(_start)
     commit = staticmethod(_commit)
     sample = staticmethod(_sample)
     current = staticmethod(_sample)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.friction_law = cls.frictional_step is not None
+
+    def __init__(self, **options: Any) -> None:
+        declared = self.run_time if isinstance(self.run_time, dict) else {}
+        for name, kind in declared.items():
+            if isinstance(kind, Parameter) and name in options:
+                setattr(self, name, kind.check(options.pop(name), name))
+        super().__init__(**options)
+
     @staticmethod
     def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):
         """One step (module docstring); every scheme writes its own."""
         raise NotImplementedError
+
+    def step_limit(self, problem: Problem) -> float | None:
+        """``stable_step_factor`` times ``problem.stable_step`` (2 / omega_max), or None when
+        either is None (:func:`impactbench.core.divergence.declared_stable_step`)."""
+        if self.stable_step_factor is None:
+            return None
+        stable = declared_stable_step(problem)
+        return None if stable is None else self.stable_step_factor * stable
 
     def _loop_options(self) -> dict[str, Any]:
         values = {}
@@ -469,10 +694,13 @@ class Scheme(TimeStepping):
         cls, kernels: ProblemKernels, options: dict[str, Any]
     ) -> tuple[type[Scheme], dict[str, Any]]:
         """The scheme whose functions :func:`scheme_loop` compiles for these kernels and loop
-        options, with the options that scheme takes: ``cls`` and ``options`` by default. A
-        scheme whose options select other functions (``MoreauJean(implicit=True)``) returns
+        options, with the options that scheme takes: ``cls`` and ``options`` by default, on a
+        frictional problem the scheme of its ``frictional_step`` (:func:`frictional_scheme`).
+        A scheme whose options select other functions (``MoreauJean(implicit=True)``) returns
         them here, so that every loop template (the fixed-step and the adaptive one) runs them."""
-        return cls, options
+        if kernels.tangent_gradient is None or cls.frictional_step is None:
+            return cls, options
+        return frictional_scheme(cls), options
 
     @classmethod
     def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
@@ -499,8 +727,13 @@ class ProjectingScheme(Scheme):
     Its functions call ``problem.project(y, n, m, p, tol, max_iter, M, L, x, g, G, ws)``: the
     projection of y onto K = {g >= 0} in the metric of M
     (:func:`impactbench.core.contact.make_metric_projection`, closed form for one affine
-    constraint, Newton on the Lagrangian otherwise).
+    constraint, Newton on the Lagrangian otherwise), whose tolerance and iteration limit are the
+    run-time parameters ``projection_tol`` (> 0) and ``projection_max_iter`` (a positive
+    integer): ``run_time`` declares them (a subclass adds its own to
+    ``ProjectingScheme.run_time``).
     """
+
+    run_time: ClassVar[dict[str, Any]] = {"projection_tol": POSITIVE, "projection_max_iter": COUNT}
 
     @classmethod
     def derived_kernels(cls, problem: Kernels, n_constraints: int, compile: bool) -> dict:
@@ -544,6 +777,8 @@ def scheme_loop(
     :func:`impactbench.core.driver.make_loop`).
     """
     scheme, options = scheme.loop_scheme(kernels, dict(options))
+    if kernels.tangent_gradient is not None:
+        check_friction_sizes(n_dof, n_constraints)
     specialised = options.pop(SPECIALISED, False)
     mass = mass_bindings(kernels, n_dof, compile)
     linear = scheme.linear_forces
@@ -605,6 +840,61 @@ def scheme_loop(
         problem=problem if first_class else None,
         time_loop=time_loop,
     )
+
+
+#: The schemes of the frictional steps, by scheme class (made once per class).
+_FRICTIONAL: dict[type, type] = {}
+
+
+def frictional_scheme(scheme: type[Scheme]) -> type[Scheme]:
+    """The scheme that runs ``scheme`` on a frictional problem: its ``frictional_step`` as the
+    step, on its state plus :data:`impactbench.core.friction.FRICTION_STATE`; the rest
+    (parameters, options, start, commit, sample, current) is ``scheme``'s."""
+    if scheme not in _FRICTIONAL:
+        _FRICTIONAL[scheme] = type(
+            f"{scheme.__name__}Frictional",
+            (scheme,),
+            {
+                "state": {**scheme.state, **FRICTION_STATE},
+                "step": staticmethod(scheme.frictional_step),
+                "__module__": scheme.__module__,
+            },
+        )
+    return _FRICTIONAL[scheme]
+
+
+#: The globals that :func:`bind_problem` binds in its copies of :func:`_bound` (each copy has
+#: its own; never called here).
+_FUNCTION = _PROBLEM = None
+_N_DOF = 0
+
+
+def _bound(*arguments):
+    return _FUNCTION(_PROBLEM, _N_DOF, *arguments)
+
+
+def bind_problem(function: Callable, kernels: ProblemKernels, n_dof: int) -> Callable:
+    """``function(problem, n, *arguments)`` (a :func:`scheme_function`) as a compiled function
+    of one problem, ``bound(*arguments)``, for a caller in Python (the event-driven method's
+    free flight, :mod:`impactbench.methods.free_flight`).
+
+    ``problem`` is the problem's ``kernels`` as :class:`Kernels` (``mass_matrix`` the dense
+    (n, n) kernel; ``diagonal_mass`` and ``single_constraint`` False) and ``n`` is ``n_dof``:
+    both compile-time constants, the kernels inlined. Compiled once per call (keep the result),
+    cached on disk.
+    """
+    problem = Kernels(
+        kernels.mass_matrix,
+        kernels.forces,
+        kernels.gap,
+        kernels.gap_gradient,
+        bool(kernels.constant_mass),
+        bool(kernels.affine_gap),
+        False,
+        False,
+    )
+    bindings = {"_FUNCTION": function, "_PROBLEM": problem, "_N_DOF": n_dof}
+    return specialize(_bound, bindings, True)
 
 
 def _first_class(kernels: ProblemKernels, mass: dict[str, Any]) -> ProblemKernels:
