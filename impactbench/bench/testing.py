@@ -58,6 +58,15 @@ bad inputs
     message names the argument.
 determinism
     Two runs of the same method on the same problem give identical arrays.
+Coulomb friction (only for a method declaring a friction law, ``friction_law`` True; for any
+other the three rows are "not applicable (no friction law)", never failures)
+    *friction work <= 0 on every step*: a block sliding to rest on a floor and one sliding down
+    a steep incline (e_N = e_T = 0, gravity the only other force): the mechanical energy must
+    not increase between consecutive samples by more than h^2 F^T M^-1 F plus round-off
+    (event-driven: TOLERANCE_FACTOR rtol E). *No creep*: a block at rest on an incline flatter
+    than its friction angle moves by at most :data:`CREEP_TOLERANCE` to the resting horizon.
+    *Friction oscillator*: the order checks above against its stick-slip closed form (through
+    its arcs into the final stick, T = 30), with the same thresholds.
 
 Levels: ``"quick"`` fits over :data:`LEVELS` ["quick"] (7 nominal steps over 1.2 decades, 2
 phases each; resting contact to t = 100), ``"full"`` over 12 steps spanning 1.7 decades with 3
@@ -382,9 +391,15 @@ def _closed_forms() -> list[tuple[str, Callable[[], Problem], Callable[[Problem]
     ]
 
 
-def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
+def _order_checks(
+    method: Method,
+    level: Level,
+    tolerance: str,
+    cases: list[tuple[str, Callable[[], Problem], Callable[[Problem], float]]] | None = None,
+    prop_prefix: str = "order",
+) -> list[Check]:
     checks = []
-    for label, factory, horizon in _closed_forms():
+    for label, factory, horizon in _closed_forms() if cases is None else cases:
         problem = factory()
         t_end = horizon(problem)
         reference = Reference.exact(problem, t_end)
@@ -419,14 +434,16 @@ def _order_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
                         errors[metric].append(function(problem, run, reference))
         except _RunFailed as failure:
             checks.append(
-                Check("order through impacts", name, "run failed", "", False, str(failure))
+                Check(
+                    f"{prop_prefix} through impacts", name, "run failed", "", False, str(failure)
+                )  # fmt: skip
             )
             continue
         for metric in ORDER_METRICS:
             error = np.array(errors[metric])
             floor = metrics.error_floor(metric, problem, reference, t_end)
             fit = fitting.fit_order(parameter, error, floor=floor)
-            prop = f"order of {metric}"
+            prop = f"{prop_prefix} of {metric}"
             if _adaptive(method):
                 passed = fit.status == fitting.ORDER and fit.order >= MIN_ADAPTIVE_ORDER
                 detail = (
@@ -714,6 +731,133 @@ def _determinism_check(method: Method, level: Level) -> Check:
     )
 
 
+# --------------------------------------------------------------------------------------------
+# Coulomb friction (methods that declare a friction law: ``friction_law`` True)
+
+#: The frictional properties (keys of :data:`PROPERTIES`) and the name of each in the report;
+#: applied only to a method with ``friction_law`` True.
+FRICTION_PROPERTIES = {
+    "friction_work": "friction work <= 0 on every step",
+    "no_creep": "no creep when sticking on an incline",
+    "friction_oscillator": "friction oscillator closed form",
+}
+
+
+def _not_applicable(method: Method, selected: set[str]) -> list[Check]:
+    why = f"{method.name} declares no friction law (friction_law False): frictional checks skipped"
+    return [
+        Check(prop, "frictional problems", "not applicable (no friction law)", "", None, why)
+        for key, prop in FRICTION_PROPERTIES.items()
+        if key in selected
+    ]
+
+
+def _friction_work_check(method: Method, level: Level) -> list[Check]:
+    """Mechanical energy (kinetic + gravity) never increases between consecutive samples of a
+    block sliding to rest on a floor and of one sliding down a steep incline (e_T = 0, e_N =
+    0): with gravity the only other force, the energy's change over a step is the work of
+    friction, which Coulomb's law makes <= 0. Allowance: h^2 F^T M^-1 F (the drift a
+    first-order step may have in a smooth phase) or TOLERANCE_FACTOR rtol E, plus round-off."""
+    from ..problems import SlidingBlock
+
+    checks = []
+    cases = [
+        ("floor, slides to rest", SlidingBlock(angle=0.0, mu=0.5, u0=2.0), 1.0),
+        ("steep incline, slides", SlidingBlock(angle=0.5, mu=0.3, u0=0.5), 1.0),
+    ]
+    h = level.steps[len(level.steps) // 2] if method.requires_step else None
+    prop = FRICTION_PROPERTIES["friction_work"]
+    for label, block, t_end in cases:
+        name = f"{block.name} ({label}, e_T = 0)"
+        try:
+            run = _run(block, method, t_end, h)
+        except _RunFailed as failure:
+            checks.append(Check(prop, name, "run failed", "", False, str(failure)))
+            continue
+        energies = np.array([block.energy(q, v) for q, v in zip(run.q, run.v, strict=True)])
+        scale = float(np.abs(energies).max())
+        force = block.forces(block.t0, block.q0, block.v0)
+        if h is not None:
+            drift = h**2 * float(force @ np.linalg.solve(block.mass_matrix(block.q0), force))
+            allowed = drift + ROUND_OFF * scale
+            threshold = f"<= h^2 F^T M^-1 F + round-off = {allowed:.3g}"
+        else:
+            allowed = TOLERANCE_FACTOR * _tolerance_of(method) * scale
+            threshold = f"<= {TOLERANCE_FACTOR:g} rtol E = {allowed:.3g}"
+        increases = np.diff(energies)
+        k = int(np.argmax(increases))
+        largest = float(increases[k])
+        checks.append(
+            Check(
+                prop,
+                name,
+                f"largest energy increase over a step {_fmt(largest)} (t = {run.t[k + 1]:.4g})",
+                threshold,
+                largest <= allowed,
+                f"E up to {scale:.3g}, {run.t.size - 1} steps",
+            )
+        )
+    return checks
+
+
+#: Largest displacement allowed of a block sticking on an incline over the resting horizon.
+CREEP_TOLERANCE = 1e-9
+
+
+def _creep_check(method: Method, level: Level) -> Check:
+    """A block at rest on an incline flatter than the friction angle (tan 0.2 < mu = 0.5)
+    must stay where it is to the level's resting horizon: its largest displacement, and the
+    creep per unit time it implies, against :data:`CREEP_TOLERANCE` (the built-in schemes stay
+    within round-off: docs/friction.md)."""
+    from ..problems import SlidingBlock
+
+    block = SlidingBlock(angle=0.2, mu=0.5, u0=0.0)
+    t_end = level.rest_horizon
+    name = f"{block.name} (at rest, tan(alpha) < mu, t = {t_end:g})"
+    prop = FRICTION_PROPERTIES["no_creep"]
+    threshold = f"displacement <= {CREEP_TOLERANCE:g}"
+    h = level.contact_step if method.requires_step else None
+    try:
+        run = _run(block, method, t_end, h)
+    except _RunFailed as failure:
+        return Check(prop, name, "run failed", threshold, False, str(failure))
+    moved = float(np.max(np.abs(run.q - block.q0)))
+    speed = float(np.max(np.abs(run.v)))
+    return Check(
+        prop,
+        name,
+        f"displacement {_fmt(moved)} ({_fmt(moved / (t_end - block.t0))} per unit time), "
+        f"largest |v| {_fmt(speed)}",
+        threshold,
+        moved <= CREEP_TOLERANCE,
+        f"{run.t.size - 1} samples",
+    )
+
+
+def _oscillator_checks(method: Method, level: Level, tolerance: str) -> list[Check]:
+    """The order checks (:func:`_order_checks`, same thresholds) against the friction
+    oscillator's stick-slip closed form, through its arcs into its final stick (T = 30)."""
+    from ..problems import FrictionOscillator
+
+    case = ("stick-slip closed form", FrictionOscillator, lambda p: 30.0)
+    return _order_checks(method, level, tolerance, [case], "friction oscillator: order")
+
+
+def _friction_checks(
+    method: Method, level: Level, tolerance: str, selected: set[str]
+) -> list[Check]:
+    if not method.friction_law:
+        return _not_applicable(method, selected)
+    checks = []
+    if "friction_work" in selected:
+        checks += _friction_work_check(method, level)
+    if "no_creep" in selected:
+        checks.append(_creep_check(method, level))
+    if "friction_oscillator" in selected:
+        checks += _oscillator_checks(method, level, tolerance)
+    return checks
+
+
 #: The properties :func:`check_method` can run, by key (all by default).
 PROPERTIES = (
     "orders",
@@ -723,6 +867,7 @@ PROPERTIES = (
     "energy",
     "bad_inputs",
     "determinism",
+    *FRICTION_PROPERTIES,
 )
 
 
@@ -787,6 +932,12 @@ def check_method(
         ("energy over impacts", "energy" in selected, _energy_check, ()),
         ("bad inputs", "bad_inputs" in selected, lambda m, _level: _bad_input_check(m), ()),
         ("determinism", "determinism" in selected, _determinism_check, ()),
+        (
+            "Coulomb friction",
+            bool(selected & set(FRICTION_PROPERTIES)),
+            _friction_checks,
+            (tolerance, selected),
+        ),
     ]
     steps = [step for step in steps if step[1]]
     for index, (label, _, function, extra) in enumerate(steps, start=1):
@@ -806,4 +957,11 @@ def check_method(
     return report
 
 
-__all__ = ["LEVELS", "PROPERTIES", "Check", "ValidationReport", "check_method"]
+__all__ = [
+    "FRICTION_PROPERTIES",
+    "LEVELS",
+    "PROPERTIES",
+    "Check",
+    "ValidationReport",
+    "check_method",
+]

@@ -30,7 +30,9 @@ def add_parser(commands: Any, usage_error: type[Exception]) -> None:
         help="run the conformance suite on a method (built-in or MODULE:CLASS)",
         description="Run a method through the battery the built-in methods pass (orders "
         "through impacts against closed forms, the kinetic metric, resting and multiple "
-        "contacts, energy over impacts, bad inputs, determinism) and print each property "
+        "contacts, energy over impacts, bad inputs, determinism; for a method declaring a "
+        "friction law, non-positive friction work, no creep when sticking and the friction "
+        "oscillator's closed form, reported not applicable for any other) and print each property "
         "with its measured value, threshold and verdict. Exit code 0 when every check "
         "passes, 1 when one fails, 2 for a usage error.",
     )
