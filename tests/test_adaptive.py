@@ -272,3 +272,19 @@ def test_sliding_particle_to_t_1000_stays_on_the_wall_and_keeps_its_step(scheme)
     roundoff = 1e-14 + 100 * np.finfo(float).eps * gradient * np.abs(run.q).max()
     assert max(early, late) <= 4.0 * case.alpha * h_max**2
     assert late <= early + roundoff
+
+
+def test_validation_derives_the_bounds_a_default_adaptive_method_leaves_open():
+    """``impactbench validate 'Adaptive[scheme=MoreauJean]'``: h_max the level's coarsest step
+    (not (T - t0) / 10 of each run) and gap_tolerance = rtol, shown in the report's name;
+    bounds given are kept."""
+    from impactbench.bench.specs import load_method
+    from impactbench.bench.testing import LEVELS, _with_derived_bounds, check_method
+
+    report = check_method(load_method("Adaptive[scheme=MoreauJean]"), properties=("determinism",))
+    coarsest = max(LEVELS["quick"].steps)
+    assert f"h_max={coarsest}" in report.method and "gap_tolerance=0.001" in report.method
+    assert report.passed
+    given = load_method("Adaptive[scheme=MoreauJean,rtol=1e-4,h_max=0.05,gap_tolerance=1e-3]")
+    kept = _with_derived_bounds(given, LEVELS["quick"], "rtol")
+    assert (kept.h_max, kept.gap_tolerance) == (0.05, 1e-3)
