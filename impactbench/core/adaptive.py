@@ -53,6 +53,7 @@ changes the solver's first guess, not its solution.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -336,9 +337,10 @@ class Adaptive(Method):
     scheme : Scheme or str
         A scheme written on :mod:`impactbench.core.scheme` (MoreauJean, CatchingUp...), or its
         spec (``"MoreauJean"``, ``"MoreauJean[theta=1.0]"``: the class name of a scheme defined
-        by then, a plug-in's included); its ``compiled`` and ``log_capacity`` apply. Stored as
-        the spec in :attr:`scheme` (the instance given's name), the instance in
-        :attr:`stepper`; on the command line: ``Adaptive[scheme=CatchingUp,rtol=1e-4]``.
+        by then, a plug-in's included); its ``compiled`` and ``log_capacity`` apply. The
+        instance is :attr:`stepper` and its name :attr:`scheme`, whichever was given: a spec
+        and the equivalent instance make the same :attr:`name`; on the command line:
+        ``Adaptive[scheme=CatchingUp,rtol=1e-4]``.
     rtol, atol : float
         Relative and absolute tolerances of the local error (rtol >= 100 eps, atol > 0).
     h_min : float
@@ -389,7 +391,7 @@ class Adaptive(Method):
         max_samples: int = 100_000,
     ) -> None:
         self.stepper = _scheme(scheme)
-        self.scheme = scheme if isinstance(scheme, str) else scheme.name
+        self.scheme = self.stepper.name
         self.rtol = _checks.positive_scalar(rtol, "rtol")
         if self.rtol < 100 * np.finfo(float).eps:
             raise ValueError(f"rtol must be >= 100 eps, got {rtol!r}")
@@ -565,14 +567,25 @@ def _scheme(scheme: Scheme | str) -> Scheme:
 
 
 def _scheme_classes() -> dict[str, type]:
-    """The public subclasses of :class:`Scheme` defined so far, by class name."""
+    """The user-facing subclasses of :class:`Scheme` defined so far, by class name: not the
+    private ones, not the scheme API's own bases (defined in this package's core, as
+    ``ProjectingScheme``), not the built-in methods' internal loops (a class of the methods
+    package that the package does not export, as ``ImplicitVelocity``, the loop of
+    ``MoreauJean(implicit=True)``); a plug-in's schemes all count."""
+    root = __name__.partition(".")[0]
+    methods = sys.modules.get(f"{root}.methods")
     found: dict[str, type] = {}
     pending = [Scheme]
     while pending:
         for subclass in pending.pop().__subclasses__():
             pending.append(subclass)
-            if not subclass.__name__.startswith("_"):
-                found.setdefault(subclass.__name__, subclass)
+            name, module = subclass.__name__, subclass.__module__
+            unexported = getattr(methods, name, None) is not subclass
+            internal = module.startswith(f"{root}.core.") or (
+                module.startswith(f"{root}.methods.") and unexported
+            )
+            if not name.startswith("_") and not internal:
+                found.setdefault(name, subclass)
     return found
 
 
