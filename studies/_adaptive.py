@@ -12,7 +12,10 @@ times in ``step_impacts``). The tables and figures read these stored artefacts o
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +23,7 @@ import pandas as pd
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
 from impactbench.bench.report import method_style, new_figure, save_figure, shared_legend
 from impactbench.bench.results import read_artefact
-from impactbench.bench.runner import Grid
+from impactbench.bench.runner import Case, Grid, Run, expand
 from impactbench.core.adaptive import Adaptive
 from impactbench.core.problem import Problem
 from impactbench.core.trajectory import Trajectory
@@ -60,6 +63,23 @@ def grids(
             tolerance="rtol",
         )
         for rtol in tolerances
+    ]
+
+
+def recorded_runs(
+    cases: list[Case],
+    tolerances: list[float],
+    h_max: float,
+    stores_steps: Callable[[Run], bool],
+    **options: Any,
+) -> list[Run]:
+    """The adaptive runs of ``cases`` (:func:`grids`; ``options`` as for
+    :func:`impactbench.bench.runner.expand`), each with its controller's record: every accepted
+    step where ``stores_steps(run)`` (:func:`step_size_artefact`), the step counts otherwise
+    (:func:`control_artefact`)."""
+    return [
+        replace(run, artefact=step_size_artefact if stores_steps(run) else control_artefact)
+        for run in expand(cases, grids(tolerances, h_max), **options)
     ]
 
 

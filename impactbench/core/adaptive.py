@@ -78,7 +78,7 @@ from .status_codes import (
     FAILURE_REASONS,
     STATUS_NOT_FINITE,
     STATUS_OK,
-    log_impact,
+    log_impacts,
     store_counters,
 )
 from .trajectory import ImpactLog, SimulationError, Status, Trajectory
@@ -141,7 +141,6 @@ def _adaptive_loop(
     extrapolate = control[EXTRAPOLATE] > 0.0
     richardson = 2.0**order - 1.0
     exponent = -1.0 / (order + 1.0)
-    capacity = log_t.shape[0]
     out_capacity = out_t.shape[0]
     n_targets = targets.shape[0]
     status, iterations, evaluations = scheme_start(t0, h_first, q0, v0, p, e, mp, X, rows, ws)
@@ -245,23 +244,15 @@ def _adaptive_loop(
                 Z[NEXT_Q, j] = zh[j]
                 Z[NEXT_V, j] = zh[n + j]
             if c1:
-                for i in range(m):
-                    if i1[i] > 0.0:
-                        impacts += 1
-                        if logged < capacity:
-                            logged = log_impact(
-                                log_t, log_i, log_u, logged, t_half, i, b1[i], a1[i]
-                            )
+                impacts, logged = log_impacts(
+                    log_t, log_i, log_u, logged, impacts, t_half, i1, b1, a1, m
+                )
             if c2:
                 iterations += used2
-                for i in range(m):
-                    if X[IMPULSE, i] > 0.0:
-                        impacts += 1
-                        if logged < capacity:
-                            logged = log_impact(
-                                log_t, log_i, log_u, logged, t_next, i,
-                                X[NORMAL_BEFORE, i], X[NORMAL_AFTER, i],
-                            )  # fmt: skip
+                impacts, logged = log_impacts(
+                    log_t, log_i, log_u, logged, impacts, t_next,
+                    X[IMPULSE], X[NORMAL_BEFORE], X[NORMAL_AFTER], m,
+                )  # fmt: skip
             scheme_commit(X, Z)
             t = t_next
             calls += 2
