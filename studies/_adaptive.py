@@ -12,7 +12,10 @@ times in ``step_impacts``). The tables and figures read these stored artefacts o
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +23,7 @@ import pandas as pd
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
 from impactbench.bench.report import method_style, new_figure, save_figure, shared_legend
 from impactbench.bench.results import read_artefact
-from impactbench.bench.runner import Grid
+from impactbench.bench.runner import Case, Grid, Run, expand
 from impactbench.core.adaptive import Adaptive
 from impactbench.core.problem import Problem
 from impactbench.core.trajectory import Trajectory
@@ -30,20 +33,32 @@ SCHEMES = ("MoreauJean", "CatchingUp")
 #: atol = ATOL_RATIO rtol; gap_tolerance = rtol.
 ATOL_RATIO = 1e-2
 
-_CONTROL = re.compile(r",(atol|gap_tolerance|h_max)=[^,\]]+")
+#: Bins of time of the binned h(t) record (:func:`binned_step_artefact`).
+STEP_BINS = 400
+
+_CONTROL = re.compile(r",(atol|gap_tolerance|h_max|max_samples)=[^,\]]+")
 
 
-def grids(tolerances: list[float], h_max: float) -> list[Grid]:
-    """One grid per rtol (atol and gap_tolerance follow it) over :data:`SCHEMES`."""
+def grids(
+    tolerances: list[float],
+    h_max: float,
+    schemes: tuple[str, ...] = SCHEMES,
+    max_samples: int | None = None,
+) -> list[Grid]:
+    """One grid per rtol (atol and gap_tolerance follow it) over ``schemes``; ``max_samples``
+    (None: Adaptive's default) bounds the samples of a run, every accepted step when it is
+    larger than their number (:func:`binned_step_artefact` needs them all)."""
+    parameters = {} if max_samples is None else {"max_samples": [max_samples]}
     return [
         Grid(
             Adaptive,
             {
-                "scheme": list(SCHEMES),
+                "scheme": list(schemes),
                 "rtol": [rtol],
                 "atol": [ATOL_RATIO * rtol],
                 "gap_tolerance": [rtol],
                 "h_max": [h_max],
+                **parameters,
             },
             tolerance="rtol",
         )
@@ -51,12 +66,37 @@ def grids(tolerances: list[float], h_max: float) -> list[Grid]:
     ]
 
 
-def settings_text(h_max: float) -> str:
-    """The sweep's settings, for a report's description."""
+def recorded_runs(
+    cases: list[Case],
+    tolerances: list[float],
+    h_max: float,
+    stores_steps: Callable[[Run], bool],
+    **options: Any,
+) -> list[Run]:
+    """The adaptive runs of ``cases`` (:func:`grids`; ``options`` as for
+    :func:`impactbench.bench.runner.expand`), each with its controller's record: every accepted
+    step where ``stores_steps(run)`` (:func:`step_size_artefact`), the step counts otherwise
+    (:func:`control_artefact`)."""
+    return [
+        replace(run, artefact=step_size_artefact if stores_steps(run) else control_artefact)
+        for run in expand(cases, grids(tolerances, h_max), **options)
+    ]
+
+
+def short_name(method: str) -> str:
+    """``method`` without the parameters that follow rtol or the study (atol, gap_tolerance,
+    h_max, max_samples): ``Adaptive[scheme=MoreauJean]``; other methods unchanged."""
+    return _CONTROL.sub("", method)
+
+
+def settings_text(h_max: float | str) -> str:
+    """The sweep's settings, for a report's description (``h_max``: a step, or its rule)."""
+    if not isinstance(h_max, str):
+        h_max = f"{h_max:g}"
     return (
         f"Step-size control (impactbench.Adaptive: Studer's extrapolation estimate, velocities "
         f"excluded on contact-change steps, gap control) over {', '.join(SCHEMES)}, by rtol with "
-        f"atol = {ATOL_RATIO:g} rtol and gap_tolerance = rtol, steps at most h_max = {h_max:g}; "
+        f"atol = {ATOL_RATIO:g} rtol and gap_tolerance = rtol, steps at most h_max = {h_max}; "
         "drawn in its scheme's colour, dashed with open markers"
     )
 
@@ -65,7 +105,7 @@ def labelled(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with the adaptive methods named by their scheme alone
     (``Adaptive[scheme=MoreauJean]``): atol, gap_tolerance and h_max follow rtol or the study,
     so that each scheme's rtol sweep is one line and one row of the tables."""
-    return table.assign(method=table["method"].map(lambda name: _CONTROL.sub("", str(name))))
+    return table.assign(method=table["method"].map(lambda name: short_name(str(name))))
 
 
 def control_artefact(run: object, problem: Problem, trajectory: Trajectory) -> dict:
@@ -88,6 +128,36 @@ def step_size_artefact(run: object, problem: Problem, trajectory: Trajectory) ->
     if trajectory.t.size != trajectory.stats["steps"] + 1:
         raise ValueError("step_sizes needs every accepted step in the output (max_samples)")
     steps = pd.DataFrame({"t": trajectory.t[1:], "h": np.diff(trajectory.t)})
+    impacts = pd.DataFrame({"t": trajectory.impacts.t})
+    return {**control_artefact(run, problem, trajectory), "step_sizes": steps,
+            "step_impacts": impacts}  # fmt: skip
+
+
+def binned_step_artefact(run: object, problem: Problem, trajectory: Trajectory) -> dict:
+    """:func:`control_artefact` and h(t) of a long run in at most :data:`STEP_BINS` equal bins
+    of time (``step_sizes``: t at the bin's end, ``h`` its smallest accepted step, ``h_largest``
+    its largest, ``steps`` their number; bins without a step left out), with the impact-log
+    times (``step_impacts``). Needs every accepted step in the output (``max_samples``)."""
+    t = trajectory.t
+    if t.size != trajectory.stats["steps"] + 1:
+        raise ValueError("step_sizes needs every accepted step in the output (max_samples)")
+    h = np.diff(t)
+    edges = np.linspace(t[0], t[-1], STEP_BINS + 1)
+    index = np.clip(np.searchsorted(edges, t[1:], side="left") - 1, 0, STEP_BINS - 1)
+    counts = np.bincount(index, minlength=STEP_BINS)
+    smallest = np.full(STEP_BINS, np.inf)
+    largest = np.zeros(STEP_BINS)
+    np.minimum.at(smallest, index, h)
+    np.maximum.at(largest, index, h)
+    filled = counts > 0
+    steps = pd.DataFrame(
+        {
+            "t": edges[1:][filled],
+            "h": smallest[filled],
+            "h_largest": largest[filled],
+            "steps": counts[filled],
+        }
+    )
     impacts = pd.DataFrame({"t": trajectory.impacts.t})
     return {**control_artefact(run, problem, trajectory), "step_sizes": steps,
             "step_impacts": impacts}  # fmt: skip
@@ -140,8 +210,9 @@ def step_size_figure(
 ) -> str | None:
     """h(t) of the stored adaptive runs of ``problem`` (one panel per rtol), on a log axis, with
     the runs' impact-log times as ticks and ``marks`` ((label, t) pairs, e.g. the accumulation
-    time) as vertical lines; the Markdown link, None when no run of ``problem`` stored its
-    steps."""
+    time) as vertical lines; a binned record (:func:`binned_step_artefact`) is drawn as its
+    smallest step per bin with the band up to its largest; the Markdown link, None when no run
+    of ``problem`` stored its steps."""
     rows = table[(table["problem"] == problem) & is_adaptive(table)]
     steps = read_artefact(rows, folder, "step_sizes", required=())
     if steps.empty:
@@ -156,6 +227,9 @@ def step_size_figure(
             style = method_style(row.method)
             ax.step(mine["t"], mine["h"], where="pre", color=style["color"],
                     linestyle=style["linestyle"], label=row.method)  # fmt: skip
+            if "h_largest" in mine and mine["h_largest"].notna().any():
+                ax.fill_between(mine["t"], mine["h"], mine["h_largest"], step="pre",
+                                color=style["color"], alpha=0.2, linewidth=0)  # fmt: skip
             hits = impacts.loc[impacts["key"] == row.key, "t"]
             low = float(mine["h"].min())
             ax.plot(hits, np.full(len(hits), low), linestyle="none", marker="|",

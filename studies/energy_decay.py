@@ -57,6 +57,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ from impactbench.analysis.long_time import (
     pre_impact_kinetic_energies,
     thinning_indices,
 )
+from impactbench.analysis.timing import ADAPTIVE_STEPPING
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -82,7 +84,7 @@ from impactbench.bench.report import (
     save_figure,
 )
 from impactbench.bench.results import read_artefact, read_table, write_table
-from impactbench.bench.runner import FAILED, Case, Run
+from impactbench.bench.runner import FAILED, Case, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.core.energy import kinetic_energy, potential_energy
 from impactbench.core.method import TIME_STEPPING
@@ -99,6 +101,7 @@ from impactbench.methods import (
 )
 from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
 
+from . import _adaptive
 from ._reference import event_driven_reference, stored_event_driven_reference
 
 METRICS = ("energy_error_at_end", "max_energy_increase", "max_penetration")
@@ -157,6 +160,14 @@ STEPS = {
 #: Runs per nominal step: the step itself and perturbed copies (phase averaging).
 PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [1e-6, 1e-8], "quick": [1e-8]}
+#: rtol of the step-size-controlled schemes (:mod:`._adaptive`), their schemes and their
+#: largest step: the case's coarsest fixed step. Every accepted step is kept
+#: (``ADAPTIVE_SAMPLES``): the decay laws are fitted on them, and h(t) is stored binned.
+ADAPTIVE_TOLERANCES = {"full": [1e-2, 1e-3, 1e-4, 1e-5], "quick": [1e-3]}
+ADAPTIVE_SCHEMES = {"full": _adaptive.SCHEMES, "quick": ("MoreauJean",)}
+ADAPTIVE_SAMPLES = 2_000_000
+#: The cases the adaptive schemes run in (quick: the 1-DOF joint, one compiled loop).
+ADAPTIVE_CASES = {"full": (SPRING, FREE, JOINT_2D, PENDULUM), "quick": (SPRING, FREE)}
 #: Without a spring the flights are straight lines, integrated exactly at any tolerance.
 FREE_TOLERANCES = {"full": [1e-8], "quick": [1e-8]}
 
@@ -188,6 +199,7 @@ METHOD_ORDER = (
     "NonsmoothGeneralizedAlpha",
     "D1MinusLinear",
     "MoreauJeanProjection",
+    "Adaptive",
     "EventDriven",
 )
 
@@ -248,7 +260,8 @@ def _output_every(case: Case, h: float, grid: str) -> int:
 
 def runs(quick: bool) -> list[Run]:
     """Every time-stepper at every step of its case (phase families), EventDriven at every
-    tolerance."""
+    tolerance, the step-size-controlled schemes at every rtol (:mod:`._adaptive`, h_max the
+    case's coarsest step; their accepted steps stored binned, :func:`adaptive_artefacts`)."""
     grid = "quick" if quick else "full"
     result = []
     for case in cases(quick):
@@ -289,6 +302,13 @@ def runs(quick: bool) -> list[Run]:
                             **common,
                         )
                     )
+        if case.problem_name not in ADAPTIVE_CASES[grid]:
+            continue
+        grids = _adaptive.grids(
+            ADAPTIVE_TOLERANCES[grid], max(nominal), ADAPTIVE_SCHEMES[grid], ADAPTIVE_SAMPLES
+        )
+        case_runs = expand([case], grids, metrics=METRICS, reference=reference)
+        result += [replace(run, artefact=adaptive_artefacts) for run in case_runs]
     return result
 
 
@@ -389,14 +409,14 @@ def energy_artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict
     keep = thinning_indices(trajectory.t, CURVE_POINTS)
     labels = {
         "problem": run.problem_name,
-        "method": run.method_name,
+        "method": _adaptive.short_name(run.method_name),
         "h": math.nan if run.h is None else run.h,
         "tolerance": math.nan if run.tolerance_value is None else run.tolerance_value,
     }
     law = _law_kind(problem, run.problem_name)
     row: dict[str, Any] = {
         **labels,
-        "family": run.method.family,
+        "family": _family(run),
         "restitution": problem.restitution,
         "law": law,
     }
@@ -421,10 +441,36 @@ def energy_artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict
     return artefacts
 
 
+def adaptive_artefacts(
+    run: Run, problem: Problem, trajectory: Trajectory
+) -> dict[str, pd.DataFrame]:
+    """:func:`energy_artefacts` and the controller's record of an adaptive run: its step counts
+    and h(t) binned (:func:`studies._adaptive.binned_step_artefact`)."""
+    return {
+        **energy_artefacts(run, problem, trajectory),
+        **_adaptive.binned_step_artefact(run, problem, trajectory),
+    }
+
+
+def _family(run: Run) -> str:
+    """The run's method family, :data:`ADAPTIVE_STEPPING` for step-size control."""
+    if run.method.family == TIME_STEPPING and run.h is None:
+        return ADAPTIVE_STEPPING
+    return run.method.family
+
+
+def _step_scale(run: Run, trajectory: Trajectory) -> float | None:
+    """The step the impact margins are counted in: h (fixed step), the largest step allowed
+    (step-size control: the steps near an impact are shorter), None (event-driven)."""
+    if _family(run) == ADAPTIVE_STEPPING:
+        return float(run.method_kwargs["h_max"])
+    return trajectory.h
+
+
 def _fit_law(
     run: Run, problem: Problem, trajectory: Trajectory, excess: np.ndarray, law: str
 ) -> dict[str, float]:
-    h = trajectory.h
+    h = _step_scale(run, trajectory)
     impacts = impact_events(trajectory).times
     e = problem.restitution
     if law == LAW_SPRING:
@@ -885,10 +931,82 @@ def _findings(
     return findings
 
 
+def step_counts(table: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """Per adaptive run (stored ``control`` artefacts): problem, method, rtol, accepted,
+    rejected and contact-change steps, the mean accepted step T / accepted, and the steps a
+    fixed-step run at the case's finest and coarsest nominal step takes over the same
+    horizon."""
+    adaptive = table[_adaptive.is_adaptive(table) & (table["status"] != FAILED)]
+    control = read_artefact(adaptive, folder, "control")
+    if control.empty:
+        return pd.DataFrame()
+    rows = adaptive.merge(control, on="key")
+    fixed = table[table["h"].notna()].groupby("problem")["h_nominal"]
+    span = rows["t_end"] - rows["problem"].map(_t0_of_case)
+    return pd.DataFrame(
+        {
+            "problem": rows["problem"],
+            "method": rows["method"].map(_adaptive.short_name),
+            "rtol": rows["tolerance"],
+            "accepted": rows["accepted_steps"],
+            "rejected": rows["rejected_steps"],
+            "contact steps": rows["contact_steps"],
+            "mean step [s]": span / rows["accepted_steps"],
+            "fixed steps (coarsest h)": span / rows["problem"].map(fixed.max()),
+            "fixed steps (finest h)": span / rows["problem"].map(fixed.min()),
+        }
+    )
+
+
+def _t0_of_case(problem: str) -> float:
+    known = {case.problem_name: case for quick in (True, False) for case in cases(quick)}
+    case = known[problem]
+    return float(case.problem(**case.problem_kwargs).t0)
+
+
+def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]:
+    """The step counts of the adaptive runs, their h(t) figures, and a finding per case."""
+    counts = step_counts(table, folder)
+    if counts.empty:
+        return "None (no adaptive run finished).\n", []
+    figures, findings = [], []
+    for problem, group in counts.groupby("problem", sort=False):
+        link = _adaptive.step_size_figure(
+            table, folder, str(problem), f"Accepted steps h(t): {problem}",
+            f"step_sizes_{_slug(str(problem))}.png",
+        )  # fmt: skip
+        figures.append(link or "")
+        fraction = group["rejected"] / (group["accepted"] + group["rejected"])
+        findings.append(
+            f"{problem}, step-size control: {format_number(group['accepted'].min())} to "
+            f"{format_number(group['accepted'].max())} accepted steps over rtol "
+            f"{group['rtol'].max():g} to {group['rtol'].min():g} ({fraction.min():.0%} to "
+            f"{fraction.max():.0%} of the attempts rejected), against "
+            f"{format_number(group['fixed steps (coarsest h)'].iloc[0])} to "
+            f"{format_number(group['fixed steps (finest h)'].iloc[0])} steps of the fixed-step "
+            "sweep."
+        )
+    body = (
+        _adaptive.settings_text("the case's coarsest fixed step")
+        + "; every accepted step kept. Per run: its "
+        "accepted, rejected and contact-change steps, the mean accepted step T / accepted and "
+        "the steps of a fixed-step run over the same horizon at the case's coarsest and "
+        "finest nominal step. The figures draw h(t) in "
+        f"{_adaptive.STEP_BINS} bins of time (line: the bin's smallest accepted step; band: up "
+        "to its largest), impacts as ticks.\n\n"
+        + markdown_table(counts)
+        + "\n"
+        + "\n".join(figures)
+    )
+    return body, findings
+
+
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """Decay-rate tables (``decay_rates.csv``) and E(t) figures (from ``energy_curves.csv``)."""
+    """Decay-rate tables (``decay_rates.csv``), E(t) figures (from ``energy_curves.csv``) and
+    the step counts and h(t) of the adaptive runs."""
     folder = Path(folder)
     curves, rates, unknown = stored_analysis(table, folder)
+    control, control_findings = _control_section(table, folder)
     families = law_families(rates, table)
     laws = reference_laws(curves)
     figures = [_figure(problem, curves, folder) for problem in curves["problem"].unique()]
@@ -920,8 +1038,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + "\n".join(figures or ["None (no run finished).\n"]),
         ),
     ]
+    sections.append(Section("Step-size control: steps and h(t)", control))
     findings = _findings(families, table, unknown, laws) + _outlier_findings(rates)
-    return StudyReport(sections, findings)
+    return StudyReport(sections, findings + control_findings)
 
 
 STUDY = Study(

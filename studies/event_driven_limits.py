@@ -17,10 +17,15 @@ one run at a time, on the cases where impacts are many:
   exact resting stack q_i = (2 i - 1) r at T.
 
 The event-driven method (compiled DOP853 at rtol ``EVENT_RTOL``) is swept over its Zeno threshold
-``rest_velocity``, the time-steppers over h. Each row gives the wall time (minimum of the repeats,
-after a warm-up, with the largest repeat as its spread), the impact events resolved and the error;
-the report sets each event-driven run against the cheapest time-stepping run of at least its
-accuracy (equal error), and calls one faster only where the two timings' ranges do not overlap.
+``rest_velocity``, the time-steppers over h, and the third family, time-stepping with step-size
+control (:mod:`._adaptive`: MoreauJean and CatchingUp under :class:`impactbench.Adaptive`, h_max
+the coarsest fixed step), over rtol, on the same error and the same clock. Each row gives the
+wall time (minimum of the repeats, after a warm-up, with the largest repeat as its spread), the
+impact events resolved and the error; the report sets each event-driven run against the cheapest
+fixed-step run of at least its accuracy (equal error), each adaptive run against the cheapest
+fixed-step and the cheapest event-driven run of at least its accuracy, and calls one faster only
+where the two timings' ranges do not overlap. The adaptive runs store their accepted steps at
+:data:`STEP_SIZE_TOLERANCES` (h(t) figures) and their rejected steps at every rtol.
 """
 
 from __future__ import annotations
@@ -30,7 +35,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from impactbench.analysis.timing import FASTER, SLOWER, Timing
+from impactbench.analysis.timing import (
+    ADAPTIVE_STEPPING,
+    EVENT_DRIVEN,
+    FASTER,
+    SLOWER,
+    TIME_STEPPING,
+    Timing,
+    comparison_families,
+)
 from impactbench.analysis.timing import verdict as timing_verdict
 from impactbench.bench.report import (
     format_number,
@@ -40,13 +53,14 @@ from impactbench.bench.report import (
     shared_legend,
 )
 from impactbench.bench.results import read_artefact
-from impactbench.bench.runner import FAILED, Run
+from impactbench.bench.runner import FAILED, Case, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.bench.style import coordinate_unit, method_style
 from impactbench.core.trajectory import Trajectory
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, ColumnOfBeads, DoublePendulum
 
+from . import _adaptive
 from ._reference import event_driven_reference
 
 NAME = "event_driven_limits"
@@ -63,6 +77,13 @@ PENDULUM = "DoublePendulum settling on the wall"
 COLUMN = "ColumnOfBeads falling"
 HORIZON = {PENDULUM: {"full": 30.0, "quick": 5.0}, COLUMN: {"full": 3.0, "quick": 1.5}}
 BEADS = {"full": 10, "quick": 4}
+#: rtol of the step-size-controlled schemes (quick: MoreauJean alone), h_max the coarsest step.
+ADAPTIVE_TOLERANCES = {"full": [1e-2, 1e-3, 1e-4, 1e-5, 1e-6], "quick": [1e-3]}
+ADAPTIVE_SCHEMES = {"full": _adaptive.SCHEMES, "quick": ("MoreauJean",)}
+#: The cases the adaptive schemes run in (quick: the ball and the column).
+ADAPTIVE_CASES = {"full": (BALL, PENDULUM, COLUMN), "quick": (BALL, COLUMN)}
+#: The adaptive runs whose accepted steps are stored for the h(t) figures.
+STEP_SIZE_TOLERANCES = (1e-3, 1e-5)
 REST_ARTEFACT = "rest"
 ERROR = "error"
 
@@ -73,6 +94,19 @@ def _ball() -> BouncingBall:
 
 def _settling_pendulum() -> DoublePendulum:
     return DoublePendulum(wall_distance=0.0)
+
+
+def adaptive_rest(run: Run, problem: ColumnOfBeads, trajectory: Trajectory) -> dict:
+    """:func:`rest_error` and the controller's record (:func:`adaptive_record`)."""
+    return {**rest_error(run, problem, trajectory), **adaptive_record(run, problem, trajectory)}
+
+
+def adaptive_record(run: Run, problem: object, trajectory: Trajectory) -> dict:
+    """The accepted steps of an adaptive run at :data:`STEP_SIZE_TOLERANCES`, its step counts
+    at the others (:mod:`._adaptive`)."""
+    if run.tolerance_value in STEP_SIZE_TOLERANCES:
+        return _adaptive.step_size_artefact(run, problem, trajectory)
+    return _adaptive.control_artefact(run, problem, trajectory)
 
 
 def rest_error(run: Run, problem: ColumnOfBeads, trajectory: Trajectory) -> dict:
@@ -106,7 +140,8 @@ def _cases(grid: str) -> list[tuple[str, object, float, dict]]:
 
 
 def runs(quick: bool) -> list[Run]:
-    """Each case: the time-steppers by h, the event-driven method by its Zeno threshold."""
+    """Each case: the time-steppers by h, the event-driven method by its Zeno threshold, the
+    step-size-controlled schemes by rtol."""
     grid = "quick" if quick else "full"
     result = []
     for label, factory, t_end, options in _cases(grid):
@@ -133,6 +168,19 @@ def runs(quick: bool) -> list[Run]:
                     **common,
                 )
             )
+        if label not in ADAPTIVE_CASES[grid]:
+            continue
+        grids = _adaptive.grids(ADAPTIVE_TOLERANCES[grid], max(STEPS[grid]), ADAPTIVE_SCHEMES[grid])
+        record = adaptive_rest if factory is ColumnOfBeads else adaptive_record
+        adaptive = expand(
+            [Case(factory, t_end, kwargs, label)],
+            grids,
+            metrics=options.get("metrics", ()),
+            repeats=REPEATS[grid],
+            reference=options.get("reference"),
+            artefact=record,
+        )
+        result += adaptive
     return result
 
 
@@ -148,61 +196,80 @@ def _with_errors(table: pd.DataFrame, folder: Path) -> pd.DataFrame:
         stored = read_artefact(table[table["problem"] == COLUMN], folder, REST_ARTEFACT)
         errors = stored.set_index("key")[ERROR]
         ok.loc[column, ERROR] = ok.loc[column, "key"].map(errors).to_numpy(float)
-    ok["family"] = np.where(ok["h"].isna(), "event-driven", "time-stepping")
-    return ok
+    return comparison_families(_adaptive.labelled(ok))
+
+
+def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
+    """The cheapest run of ``others`` at least as accurate as ``run``, with the verdict of
+    ``run`` against it: the project's rule (:func:`impactbench.analysis.timing.verdict`):
+    "faster" only where the gap exceeds the spread (slowest minus fastest repeat) of both runs,
+    "tie" otherwise, "-" where no run of ``others`` reaches ``run``'s error or where a run was
+    timed once (no spread to compare with). Columns named after ``name``."""
+    accurate = others[others[ERROR] <= run[ERROR]]
+    if accurate.empty:
+        return {name: "none reaches it", f"{name} ms": np.nan, f"{name} ms max": np.nan,
+                "verdict": "-"}  # fmt: skip
+    best = accurate.loc[accurate["wall_time"].idxmin()]
+    if min(run["repeats"], best["repeats"]) < 2:
+        verdict = "- (one repeat: no spread)"
+    else:
+        mine, theirs = (
+            Timing(row["wall_time"], row["wall_time_max"] - row["wall_time"]) for row in (run, best)
+        )
+        verdict = {FASTER: f"{run['family']} faster", SLOWER: f"{name} faster"}.get(
+            timing_verdict(mine, theirs), "tie"
+        )
+    setting = f"h = {best['h']:.3g}" if best["h"] == best["h"] else f"{best['tolerance']:g}"
+    return {
+        name: f"{best['method']} ({setting})",
+        f"{name} ms": 1e3 * best["wall_time"],
+        f"{name} ms max": 1e3 * best["wall_time_max"],
+        "verdict": verdict,
+    }
+
+
+def _timed(run: pd.Series, family: str, setting: str) -> dict:
+    return {
+        setting: run["tolerance"],
+        "impacts": run["impacts"],
+        f"{family} error": run[ERROR],
+        f"{family} ms": 1e3 * run["wall_time"],
+        f"{family} ms max": 1e3 * run["wall_time_max"],
+    }
 
 
 def equal_error(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each event-driven run beside the cheapest time-stepping run at least as accurate.
-
-    The verdict is the project's (:func:`impactbench.analysis.timing.verdict`): "faster" only
-    where the gap exceeds the spread (slowest minus fastest repeat) of both runs, "tie"
-    otherwise, and "-" where no time-stepping run of the grid
-    reaches the event-driven error or where a run was timed once (no spread to compare with).
-    """
-    rows = []
-    steppers = frame[frame["family"] == "time-stepping"]
-    for _, run in frame[frame["family"] == "event-driven"].iterrows():
-        accurate = steppers[steppers[ERROR] <= run[ERROR]]
-        row = {
-            "rest velocity": run["tolerance"],
-            "impacts": run["impacts"],
-            "event-driven error": run[ERROR],
-            "event-driven ms": 1e3 * run["wall_time"],
-            "event-driven ms max": 1e3 * run["wall_time_max"],
-        }
-        if accurate.empty:
-            rows.append(
-                {
-                    **row,
-                    "time-stepper": "none reaches it",
-                    "time-stepper ms": np.nan,
-                    "time-stepper ms max": np.nan,
-                    "verdict": "-",
-                }
-            )
-            continue
-        best = accurate.loc[accurate["wall_time"].idxmin()]
-        if min(run["repeats"], best["repeats"]) < 2:
-            verdict = "- (one repeat: no spread)"
-        else:  # the project's rule: faster only by more than the spread of both
-            event, stepper = (
-                Timing(row["wall_time"], row["wall_time_max"] - row["wall_time"])
-                for row in (run, best)
-            )
-            verdict = {FASTER: "event-driven faster", SLOWER: "time-stepper faster"}.get(
-                timing_verdict(event, stepper), "tie"
-            )
-        rows.append(
-            {
-                **row,
-                "time-stepper": f"{best['method']} (h = {best['h']:.3g})",
-                "time-stepper ms": 1e3 * best["wall_time"],
-                "time-stepper ms max": 1e3 * best["wall_time_max"],
-                "verdict": verdict,
-            }
-        )
+    """Each event-driven run beside the cheapest fixed-step time-stepping run at least as
+    accurate, with the verdict of :func:`_cheapest`."""
+    steppers = frame[frame["family"] == TIME_STEPPING]
+    rows = [
+        {**_timed(run, "event-driven", "rest velocity"), **_cheapest(run, steppers, "time-stepper")}
+        for _, run in frame[frame["family"] == EVENT_DRIVEN].iterrows()
+    ]
     return pd.DataFrame(rows)
+
+
+def adaptive_equal_error(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each step-size-controlled run beside the cheapest fixed-step run and the cheapest
+    event-driven run at least as accurate, each with the verdict of :func:`_cheapest`."""
+    rows = []
+    for _, run in frame[frame["family"] == ADAPTIVE_STEPPING].iterrows():
+        row = {"method": run["method"], **_timed(run, "adaptive", "rtol")}
+        for family, name in ((TIME_STEPPING, "fixed step"), (EVENT_DRIVEN, "event-driven")):
+            against = _cheapest(run, frame[frame["family"] == family], name)
+            row.update({f"{key} (vs {name})" if key == "verdict" else key: value
+                        for key, value in against.items()})  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text.split()[0])
+
+
+def _marks(label: str) -> list[tuple[str, float]]:
+    """The accumulation time of the ball, drawn on its h(t) figure."""
+    return [("t_inf", _ball().accumulation_time)] if label == BALL else []
 
 
 def _figure(frame: pd.DataFrame, label: str, folder: Path) -> str:
@@ -222,39 +289,60 @@ def _figure(frame: pd.DataFrame, label: str, folder: Path) -> str:
     ax.set_ylabel(f"error [{coordinate_unit(label.split()[0])}]")
     ax.grid(True, which="major", alpha=0.3)
     shared_legend(figure, [ax], columns=2)
-    name = "limits_" + "".join(c if c.isalnum() else "_" for c in label.split()[0]) + ".png"
+    name = "limits_" + _slug(label) + ".png"
     save_figure(figure, folder / name)
     return name
 
 
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """Per case: the runs, the equal-error comparison and the work-precision figure."""
-    frame = _with_errors(table, folder)
+    """Per case: the runs, the equal-error comparisons, the work-precision figure and h(t) of
+    the adaptive runs."""
+    frame = _with_errors(_adaptive.with_rejections(table, folder), folder)
     sections, findings = [], []
     failed = table[(table["status"] == FAILED) & table["h"].isna()]
-    for label, group in failed.groupby("problem", sort=False):
+    adaptive = _adaptive.is_adaptive(failed)
+    for (label, controlled), group in failed.groupby(["problem", adaptive], sort=False):
         first = str(group["error"].iloc[0]).split(": ")
+        who = "step-size control fails at" if controlled else "the event-driven method fails at"
+        what = "rtol" if controlled else "Zeno thresholds"
         findings.append(
-            f"{label}: the event-driven method fails at {len(group)} of its Zeno thresholds "
+            f"{label}: {who} {len(group)} of its {what} "
             f"({', '.join(f'{v:g}' for v in sorted(group['tolerance']))}); first error: "
             f"{first[0]}: {': '.join(first[1:])[:160]}"
         )
     for label, group in frame.groupby("problem", sort=False):
-        runs_shown = group[["method", "h", "tolerance", "impacts", "status", ERROR]].assign(
+        columns = ["method", "h", "tolerance", "impacts", "status", ERROR, "rejected_fraction"]
+        runs_shown = group[columns].assign(
             **{
                 "wall time [ms]": 1e3 * group["wall_time"],
                 "slowest repeat [ms]": 1e3 * group["wall_time_max"],
             }
         )
-        runs_shown = runs_shown.rename(columns={"h": "h [s]", "tolerance": "rest velocity [-]"})
+        runs_shown = runs_shown.rename(
+            columns={
+                "h": "h [s]",
+                "tolerance": "rest velocity or rtol [-]",
+                "rejected_fraction": "rejected steps",
+            }
+        )
         compared = equal_error(group)
+        controlled = adaptive_equal_error(group)
+        steps = _adaptive.step_size_figure(
+            table, folder, str(label), f"Accepted steps h(t): {label}",
+            "steps_" + _slug(str(label)) + ".png", _marks(str(label)),
+        )  # fmt: skip
         body = (
-            f"Every run ({ERROR}: see the module docstring; impacts are impact events).\n\n"
+            f"Every run ({ERROR}: see the module docstring; impacts are impact events; "
+            "rejected steps: the fraction of the adaptive runs' attempts).\n\n"
             + markdown_table(runs_shown)
-            + "\nEach event-driven run against the cheapest time-stepping run at least as "
+            + "\nEach event-driven run against the cheapest fixed-step run at least as "
             "accurate (times in ms, the fastest and the slowest repeat).\n\n"
             + markdown_table(compared)
+            + "\nEach step-size-controlled run against the cheapest fixed-step and the cheapest "
+            "event-driven run at least as accurate.\n\n"
+            + markdown_table(controlled)
             + f"\n![work-precision]({_figure(group, str(label), folder)})\n"
+            + (steps or "")
         )
         sections.append(Section(str(label), body))
         events = group[group["family"] == "event-driven"].sort_values("tolerance")
@@ -272,6 +360,15 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
                 f"{label}, at equal error: "
                 + ", ".join(f"{name} in {count}" for name, count in counts.items())
                 + f" of {len(compared)} event-driven settings."
+            )
+        for name in ("fixed step", "event-driven"):
+            if controlled.empty:
+                break
+            counts = controlled[f"verdict (vs {name})"].value_counts()
+            findings.append(
+                f"{label}, step-size control against {name} at equal error: "
+                + ", ".join(f"{verdict} in {count}" for verdict, count in counts.items())
+                + f" of {len(controlled)} adaptive runs."
             )
     return StudyReport(sections, findings)
 

@@ -168,13 +168,15 @@ def runs(quick: bool) -> list[Run]:
         else run
         for run in result
     ]
-    for run in expand(
-        cases(), _adaptive.grids(ADAPTIVE_TOLERANCES[grid], ADAPTIVE_H_MAX), **options
-    ):
-        steps = run.tolerance_value in STEP_SIZE_TOLERANCES
-        factory = _adaptive.step_size_artefact if steps else _adaptive.control_artefact
-        result.append(replace(run, artefact=factory))
+    result += _adaptive.recorded_runs(
+        cases(), ADAPTIVE_TOLERANCES[grid], ADAPTIVE_H_MAX, _stores_steps, **options
+    )
     return result
+
+
+def _stores_steps(run: Run) -> bool:
+    """The adaptive runs whose accepted steps are stored: those at :data:`STEP_SIZE_TOLERANCES`."""
+    return run.tolerance_value in STEP_SIZE_TOLERANCES
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ order.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -88,16 +87,16 @@ def runs(quick: bool) -> list[Run]:
             tolerance="rtol",
         )
         result += expand(cases, [adaptive], **options)
-    controlled = expand(
-        cases, _adaptive.grids(ADAPTIVE_TOLERANCES[grid], ADAPTIVE_H_MAX), **options
+    result += _adaptive.recorded_runs(
+        cases, ADAPTIVE_TOLERANCES[grid], ADAPTIVE_H_MAX, _stores_steps, **options
     )
-    for run in controlled:
-        steps = run.problem.__name__ == "BouncingBall" and run.tolerance_value in (
-            STEP_SIZE_TOLERANCES
-        )
-        factory = _adaptive.step_size_artefact if steps else _adaptive.control_artefact
-        result.append(replace(run, artefact=factory))
     return result
+
+
+def _stores_steps(run: Run) -> bool:
+    """The adaptive runs whose accepted steps are stored: the ball at
+    :data:`STEP_SIZE_TOLERANCES`."""
+    return run.problem.__name__ == "BouncingBall" and run.tolerance_value in STEP_SIZE_TOLERANCES
 
 
 def families(table: pd.DataFrame) -> pd.DataFrame:

@@ -472,7 +472,10 @@ def test_energy_decay_quick_study_rates_curves_and_stored_analysis(quick, tmp_pa
 
     readme = (folder / "README.md").read_text()
     figures = sorted(folder.glob("*.png"))
-    assert len(figures) == 4
+    assert len([figure for figure in figures if figure.name.startswith("energy_")]) == 4
+    steps = [figure for figure in figures if figure.name.startswith("step_sizes_")]
+    assert len(steps) == len(energy_decay.ADAPTIVE_CASES["quick"])  # h(t) of the adaptive runs
+    assert len(figures) == 4 + len(steps)
     for figure in figures:
         assert f"]({figure.name})" in readme
         assert figure.read_bytes().startswith(b"\x89PNG")

@@ -6,6 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from impactbench import Adaptive
+from impactbench.analysis.timing import ADAPTIVE_STEPPING
+from impactbench.methods import EventDriven
 from impactbench.studies import STUDIES
 from impactbench.studies import event_driven_limits as limits
 
@@ -59,5 +62,31 @@ def test_the_study_runs_both_families_on_every_case():
     for label in (limits.BALL, limits.PENDULUM, limits.COLUMN):
         mine = [run for run in runs if run.problem_name == label]
         assert {run.method.requires_step for run in mine} == {True, False}
-        zeno = sorted(run.tolerance_value for run in mine if not run.method.requires_step)
+        events = [run for run in mine if run.method is EventDriven]
+        zeno = sorted(run.tolerance_value for run in events)
         assert zeno == sorted(limits.REST_VELOCITIES["quick"])
+        controlled = sorted(run.tolerance_value for run in mine if run.method is Adaptive)
+        quick = label in limits.ADAPTIVE_CASES["quick"]
+        assert controlled == (limits.ADAPTIVE_TOLERANCES["quick"] if quick else [])
+    assert set(limits.ADAPTIVE_CASES["full"]) == {limits.BALL, limits.PENDULUM, limits.COLUMN}
+
+
+def test_each_adaptive_run_meets_the_cheapest_run_of_both_other_families():
+    nan = np.nan
+    frame = pd.DataFrame(
+        [
+            _row("MoreauJean", 1e-2, nan, 1e-1, 1.0e-3, 1.1e-3),
+            _row("MoreauJean", 1e-3, nan, 1e-2, 5.0e-3, 5.5e-3),
+            _row("EventDriven", nan, 1e-2, 5e-3, 2.0e-3, 2.2e-3),
+            _row("Adaptive[scheme=MoreauJean]", nan, 1e-3, 2e-2, 0.5e-3, 0.6e-3),
+            _row("Adaptive[scheme=MoreauJean]", nan, 1e-5, 1e-9, 9.0e-3, 9.5e-3),
+        ]
+    ).assign(family=lambda f: f["family"].where(~f["method"].str.startswith("Adaptive"),
+                                                 ADAPTIVE_STEPPING))  # fmt: skip
+    compared = limits.adaptive_equal_error(frame)
+    assert list(compared["rtol"]) == [1e-3, 1e-5]
+    # rtol 1e-3 (error 2e-2): MJ h = 1e-3 and the event-driven run reach it; faster than both
+    assert list(compared["fixed step"]) == ["MoreauJean (h = 0.001)", "none reaches it"]
+    assert list(compared["event-driven"]) == ["EventDriven (0.01)", "none reaches it"]
+    assert list(compared["verdict (vs fixed step)"]) == ["adaptive time-stepping faster", "-"]
+    assert list(compared["verdict (vs event-driven)"]) == ["adaptive time-stepping faster", "-"]

@@ -104,7 +104,8 @@ def test_validate_an_adaptive_method_by_its_spec(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is True
     assert report["method"] == (
-        "Adaptive[scheme=MoreauJean,rtol=0.0001,atol=1e-06,h_max=0.05,gap_tolerance=0.0001]"
+        "Adaptive[scheme=MoreauJean[theta=0.5,activation=position],rtol=0.0001,atol=1e-06,"
+        "h_max=0.05,gap_tolerance=0.0001]"
     )
     properties = {check["property"] for check in report["checks"]}
     assert "no step-size collapse at rest" in properties

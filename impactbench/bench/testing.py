@@ -27,6 +27,10 @@ order through impacts
     there, while between steps its polyline is off by up to h^2 a / 8, which ``h_max``, not
     rtol, bounds where the scheme integrates a flight exactly (the ball's parabolas under the
     midpoint rule: measured flat at 0.1 for h_max = (T - t0) / 10, 3e-3 for h_max = 0.05).
+    Bounds a step-size-controlled method leaves at None are derived before the battery (and
+    shown in the report's method name): ``h_max`` the level's coarsest fixed step, the step
+    the fixed-step methods are checked at, and ``gap_tolerance`` its tolerance (rtol): the
+    setting under which the error converges in rtol through impacts.
 kinetic metric
     On the slanted wall, l(v) = w^T v with w orthogonal to M^-1 n is not changed by an impulse
     along M^-1 n, so l(v(t)) = l(v0) + l(M^-1 F) (t - t0) exactly; a method applying the
@@ -359,6 +363,18 @@ def _rescaled(method: Method, tolerance: str, value: float) -> Method:
         if parameters.get(name) is not None
     }
     return type(method)(**{**parameters, **scaled, tolerance: value})
+
+
+def _with_derived_bounds(method: Method, level: Level, tolerance: str) -> Method:
+    """A step-size-controlled ``method`` with the bounds it leaves at None derived (module
+    docstring): ``h_max`` the level's coarsest step, ``gap_tolerance`` its ``tolerance``."""
+    parameters = method.parameters()
+    derived = {}
+    if "h_max" in parameters and parameters["h_max"] is None:
+        derived["h_max"] = float(max(level.steps))
+    if "gap_tolerance" in parameters and parameters["gap_tolerance"] is None:
+        derived["gap_tolerance"] = float(parameters[tolerance])
+    return type(method)(**{**parameters, **derived}) if derived else method
 
 
 def _fmt(value: float) -> str:
@@ -919,6 +935,8 @@ def check_method(
         _variants(method, LEVELS[level], tolerance)  # the tolerance parameter exists
     start = time.perf_counter()
     settings = LEVELS[level]
+    if _adaptive(method):
+        method = _with_derived_bounds(method, settings, tolerance)
     report = ValidationReport(method.name, level)
     steps = [
         ("orders through impacts", "orders" in selected, _order_checks, (tolerance,)),

@@ -53,6 +53,7 @@ changes the solver's first guess, not its solution.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -77,7 +78,7 @@ from .status_codes import (
     FAILURE_REASONS,
     STATUS_NOT_FINITE,
     STATUS_OK,
-    log_impact,
+    log_impacts,
     store_counters,
 )
 from .trajectory import ImpactLog, SimulationError, Status, Trajectory
@@ -140,7 +141,6 @@ def _adaptive_loop(
     extrapolate = control[EXTRAPOLATE] > 0.0
     richardson = 2.0**order - 1.0
     exponent = -1.0 / (order + 1.0)
-    capacity = log_t.shape[0]
     out_capacity = out_t.shape[0]
     n_targets = targets.shape[0]
     status, iterations, evaluations = scheme_start(t0, h_first, q0, v0, p, e, mp, X, rows, ws)
@@ -244,23 +244,15 @@ def _adaptive_loop(
                 Z[NEXT_Q, j] = zh[j]
                 Z[NEXT_V, j] = zh[n + j]
             if c1:
-                for i in range(m):
-                    if i1[i] > 0.0:
-                        impacts += 1
-                        if logged < capacity:
-                            logged = log_impact(
-                                log_t, log_i, log_u, logged, t_half, i, b1[i], a1[i]
-                            )
+                impacts, logged = log_impacts(
+                    log_t, log_i, log_u, logged, impacts, t_half, i1, b1, a1, m
+                )
             if c2:
                 iterations += used2
-                for i in range(m):
-                    if X[IMPULSE, i] > 0.0:
-                        impacts += 1
-                        if logged < capacity:
-                            logged = log_impact(
-                                log_t, log_i, log_u, logged, t_next, i,
-                                X[NORMAL_BEFORE, i], X[NORMAL_AFTER, i],
-                            )  # fmt: skip
+                impacts, logged = log_impacts(
+                    log_t, log_i, log_u, logged, impacts, t_next,
+                    X[IMPULSE], X[NORMAL_BEFORE], X[NORMAL_AFTER], m,
+                )  # fmt: skip
             scheme_commit(X, Z)
             t = t_next
             calls += 2
@@ -336,9 +328,10 @@ class Adaptive(Method):
     scheme : Scheme or str
         A scheme written on :mod:`impactbench.core.scheme` (MoreauJean, CatchingUp...), or its
         spec (``"MoreauJean"``, ``"MoreauJean[theta=1.0]"``: the class name of a scheme defined
-        by then, a plug-in's included); its ``compiled`` and ``log_capacity`` apply. Stored as
-        the spec in :attr:`scheme` (the instance given's name), the instance in
-        :attr:`stepper`; on the command line: ``Adaptive[scheme=CatchingUp,rtol=1e-4]``.
+        by then, a plug-in's included); its ``compiled`` and ``log_capacity`` apply. The
+        instance is :attr:`stepper` and its name :attr:`scheme`, whichever was given: a spec
+        and the equivalent instance make the same :attr:`name`; on the command line:
+        ``Adaptive[scheme=CatchingUp,rtol=1e-4]``.
     rtol, atol : float
         Relative and absolute tolerances of the local error (rtol >= 100 eps, atol > 0).
     h_min : float
@@ -389,7 +382,7 @@ class Adaptive(Method):
         max_samples: int = 100_000,
     ) -> None:
         self.stepper = _scheme(scheme)
-        self.scheme = scheme if isinstance(scheme, str) else scheme.name
+        self.scheme = self.stepper.name
         self.rtol = _checks.positive_scalar(rtol, "rtol")
         if self.rtol < 100 * np.finfo(float).eps:
             raise ValueError(f"rtol must be >= 100 eps, got {rtol!r}")
@@ -565,14 +558,25 @@ def _scheme(scheme: Scheme | str) -> Scheme:
 
 
 def _scheme_classes() -> dict[str, type]:
-    """The public subclasses of :class:`Scheme` defined so far, by class name."""
+    """The user-facing subclasses of :class:`Scheme` defined so far, by class name: not the
+    private ones, not the scheme API's own bases (defined in this package's core, as
+    ``ProjectingScheme``), not the built-in methods' internal loops (a class of the methods
+    package that the package does not export, as ``ImplicitVelocity``, the loop of
+    ``MoreauJean(implicit=True)``); a plug-in's schemes all count."""
+    root = __name__.partition(".")[0]
+    methods = sys.modules.get(f"{root}.methods")
     found: dict[str, type] = {}
     pending = [Scheme]
     while pending:
         for subclass in pending.pop().__subclasses__():
             pending.append(subclass)
-            if not subclass.__name__.startswith("_"):
-                found.setdefault(subclass.__name__, subclass)
+            name, module = subclass.__name__, subclass.__module__
+            unexported = getattr(methods, name, None) is not subclass
+            internal = module.startswith(f"{root}.core.") or (
+                module.startswith(f"{root}.methods.") and unexported
+            )
+            if not name.startswith("_") and not internal:
+                found.setdefault(name, subclass)
     return found
 
 

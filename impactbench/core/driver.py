@@ -124,7 +124,7 @@ from .status_codes import (
     STATUS_DIVERGED,
     STATUS_NOT_FINITE,
     STATUS_OK,
-    log_impact,
+    log_impacts,
     store_counters,
 )
 
@@ -192,7 +192,6 @@ def _time_loop(
         Z = scratch(2, N_DOF)  # noqa: N806
     n = N_DOF
     m = N_CONSTRAINTS
-    capacity = log_t.shape[0]
     status, iterations, force_evaluations = scheme_start(t0, h, q0, v0, p, e, mp, X, rows, ws)
     started = status == STATUS_OK
     out_t[0] = t0
@@ -235,14 +234,10 @@ def _time_loop(
                     break
             if contact:
                 iterations += used
-                for i in range(m):
-                    if X[IMPULSE, i] > 0.0:
-                        impacts += 1
-                        if logged < capacity:
-                            logged = log_impact(
-                                log_t, log_i, log_u, logged, t_next, i,
-                                X[NORMAL_BEFORE, i], X[NORMAL_AFTER, i],
-                            )  # fmt: skip
+                impacts, logged = log_impacts(
+                    log_t, log_i, log_u, logged, impacts, t_next,
+                    X[IMPULSE], X[NORMAL_BEFORE], X[NORMAL_AFTER], m,
+                )  # fmt: skip
             scheme_commit(X, Z)
             steps = k + 1
             countdown -= 1

@@ -1,5 +1,5 @@
 """Status codes and counters of the compiled time loops, read by :class:`impactbench.TimeStepping`,
-and the two kernels every loop uses to report (impact log, closing counters)."""
+and the kernels every loop uses to report (impact log, closing counters)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,20 @@ def log_impact(log_t, log_i, log_u, logged, t, i, before, after):
     log_u[logged, 0] = before
     log_u[logged, 1] = after
     return logged + 1
+
+
+@hot_kernel
+def log_impacts(log_t, log_i, log_u, logged, impacts, t, impulse, before, after, m):
+    """Count every constraint i < m with a positive ``impulse[i]`` at time t as an impact and
+    log it (normal velocities ``before[i]``, ``after[i]``) while the log has room; returns the
+    new (impacts, logged)."""
+    capacity = log_t.shape[0]
+    for i in range(m):
+        if impulse[i] > 0.0:
+            impacts += 1
+            if logged < capacity:
+                logged = log_impact(log_t, log_i, log_u, logged, t, i, before[i], after[i])
+    return impacts, logged
 
 
 @hot_kernel
