@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from impactbench import simulate
 from impactbench.analysis.fitting import fit_order, perturbed_steps
 from impactbench.core.adaptive import Adaptive
 from impactbench.core.trajectory import SimulationError
@@ -318,3 +319,38 @@ def test_an_unknown_scheme_lists_the_user_facing_schemes_only():
     assert {"MoreauJean", "CatchingUp", "PaoliSchatzman", "NonsmoothGeneralizedAlpha"} <= set(known)
     for internal in ("ProjectingScheme", "ImplicitVelocity", "FrictionalImplicitVelocity"):
         assert internal not in known
+
+
+def test_friction_is_integrated_exactly_when_the_scheme_has_a_friction_law():
+    """Adaptive declares the scheme's friction law and steps its frictional loop: a block
+    launched down an incline flatter than the friction angle stops at the closed-form time and
+    distance (to rtol-sized error) and then sticks, v = 0 exactly; a scheme without a friction
+    law is refused by name, never run frictionless."""
+    from impactbench.methods import PaoliSchatzman
+    from impactbench.problems import SlidingBlock
+
+    assert Adaptive(MoreauJean()).friction_law and Adaptive(CatchingUp()).friction_law
+    assert not Adaptive(PaoliSchatzman()).friction_law
+    block = SlidingBlock(angle=0.2, mu=0.5, u0=2.0)
+    with pytest.raises(ValueError, match="PaoliSchatzman"):
+        simulate(block, Adaptive(PaoliSchatzman()), 1.0)
+    run = simulate(block, Adaptive(MoreauJean(), rtol=1e-5, h_max=1e-2), 1.5)
+    q, v = block.exact_solution(run.t)
+    assert run.status.value == "ok"
+    assert np.abs(run.q - q).max() <= 1e-5 * np.abs(q).max()
+    stopped = run.t > block.stopping_time + 1e-2
+    assert np.all(run.v[stopped] == 0.0) and np.all(run.q[stopped, 0] == run.q[-1, 0])
+    plain = simulate(block, Adaptive(MoreauJean(compiled=False), rtol=1e-5, h_max=1e-2), 1.5)
+    np.testing.assert_array_equal(plain.q, run.q)
+
+
+def test_a_block_held_by_friction_keeps_its_step_and_does_not_creep_to_t_1000():
+    """At rest on an incline flatter than the friction angle: no displacement at all and the
+    step stays at h_max (no collapse on a sticking contact) for 10^4 steps."""
+    from impactbench.problems import SlidingBlock
+
+    block = SlidingBlock(angle=0.2, mu=0.5, u0=0.0)
+    run = simulate(block, Adaptive(MoreauJean(), rtol=1e-4, h_max=0.1), 1000.0)
+    assert run.status.value == "ok" and run.t[-1] == pytest.approx(1000.0)
+    assert np.all(run.q == block.q0) and np.all(run.v == 0.0)
+    assert run.stats["steps"] <= 1000.0 / 0.1 + 10 and run.stats["rejected_steps"] == 0

@@ -414,6 +414,13 @@ class Adaptive(Method):
             raise ValueError(f"max_samples must be >= 3, got {max_samples!r}")
 
     @property
+    def friction_law(self) -> bool:
+        """The scheme's: on a frictional problem the controller steps the scheme's frictional
+        loop (:meth:`impactbench.core.scheme.Scheme.loop_scheme`), so it integrates friction
+        exactly when the scheme does."""
+        return self.stepper.friction_law
+
+    @property
     def name(self) -> str:
         """``Adaptive[scheme=<spec>,rtol=...,atol=...]``, then every other parameter that is
         not at its default (``t_eval``: its number of times): a spec that
