@@ -276,3 +276,34 @@ def test_a_cached_reference_of_a_problem_without_n_dof_is_read_back(tmp_path):
     assert len(list(tmp_path.glob("*.npz"))) == 1
     t = np.linspace(0.0, 0.5, 11)
     np.testing.assert_array_equal(first.state(t)[0], again.state(t)[0])
+
+
+def test_a_report_keeps_the_references_it_reads_and_reads_them_back_without_the_cache(tmp_path):
+    """reference_archive: a reference read from the cache with compute=False is copied into the
+    report's folder unchanged; with an empty cache it is read back from there (the same
+    states), a damaged copy is refused as a cache entry is, and a reference in neither is a
+    MissingReferenceError; only the entries read are reported."""
+    from impactbench.analysis.reference import MissingReferenceError, reference_archive
+
+    pendulum = DoublePendulum()
+    cache, empty, archive = tmp_path / "cache", tmp_path / "empty", tmp_path / "report" / "refs"
+    first = ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache)
+    (entry,) = cache.glob("*.npz")
+    with reference_archive(archive) as read:
+        ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache, compute=False)
+    assert read == {entry.name}
+    assert (archive / entry.name).read_bytes() == entry.read_bytes()
+    t = np.linspace(0.0, 1.0, 51)
+    with reference_archive(archive) as read:
+        again = ib.reference(pendulum, 1.0, reference_method(), cache_dir=empty, compute=False)
+        with pytest.raises(MissingReferenceError):
+            ib.reference(pendulum, 0.5, reference_method(), cache_dir=empty, compute=False)
+    assert read == {entry.name} and not list(empty.glob("*.npz"))
+    np.testing.assert_array_equal(again.state(t)[0], first.state(t)[0])
+    np.testing.assert_array_equal(again.impact_times, first.impact_times)
+    with pytest.raises(MissingReferenceError):  # no archive outside the block
+        ib.reference(pendulum, 1.0, reference_method(), cache_dir=empty, compute=False)
+    _rewrite(archive / entry.name, extra=np.zeros(1))
+    with reference_archive(archive), pytest.raises(MissingReferenceError):
+        with pytest.warns(ib.CacheWarning, match="members must be"):
+            ib.reference(pendulum, 1.0, reference_method(), cache_dir=empty, compute=False)

@@ -40,6 +40,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +203,53 @@ def problem_fingerprint(problem: Problem) -> dict[str, Any]:
     return {"class": f"{cls.__module__}.{cls.__qualname__}", "attributes": _plain(vars(problem))}
 
 
+#: The folder a report keeps its references in, and the entries read there so far
+#: (:func:`reference_archive`).
+_ARCHIVE: ContextVar[tuple[Path, set[str]] | None] = ContextVar("reference_archive", default=None)
+
+
+@contextmanager
+def reference_archive(folder: Path | str) -> Iterator[set[str]]:
+    """Keep the references a report reads beside it, in ``folder``.
+
+    Within the block, every reference read with ``compute=False`` (what a report does) from the
+    cache is copied into ``folder`` (its cache entry, unchanged), and one that the cache lacks
+    is read from ``folder``, checked as a cache entry is (key, description and checksum): a
+    study's report folder carries the references its figures and floors are drawn against, so
+    that ``impactbench report`` rebuilds it from the stored files alone on a machine whose
+    cache lacks them. Yields the set of the file names of ``folder`` read so far (the caller
+    records them; nothing is deleted here).
+    """
+    read: set[str] = set()
+    token = _ARCHIVE.set((Path(folder), read))
+    try:
+        yield read
+    finally:
+        _ARCHIVE.reset(token)
+
+
+def _archived(
+    path: Path, cached: bool, expected: dict, problem: Problem, accuracy: float
+) -> Reference | None:
+    """With :func:`reference_archive` active: the cache entry ``path`` copied into the archive
+    (when the cache has it, ``cached``: read and checked), else the archive's copy; None when
+    neither has it."""
+    archive = _ARCHIVE.get()
+    if archive is None:
+        return None
+    folder, read = archive
+    copy = folder / path.name
+    if cached:
+        data = path.read_bytes()
+        if not copy.is_file() or copy.read_bytes() != data:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(copy, data)
+    stored = _load(copy, expected, problem, accuracy)
+    if stored is not None:
+        read.add(copy.name)
+    return stored
+
+
 class MissingReferenceError(FileNotFoundError):
     """A reference asked for with ``compute=False`` is not in the cache."""
 
@@ -230,8 +278,9 @@ def reference(
     use_cache : bool
         Read and write the cache (default). False recomputes and stores nothing.
     compute : bool
-        False: only read the cache (what a report does: it never simulates); a reference that
-        is not stored there raises :class:`MissingReferenceError`.
+        False: only read the cache (what a report does: it never simulates), and the archive
+        of the report when one is active (:func:`reference_archive`); a reference stored in
+        neither raises :class:`MissingReferenceError`.
 
     Returns
     -------
@@ -273,7 +322,10 @@ def reference(
     path = folder / f"{key}.npz"
     expected = {"key": key, "description": description, "method": method.name, "t_end": t_end}
     if use_cache:
-        stored = _load(path, expected, problem, claimed_accuracy(method))
+        accuracy = claimed_accuracy(method)
+        stored = _load(path, expected, problem, accuracy)
+        if not compute:
+            stored = _archived(path, stored is not None, expected, problem, accuracy) or stored
         if stored is not None:
             return stored
     if not compute:

@@ -23,6 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..analysis.fitting import ORDER, OrderFit
+from ..analysis.reference import reference_archive
 from ..core._files import write_atomic
 from . import style
 from .files import check_study_folder, replace_group
@@ -36,6 +37,9 @@ TABLE_FILE = "results.csv"
 PARQUET_FILE = "results.parquet"
 #: Folder (in a study's report folder) of the LaTeX versions of its report tables.
 LATEX_FOLDER = "tables"
+#: Folder of a study's report where the references it reads are kept
+#: (:func:`impactbench.analysis.reference.reference_archive`).
+REFERENCES_FOLDER = "references"
 
 #: Tables made by :func:`markdown_table` while a report is being written (LaTeX copies): the
 #: values, their significant digits and the Markdown written.
@@ -292,10 +296,16 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     recorded: list[tuple[pd.DataFrame, int, str]] = []
     token = _tables.set(recorded)
     try:
-        with mpl.rc_context(style.RC):  # every artist of the study's figures in the house style
+        # every artist of the study's figures in the house style; the references it reads kept
+        # beside it (REFERENCES_FOLDER), so that the report is rebuilt from stored files alone
+        with (
+            mpl.rc_context(style.RC),
+            reference_archive(folder / REFERENCES_FOLDER) as references,
+        ):
             report = study.report(table, folder)
     finally:
         _tables.reset(token)
+    replace_group(folder, "references", [f"{REFERENCES_FOLDER}/{name}" for name in references])
     latex = _write_latex(_captioned(study, report, recorded), folder)
     failed = int((table["status"] == FAILED).sum())
     if failed:
