@@ -11,10 +11,11 @@ import impactbench as ib
 from impactbench.core._jit import kernel
 from impactbench.core.divergence import DivergenceError
 from impactbench.core.events import simulate_compiled
+from impactbench.core.events.engine import make_engine
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 from impactbench.core.trajectory import Status
 from impactbench.methods.event_driven import EventDriven
-from impactbench.problems import BouncingBall, DoublePendulum, SlantedWall
+from impactbench.problems import BouncingBall, DoublePendulum, ImpactingOscillator, SlantedWall
 
 RTOL, ATOL = 1e-10, 1e-12
 
@@ -141,6 +142,27 @@ def test_double_pendulum_agrees_with_the_scipy_path(pendulum):
     scale = 1.0 + np.abs(ref.v[-1]).max()
     np.testing.assert_allclose(run.q[-1], ref.q[-1], rtol=0, atol=5 * RTOL * scale)
     np.testing.assert_allclose(run.v[-1], ref.v[-1], rtol=0, atol=5 * RTOL * scale)
+
+
+def test_a_second_problem_of_the_same_sizes_and_flags_compiles_no_engine():
+    """The engine takes the kernels as run-time values: the impacting oscillator (one DOF, one
+    constraint, a constant mass, as the ball) runs on the ball's compiled engine, compiling only
+    its own kernels, and agrees with the plain-Python engine (its kernels bound as globals)."""
+    ball = BouncingBall(restitution=0.8)
+    oscillator = ImpactingOscillator(restitution=0.5)
+    engine = make_engine(ball, "DOP853")
+    simulate_compiled(ball, 1.0, RTOL, ATOL, "DOP853")
+    compiled_for_the_ball = len(engine.signatures)
+    assert make_engine(oscillator, "DOP853") is engine
+    t_end = oscillator.t0 + 4.0
+    compiled = simulate_compiled(oscillator, t_end, 1e-8, 1e-10, "DOP853")
+    # counted as signatures of the one dispatcher: no new overload for the second problem
+    assert len(engine.signatures) == compiled_for_the_ball == 1
+    plain = simulate_compiled(oscillator, t_end, 1e-8, 1e-10, "DOP853", compile=False)
+    assert compiled.impacts.total == plain.impacts.total > 0
+    np.testing.assert_allclose(compiled.t, plain.t, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(compiled.q, plain.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(compiled.v, plain.v, rtol=0, atol=1e-12)
 
 
 def test_compiled_and_plain_python_agree():

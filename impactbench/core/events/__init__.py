@@ -15,6 +15,8 @@ module, each a set of templates run compiled by numba or as plain Python (the sa
 - :mod:`~impactbench.core.events.loop`: segments, restarts, drift, final state;
 - :mod:`~impactbench.core.events.stepping`: the compiled Runge-Kutta stepper;
 - :mod:`~impactbench.core.events.buffers`: the run's arrays as named tuples;
+- :mod:`~impactbench.core.events.kernels`: the problem's kernels as run-time values of the
+  compiled engine;
 - :mod:`~impactbench.core.events.engine`: binding, running, the trajectory.
 
 The compiled engine steps scipy-identical RK45 / DOP853 pairs (:mod:`impactbench.core.

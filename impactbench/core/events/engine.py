@@ -3,7 +3,10 @@
 :func:`bind` copies the templates of :mod:`impactbench.core.events` with the problem's kernels,
 sizes and a stepper bound (compiled with numba, or as plain Python: the same source).
 :func:`make_engine` binds the compiled Runge-Kutta stepper (:mod:`impactbench.core.events.
-stepping`) and caches the loop per (kernels, sizes, pair); :class:`PreparedEngine` holds it with
+stepping`) and caches the loop per (pair, sizes, constant mass, friction): compiled, it takes
+the problem's kernels as run-time values (:mod:`impactbench.core.events.kernels`), so every
+problem of those shares it and compiles only its kernels' entry points (the plain-Python loop
+binds the kernels, per problem); :class:`PreparedEngine` holds it with
 what the runs of one problem state share, :func:`simulate_compiled` runs it once;
 :func:`trajectory` turns the output of either engine into a :class:`impactbench.Trajectory`.
 
@@ -12,12 +15,12 @@ arguments; those of rare paths (root search, restarts, projections, the start of
 called functions compiled once; those with one call site (the RK step, the dense-output
 preparation and check, the gap-crossing test, the drift test, the step's acceptance, the steps
 of a restart's resolution) are copied into their caller by numba; the small helpers of every
-step are inlined by LLVM. The sizes are compile-time constants (one engine per problem class,
-sizes and pair). Every function of the loop takes the run's work arrays packed in a few blocks
-(:attr:`Buffers.packed`) and cuts its named views with ``w = views(work)``
-(:func:`~impactbench.core.events.buffers.packed_views`): a call of a called helper passes a
-handful of arrays instead of the sixty of :class:`Work`. As plain Python ``work`` is the
-:class:`Work` itself and ``views`` returns it.
+step are inlined by LLVM; the kernels are called through their entry points. The sizes are
+compile-time constants (one engine per pair, sizes and flags). Every function of the loop
+takes the run's work arrays packed in a few blocks (:attr:`Buffers.packed`) and cuts its named
+views with ``w = views(work)`` (:func:`~impactbench.core.events.buffers.packed_views`): a call
+of a called helper passes a handful of arrays instead of the sixty of :class:`Work`. As plain
+Python ``work`` is the :class:`Work` itself and ``views`` returns it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -50,6 +54,7 @@ from impactbench.core.status_codes import (
 from impactbench.core.trajectory import ImpactLog, Status, Trajectory
 
 from . import coulomb, dynamics, location, loop, resolution, stepping
+from . import kernels as first_class
 from .buffers import (
     COUNTER_EVENTS,
     COUNTER_SEGMENTS,
@@ -223,20 +228,54 @@ _ENGINES: dict[tuple[Any, ...], Callable] = {}
 
 
 def make_engine(problem: Problem, integrator: str, compile: bool = True) -> Callable:
-    """The compiled event loop for the kernels of ``problem`` and the RK pair ``integrator``
-    (compiled with ``_nrt=False`` and cached on disk when ``compile``, else plain Python)."""
+    """The event loop for the kernels of ``problem`` and the RK pair ``integrator``.
+
+    Compiled (``_nrt=False``, cached on disk), the loop takes the problem's kernels as
+    run-time values in its run's ``p`` (:func:`run_kernels`): one loop per pair, sizes,
+    constant mass and friction serves every problem of them. Plain Python (``compile=False``),
+    the kernels are bound into a copy of the templates per problem."""
     kernels = problem.kernels()
     if kernels is None:
         raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
     if integrator not in compiled_rk.METHODS:
         raise ValueError(f"integrator must be one of {compiled_rk.METHODS}, got {integrator!r}")
     n, m = int(problem.n_dof), int(problem.n_constraints)
-    key = (kernels, n, m, integrator, compile)
+    constant_mass = bool(kernels.constant_mass)
+    frictional = kernels.tangent_gradient is not None
+    if compile:
+        key: tuple[Any, ...] = (integrator, n, m, constant_mass, frictional)
+    else:
+        key = (kernels, n, m, integrator)
     if key not in _ENGINES:
-        names = kernel_bindings(kernels, n, m, bool(kernels.constant_mass))
+        if compile:
+            names = kernel_bindings(first_class_calls(frictional), n, m, constant_mass)
+        else:
+            names = kernel_bindings(kernels, n, m, constant_mass)
         shapes = buffer_shapes(integrator, n, m)
         _ENGINES[key] = bind(names, _rk_stepper(integrator, compile), compile, shapes)
     return _ENGINES[key]
+
+
+def first_class_calls(frictional: bool) -> SimpleNamespace:
+    """The kernels a compiled engine binds: the calls of :mod:`impactbench.core.events.kernels`
+    (each the kernel carried in the run's ``p``), inlined by LLVM; the friction kernels None
+    unless ``frictional``."""
+    calls = {
+        name: specialize(call, {}, True, inline=True, helper=True)
+        for name, call in first_class.CALLS.items()
+    }
+    if not frictional:
+        calls.update(tangent_gradient=None, friction=None)
+    return SimpleNamespace(**calls)
+
+
+def run_kernels(problem: Problem, parameters: np.ndarray, compile: bool) -> Any:
+    """The run's ``p`` of the engine of :func:`make_engine`: the kernel parameters with the
+    problem's first-class kernels (:func:`impactbench.core.events.kernels.engine_kernels`)
+    when ``compile``, else the parameters alone."""
+    if not compile:
+        return parameters
+    return (parameters, first_class.engine_kernels(problem.kernels()))
 
 
 def buffer_shapes(integrator: str, n: int, m: int) -> tuple[Any, ...]:
@@ -393,9 +432,10 @@ class PreparedEngine:
         name: str,
     ) -> None:
         #: the run's settings but t_end, every and impact_interval (set by each run's Run)
-        self.base = run_settings(
+        base = run_settings(
             problem, math.inf, rtol, atol, max_step, 1, rest_velocity, min_impact_interval
         )
+        self.base = base._replace(p=run_kernels(problem, base.p, compile))
         loop_function = make_engine(problem, integrator, compile)
         self.call = _DIRECT_CALLS.get(loop_function)
         if self.call is None:
