@@ -265,13 +265,20 @@ class SpringSlider(Problem):
         return None
 
 
-def _cayley_rotation(x0: float, u0: float, omega: float, h: float, k: np.ndarray):
+def assert_cayley_rotation(run, x0: float, u0: float, omega: float, h: float) -> None:
     """The implicit midpoint rule on x'' = -omega^2 x (what theta = 1/2 with K implicit is on a
-    free linear oscillator: W (v1 - v0) = -h K (q0 + h v0 / 2)): each step rotates
-    (x, v / omega) by phi = 2 atan(omega h / 2), exactly."""
+    free linear oscillator: W (v1 - v0) = -h K (q0 + h v0 / 2)) rotates (x, v / omega) by
+    phi = 2 atan(omega h / 2) at each step, exactly: x and v of ``run`` at every sample follow
+    that rotation to 1e-9 of the amplitude, and y = y' = 0 (the contact rests)."""
+    k = np.round(run.t / h)
     phi = 2.0 * np.arctan(0.5 * omega * h)
     c, s = np.cos(k * phi), np.sin(k * phi)
-    return x0 * c + u0 / omega * s, u0 * c - omega * x0 * s
+    x, u = x0 * c + u0 / omega * s, u0 * c - omega * x0 * s
+    amplitude = np.hypot(x0, u0 / omega)
+    assert run.status == ib.Status.OK and run.t[-1] == pytest.approx(1000.0)
+    assert np.all(run.q[:, 1] == 0.0) and np.all(run.v[:, 1] == 0.0)
+    assert np.abs(run.q[:, 0] - x).max() <= 1e-9 * amplitude
+    assert np.abs(run.v[:, 0] - u).max() <= 1e-9 * omega * amplitude
 
 
 def test_a_frictionless_sliding_contact_on_a_spring_runs_to_t_1000_above_the_cfl_limit():
@@ -283,13 +290,7 @@ def test_a_frictionless_sliding_contact_on_a_spring_runs_to_t_1000_above_the_cfl
     slider = SpringSlider(k=1e4, x0=1.0, u0=50.0)
     h = 5.0 * slider.stable_step
     run = ib.simulate(slider, MoreauJean(0.5, implicit=True, compiled=False), 1000.0, h=h)
-    assert run.status == ib.Status.OK and run.t[-1] == pytest.approx(1000.0)
-    assert np.all(run.q[:, 1] == 0.0) and np.all(run.v[:, 1] == 0.0)
-    omega = np.sqrt(slider.k)
-    x, u = _cayley_rotation(1.0, 50.0, omega, h, np.round(run.t / h))
-    amplitude = np.hypot(1.0, 50.0 / omega)
-    assert np.abs(run.q[:, 0] - x).max() <= 1e-9 * amplitude
-    assert np.abs(run.v[:, 0] - u).max() <= 1e-9 * omega * amplitude
+    assert_cayley_rotation(run, 1.0, 50.0, np.sqrt(slider.k), h)
     energy = ib.energy(slider, run)
     assert np.abs(energy - energy[0]).max() <= 1e-10 * energy[0]
 
@@ -340,10 +341,4 @@ def test_a_compiled_frictional_contact_with_zero_friction_slides_as_the_rotation
     problem = FrictionOscillator(friction_level=0.0, stiffness=1e4, x0=1.0, u0=50.0)
     h = 5.0 * 2.0 / np.sqrt(problem.stiffness)
     run = ib.simulate(problem, MoreauJean(0.5, implicit=True), 1000.0, h=h, output_every=7)
-    assert run.status == ib.Status.OK
-    assert np.all(run.q[:, 1] == 0.0) and np.all(run.v[:, 1] == 0.0)
-    omega = np.sqrt(problem.stiffness)
-    x, u = _cayley_rotation(1.0, 50.0, omega, h, np.round(run.t / h))
-    amplitude = np.hypot(1.0, 50.0 / omega)
-    assert np.abs(run.q[:, 0] - x).max() <= 1e-9 * amplitude
-    assert np.abs(run.v[:, 0] - u).max() <= 1e-9 * omega * amplitude
+    assert_cayley_rotation(run, 1.0, 50.0, np.sqrt(problem.stiffness), h)
