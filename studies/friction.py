@@ -84,8 +84,9 @@ STEPS = {"full": np.geomspace(3e-4, 1e-2, 8), "quick": np.geomspace(2e-3, 1e-2, 
 PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [10.0**-k for k in range(3, 11)], "quick": [1e-4, 1e-6]}
 #: The tolerances of the step-size-controlled family (:func:`_adaptive_grids`) on the orders'
-#: cases (none in the quick grid: one compiled loop less in the suite's quick run).
-ADAPTIVE_TOLERANCES = {"full": [10.0**-k for k in range(2, 7)], "quick": []}
+#: cases, 11 over 5 decades (an order is fitted on >= 10 points); none in the quick grid (one
+#: compiled loop less in the suite's quick run).
+ADAPTIVE_TOLERANCES = {"full": [10.0 ** (-k / 2) for k in range(4, 15)], "quick": []}
 ADAPTIVE_H_MAX = 1e-2
 REPEATS = {"full": 3, "quick": 1}
 #: Error targets of the work-precision comparison.
