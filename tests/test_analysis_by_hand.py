@@ -496,7 +496,7 @@ def test_spring_decay_law_is_fitted_on_flights_in_time_order():
     impacts = [1.0, 2.0, 3.0, 4.0, 5.0]
     excess = 0.25 ** np.searchsorted(impacts, t, side="right")
     trajectory = _trajectory(t, np.zeros(t.size), np.zeros(t.size), impacts, h=0.01)
-    run = SimpleNamespace(t_end=5.5, problem_name="hand")
+    run = SimpleNamespace(t_end=5.5, problem_name="hand", method=MoreauJean, h=0.01)
     row = energy_decay._fit_law(run, problem, trajectory, excess, energy_decay.LAW_SPRING)
     assert row["fitted"] == pytest.approx(math.log(0.25), rel=1e-12)
     assert row["exact"] == pytest.approx(math.log(0.25), rel=1e-12)

@@ -505,7 +505,8 @@ def test_a_planted_pickle_never_runs_from_a_cached_study_or_a_report(
     """Malicious pickles under the names the reference cache used to read (``<key>.pkl``, keys
     from the study's references.csv): a fully cached ``run --quick thesis_comparison`` warns,
     recomputes the references and never runs the payload; ``impactbench report``, which never
-    computes, warns and fails naming the missing reference."""
+    computes, reads the copies of the references kept beside the report, and without them warns
+    and fails naming the missing reference."""
     _, output, cache = quick
     keys = pd.read_csv(output / "thesis_comparison" / "references.csv")["key"].tolist()
     assert len(keys) == 2
@@ -528,7 +529,15 @@ def test_a_planted_pickle_never_runs_from_a_cached_study_or_a_report(
     assert capsys.readouterr().err.count("pickle is never opened") == 2
     assert sorted(path.stem for path in references.glob("*.npz")) == sorted(keys)
     plant()
-    # a report never computes a reference: it says which one is missing
+    # a report never computes a reference: it reads the copies kept beside it ...
+    assert main(["report", "--output", str(out)]) == 0
+    assert not marker.exists()
+    assert "pickle is never opened" in capsys.readouterr().err
+    kept = sorted(path.stem for path in (out / "thesis_comparison" / "references").glob("*.npz"))
+    assert kept == sorted(keys)
+    # ... and without them it says which one is missing
+    shutil.rmtree(out / "thesis_comparison" / "references")
+    plant()
     assert main(["report", "--output", str(out)]) == 1
     assert not marker.exists()
     err = capsys.readouterr().err

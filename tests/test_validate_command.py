@@ -41,8 +41,8 @@ def test_a_failing_method_exits_1(capsys):
     assert "threshold depth <= 4 alpha h^2" in failed and "> bound" in failed
     # progress on stderr while it runs: each group of checks announced, then its result
     progress = [line for line in captured.err.splitlines() if line.startswith("validate: [")]
-    assert progress[0] == "validate: [1/6] orders through impacts ..."
-    assert any(line.startswith("validate: [6/6] determinism: 1 of 1 passed") for line in progress)
+    assert progress[0] == "validate: [1/7] orders through impacts ..."
+    assert any(line.startswith("validate: [6/7] determinism: 1 of 1 passed") for line in progress)
 
 
 def test_the_report_table_fits_100_columns_and_explains_failures():
@@ -98,17 +98,31 @@ def test_usage_errors_exit_2(spec, message, monkeypatch, capsys):
 
 def test_validate_an_adaptive_method_by_its_spec(capsys):
     """Step-size control named on the command line: MoreauJean under gap control passes the
-    battery (orders in rtol, no drift and no step-size collapse at rest)."""
+    contact battery (orders in rtol through impacts, no drift and no step-size collapse at rest)
+    and the friction work and creep checks (it integrates friction with its scheme's law). It
+    fails the friction oscillator's orders in rtol, and only those: the controller drops the
+    velocities from its error test on every step with an impulse, so on the oscillator's
+    persistent contact only positions are controlled and the error does not fall with rtol
+    (the limitation docs/methods.md states; reported, not hidden)."""
     spec = "Adaptive[scheme=MoreauJean,rtol=1e-4,atol=1e-6,gap_tolerance=1e-4,h_max=0.05]"
-    assert main(["validate", spec, "--json"]) == 0
+    assert main(["validate", spec, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["passed"] is True
+    assert report["passed"] is False
     assert report["method"] == (
         "Adaptive[scheme=MoreauJean[theta=0.5,activation=position],rtol=0.0001,atol=1e-06,"
         "h_max=0.05,gap_tolerance=0.0001]"
     )
+    failed = {check["property"] for check in report["checks"] if not check["passed"]}
+    assert failed == {
+        "friction oscillator: order of max_position_error",
+        "friction oscillator: order of hausdorff_velocity_distance",
+    }
     properties = {check["property"] for check in report["checks"]}
     assert "no step-size collapse at rest" in properties
+    assert {
+        "friction work <= 0 on every step",
+        "no creep when sticking on an incline",
+    } <= properties
     assert {c["threshold"] for c in report["checks"] if c["property"].startswith("order")} == {
         "order in rtol >= 0.4"
     }

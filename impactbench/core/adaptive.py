@@ -331,7 +331,8 @@ class Adaptive(Method):
         by then, a plug-in's included); its ``compiled`` and ``log_capacity`` apply. The
         instance is :attr:`stepper` and its name :attr:`scheme`, whichever was given: a spec
         and the equivalent instance make the same :attr:`name`; on the command line:
-        ``Adaptive[scheme=CatchingUp,rtol=1e-4]``.
+        ``Adaptive[scheme=CatchingUp,rtol=1e-4]``. Default: ``MoreauJean()``, written as its
+        name.
     rtol, atol : float
         Relative and absolute tolerances of the local error (rtol >= 100 eps, atol > 0).
     h_min : float
@@ -369,7 +370,7 @@ class Adaptive(Method):
 
     def __init__(
         self,
-        scheme: Scheme | str = "MoreauJean",
+        scheme: Scheme | str = "MoreauJean[theta=0.5,activation=position]",
         *,
         rtol: float = 1e-3,
         atol: float = 1e-6,
