@@ -773,7 +773,8 @@ def _friction_work_check(method: Method, level: Level) -> list[Check]:
     block sliding to rest on a floor and of one sliding down a steep incline (e_T = 0, e_N =
     0): with gravity the only other force, the energy's change over a step is the work of
     friction, which Coulomb's law makes <= 0. Allowance: h^2 F^T M^-1 F (the drift a
-    first-order step may have in a smooth phase) or TOLERANCE_FACTOR rtol E, plus round-off."""
+    first-order step may have in a smooth phase; h_max under step-size control), or for an
+    event-driven method TOLERANCE_FACTOR rtol E, plus round-off."""
     from ..problems import SlidingBlock
 
     checks = []
@@ -782,6 +783,9 @@ def _friction_work_check(method: Method, level: Level) -> list[Check]:
         ("steep incline, slides", SlidingBlock(angle=0.5, mu=0.3, u0=0.5), 1.0),
     ]
     h = level.steps[len(level.steps) // 2] if method.requires_step else None
+    if h is None and method.parameters().get("h_max") is not None:
+        # step-size control: its steps are at most h_max, and its drift per step the same
+        h = float(method.parameters()["h_max"])
     prop = FRICTION_PROPERTIES["friction_work"]
     for label, block, t_end in cases:
         name = f"{block.name} ({label}, e_T = 0)"
