@@ -354,3 +354,21 @@ def test_a_block_held_by_friction_keeps_its_step_and_does_not_creep_to_t_1000():
     assert run.status.value == "ok" and run.t[-1] == pytest.approx(1000.0)
     assert np.all(run.q == block.q0) and np.all(run.v == 0.0)
     assert run.stats["steps"] <= 1000.0 / 0.1 + 10 and run.stats["rejected_steps"] == 0
+
+
+def test_a_persistent_contact_is_no_contact_change_and_its_velocity_is_controlled():
+    """The block launched down an incline slides, stops and sticks on the same contact: only
+    the first step (the contact's impulse starts) is a contact change, neither the sliding
+    steps nor the slip-stick transition are, so the velocity stays in the error test. On the
+    impacting oscillator every impact closes a contact: at least one change per impact."""
+    from impactbench.problems import SlidingBlock
+
+    block = SlidingBlock(angle=0.2, mu=0.5, u0=2.0)
+    run = simulate(block, Adaptive(MoreauJean(), rtol=1e-5, h_max=1e-2), 1.5)
+    assert run.status.value == "ok" and run.t[-1] == pytest.approx(1.5)
+    assert run.stats["contact_steps"] == 1
+    bouncing = simulate(OSCILLATOR, Adaptive(MoreauJean(), rtol=1e-4, gap_tolerance=1e-4), 10.0)
+    # every accepted step is a sample here: the steps that log an impact
+    impact_steps = np.unique(np.searchsorted(bouncing.t, bouncing.impacts.t)).size
+    assert impact_steps >= 3  # the oscillator's impacts at t = pi/2, 3 pi/2, 5 pi/2
+    assert bouncing.stats["contact_steps"] >= impact_steps

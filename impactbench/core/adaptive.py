@@ -11,15 +11,24 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
 * on a step without a contact change, the local error of the two half steps is estimated by
   Richardson's difference ``(y_{h/2} - y_h) / (2^p - 1)`` (p: ``order``) over q and v, in the
   RMS norm weighted by ``atol + rtol max(|y|, |y_{h/2}|)``, as EventDriven's tolerances;
-* a step with a contact change (any of the three steps reports a contact, or the set of
-  constraints with g <= 0 at the end differs from that at the start) *excludes the
-  velocities* from the test: their jump makes the difference O(1) whatever h. The positions
-  stay in it (their error through an impact is O(h^2) locally), so the step still shrinks
-  around impacts, by the positions' error, not down to a minimal step. Studer's "exclude"
-  variant is the one implemented, not "refine to a minimal step": refining localises a switch
-  that Moreau's schemes do not need located (the impact law acts on whatever step contains
-  it), and on a resting or sliding contact the active set can change at every step, where
-  refining would collapse the step; excluding keeps it near ``h_max`` there;
+* a step with a contact change *excludes the velocities* from the test: their jump makes the
+  difference O(1) whatever h. A contact change is a change of the set of constraints that take
+  an impulse: the sets of the three steps (the two half steps and the full one) and of the
+  previous accepted step's last half step are not all equal (an impact closes a contact, a
+  lift-off opens one), or the set of constraints with g <= 0 at the end of the step differs
+  from that at the start. A persistent contact (resting, sliding or sticking: the same
+  constraints take an impulse on every step) is no change: its velocities stay in the test,
+  where their error is that of a smooth phase (the normal velocity is 0 in both estimates, the
+  tangential one evolves with the forces and friction), so the controller keeps the error of
+  a sliding or sticking contact within the tolerances. A stick-slip transition is no change
+  either: the velocity is continuous there (only the acceleration jumps), its difference O(h^2)
+  locally. The positions stay in the test on every step (their error through an impact is
+  O(h^2) locally), so the step still shrinks around impacts, by the positions' error, not down
+  to a minimal step. Studer's "exclude" variant is the one implemented, not "refine to a
+  minimal step": refining localises a switch that Moreau's schemes do not need located (the
+  impact law acts on whatever step contains it), and where a scheme's contact flickers (Moreau's
+  scheme with e > 0 on a resting contact takes an impulse on every other step) refining would
+  collapse the step; excluding keeps it near ``h_max`` there;
 * optional gap control: a step over which the penetration of a constraint, max(0, -g), grows by
   more than ``gap_tolerance`` is rejected, and h scaled by 0.9 gap_tolerance / growth (within
   [0.1, 0.9]: the penetration of a closing contact grows as h |G v|). The growth, not the depth,
@@ -43,8 +52,9 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
 accepted step in at most ``max_samples`` samples (when full, every other sample is dropped and
 the stride of the samples kept doubles: memory bounded whatever the number of steps). Statistics
-add ``rejected_steps`` and ``contact_steps`` to those of a fixed-step run; ``force_evaluations``
-counts all three steps of every attempt, rejected ones included.
+add ``rejected_steps`` and ``contact_steps`` (accepted steps with a contact change) to those of
+a fixed-step run; ``force_evaluations`` counts all three steps of every attempt, rejected ones
+included.
 
 The contact solvers' warm start (the LCP's last basis) is not restored with the buffer: it only
 changes the solver's first guess, not its solution.
@@ -119,7 +129,8 @@ def _adaptive_loop(
     m = N_CONSTRAINTS
     # keep: the saved buffer, the buffer after the half steps, their candidates (q, v),
     # the full step's, the accepted state, the gaps at its start and end, the first half
-    # step's impulses and normal velocities
+    # step's impulses and normal velocities, the second half step's impulses, the impulses
+    # of the last accepted step's second half step
     saved = keep[:size]
     halved = keep[size : 2 * size]
     zh = keep[2 * size : 2 * size + 2 * n]
@@ -132,6 +143,8 @@ def _adaptive_loop(
     i1 = keep[base + 2 * WIDTH : base + 3 * WIDTH]
     b1 = keep[base + 3 * WIDTH : base + 4 * WIDTH]
     a1 = keep[base + 4 * WIDTH : base + 5 * WIDTH]
+    i2 = keep[base + 5 * WIDTH : base + 6 * WIDTH]
+    held = keep[base + 6 * WIDTH : base + 7 * WIDTH]
     rtol = control[RTOL]
     atol = control[ATOL]
     h_min = control[H_MIN]
@@ -184,10 +197,11 @@ def _adaptive_loop(
         evaluations += evaluated
         if status != STATUS_OK:
             break
+        for i in range(m):
+            i1[i] = X[IMPULSE, i] if c1 else 0.0
         if c1:
             iterations += used
             for i in range(m):
-                i1[i] = X[IMPULSE, i]
                 b1[i] = X[NORMAL_BEFORE, i]
                 a1[i] = X[NORMAL_AFTER, i]
         scheme_commit(X, Z)
@@ -200,6 +214,8 @@ def _adaptive_loop(
         for j in range(n):
             zh[j] = Z[NEXT_Q, j]
             zh[n + j] = Z[NEXT_V, j]
+        for i in range(m):
+            i2[i] = X[IMPULSE, i] if c2 else 0.0
         for i in range(size):
             halved[i] = buffer[i]
             buffer[i] = saved[i]
@@ -217,7 +233,12 @@ def _adaptive_loop(
         if not np.isfinite(check):
             status = STATUS_NOT_FINITE
             break
-        changed = c1 or c2 or cf
+        changed = False  # the sets taking an impulse differ (a contact closes or opens)
+        for i in range(m):
+            pressed = held[i] > 0.0
+            full = cf and X[IMPULSE, i] > 0.0
+            if (i1[i] > 0.0) != pressed or (i2[i] > 0.0) != pressed or full != pressed:
+                changed = True
         growth = 0.0
         if m > 0:
             scheme_gaps(zh[:n], p, g1)
@@ -265,6 +286,7 @@ def _adaptive_loop(
                 vc[j] = zh[n + j]
             for i in range(m):
                 g0[i] = g1[i]
+                held[i] = i2[i]
             write = False
             if n_targets > 0:
                 if landing:
@@ -482,7 +504,7 @@ class Adaptive(Method):
         loop, calls = self.loop_for(problem)
         n, m = problem.n_dof, problem.n_constraints
         width = max(n, m, 1)
-        keep = np.zeros(2 * loop.buffer_size + 6 * n + 5 * width)
+        keep = np.zeros(2 * loop.buffer_size + 6 * n + 7 * width)
         capacity = self.stepper.log_capacity
         log_t = np.empty(capacity)
         log_i = np.empty(capacity, dtype=np.int64)
