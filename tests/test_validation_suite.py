@@ -248,3 +248,22 @@ def test_a_broken_adaptive_method_fails_its_contact_check(cls, broken):
     method = cls(MoreauJean(), rtol=1e-4, atol=1e-6, gap_tolerance=1e-4, h_max=0.05)
     report = check_method(method, properties=("resting_contact",))
     assert failing(report) == {(broken, "BouncingBall")}
+
+
+def test_a_collapse_too_long_for_the_output_fails_rather_than_goes_unmeasured():
+    """The resting runs keep every accepted step up to COLLAPSE_STEPS t_end / h_max of them; a
+    run that took more (its output decimated) has a mean step below h_max / COLLAPSE_STEPS and
+    fails the collapse check: never an unmeasured row."""
+    from impactbench.bench.testing import COLLAPSE_STEPS, _collapse_check, _every_step_kept
+
+    method = _every_step_kept(Adaptive(MoreauJean(), rtol=1e-4, h_max=0.05), 1000.0)
+    assert method.max_samples >= COLLAPSE_STEPS * 1000.0 / 0.05
+    assert _every_step_kept(MoreauJean(), 1000.0).name == MoreauJean().name
+    t = np.linspace(0.0, 1000.0, 101)
+    stats = {"steps": 10**6, "rejected_steps": 0}
+    decimated = Trajectory(
+        t, np.zeros((101, 1)), np.zeros((101, 1)), ImpactLog(), Status.OK,
+        "reached t_end", stats, "m", "p", None,
+    )  # fmt: skip
+    check = _collapse_check(decimated, "p", 500.0, 1000.0)
+    assert check.passed is False and "mean step 0.001" in check.measured

@@ -48,7 +48,8 @@ no step-size collapse (step-size-controlled methods only)
     >= :data:`COLLAPSE_FRACTION` times the largest accepted step of the run (a controller that
     refines at every change of the active set, which a resting contact makes at every step,
     fails it); the fraction of rejected attempts over the whole run (the accumulation before
-    the rest included) is reported beside it.
+    the rest included) is reported beside it. The run keeps every accepted step up to
+    :data:`COLLAPSE_STEPS` t_end / h_max of them; one that takes more fails.
 energy over impacts
     The mechanical energy must not increase across an impact: at each impact event of the
     bouncing ball (before its accumulation point; consecutive log entries of a time-stepper are
@@ -112,6 +113,8 @@ DEPTH_CONSTANT = 4.0
 MIN_ADAPTIVE_ORDER = 0.4
 #: No collapse: median accepted step at rest >= COLLAPSE_FRACTION times the run's largest.
 COLLAPSE_FRACTION = 0.5
+#: A resting run of more than COLLAPSE_STEPS t_end / h_max accepted steps has collapsed.
+COLLAPSE_STEPS = 4.0
 #: Relative round-off allowed on energies and gaps.
 ROUND_OFF = 1e-12
 
@@ -565,7 +568,7 @@ def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Ch
             bound = TOLERANCE_FACTOR * _tolerance_of(method) * max(1.0, case.alpha)
             threshold = f"depth <= {bound:.3g}, no growth"
         try:
-            run = _run(problem, method, t_end, h, output_every=every)
+            run = _run(problem, _every_step_kept(method, t_end), t_end, h, output_every=every)
         except _RunFailed as failure:
             checks.append(Check(prop, name, "run failed", threshold, False, str(failure)))
             continue
@@ -596,15 +599,32 @@ def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Ch
     return checks
 
 
+def _every_step_kept(method: Method, t_end: float) -> Method:
+    """A step-size-controlled ``method`` whose output keeps every accepted step of a run to
+    ``t_end`` that takes fewer than :data:`COLLAPSE_STEPS` times t_end / h_max of them (its
+    largest step h_max; (t_end - t0) / 10 when None): the collapse check reads the steps."""
+    parameters = method.parameters()
+    if not _adaptive(method) or "max_samples" not in parameters:
+        return method
+    h_max = parameters.get("h_max") or t_end / 10.0
+    samples = max(parameters["max_samples"], math.ceil(COLLAPSE_STEPS * t_end / h_max) + 2)
+    return type(method)(**{**parameters, "max_samples": samples})
+
+
 def _collapse_check(run: Trajectory, name: str, middle: float, t_end: float) -> Check:
     """No step-size collapse on a resting contact: the median accepted step over [middle, t_end]
-    against the run's largest; the fraction of rejected attempts reported (module docstring)."""
+    against the run's largest; the fraction of rejected attempts reported (module docstring).
+    A run whose output could not keep every accepted step (:func:`_every_step_kept`) took more
+    than :data:`COLLAPSE_STEPS` t_end / h_max steps, a mean step below h_max / COLLAPSE_STEPS:
+    it fails."""
     prop = "no step-size collapse at rest"
     threshold = f"median step >= {COLLAPSE_FRACTION:g} largest step"
     accepted = int(run.stats.get("steps", -1))
     if run.t.size != accepted + 1:  # the output is not every accepted step
-        return Check(prop, name, "not measured", threshold, None,
-                     f"{run.t.size} samples for {accepted} accepted steps")  # fmt: skip
+        mean = (run.t[-1] - run.t[0]) / accepted
+        return Check(prop, name, f"{accepted} accepted steps, mean step {_fmt(mean)}",
+                     threshold, False,
+                     f"more than {COLLAPSE_STEPS:g} t_end / h_max accepted steps")  # fmt: skip
     steps = np.diff(run.t)
     late = steps[run.t[1:] > middle]
     median, largest = float(np.median(late)), float(steps.max())
