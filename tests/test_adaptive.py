@@ -372,3 +372,28 @@ def test_a_persistent_contact_is_no_contact_change_and_its_velocity_is_controlle
     impact_steps = np.unique(np.searchsorted(bouncing.t, bouncing.impacts.t)).size
     assert impact_steps >= 3  # the oscillator's impacts at t = pi/2, 3 pi/2, 5 pi/2
     assert bouncing.stats["contact_steps"] >= impact_steps
+
+
+def test_extrapolation_never_crosses_an_impulse():
+    """The particle on the slanted wall (e = 0.7) slides on from its accumulation point: its
+    contact takes an impulse on every step there. Extrapolated across those impulses the
+    normal velocity would leave the contact at every step, and the controller would chase the
+    chatter; extrapolated only where no constraint takes an impulse, it runs about as many
+    steps as without extrapolation."""
+    from impactbench.problems import SlantedWall
+
+    wall = SlantedWall(restitution=0.7)
+    t_end = wall.accumulation_time + 1.0
+    runs = {
+        extrapolate: simulate(
+            wall,
+            Adaptive(
+                MoreauJean(), rtol=1e-5, atol=1e-7, gap_tolerance=1e-5, extrapolate=extrapolate
+            ),
+            t_end,
+        )
+        for extrapolate in (False, True)
+    }
+    plain, extrapolated = runs[False].stats, runs[True].stats
+    assert extrapolated["steps"] <= 1.5 * plain["steps"]
+    assert extrapolated["rejected_steps"] <= 1.5 * plain["rejected_steps"]

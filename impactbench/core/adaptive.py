@@ -38,16 +38,17 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   velocities are excluded) and is accepted whatever its length: the impact is then handled a
   whole step late (measured: 0.12 in q on the ball at rtol = 1e-4), so use it through impacts;
 * accepted: the state becomes that of the two half steps (the scheme's own order), or with
-  ``extrapolate`` and no contact change their Richardson extrapolation (order p + 1, MBSim's
-  "order by extrapolation"; never across a contact change, where the estimate has no
-  asymptotic meaning); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
-  most h right after a rejection, which keeps the controller from cycling between growth and
-  rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below
-  by ``h_min``, except on a contact-change step, where the positions' difference is O(h) (the
-  impulse acts at different instants in the two estimates), so h is scaled by 0.9 / err
-  (within [0.1, 0.9]) rather than err^(-1/(p+1)), which took several rejections per impact;
-  a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL`
-  (t, q, v of the last accepted state).
+  ``extrapolate`` their Richardson extrapolation on a step where no constraint takes an impulse
+  (order p + 1, MBSim's "order by extrapolation"; never across an impulse, where the estimate has
+  no asymptotic meaning and the combined velocity would not satisfy the contact law: extrapolated
+  on a persistent contact with e > 0, the normal velocities leave the contact and the steps
+  collapse into chatter); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at most h right
+  after a rejection, which keeps the controller from cycling between growth and rejection),
+  bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below by ``h_min``, except
+  on a contact-change step, where the positions' difference is O(h) (the impulse acts at different
+  instants in the two estimates), so h is scaled by 0.9 / err (within [0.1, 0.9]) rather than
+  err^(-1/(p+1)), which took several rejections per impact; a rejection at ``h_min`` stops the run
+  with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of the last accepted state).
 
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
 accepted step in at most ``max_samples`` samples (when full, every other sample is dropped and
@@ -258,7 +259,7 @@ def _adaptive_loop(
         if error <= 1.0 and not too_deep:
             for i in range(size):
                 buffer[i] = halved[i]
-            if extrapolate and not changed:
+            if extrapolate and not (c1 or c2 or cf):
                 for j in range(2 * n):
                     zh[j] += (zh[j] - zf[j]) / richardson
             for j in range(n):
@@ -370,7 +371,7 @@ class Adaptive(Method):
         every velocity scheme through impacts; 2 for MoreauJean's midpoint scheme in smooth
         phases).
     extrapolate : bool
-        On steps without a contact change, continue from Richardson's extrapolation
+        On steps where no constraint takes an impulse, continue from Richardson's extrapolation
         y_{h/2} + (y_{h/2} - y_h) / (2^p - 1) (order p + 1 there) rather than y_{h/2}. Only
         for a scheme whose state between steps is (q, v) and what its step recomputes
         (MoreauJean, CatchingUp): the extrapolated (q, v) replace the candidate before the
