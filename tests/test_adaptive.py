@@ -397,3 +397,21 @@ def test_extrapolation_never_crosses_an_impulse():
     plain, extrapolated = runs[False].stats, runs[True].stats
     assert extrapolated["steps"] <= 1.5 * plain["steps"]
     assert extrapolated["rejected_steps"] <= 1.5 * plain["rejected_steps"]
+
+
+@pytest.mark.parametrize("rtol", [1e-3, 1e-5])
+def test_an_extrapolated_step_never_leaves_k_past_the_gap_control(rtol):
+    """CatchingUp extrapolated on the slanted wall through its accumulation point: a free-flight
+    step whose extrapolated positions would leave K (the half steps' did not) continues from the
+    half steps instead (a state accepted outside K stopped the run at h_min: t = 1.47 at rtol
+    1e-3); every accepted state keeps the gap tolerance."""
+    from impactbench.problems import SlantedWall
+
+    wall = SlantedWall(restitution=0.7)
+    method = Adaptive(
+        CatchingUp(), rtol=rtol, atol=1e-2 * rtol, gap_tolerance=rtol, extrapolate=True
+    )
+    run = simulate(wall, method, wall.accumulation_time + 1.0)
+    assert run.status.value == "ok"
+    gaps = np.array([wall.gap(q) for q in run.q])
+    assert gaps.min() >= -rtol

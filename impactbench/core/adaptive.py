@@ -42,13 +42,15 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   (order p + 1, MBSim's "order by extrapolation"; never across an impulse, where the estimate has
   no asymptotic meaning and the combined velocity would not satisfy the contact law: extrapolated
   on a persistent contact with e > 0, the normal velocities leave the contact and the steps
-  collapse into chatter); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at most h right
-  after a rejection, which keeps the controller from cycling between growth and rejection),
-  bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below by ``h_min``, except
-  on a contact-change step, where the positions' difference is O(h) (the impulse acts at different
-  instants in the two estimates), so h is scaled by 0.9 / err (within [0.1, 0.9]) rather than
-  err^(-1/(p+1)), which took several rejections per impact; a rejection at ``h_min`` stops the run
-  with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of the last accepted state).
+  collapse into chatter; and only if the extrapolated positions keep the half steps' set {g <= 0}:
+  an extrapolation that leaves K carries a penetrating state past the gap control, from which the
+  controller stopped at ``h_min``); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
+  most h right after a rejection, which keeps the controller from cycling between growth and
+  rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below by
+  ``h_min``, except on a contact-change step, where the positions' difference is O(h) (the impulse
+  acts at different instants in the two estimates), so h is scaled by 0.9 / err (within [0.1,
+  0.9]) rather than err^(-1/(p+1)), which took several rejections per impact; a rejection at
+  ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of the last accepted state).
 
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
 accepted step in at most ``max_samples`` samples (when full, every other sample is dropped and
@@ -131,7 +133,7 @@ def _adaptive_loop(
     # keep: the saved buffer, the buffer after the half steps, their candidates (q, v),
     # the full step's, the accepted state, the gaps at its start and end, the first half
     # step's impulses and normal velocities, the second half step's impulses, the impulses
-    # of the last accepted step's second half step
+    # of the last accepted step's second half step, the gaps of the extrapolated candidate
     saved = keep[:size]
     halved = keep[size : 2 * size]
     zh = keep[2 * size : 2 * size + 2 * n]
@@ -146,6 +148,7 @@ def _adaptive_loop(
     a1 = keep[base + 4 * WIDTH : base + 5 * WIDTH]
     i2 = keep[base + 5 * WIDTH : base + 6 * WIDTH]
     held = keep[base + 6 * WIDTH : base + 7 * WIDTH]
+    ge = keep[base + 7 * WIDTH : base + 8 * WIDTH]
     rtol = control[RTOL]
     atol = control[ATOL]
     h_min = control[H_MIN]
@@ -260,8 +263,19 @@ def _adaptive_loop(
             for i in range(size):
                 buffer[i] = halved[i]
             if extrapolate and not (c1 or c2 or cf):
-                for j in range(2 * n):
-                    zh[j] += (zh[j] - zf[j]) / richardson
+                for j in range(2 * n):  # zf: the extrapolated candidate
+                    zf[j] = zh[j] + (zh[j] - zf[j]) / richardson
+                inside = True  # the extrapolation keeps the set {g <= 0} of the half steps
+                if m > 0:
+                    scheme_gaps(zf[:n], p, ge)
+                    for i in range(m):
+                        if (ge[i] <= 0.0) != (g1[i] <= 0.0):
+                            inside = False
+                if inside:
+                    for j in range(2 * n):
+                        zh[j] = zf[j]
+                    for i in range(m):
+                        g1[i] = ge[i]
             for j in range(n):
                 Z[NEXT_Q, j] = zh[j]
                 Z[NEXT_V, j] = zh[n + j]
@@ -505,7 +519,7 @@ class Adaptive(Method):
         loop, calls = self.loop_for(problem)
         n, m = problem.n_dof, problem.n_constraints
         width = max(n, m, 1)
-        keep = np.zeros(2 * loop.buffer_size + 6 * n + 7 * width)
+        keep = np.zeros(2 * loop.buffer_size + 6 * n + 8 * width)
         capacity = self.stepper.log_capacity
         log_t = np.empty(capacity)
         log_i = np.empty(capacity, dtype=np.int64)
