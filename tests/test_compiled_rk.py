@@ -88,7 +88,7 @@ def test_step_for_step_equals_scipy(integrators):
             t, y, f, h_abs = solver.t, solver.y.copy(), solver.f.copy(), solver.h_abs
             nfev = solver.nfev
             status, t_new, h, h_next, attempts = integrator.step(
-                t, y, f, h_abs, T_END, math.inf, rtol, atol, PARAMETERS, stages, y_new, f_new,
+                t, y, f, h_abs, T_END, math.inf, (rtol, atol), PARAMETERS, stages, y_new, f_new,
                 NO_WORK,
             )  # fmt: skip
             solver.step()
