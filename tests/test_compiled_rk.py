@@ -172,7 +172,7 @@ def test_order_at_fixed_step_against_closed_form(method, order):
         steps = 0
         while t < t_end:
             status, t, _, _, attempts = integrator.step(
-                t, y, f, h, t_end, h, 1e3, 1e3, p, stages, y_new, f_new, NO_WORK
+                t, y, f, h, t_end, h, (1e3, 1e3), p, stages, y_new, f_new, NO_WORK
             )
             assert (status, attempts) == (0, 1)
             y, f = y_new.copy(), f_new.copy()
