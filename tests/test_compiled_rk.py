@@ -88,7 +88,7 @@ def test_step_for_step_equals_scipy(integrators):
             t, y, f, h_abs = solver.t, solver.y.copy(), solver.f.copy(), solver.h_abs
             nfev = solver.nfev
             status, t_new, h, h_next, attempts = integrator.step(
-                t, y, f, h_abs, T_END, math.inf, rtol, atol, PARAMETERS, stages, y_new, f_new,
+                t, y, f, h_abs, T_END, math.inf, (rtol, atol), PARAMETERS, stages, y_new, f_new,
                 NO_WORK,
             )  # fmt: skip
             solver.step()
@@ -172,7 +172,7 @@ def test_order_at_fixed_step_against_closed_form(method, order):
         steps = 0
         while t < t_end:
             status, t, _, _, attempts = integrator.step(
-                t, y, f, h, t_end, h, 1e3, 1e3, p, stages, y_new, f_new, NO_WORK
+                t, y, f, h, t_end, h, (1e3, 1e3), p, stages, y_new, f_new, NO_WORK
             )
             assert (status, attempts) == (0, 1)
             y, f = y_new.copy(), f_new.copy()

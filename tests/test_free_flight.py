@@ -9,9 +9,10 @@ import pytest
 
 from impactbench import SimulationError, simulate
 from impactbench.core._jit import kernel
+from impactbench.core.events import plain
+from impactbench.core.events.free_flight import free_flight_rhs
 from impactbench.core.problem import ProblemKernels
-from impactbench.methods import EventDriven, event_driven
-from impactbench.methods.free_flight import free_flight_rhs
+from impactbench.methods import EventDriven
 from impactbench.problems import (
     BouncingBall,
     DoublePendulum,
@@ -75,7 +76,7 @@ def test_non_finite_compiled_forces_report_time_and_state(monkeypatch):
 
         return rhs
 
-    monkeypatch.setattr(event_driven, "free_flight_rhs", counted)
+    monkeypatch.setattr(plain, "free_flight_rhs", counted)
     with pytest.raises(
         SimulationError, match=r"forces\(t, q, v\) must return finite values"
     ) as info:

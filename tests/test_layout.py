@@ -15,9 +15,13 @@ numba's internals (its private modules, the private options of its compilers) ar
 the compile boundary, :data:`BOUNDARY`: a numba upgrade that changes them then breaks one module,
 pinned and tested against (tests/test_compile_boundary.py).
 
-The schemes of methods/ are written as a user writes one (docs/adding-a-scheme.md): on the one
-public module :mod:`impactbench.core.scheme`, at most 12 names from it, no ``noqa``; and
+The methods of methods/ are written as a user writes one, each on one public module, at most 12
+names from it, no ``noqa``: the schemes on :mod:`impactbench.core.scheme`
+(docs/adding-a-scheme.md), the event-driven method on :mod:`impactbench.core.events`; and
 methods/moreau_jean.py, the reference scheme, in at most 150 lines of code.
+
+The event loop (:mod:`impactbench.core.events`, and :mod:`impactbench.core.compiled_rk`, its
+Runge-Kutta pairs) is written in small functions: at most 80 lines and 12 parameters each.
 """
 
 from __future__ import annotations
@@ -422,16 +426,14 @@ def test_the_checkers_see_private_names_and_literal_indices(tmp_path):
     assert parameter_constants(ast.parse(source.read_text())) == {"A": {0}, "B": {1, 0}}
 
 
-#: The public module a scheme is written on (docs/adding-a-scheme.md).
-SCHEME_API = "impactbench.core.scheme"
+#: The public modules a method of methods/ is written on: the scheme API
+#: (docs/adding-a-scheme.md) and the event-driven method's.
+PUBLIC_APIS = ("impactbench.core.scheme", "impactbench.core.events")
+SCHEME_API = PUBLIC_APIS[0]
 #: Most names a module of methods/ imports from the package.
 MOST_SCHEME_NAMES = 12
 #: Most code lines (neither blank, comment nor docstring) of methods/moreau_jean.py.
 MOST_MOREAU_JEAN_LINES = 150
-#: Modules of methods/ not yet written on the scheme API alone (issue 39): the event-driven
-#: method, rewritten on another branch. The lead empties it once that is merged; a module
-#: fixed or a new departure fails the test either way.
-PENDING_SCHEME_API = {"impactbench.methods.event_driven"}
 
 
 def package_imports(path: Path) -> list[tuple[str, str]]:
@@ -453,18 +455,24 @@ def package_imports(path: Path) -> list[tuple[str, str]]:
 
 
 def scheme_api_departures(path: Path) -> list[str]:
-    """What keeps the module ``path`` of methods/ from being written on the scheme API alone:
-    an import from a module of the package other than :data:`SCHEME_API` and methods/ itself,
-    more than :data:`MOST_SCHEME_NAMES` names imported from the package, a ``noqa``."""
+    """What keeps the module ``path`` of methods/ from being written on one public API alone:
+    an import from a module of the package other than those of :data:`PUBLIC_APIS` and
+    methods/ itself, imports from two of them, more than :data:`MOST_SCHEME_NAMES` names
+    imported from the package, a ``noqa``."""
     imports = package_imports(path)
+    modules = {module for module, _ in imports}
     found = sorted(
         f"imports {module}"
-        for module in {module for module, _ in imports}
-        if module != SCHEME_API and not module.startswith(f"{TOP}.methods")
+        for module in modules
+        if module not in PUBLIC_APIS and not module.startswith(f"{TOP}.methods")
     )
-    names = [name for module, name in imports if module == SCHEME_API]
-    if len(names) > MOST_SCHEME_NAMES:
-        found.append(f"{len(names)} names from {SCHEME_API}")
+    apis = sorted(modules & set(PUBLIC_APIS))
+    if len(apis) > 1:
+        found.append(f"imports {' and '.join(apis)}")
+    for api in apis:
+        names = [name for module, name in imports if module == api]
+        if len(names) > MOST_SCHEME_NAMES:
+            found.append(f"{len(names)} names from {api}")
     if "noqa" in path.read_text():
         found.append("noqa")
     return found
@@ -489,14 +497,17 @@ def code_lines(path: Path) -> int:
     return len(lines - docstrings)
 
 
-def test_the_methods_are_written_on_the_scheme_api():
+def test_the_methods_are_written_on_the_public_apis():
     departures = {}
+    apis = set()
     for module, path in sorted(module_files(package_folders()).items()):
         if layer_of(module) == "methods" and path.stem != "__init__":  # the name table apart
             found = scheme_api_departures(path)
             if found:
                 departures[module] = found
-    assert set(departures) == PENDING_SCHEME_API, departures
+            apis.update(module for module, _ in package_imports(path))
+    assert departures == {}
+    assert set(PUBLIC_APIS) <= apis  # both in use: the event-driven method on its own
 
 
 def test_moreau_jean_is_at_most_150_code_lines():
@@ -528,3 +539,69 @@ def test_the_scheme_api_checkers_see_what_they_count(tmp_path):
         "noqa",
     ]
     assert code_lines(source) == 8
+    names = ", ".join(f"n{i}" for i in range(13))
+    source.write_text(
+        f"from impactbench.core.events import ({names})\n"
+        "from impactbench.core.events.engine import bind\n"
+        "from impactbench.core.scheme import Scheme\n"
+        "from impactbench.core.events import plain\n"
+    )
+    assert scheme_api_departures(source) == [
+        "imports impactbench.core.events.engine",
+        "imports impactbench.core.events and impactbench.core.scheme",
+        "14 names from impactbench.core.events",
+    ]
+    source.write_text(f"from impactbench.core.events import ({names[:-5]})\n")
+    assert scheme_api_departures(source) == []
+
+
+#: The event loop: its modules, and those of its Runge-Kutta pairs, held to small functions.
+EVENT_LOOP = ("impactbench/core/events", "impactbench/core/compiled_rk.py")
+#: Most lines of a function of the event loop (``def`` to its last line, docstring included).
+MOST_FUNCTION_LINES = 80
+#: Most parameters of a function of the event loop (``self``, ``*args`` and ``**kwargs`` count).
+MOST_PARAMETERS = 12
+
+
+def long_functions(path: Path) -> list[str]:
+    """The functions and methods of the source ``path`` over :data:`MOST_FUNCTION_LINES` lines
+    or :data:`MOST_PARAMETERS` parameters, as ``"name: N lines"``, ``"name: N parameters"``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > MOST_FUNCTION_LINES:
+                found.append(f"{node.name}: {lines} lines")
+            arguments = node.args
+            count = len(arguments.posonlyargs) + len(arguments.args) + len(arguments.kwonlyargs)
+            count += (arguments.vararg is not None) + (arguments.kwarg is not None)
+            if count > MOST_PARAMETERS:
+                found.append(f"{node.name}: {count} parameters")
+    return found
+
+
+def test_the_event_loop_is_written_in_small_functions():
+    paths = []
+    for name in EVENT_LOOP:
+        path = ROOT / name
+        paths += sorted(path.glob("*.py")) if path.is_dir() else [path]
+    assert len(paths) >= 10  # the folder's modules are all seen
+    found = {str(path.relative_to(ROOT)): long_functions(path) for path in paths}
+    assert {name: functions for name, functions in found.items() if functions} == {}
+
+
+def test_the_function_checker_counts_lines_and_parameters(tmp_path):
+    source = tmp_path / "loop.py"
+    body = "".join(f"    x{i} = {i}\n" for i in range(79))
+    twelve = ", ".join(f"a{i}" for i in range(12))
+    source.write_text(
+        f"def fits({twelve}):\n{body}\n"  # 80 lines, 12 parameters
+        f"def too_long():\n{body}    return 1\n\n"
+        f"class C:\n    def method(self, {twelve}):\n        pass\n\n"
+        f"def starred(a, *args, b, **kwargs):\n    async def inner({twelve}, c):\n        pass\n"
+    )
+    assert long_functions(source) == [
+        "too_long: 81 lines",
+        "method: 13 parameters",
+        "inner: 13 parameters",
+    ]

@@ -17,9 +17,9 @@ from impactbench.core._jit import specialize
 from impactbench.core.contact import make_workspace
 from impactbench.core.events import resolution
 from impactbench.core.events.buffers import unpacked
+from impactbench.core.events.plain import checked_kernels
 from impactbench.core.problem import CheckedCalls
 from impactbench.core.status_codes import STATUS_OK
-from impactbench.methods.event_driven import _checked_kernels
 from impactbench.problems import SlantedWall
 
 EPS = np.finfo(float).eps
@@ -71,7 +71,7 @@ def test_the_projection_converges_far_from_q0(distance, source):
         if source == "kernels":
             kernels = wall.kernels()
         else:
-            kernels = _checked_kernels(CheckedCalls(wall), [0.0, np.zeros(n)])
+            kernels = checked_kernels(CheckedCalls(wall), [0.0, np.zeros(n)])
         project = _projection(kernels)
         y = np.concatenate([q, np.zeros(n)])
         run = types.SimpleNamespace(

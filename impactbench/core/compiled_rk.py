@@ -176,15 +176,17 @@ def _attempt(t, y, f, h, rtol, atol, p, K, y_new, f_new, ws):
     return math.sqrt(total) / math.sqrt(n)
 
 
-def _step(t, y, f, h_abs, t_bound, max_step, rtol, atol, p, K, y_new, f_new, ws):
+def _step(t, y, f, h_abs, t_bound, max_step, tolerances, p, K, y_new, f_new, ws):
     """scipy's ``RungeKutta._step_impl``: attempts from ``(t, y)`` until one is accepted.
 
-    Parameters: ``h_abs`` the proposed step size; inlined helper ``attempt``. Returns
+    Parameters: ``h_abs`` the proposed step size, ``tolerances`` the pair (rtol, atol); inlined
+    helper ``attempt``. Returns
     ``(status, t_new, h, h_abs_next, attempts)``: :data:`STEP_ACCEPTED` with the accepted step
     ``h`` (signed) ending at ``t_new`` (``y_new``, ``f_new`` and ``K`` filled) and the proposal
     for the next step, :data:`STEP_TOO_SMALL` or :data:`STEP_NOT_FINITE` (``t_new = t``);
     ``attempts`` counts the tried steps, each ``N_STAGES`` evaluations.
     """
+    rtol, atol = tolerances
     direction = 1.0 if t_bound >= t else -1.0
     min_step = 10.0 * abs(np.nextafter(t, direction * math.inf) - t)
     if h_abs > max_step:
@@ -312,7 +314,7 @@ def _integrate(t0, y0, t_bound, max_step, rtol, atol, p, times, states, K, state
         if count == times.shape[0]:
             return STORAGE_FULL, count, nfev, rejected
         status, t_new, h, h_abs, attempts = step(
-            t, y, f, h_abs, t_bound, max_step, rtol, atol, p, K, y_new, f_new, ws
+            t, y, f, h_abs, t_bound, max_step, (rtol, atol), p, K, y_new, f_new, ws
         )
         nfev += N_STAGES * attempts
         if status != STEP_ACCEPTED:
@@ -350,7 +352,7 @@ class RungeKuttaIntegrator:
     attempt : callable
         ``(t, y, f, h, rtol, atol, p, K, y_new, f_new, ws) -> error_norm``.
     step : callable
-        ``(t, y, f, h_abs, t_bound, max_step, rtol, atol, p, K, y_new, f_new, ws)
+        ``(t, y, f, h_abs, t_bound, max_step, (rtol, atol), p, K, y_new, f_new, ws)
         -> (status, t_new, h, h_abs_next, attempts)``: scipy's step-size controller.
     dense_prepare : callable
         ``(t_old, h, y_old, y_new, f_new, p, K, dense, ws) -> extra_evaluations``.
@@ -429,14 +431,7 @@ class RungeKuttaIntegrator:
             The step size fell below the spacing of floats near ``t`` (as scipy), or more than
             ``max_steps`` steps were needed.
         """
-        if not (math.isfinite(rtol) and rtol >= RTOL_FLOOR):
-            raise ValueError(f"rtol must be finite and >= {RTOL_FLOOR:g}, got {rtol!r}")
-        if not (math.isfinite(atol) and atol >= 0.0):
-            raise ValueError(f"atol must be finite and >= 0, got {atol!r}")
-        if not max_step > 0.0:
-            raise ValueError(f"max_step must be > 0, got {max_step!r}")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
+        _check_settings(rtol, atol, max_step, max_steps)
         y0 = np.asarray(y0, dtype=float)
         n = y0.shape[0]
         p = np.zeros(0) if p is None else p
@@ -465,6 +460,18 @@ class RungeKuttaIntegrator:
         if status == STORAGE_FULL:
             raise RuntimeError(f"more than max_steps = {max_steps} steps needed")
         return times[:count].copy(), states[:count].copy(), int(nfev), int(rejected)
+
+
+def _check_settings(rtol: float, atol: float, max_step: float, max_steps: int) -> None:
+    """Raise ValueError naming the first bad argument of :meth:`RungeKuttaIntegrator.integrate`."""
+    if not (math.isfinite(rtol) and rtol >= RTOL_FLOOR):
+        raise ValueError(f"rtol must be finite and >= {RTOL_FLOOR:g}, got {rtol!r}")
+    if not (math.isfinite(atol) and atol >= 0.0):
+        raise ValueError(f"atol must be finite and >= 0, got {atol!r}")
+    if not max_step > 0.0:
+        raise ValueError(f"max_step must be > 0, got {max_step!r}")
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
 
 
 def pair_bindings(method: str) -> tuple[int, int, dict[str, Any]]:

@@ -169,16 +169,9 @@ def acceleration(t, y, p, ws):
     k = int(control[1])
     if k == 0:
         return
-    L = ws[n : 2 * n]
-    a = ws[2 * n]
-    closed = ws[2 * n + 2]
-    lam = ws[2 * n + 3]
     shifted = ws[2 * n + 4]
     r0 = 2 * n + 5
     G, Gp, Gm = ws[r0 : r0 + m], ws[r0 + m : r0 + 2 * m], ws[r0 + 2 * m : r0 + 3 * m]
-    mode, mu, lam_t, value, x = ws[F_MODE], ws[F_MU], ws[F_LT], ws[F_EV], ws[F_B]
-    Y = ws[F_YF : F_YF + 2 * m]
-    A = ws[F_A : F_A + 2 * m]
     gap_gradient(q, p, G)
     d = _difference_step(v, control[2])
     if d > 0.0:
@@ -189,7 +182,33 @@ def acceleration(t, y, p, ws):
             shifted[j] = q[j] - d * v[j]
         gap_gradient(shifted[:n], p, Gm)
     _tangent_rows(q, v, p, ws, d)
-    # unknowns: lambda_N of each closed contact (rows 0..k-1), lambda_T of each sticking one
+    size, sliding_friction = _contact_system(v, ws, k, d)
+    det = gauss_solve(ws[F_A : F_A + 2 * m], ws[F_B], size)
+    if det == 0.0:
+        control[0] = 2.0
+        return
+    if det < 0.0 and sliding_friction:  # a Painleve point: the forces grow without bound
+        control[0] = 3.0
+        return
+    _contact_forces(v, ws, k, size)
+
+
+def _contact_system(v, ws, k, d):
+    """The contact problem of :func:`acceleration` (after the free acceleration ws[2n], G and
+    its shifted rows, :func:`_tangent_rows`): unknowns lambda_N of each closed contact (rows
+    0..k-1), then lambda_T of each sticking one; Y = M^-1 W^T into ws[F_YF], the system matrix
+    W Y into ws[F_A], minus the free normal (tangential) accelerations into ws[F_B]. Returns
+    (the number of unknowns, whether a contact slides with friction)."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    L = ws[n : 2 * n]
+    a = ws[2 * n]
+    closed = ws[2 * n + 2]
+    r0 = 2 * n + 5
+    G, Gp, Gm = ws[r0 : r0 + m], ws[r0 + m : r0 + 2 * m], ws[r0 + 2 * m : r0 + 3 * m]
+    mode, mu, x = ws[F_MODE], ws[F_MU], ws[F_B]
+    Y = ws[F_YF : F_YF + 2 * m]
+    A = ws[F_A : F_A + 2 * m]
     size = k
     sliding_friction = False
     for c in range(k):
@@ -228,13 +247,19 @@ def acceleration(t, y, p, ws):
                     s += ws[F_T + i, j] * Y[r, j]
                 A[row, r] = s
             row += 1
-    det = gauss_solve(A, x, size)
-    if det == 0.0:
-        control[0] = 2.0
-        return
-    if det < 0.0 and sliding_friction:  # a Painleve point: the forces grow without bound
-        control[0] = 3.0
-        return
+    return size, sliding_friction
+
+
+def _contact_forces(v, ws, k, size):
+    """From the solution ws[F_B] of :func:`_contact_system`: the acceleration ws[2n] += Y x,
+    lambda_N into ws[2n + 3], lambda_T into ws[F_LT], the friction event values into ws[F_EV]."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    a = ws[2 * n]
+    closed = ws[2 * n + 2]
+    lam = ws[2 * n + 3]
+    mode, mu, lam_t, value, x = ws[F_MODE], ws[F_MU], ws[F_LT], ws[F_EV], ws[F_B]
+    Y = ws[F_YF : F_YF + 2 * m]
     for j in range(n):
         s = 0.0
         for r in range(size):
@@ -453,17 +478,44 @@ def decide_contacts(y, rows, k, released, run, out, work):
         name_failed_rows(out.info, rows, k, w.x)
         return STATUS_CONTACT_LCP_FAILED
     n = N_DOF
-    m = N_CONSTRAINTS
     ws = w.rws
-    q, v, G, a = y[:n], y[n:], w.G, w.ahead[n:]
+    q, v = y[:n], y[n:]
     d = _difference_step(v, CURVATURE_FD_STEP * run.length)
     _tangent_rows(q, v, run.p, ws, d)
-    K = F_K
-    ann, ant, att = ws[K : K + m], ws[K + m : K + 2 * m], ws[K + 2 * m : K + 3 * m]
+    scale, total = _rest_contacts(y, rows, k, released, run, work, d)
+    _contact_couplings(rows, k, w.G, ws)
+    first, solutions = _solve_combinations(k, total, FRICTION_TOLERANCE * scale, ws)
+    if solutions != 1:
+        name_failed_rows(out.info, rows, k, ws[F_V + 3])
+        out.info[INFO_FAILED_VALUE] = solutions
+        if solutions == 0:
+            return STATUS_PAINLEVE_INCONSISTENT
+        return STATUS_PAINLEVE_INDETERMINATE
+    state, sign = ws[F_V + 1], ws[F_V + 2]
+    _decode(first, k, ws[F_KV + 3], state, sign)
+    for c in range(k):
+        i = rows[c]
+        if state[c] != OPEN:
+            w.mark[i] |= CLOSES
+            ws[F_MODE, i] = STICK if state[c] == STUCK else sign[c]
+    return STATUS_OK
+
+
+def _rest_contacts(y, rows, k, released, run, work, d):
+    """The contacts at rest ``rows[:k]`` of :func:`decide_contacts`: M^-1 W_N^T, M^-1 W_T^T
+    rows into ws[F_YN], ws[F_YT], the free normal and tangential accelerations into ws[F_KV],
+    ws[F_KV + 1], mu into ws[F_KV + 2], each contact's kind into ws[F_KV + 3] (0 without
+    friction, 2 at rest tangentially, else the sign of its sliding velocity), its tangential
+    velocity into ws[F_V + 3]; returns (the largest free acceleration, the number of state
+    combinations to try)."""
+    w = views(work)
+    n = N_DOF
+    m = N_CONSTRAINTS
+    ws = w.rws
+    v, G, a = y[n:], w.G, w.ahead[n:]
     bn, bt, mu, kinds = ws[F_KV], ws[F_KV + 1], ws[F_KV + 2], ws[F_KV + 3]
     YN, YT = ws[F_YN : F_YN + m], ws[F_YT : F_YT + m]
-    S, z = ws[F_A : F_A + 2 * m], ws[F_B]
-    best, state, sign, named = ws[F_V], ws[F_V + 1], ws[F_V + 2], ws[F_V + 3]
+    named = ws[F_V + 3]
     speed = 0.0
     for j in range(n):
         speed = max(speed, abs(v[j]))
@@ -495,6 +547,17 @@ def decide_contacts(y, rows, k, released, run, out, work):
             kinds[c] = 1.0 if u > 0.0 else -1.0
         if kinds[c] != 2.0:
             total *= 2
+    return scale, total
+
+
+def _contact_couplings(rows, k, G, ws):
+    """The Delassus blocks of the contacts at rest: W_N M^-1 W_N^T, W_N M^-1 W_T^T and
+    W_T M^-1 W_T^T into the rows of ws[F_K] (from ws[F_YN], ws[F_YT])."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    K = F_K
+    ann, ant, att = ws[K : K + m], ws[K + m : K + 2 * m], ws[K + 2 * m : K + 3 * m]
+    YN, YT = ws[F_YN : F_YN + m], ws[F_YT : F_YT + m]
     for c in range(k):
         i = rows[c]
         for c2 in range(k):
@@ -508,57 +571,24 @@ def decide_contacts(y, rows, k, released, run, out, work):
             ann[c, c2] = nn
             ant[c, c2] = nt
             att[c, c2] = tt
-    tol_a = FRICTION_TOLERANCE * scale
+
+
+def _solve_combinations(k, total, tol_a, ws):
+    """Each combination of states (open, slipping, stuck) of the k contacts at rest in turn:
+    its system solved and checked (``tol_a`` the tolerance on accelerations); the first feasible
+    one's forces into ws[F_V]. Returns (the first feasible combination's code, -1 if none; the
+    number of distinct feasible solutions, counted up to 2)."""
+    m = N_CONSTRAINTS
+    kinds, best, state, sign = ws[F_KV + 3], ws[F_V], ws[F_V + 1], ws[F_V + 2]
+    S, z = ws[F_A : F_A + 2 * m], ws[F_B]
     solutions = 0
     first = -1
     for code in range(total):
         _decode(code, k, kinds, state, sign)
-        for r in range(2 * k):
-            for c in range(2 * k):
-                S[r, c] = 0.0
-        for c in range(k):
-            z[c] = 0.0
-            z[k + c] = 0.0
-            if state[c] == OPEN:
-                S[c, c] = 1.0
-                S[k + c, k + c] = 1.0
-                continue
-            for c2 in range(k):
-                S[c, c2] = ann[c, c2]
-                S[c, k + c2] = ant[c, c2]
-            z[c] = -bn[c]
-            if state[c] == STUCK:
-                for c2 in range(k):
-                    S[k + c, c2] = ant[c2, c]
-                    S[k + c, k + c2] = att[c, c2]
-                z[k + c] = -bt[c]
-            else:  # lambda_T = -mu s lambda_N
-                S[k + c, k + c] = 1.0
-                S[k + c, c] = mu[c] * sign[c]
+        _combination_system(k, ws)
         if gauss_solve(S, z, 2 * k) == 0.0:
             continue
-        largest = 0.0
-        for r in range(2 * k):
-            largest = max(largest, abs(z[r]))
-        tol_f = FRICTION_TOLERANCE * largest
-        feasible = True
-        for c in range(k):
-            a_n = bn[c]
-            a_t = bt[c]
-            for c2 in range(k):
-                a_n += ann[c, c2] * z[c2] + ant[c, c2] * z[k + c2]
-                a_t += ant[c2, c] * z[c2] + att[c, c2] * z[k + c2]
-            if state[c] == OPEN:
-                feasible = a_n >= -tol_a
-            elif z[c] < -tol_f:
-                feasible = False
-            elif state[c] == STUCK:
-                feasible = abs(z[k + c]) <= mu[c] * z[c] + tol_f
-            elif kinds[c] == 2.0:  # slipping from rest in the direction of its acceleration
-                feasible = sign[c] * a_t >= -tol_a
-            if not feasible:
-                break
-        if not feasible:
+        if not _feasible(k, tol_a, ws):
             continue
         if first < 0:
             first = code
@@ -574,16 +604,74 @@ def decide_contacts(y, rows, k, released, run, out, work):
         if difference > SAME_SOLUTION * size:
             solutions += 1
             break
-    if solutions != 1:
-        name_failed_rows(out.info, rows, k, named)
-        out.info[INFO_FAILED_VALUE] = solutions
-        if solutions == 0:
-            return STATUS_PAINLEVE_INCONSISTENT
-        return STATUS_PAINLEVE_INDETERMINATE
-    _decode(first, k, kinds, state, sign)
+    return first, solutions
+
+
+def _combination_system(k, ws):
+    """The system of the combination of states in ws[F_V + 1] (signs ws[F_V + 2]) for the
+    forces (lambda_N, lambda_T) into ws[F_A] (matrix) and ws[F_B] (right-hand side): an open
+    contact's forces vanish, a closed one's normal acceleration does, a stuck one's tangential
+    acceleration does, a slipping one's lambda_T = -mu s lambda_N."""
+    m = N_CONSTRAINTS
+    K = F_K
+    ann, ant, att = ws[K : K + m], ws[K + m : K + 2 * m], ws[K + 2 * m : K + 3 * m]
+    bn, bt, mu = ws[F_KV], ws[F_KV + 1], ws[F_KV + 2]
+    state, sign = ws[F_V + 1], ws[F_V + 2]
+    S, z = ws[F_A : F_A + 2 * m], ws[F_B]
+    for r in range(2 * k):
+        for c in range(2 * k):
+            S[r, c] = 0.0
     for c in range(k):
-        i = rows[c]
-        if state[c] != OPEN:
-            w.mark[i] |= CLOSES
-            ws[F_MODE, i] = STICK if state[c] == STUCK else sign[c]
-    return STATUS_OK
+        z[c] = 0.0
+        z[k + c] = 0.0
+        if state[c] == OPEN:
+            S[c, c] = 1.0
+            S[k + c, k + c] = 1.0
+            continue
+        for c2 in range(k):
+            S[c, c2] = ann[c, c2]
+            S[c, k + c2] = ant[c, c2]
+        z[c] = -bn[c]
+        if state[c] == STUCK:
+            for c2 in range(k):
+                S[k + c, c2] = ant[c2, c]
+                S[k + c, k + c2] = att[c, c2]
+            z[k + c] = -bt[c]
+        else:  # lambda_T = -mu s lambda_N
+            S[k + c, k + c] = 1.0
+            S[k + c, c] = mu[c] * sign[c]
+
+
+def _feasible(k, tol_a, ws):
+    """Whether the solution ws[F_B] of :func:`_combination_system` is feasible: an open
+    contact's normal acceleration >= 0, a closed one's lambda_N >= 0, a stuck one's force in the
+    friction cone, a contact slipping from rest slipping in the direction of its acceleration
+    (to ``tol_a`` on accelerations, a fraction of the largest force on forces)."""
+    m = N_CONSTRAINTS
+    K = F_K
+    ann, ant, att = ws[K : K + m], ws[K + m : K + 2 * m], ws[K + 2 * m : K + 3 * m]
+    bn, bt, mu, kinds = ws[F_KV], ws[F_KV + 1], ws[F_KV + 2], ws[F_KV + 3]
+    state, sign = ws[F_V + 1], ws[F_V + 2]
+    z = ws[F_B]
+    largest = 0.0
+    for r in range(2 * k):
+        largest = max(largest, abs(z[r]))
+    tol_f = FRICTION_TOLERANCE * largest
+    feasible = True
+    for c in range(k):
+        a_n = bn[c]
+        a_t = bt[c]
+        for c2 in range(k):
+            a_n += ann[c, c2] * z[c2] + ant[c, c2] * z[k + c2]
+            a_t += ant[c2, c] * z[c2] + att[c, c2] * z[k + c2]
+        if state[c] == OPEN:
+            feasible = a_n >= -tol_a
+        elif z[c] < -tol_f:
+            feasible = False
+        elif state[c] == STUCK:
+            feasible = abs(z[k + c]) <= mu[c] * z[c] + tol_f
+        elif kinds[c] == 2.0:  # slipping from rest in the direction of its acceleration
+            feasible = sign[c] * a_t >= -tol_a
+        if not feasible:
+            break
+    return feasible

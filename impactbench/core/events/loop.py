@@ -13,8 +13,9 @@ the closed contacts and must be admissible up to twice the contact tolerance.
 
 The stepper is bound per engine: ``start_segment``, ``take_step``, ``prepare_dense``,
 ``dense_evaluate`` (the compiled Runge-Kutta pairs of :mod:`impactbench.core.events.stepping`, or
-scipy's solvers in :mod:`impactbench.methods.event_driven`) and ``record_piece``, told of each
-piece of the solution between two states of the run (the scipy path keeps its dense output).
+a :class:`~impactbench.core.events.plain.Stepper` run by :mod:`impactbench.core.events.plain`,
+e.g. scipy's solvers) and ``record_piece``, told of each piece of the solution between two
+states of the run (the plain loop keeps its dense output).
 Counters and the number of samples live in ``out.counters`` throughout, so that a run stopped by
 an exception (the plain-Python path) still has its output up to there.
 """

@@ -37,7 +37,7 @@ def take_step(t, h_abs, run, work):
     """One accepted step of the pair (scipy's step-size control)."""
     w = views(work)
     status, t_new, h, h_abs, attempts = rk_step(
-        t, w.y, w.f, h_abs, run.t_end, run.max_step, run.rtol, run.atol, run.p, w.K, w.y_new,
+        t, w.y, w.f, h_abs, run.t_end, run.max_step, (run.rtol, run.atol), run.p, w.K, w.y_new,
         w.f_new, w.rws,
     )  # fmt: skip
     return status, t_new, h, h_abs, N_STAGES * attempts

@@ -1,4 +1,4 @@
-"""Compiled right-hand side of the free flight, for the event-driven method.
+"""Compiled right-hand side of the free flight, for the event loop run as plain Python.
 
 Between impacts without persistent contact the event-driven method integrates the first-order
 system y' = (v, M(q)^-1 F(t, q, v)) with y = (q, v). For a problem with compiled kernels this
