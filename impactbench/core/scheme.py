@@ -876,7 +876,7 @@ def _bound(*arguments):
 def bind_problem(function: Callable, kernels: ProblemKernels, n_dof: int) -> Callable:
     """``function(problem, n, *arguments)`` (a :func:`scheme_function`) as a compiled function
     of one problem, ``bound(*arguments)``, for a caller in Python (the event-driven method's
-    free flight, :mod:`impactbench.methods.free_flight`).
+    free flight, :mod:`impactbench.core.events.free_flight`).
 
     ``problem`` is the problem's ``kernels`` as :class:`Kernels` (``mass_matrix`` the dense
     (n, n) kernel; ``diagonal_mass`` and ``single_constraint`` False) and ``n`` is ``n_dof``:
