@@ -27,6 +27,35 @@ def pytest_configure(config):
     os.environ["IMPACTBENCH_REFERENCE_DIR"] = os.path.join(folder, "references")
 
 
+#: The longest test files: each computes one part of the quick main job (minutes) in a module
+#: fixture (tests/quick_run.py). Handed out first, they run at once on pytest-xdist's two workers.
+FIRST_FILES = ("tests/test_quick_run_part1.py", "tests/test_quick_run_part2.py")
+
+
+def files_in_order(items: list, first: tuple[str, ...] = FIRST_FILES) -> list:
+    """``items`` grouped by test file: the files ``first`` in that order, then the others by
+    decreasing number of tests (pytest-xdist's own order), each file's tests in their order.
+
+    pytest-xdist's ``--dist loadfile`` hands the files to its workers in this order (pyproject's
+    ``--no-loadscope-reorder``): the longest files start at the beginning of the suite, not at
+    its end, where one worker would compute them while the other waits.
+    """
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def weight(entry: tuple[str, list]) -> tuple[int, int]:
+        name, tests = entry
+        return (first.index(name) if name in first else len(first)), -len(tests)
+
+    return [test for _, tests in sorted(files.items(), key=weight) for test in tests]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the test files in the order of :func:`files_in_order`."""
+    items[:] = files_in_order(items)
+
+
 class PythonBall(Problem):
     """A user's plain-Python bouncing ball (no kernels): q'' = -gravity, q >= 0."""
 

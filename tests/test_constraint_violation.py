@@ -1,4 +1,4 @@
-"""The constraint-violation study's table, worked by hand (its quick run is test_cli's)."""
+"""The constraint-violation study's table, worked by hand (quick run: tests/quick_run.py)."""
 
 from __future__ import annotations
 

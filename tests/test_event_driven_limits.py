@@ -1,5 +1,5 @@
 """The event-driven limits study: its equal-error comparison worked by hand (its quick run is
-test_cli's)."""
+tests/quick_run.py's)."""
 
 from __future__ import annotations
 

@@ -199,7 +199,7 @@ def _table_and_artefacts(folder: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """The report on the table made by hand; figures not drawn (tens of seconds of matplotlib
-    on a loaded machine; the quick run of every study, tests/test_cli.py, draws them)."""
+    on a loaded machine; the quick run of every study, tests/quick_run.py, draws them)."""
     folder = tmp_path_factory.mktemp("friction")
     table = _table_and_artefacts(folder)
     with pytest.MonkeyPatch.context() as patch:

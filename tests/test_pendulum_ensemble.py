@@ -1,4 +1,4 @@
-"""The pendulum ensemble study's statistics, worked by hand (its quick run is test_cli's)."""
+"""The pendulum ensemble study's statistics, worked by hand (quick run: tests/quick_run.py)."""
 
 from __future__ import annotations
 

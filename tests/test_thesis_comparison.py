@@ -1,5 +1,5 @@
 """thesis_comparison's helpers; the study end to end (quick grid, through the command line)
-is tested in test_cli.py, on the quick run of every study."""
+is tested in test_quick_run_part1.py, on the quick run of its part."""
 
 from __future__ import annotations
 
