@@ -307,3 +307,29 @@ def test_a_report_keeps_the_references_it_reads_and_reads_them_back_without_the_
     with reference_archive(archive), pytest.raises(MissingReferenceError):
         with pytest.warns(ib.CacheWarning, match="members must be"):
             ib.reference(pendulum, 1.0, reference_method(), cache_dir=empty, compute=False)
+
+
+def test_a_report_reads_its_archived_reference_after_the_code_changed(tmp_path, monkeypatch):
+    """The archive of a report holds the references its study was measured against, keyed by
+    the code version that ran it: once the source changes (a new code version, a new key) the
+    report still reads that entry, found by the rest of its description and checked as a cache
+    entry; another reference (another t_end) is still missing."""
+    import impactbench.analysis.reference as module
+    from impactbench.analysis.reference import MissingReferenceError, reference_archive
+
+    pendulum = DoublePendulum()
+    cache, empty, archive = tmp_path / "cache", tmp_path / "empty", tmp_path / "refs"
+    first = ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache)
+    with reference_archive(archive):
+        ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache, compute=False)
+    (entry,) = archive.glob("*.npz")
+    monkeypatch.setattr(module, "source_digest", lambda *types: "a-later-code-version")
+    with reference_archive(archive) as read:
+        again = ib.reference(pendulum, 1.0, reference_method(), cache_dir=empty, compute=False)
+        with pytest.raises(MissingReferenceError):
+            ib.reference(pendulum, 0.5, reference_method(), cache_dir=empty, compute=False)
+    assert read == {entry.name}
+    t = np.linspace(0.0, 1.0, 51)
+    np.testing.assert_array_equal(again.state(t)[0], first.state(t)[0])
+    with pytest.raises(MissingReferenceError):  # the cache itself is never read across versions
+        ib.reference(pendulum, 1.0, reference_method(), cache_dir=cache, compute=False)

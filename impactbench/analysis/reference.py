@@ -217,8 +217,10 @@ def reference_archive(folder: Path | str) -> Iterator[set[str]]:
     is read from ``folder``, checked as a cache entry is (key, description and checksum): a
     study's report folder carries the references its figures and floors are drawn against, so
     that ``impactbench report`` rebuilds it from the stored files alone on a machine whose
-    cache lacks them. Yields the set of the file names of ``folder`` read so far (the caller
-    records them; nothing is deleted here).
+    cache lacks them. An archived reference computed by another code version than the current
+    one (the version that ran the study) is read when none of the current version is there: the
+    report draws against the reference its tables were measured with. Yields the set of the file
+    names of ``folder`` read so far (the caller records them; nothing is deleted here).
     """
     read: set[str] = set()
     token = _ARCHIVE.set((Path(folder), read))
@@ -245,9 +247,36 @@ def _archived(
             folder.mkdir(parents=True, exist_ok=True)
             write_atomic(copy, data)
     stored = _load(copy, expected, problem, accuracy)
+    if stored is None and not copy.is_file():
+        copy, stored = _archived_by_description(folder, expected, problem, accuracy)
     if stored is not None:
         read.add(copy.name)
     return stored
+
+
+def _archived_by_description(
+    folder: Path, expected: dict, problem: Problem, accuracy: float
+) -> tuple[Path, Reference | None]:
+    """The archive's entry of the requested reference computed by another code version (the
+    one that ran the study: its tables were measured against that entry), checked as a cache
+    entry is, its key the digest of its own description; (folder, None) when there is none."""
+    wanted = {k: v for k, v in expected["description"].items() if k != "code_version"}
+    wanted = json.loads(json.dumps(wanted))
+    for candidate in sorted(folder.glob("*.npz")):
+        try:
+            header = json.loads(str(read_npz(candidate, _MEMBERS)["header"][()]))
+            description = header["description"]
+            version = description["code_version"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if {k: v for k, v in description.items() if k != "code_version"} != wanted:
+            continue
+        own = {**expected["description"], "code_version": version}
+        key = hashlib.sha256(json.dumps(own, sort_keys=True).encode()).hexdigest()[:24]
+        stored = _load(candidate, {**expected, "key": key, "description": own}, problem, accuracy)
+        if stored is not None:
+            return candidate, stored
+    return folder, None
 
 
 class MissingReferenceError(FileNotFoundError):
