@@ -11,21 +11,20 @@ what the runs of one problem state share, :func:`simulate_compiled` runs it once
 :func:`trajectory` turns the output of either engine into a :class:`impactbench.Trajectory`.
 
 How the compiled engine is compiled: helpers are typed with the non-literal types of their
-arguments; those of rare paths (the resolution of a restart, the root search and the event values
-it evaluates, projections, the start of a segment, the contact part of the acceleration) are called
-functions compiled once; those with one call site (the RK step, the dense-output preparation and
-check, the gap-crossing test, the drift test, the step's acceptance, the restart, the end of the
-run, the steps of a restart's resolution) are copied into their caller by numba; the small helpers
-of every step are inlined by LLVM; the kernels are called through their entry points. numba links
-what a called function calls into its library and optimises it again there, so called functions
-call few others (a called restart would optimise the resolution and all it calls once more); and
-LLVM's cost grows faster than a function's size (the resolution copied into the loop would cost
-more than the two apart). The sizes are compile-time constants (one engine per pair, sizes and
-flags). Every function of the loop takes the run's work arrays packed in a few blocks
-(:attr:`Buffers.packed`) and cuts its named views with ``w = views(work)``
-(:func:`~impactbench.core.events.buffers.packed_views`): a call of a called helper passes a handful
-of arrays instead of the sixty of :class:`Work`. As plain Python ``work`` is the :class:`Work`
-itself and ``views`` returns it.
+arguments; those of rare paths (the resolution of a restart, the root search, projections, the
+start of a segment, the contact part of the acceleration) are called functions compiled once; those
+with one call site (the RK step, the dense-output preparation and check, the gap-crossing test, the
+drift test, the step's acceptance, the restart, the end of the run, the steps of a restart's
+resolution) are copied into their caller by numba; the small helpers of every step are inlined by
+LLVM; the kernels are called through their entry points. numba links what a called function calls
+into its library and optimises it again there, so called functions call few others (a called
+restart would optimise the resolution and all it calls once more); and LLVM's cost grows faster
+than a function's size (the resolution copied into the loop would cost more than the two apart).
+The sizes are compile-time constants (one engine per pair, sizes and flags). Every function of the
+loop takes the run's work arrays packed in a few blocks (:attr:`Buffers.packed`) and cuts its named
+views with ``w = views(work)`` (:func:`~impactbench.core.events.buffers.packed_views`): a call of a
+called helper passes a handful of arrays instead of the sixty of :class:`Work`. As plain Python
+``work`` is the :class:`Work` itself and ``views`` returns it.
 """
 
 from __future__ import annotations
@@ -116,9 +115,10 @@ _TEMPLATES = (
     ("STEPPER", None, None),
     ("friction_value", (location.no_friction_value, coulomb.friction_value), True),
     ("probe_friction", (location.no_friction_probe, coulomb.probe_friction), True),
-    ("event_value", location.evaluate, False),  # called: the root search's three call sites
+    ("event_value", location.evaluate, True),  # inlined into the root search
     ("_brent_step", location._brent_step, True),
     ("root", location.brent, False),
+    ("event_value", location.evaluate, False),  # called by the rare re-arming tests
     ("friction_event", (location.no_friction_event, coulomb.friction_event), False),
     ("gap_crossing", location.crossing, "ir"),
     ("probe_step", location.probe_step, "ir"),

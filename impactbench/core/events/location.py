@@ -59,7 +59,7 @@ def evaluate(kind, i, level, s, t_old, h, run, work):
     n = N_DOF
     y = w.probe
     dense_evaluate(s, t_old, h, w.y, w.dense, y)
-    if kind == FORCE or kind == STICK_SLIP:  # one call site: the acceleration is inlined once
+    if kind == FORCE or kind == STICK_SLIP:  # one call site of the inlined acceleration
         acceleration(s, y, run.p, w.rws)
         if kind == FORCE:
             return w.rws[2 * n + 3, i]
