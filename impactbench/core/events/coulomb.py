@@ -70,7 +70,7 @@ SAME_SOLUTION = 1e-9
 
 # Names bound per engine (impactbench.core.events.engine).
 mass_matrix = forces = gap = gap_gradient = tangent_gradient = friction = views = None
-_free_acceleration = root = name_failed_rows = None
+_free_acceleration = root = name_failed_rows = contact_acceleration = None
 N_DOF = N_CONSTRAINTS = 0
 F_T = F_TP = F_TM = F_MODE = F_MU = F_ET = F_LT = F_EV = F_B = F_FS = 0
 F_YF = F_A = F_RY = F_RF = F_V = F_K = F_KV = F_YN = F_YT = 0
@@ -159,7 +159,6 @@ def acceleration(t, y, p, ws):
     point (the determinant is positive for mu = 0, where the system is the Delassus matrix, and
     vanishes where the forces grow without bound)."""
     n = N_DOF
-    m = N_CONSTRAINTS
     q = y[:n]
     v = y[n:]
     control = ws[2 * n + 1]
@@ -167,8 +166,17 @@ def acceleration(t, y, p, ws):
         control[0] = 1.0
         return
     k = int(control[1])
-    if k == 0:
-        return
+    if k > 0:
+        contact_acceleration(q, v, k, p, ws)
+
+
+def _contact_acceleration(q, v, k, p, ws):
+    """The contact part of :func:`acceleration` (free acceleration ws[2n] and the factor of M
+    set), for k > 0 closed contacts; a called function, compiled once (see
+    :func:`impactbench.core.events.dynamics._contact_acceleration`)."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    control = ws[2 * n + 1]
     shifted = ws[2 * n + 4]
     r0 = 2 * n + 5
     G, Gp, Gm = ws[r0 : r0 + m], ws[r0 + m : r0 + 2 * m], ws[r0 + 2 * m : r0 + 3 * m]

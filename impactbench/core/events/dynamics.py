@@ -24,7 +24,7 @@ from impactbench.core.contact import ldl_factor, ldl_solve
 SUBINTERVALS = 4
 
 # Names bound per engine (impactbench.core.events.engine).
-mass_matrix = forces = gap_gradient = None
+mass_matrix = forces = gap_gradient = contact_acceleration = None
 CONSTANT_MASS = False
 N_DOF = N_CONSTRAINTS = 0
 
@@ -97,7 +97,6 @@ def acceleration(t, y, p, ws):
     """The acceleration into ws[2n] and, for the k closed contacts listed in ws[2n + 2], their
     forces lambda into ws[2n + 3] (:func:`rhs_workspace`); failures flagged in ws[2n + 1, 0]."""
     n = N_DOF
-    m = N_CONSTRAINTS
     q = y[:n]
     v = y[n:]
     control = ws[2 * n + 1]
@@ -105,8 +104,18 @@ def acceleration(t, y, p, ws):
         control[0] = 1.0
         return
     k = int(control[1])
-    if k == 0:
-        return
+    if k > 0:
+        contact_acceleration(q, v, k, p, ws)
+
+
+def _contact_acceleration(q, v, k, p, ws):
+    """The contact part of :func:`acceleration` (free acceleration ws[2n] and the factor of M
+    set): the forces of the k > 0 closed contacts into ws[2n + 3], added to the acceleration.
+    A called function: the acceleration is inlined at every right-hand side of the loop, its
+    contact part compiled once."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    control = ws[2 * n + 1]
     L = ws[n : 2 * n]
     a = ws[2 * n]
     closed = ws[2 * n + 2]

@@ -11,16 +11,20 @@ what the runs of one problem state share, :func:`simulate_compiled` runs it once
 :func:`trajectory` turns the output of either engine into a :class:`impactbench.Trajectory`.
 
 How the compiled engine is compiled: helpers are typed with the non-literal types of their
-arguments; those of rare paths (root search, restarts, projections, the start of a segment) are
-called functions compiled once; those with one call site (the RK step, the dense-output
-preparation and check, the gap-crossing test, the drift test, the step's acceptance, the steps
-of a restart's resolution) are copied into their caller by numba; the small helpers of every
-step are inlined by LLVM; the kernels are called through their entry points. The sizes are
-compile-time constants (one engine per pair, sizes and flags). Every function of the loop
-takes the run's work arrays packed in a few blocks (:attr:`Buffers.packed`) and cuts its named
-views with ``w = views(work)`` (:func:`~impactbench.core.events.buffers.packed_views`): a call
-of a called helper passes a handful of arrays instead of the sixty of :class:`Work`. As plain
-Python ``work`` is the :class:`Work` itself and ``views`` returns it.
+arguments; those of rare paths (the resolution of a restart, the root search, projections, the
+start of a segment, the contact part of the acceleration) are called functions compiled once; those
+with one call site (the RK step, the dense-output preparation and check, the gap-crossing test, the
+drift test, the step's acceptance, the restart, the end of the run, the steps of a restart's
+resolution) are copied into their caller by numba; the small helpers of every step are inlined by
+LLVM; the kernels are called through their entry points. numba links what a called function calls
+into its library and optimises it again there, so called functions call few others (a called
+restart would optimise the resolution and all it calls once more); and LLVM's cost grows faster
+than a function's size (the resolution copied into the loop would cost more than the two apart).
+The sizes are compile-time constants (one engine per pair, sizes and flags). Every function of the
+loop takes the run's work arrays packed in a few blocks (:attr:`Buffers.packed`) and cuts its named
+views with ``w = views(work)`` (:func:`~impactbench.core.events.buffers.packed_views`): a call of a
+called helper passes a handful of arrays instead of the sixty of :class:`Work`. As plain Python
+``work`` is the :class:`Work` itself and ``views`` returns it.
 """
 
 from __future__ import annotations
@@ -100,6 +104,11 @@ _TEMPLATES = (
     ("_decode", (None, coulomb._decode), True),
     ("_contact_system", (None, coulomb._contact_system), "ir"),
     ("_contact_forces", (None, coulomb._contact_forces), "ir"),
+    (
+        "contact_acceleration",
+        (dynamics._contact_acceleration, coulomb._contact_acceleration),
+        False,
+    ),
     ("acceleration", (dynamics.acceleration, coulomb.acceleration), True),
     ("rhs", dynamics.rhs, True),
     ("factor_constant_mass", dynamics.factor_constant_mass, False),
@@ -119,7 +128,7 @@ _TEMPLATES = (
     ("project_position", resolution._project_position, False),
     ("project_velocity", (resolution._project_velocity, coulomb.project_velocity), False),
     ("acceleration_lcp", resolution._acceleration_lcp, False),
-    ("impact_impulse", (resolution._frictionless_impulse, coulomb.impact_impulse), True),
+    ("impact_impulse", (resolution._frictionless_impulse, coulomb.impact_impulse), "ir"),
     ("impact_law", resolution._impact_law, "ir"),
     ("free_accelerations", resolution._free_accelerations, "ir"),
     ("_rest_contacts", (None, coulomb._rest_contacts), "ir"),
@@ -138,12 +147,12 @@ _TEMPLATES = (
     ("add_sample", loop._add_sample, True),
     ("_contact_status", loop._contact_status, True),
     ("project_contacts", loop._project_contacts, False),
-    ("restart", loop._restart, False),
+    ("restart", loop._restart, "ir"),
     ("advance", loop._advance, "ir"),
     ("locate", loop._locate, False),
     ("accept", loop._accept, "ir"),
     ("segment", loop._segment, "ir"),
-    ("finish", loop._finish, False),
+    ("finish", loop._finish, "ir"),
 )
 
 

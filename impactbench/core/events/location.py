@@ -59,11 +59,10 @@ def evaluate(kind, i, level, s, t_old, h, run, work):
     n = N_DOF
     y = w.probe
     dense_evaluate(s, t_old, h, w.y, w.dense, y)
-    if kind == FORCE:
+    if kind == FORCE or kind == STICK_SLIP:  # one call site of the inlined acceleration
         acceleration(s, y, run.p, w.rws)
-        return w.rws[2 * n + 3, i]
-    if kind == STICK_SLIP:
-        acceleration(s, y, run.p, w.rws)
+        if kind == FORCE:
+            return w.rws[2 * n + 3, i]
         return friction_value(i, w.rws)
     if kind == GAP:
         gap(y[:n], run.p, w.g)
