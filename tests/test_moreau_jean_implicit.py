@@ -212,7 +212,10 @@ def test_the_step_size_controller_runs_the_implicit_scheme():
     """Adaptive's loop runs the same functions (:meth:`Scheme.loop_scheme`; here on the
     plain-Python path, which builds its loop as the compiled one does): on the ball (no K) the
     implicit scheme's adaptive run is the explicit one's, bit for bit; on the bar it takes steps
-    above the CFL limit (W is formed again at each new h) and the energy stays below E_0."""
+    above the CFL limit (W is formed again at each new h) and the energy stays below E_0. The
+    controller holds the bar's velocities (its elastic waves, in contact and after) to rtol, so
+    the tolerance is one whose accuracy allows such steps: at rtol = 1e-3 the waves alone keep h
+    below the CFL limit."""
     from impactbench.core.adaptive import Adaptive
 
     ball = BouncingBall(restitution=0.8)
@@ -224,7 +227,7 @@ def test_the_step_size_controller_runs_the_implicit_scheme():
     np.testing.assert_array_equal(implicit.t, explicit.t)
     np.testing.assert_array_equal(implicit.q, explicit.q)
     bar = ImpactingBar(n_elements=20)
-    method = Adaptive(MoreauJean(implicit=True, compiled=False), rtol=1e-3)
+    method = Adaptive(MoreauJean(implicit=True, compiled=False), rtol=3e-2)
     run = ib.simulate(bar, method, 4.0)
     assert run.status == ib.Status.OK and np.diff(run.t).max() > bar.stable_step
     assert ib.energy(bar, run).max() <= bar.exact_energy() * (1 + 1e-12)
