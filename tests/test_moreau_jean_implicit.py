@@ -231,6 +231,9 @@ def test_the_step_size_controller_runs_the_implicit_scheme():
     run = ib.simulate(bar, method, 4.0)
     assert run.status == ib.Status.OK and np.diff(run.t).max() > bar.stable_step
     assert ib.energy(bar, run).max() <= bar.exact_energy() * (1 + 1e-12)
+    tight = Adaptive(MoreauJean(implicit=True, compiled=False), rtol=1e-3)
+    accurate = ib.simulate(bar, tight, 4.0)
+    assert accurate.status == ib.Status.OK and np.diff(accurate.t).max() < bar.stable_step
 
 
 class SpringSlider(Problem):

@@ -42,9 +42,9 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   (order p + 1, MBSim's "order by extrapolation"; never across an impulse, where the estimate has
   no asymptotic meaning and the combined velocity would not satisfy the contact law: extrapolated
   on a persistent contact with e > 0, the normal velocities leave the contact and the steps
-  collapse into chatter; and only if the extrapolated positions keep the half steps' set {g <= 0}:
-  an extrapolation that leaves K carries a penetrating state past the gap control, from which the
-  controller stopped at ``h_min``); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
+  collapse into chatter; and only if the extrapolated positions keep the half steps' set {g <= 0}
+  and the gap control: an extrapolation that leaves K carries a penetrating state past the gap
+  control, from which the controller stopped at ``h_min``); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
   most h right after a rejection, which keeps the controller from cycling between growth and
   rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below by
   ``h_min``, except on a contact-change step, where the positions' difference is O(h) (the impulse
@@ -265,11 +265,14 @@ def _adaptive_loop(
             if extrapolate and not (c1 or c2 or cf):
                 for j in range(2 * n):  # zf: the extrapolated candidate
                     zf[j] = zh[j] + (zh[j] - zf[j]) / richardson
-                inside = True  # the extrapolation keeps the set {g <= 0} of the half steps
+                # the extrapolation keeps the set {g <= 0} of the half steps and the gap control
+                inside = True
                 if m > 0:
                     scheme_gaps(zf[:n], p, ge)
                     for i in range(m):
                         if (ge[i] <= 0.0) != (g1[i] <= 0.0):
+                            inside = False
+                        if max(0.0, -ge[i]) - max(0.0, -g0[i]) > gap_tolerance:
                             inside = False
                 if inside:
                     for j in range(2 * n):
