@@ -39,18 +39,19 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   whole step late (measured: 0.12 in q on the ball at rtol = 1e-4), so use it through impacts;
 * accepted: the state becomes that of the two half steps (the scheme's own order), or with
   ``extrapolate`` their Richardson extrapolation on a step where no constraint takes an impulse
-  (order p + 1, MBSim's "order by extrapolation"; never across an impulse, where the estimate has
-  no asymptotic meaning and the combined velocity would not satisfy the contact law: extrapolated
-  on a persistent contact with e > 0, the normal velocities leave the contact and the steps
-  collapse into chatter; and only if the extrapolated positions keep the half steps' set {g <= 0}
-  and the gap control: an extrapolation that leaves K carries a penetrating state past the gap
-  control, from which the controller stopped at ``h_min``); the next step is h min(2, max(0.2, 0.9 err^(-1/(p+1)))) (at
-  most h right after a rejection, which keeps the controller from cycling between growth and
-  rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9, bounded below by
-  ``h_min``, except on a contact-change step, where the positions' difference is O(h) (the impulse
-  acts at different instants in the two estimates), so h is scaled by 0.9 / err (within [0.1,
-  0.9]) rather than err^(-1/(p+1)), which took several rejections per impact; a rejection at
-  ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of the last accepted state).
+  (order p + 1, MBSim's "order by extrapolation"; never across an impulse, where the estimate has no
+  asymptotic meaning and the combined velocity would not satisfy the contact law: extrapolated on a
+  persistent contact with e > 0, the normal velocities leave the contact and the steps collapse into
+  chatter; and only if the extrapolated positions keep the half steps' set {g <= 0} and the gap
+  control: an extrapolation that leaves K carries a penetrating state past the gap control, from
+  which the controller stopped at ``h_min``); the next step is h min(2, max(0.2, 0.9
+  err^(-1/(p+1)))) (at most h right after a rejection, which keeps the controller from cycling
+  between growth and rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9,
+  bounded below by ``h_min``, except on a contact-change step, where the positions' difference is
+  O(h) (the impulse acts at different instants in the two estimates), so h is scaled by 0.9 / err
+  (within [0.1, 0.9]) rather than err^(-1/(p+1)), which took several rejections per impact; a
+  rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of the last
+  accepted state).
 
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
 accepted step in at most ``max_samples`` samples (when full, every other sample is dropped and
