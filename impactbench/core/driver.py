@@ -55,9 +55,10 @@ sizes and the problem's flags (``constant_mass``, ``affine_gap``, diagonal M, on
 not on its kernels, and every problem with the same ones runs the same compiled loop. An
 indirect call costs a little per kernel call over inlined kernels (``benchmarks/loops.py``
 times both, the inlined ones with ``--specialised``); ``TimeStepping(specialised=True)`` binds
-the kernels as constants and inlines them instead. The sizes stay constants below ``GENERIC_FROM``: read at run time,
-the views of the buffer lose their constant strides and the candidate state its place on the
-stack, which with kernels called through a pointer costs several times a small step.
+the kernels as constants and inlines them instead. The sizes stay constants below
+``GENERIC_FROM``: read at run time, the views of the buffer lose their constant strides and
+the candidate state its place on the stack, which with kernels called through a pointer costs
+several times a small step.
 
 Generic loops. Bound as constants, the sizes make one compiled loop per size of a problem. From
 n = ``GENERIC_FROM`` DOF, when m <= n, :func:`make_loop` compiles a *generic* loop instead: it
