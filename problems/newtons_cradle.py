@@ -116,8 +116,8 @@ class NewtonsCradle(CompiledProblem):
       0, 0) v0. Step 2: contact 3 closes (g_3(q_p) = 5.6e-17 - theta h (2/3) v0 < 0) with 2
       and 4 active: balls 2-5 at (2/3, 2/3, 0, 0) v0 collide as two blocks of two (N = 4,
       k = 2, e = 1 above): balls 2, 3 stop, balls 4, 5 take 2 v0 / 3. Result (-1/3, 0, 0, 2/3,
-      2/3) v0, momentum and energy kept. MoreauJean takes exactly these two steps, and
-      CatchingUp and D1MinusLinear end in the same state; MoreauJeanProjection and
+      2/3) v0, momentum and energy kept. MoreauJean takes exactly these two steps (at
+      h = 1e-3), and CatchingUp and D1MinusLinear end in the same state; MoreauJeanProjection and
       NonsmoothGeneralizedAlpha, which activate a contact that their impulses push out of K
       and solve the step again, give the all-contact LCP outcome (tests/test_newtons_cradle.py,
       h = 1e-3 and 3e-3). The split follows the round-off of the positions, which depends on

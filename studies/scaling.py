@@ -12,9 +12,8 @@ Three families of runs, one row each (figures and findings from the stored table
 * The settled column of beads (:class:`impactbench.problems.ColumnOfBeads`, n beads and n
   contacts, started at rest on the floor, ``resting_column``), every time-stepping method: every
   contact closed at every step once round-off has settled it (within a small part of the
-  ``COLUMN_STEPS`` steps timed), the case where the LCP of n active
-  contacts is solved at every step (warm-started, banded: one factorisation per step once
-  settled).
+  ``COLUMN_STEPS`` steps timed), the case where the LCP of n active contacts is solved at every
+  step (warm-started, banded: one factorisation per step once settled).
 * The compiled event-driven engine (``EventDriven()``, DOP853, impactbench/core/events/)
   where it applies and where it does not. On the settled column (3 and 10 beads) it finds the
   persistent contact at t0 and crosses the window in a few steps of the contact dynamics (zero
