@@ -134,11 +134,11 @@ class EventDriven(EventMethod):
         tolerance (atol + rtol L) |grad g| in g ((atol + rtol |v|) |grad g| in G v) at step
         ends -- the run projects at the first step end beyond it, so the state before that
         projection exceeds it by one step's drift -- plus, inside a step, the interpolant's own
-        error, of the order of the solver tolerance (measured: |g| <= 2.4 x the drift tolerance
-        on a pendulum sliding in a circle, rtol = 1e-10). At a projection the state jumps by that
-        much (``dense`` gives the projected state, ``left`` the solver's); the last node holds
-        the final (projected) state. A failed run's trajectory carries the dense output up to
-        where it stopped.
+        error, of the order of the solver tolerance (tests/test_event_driven.py bounds |g| by a
+        small multiple of the drift tolerance on a pendulum sliding in a circle). At a
+        projection the state jumps by that much (``dense`` gives the projected state, ``left``
+        the solver's); the last node holds the final (projected) state. A failed run's
+        trajectory carries the dense output up to where it stopped.
     """
 
     friction_law = True

@@ -26,9 +26,9 @@ Activation (``activation=``):
   (tests/data/siconos/BouncingBallTS.ref) to round-off.
 * ``"approaching"``: active only when also U_k <= 0. Not for persistent contact: a resting
   contact then alternates active and free steps, each free step lets it fall by O(h^2 |F|) that
-  the next impulse never takes back, and the depth grows linearly in time without bound
-  (measured: ball e = 0.9, h = 5e-3, 0.12 deep at t = 100 and 1.3 at t = 1000). Kept to study
-  that trade-off (``persistent_contact`` study).
+  the next impulse never takes back, and the depth grows linearly in time without bound (the
+  resting ball and the resting stack: tests/test_persistent_contact.py,
+  tests/test_column_of_beads.py). Kept to study that trade-off (``persistent_contact`` study).
 
 Energy (constant M and F, E = v^T M v / 2 - F^T q). For theta = 1/2 and for the catching-up
 scheme's conserved quantity E - (h/2) F^T v, the change over a step is exactly
@@ -38,9 +38,11 @@ scheme's conserved quantity E - (h/2) F^T v, the change over a step is exactly
 
 so it is <= 0 on every step whose active contacts approach (U_k <= 0: every real impact), and
 positive only on a step where a separating contact (U_k > 0) still sits inside K and receives an
-impulse; there U_k and P are O(h |F|), so the increase is O(h^2) (measured in
-tests/test_energy.py over long resting runs). With the ``"approaching"`` rule that case never
-occurs and the energy never increases, at the price of the drift above.
+impulse; there U_k and P are O(h |F|), so the increase is O(h^2): at most
+(1 - e) h^2 alpha^2 / (8 (1 + e) w) for one affine constraint (alpha = -G M^-1 F,
+w = G M^-1 G^T), asserted in tests/test_energy.py over long resting and sliding runs. With the
+``"approaching"`` rule that case never occurs and the energy never increases, at the price of
+the drift above.
 
 Friction: on a frictional problem (docs/friction.md) the impulses follow the planar
 Newton-Coulomb law (:func:`impactbench.core.scheme.velocity_impulse` with the tangential

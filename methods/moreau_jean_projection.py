@@ -27,14 +27,12 @@ step is taken again (at most m times). On a step with no active constraint nothi
 constraint whose own free motion leaves K takes its impulse at the next step, as below. Without
 the rule the projection lifts a constraint that the impulses pushed out of K without touching
 its velocity, the next step bounces that velocity with e, and a resting stack never settles:
-the positions stay on K while the velocities cycle, with a kinetic energy that grows like h^2
-and steeply with N (measured, resting column of beads with round-off gaps, e = 0.9: +0.02 J
-for N = 10 and +8.0 J for N = 50 at h = 1e-3, t = 10; +1527 J and |v| = 10.8 m/s for N = 50 at
-h = 1e-2). With the rule the column with round-off gaps stays at rest to round-off and a
-dropped column settles. The cost: a constraint so activated keeps its normal velocity U_k
-(U_k = 0 at rest), so a body may rest above the constraint at a gap below its fall over one
-step, O(h^2 |M^-1 F|) (tests: the resting column to t = 100). A problem with one constraint
-never meets the rule.
+the positions stay on K while the velocities cycle, with a kinetic energy that grows with h
+and steeply with N. With the rule a resting column of beads with round-off gaps stays at rest
+to round-off (tests/test_column_of_beads.py) and a dropped column settles. The cost: a
+constraint so activated keeps its normal velocity U_k (U_k = 0 at rest), so a body may rest
+above the constraint at a gap below its fall over one step, O(h^2 |M^-1 F|) (tests: the
+resting column to t = 100). A problem with one constraint never meets the rule.
 
 What the projection costs. It moves q without touching v: the position is no longer the
 integral of the velocity, and the energy is not the velocity scheme's. Over an impact: a step
@@ -48,15 +46,15 @@ the impulse)
     Delta E <= -(1 - e^2) U^2 / (2 w) + alpha h |U| / (2 w),
 
 a loss for |U| > alpha h / (1 - e^2), but for e = 1 a gain of up to alpha h |U| / (2 w) per
-impact, so the energy of an elastic run grows (measured, h = 2e-3, t = 6: ball 9.81 -> 9.83,
-largest gain 0.021 per impact; slanted wall 10.81 -> 10.89): "energy never increases over an
-impact" does not hold for this scheme at e = 1 (the tests assert the bound and the gain; the
+impact, so the energy of an elastic run grows: "energy never increases over an impact" does
+not hold for this scheme at e = 1 (tests/test_moreau_jean_projection.py asserts, on the ball
+and the slanted wall, the bound, the loss at e = 0.8 and the gain and growth at e = 1; the
 conformance suite's check, which compares E across the impact step alone, passes). In smooth
-phases nothing
-changes (second order for theta = 1/2 and velocity-independent F); through impacts first order.
-A persistent contact is held on the constraint (depth 0 to round-off) instead of O(h^2 |F|)
-inside it, also on curved sliding contacts where Moreau-Jean drifts. Cost: one gap evaluation
-per step (admissibility of qt), plus the projection on steps that end outside K.
+phases nothing changes (second order for theta = 1/2 and velocity-independent F); through
+impacts first order. A persistent contact is held on the constraint (depth 0 to round-off)
+instead of O(h^2 |F|) inside it, also on curved sliding contacts where Moreau-Jean drifts.
+Cost: one gap evaluation per step (admissibility of qt), plus the projection on steps that end
+outside K.
 
 The impact log: U_k = G v_k and G v_{k+1} for each constraint with P > 0, and for each constraint
 the projection alone moved (mu > 0, no impulse), so that a contact held by the projection between

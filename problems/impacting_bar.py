@@ -49,8 +49,9 @@ CatchingUp (symplectic Euler) at h_e / c; MoreauJean and MoreauJeanProjection at
 h_e / (c sqrt(4 theta - 1)) for theta >= 1/2 (h_e / c at theta = 1/2; below 1/2 no step is
 stable). ``MoreauJean(theta, implicit=True)`` with theta >= 1/2 has no limit (its energy
 behaviour at steps above h_e / c: tests/test_moreau_jean_implicit.py).
-NonsmoothGeneralizedAlpha is implicit and declares no limit: its fixed-point iteration
-stops the run (status 100) near it (at 0.9 h_e / c on 4 elements, measured).
+NonsmoothGeneralizedAlpha is implicit and declares no limit: its fixed-point iteration, which
+stops contracting on the bar's highest mode near that limit, stops the run (status 100) there
+(tests/test_nonsmooth_generalized_alpha.py, at 3 h_e / c).
 
 References
 ----------

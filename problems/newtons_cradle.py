@@ -81,7 +81,8 @@ class NewtonsCradle(CompiledProblem):
       it makes the next contact approach at g = 0, which is the next event, and so on. Two
       contacts approach together only where they share no ball (k >= 2: contacts k - 1 and
       k + 1 after the first exchange), so the LCP decouples into binary impacts: k (N - k) of
-      them for e = 1 (measured). For e < 1 the same rule gives a cascade of binary impacts in
+      them for e = 1, the inversions of a bubble sort of the velocities
+      (tests/test_newtons_cradle.py). For e < 1 the same rule gives a cascade of binary impacts in
       rounds along the row (10 impacts for N = 5, k = 1, e = 1/2), computed by
       :meth:`sequential_outcome`.
     * *Velocity-level LCP with Newton's law on every contact at once* (the impact law of the
@@ -105,7 +106,7 @@ class NewtonsCradle(CompiledProblem):
       e = 1), yet the launched balls bounce back and N - k balls leave. :meth:`lcp_outcome`
       returns it. Every time-stepper of ``METHODS`` produces it when the touching contacts
       have gaps exactly 0 in floating point (radius, gap, speed and step dyadic, e.g. r = gap
-      = 1/8, h = 2^-10: measured to round-off for N = 3, 5, k = 1, 2, e = 1 and 1/2).
+      = 1/8, h = 2^-10: asserted to round-off in tests/test_newtons_cradle.py).
     * *Round-off in the touching gaps* (the position activation of the Moreau-type schemes,
       g_i(q_p) <= 0): with r = 0.1 (not a binary fraction) the "touching" gaps evaluate to
       +-5.6e-17; a contact whose gap is +5.6e-17 is not active in the impact step, which
@@ -115,14 +116,13 @@ class NewtonsCradle(CompiledProblem):
       0, 0) v0. Step 2: contact 3 closes (g_3(q_p) = 5.6e-17 - theta h (2/3) v0 < 0) with 2
       and 4 active: balls 2-5 at (2/3, 2/3, 0, 0) v0 collide as two blocks of two (N = 4,
       k = 2, e = 1 above): balls 2, 3 stop, balls 4, 5 take 2 v0 / 3. Result (-1/3, 0, 0, 2/3,
-      2/3) v0, momentum and energy kept. MoreauJean, CatchingUp and D1MinusLinear take
-      exactly these two steps (measured, h = 1e-3 and 3e-3 to t = 0.5);
-      MoreauJeanProjection and NonsmoothGeneralizedAlpha reach the same state at h = 3e-3
-      through two more steps of pairwise exchanges among balls 2-5, and MoreauJeanProjection
-      at h = 0.25 / 84 ends (t = 0.25) with (-1/2, 0, 1/2, 1/2, 1/2) v0. The split follows
-      the round-off of the positions, which depends on h; with k = 2 the launched balls'
-      positions q + n h v0 carry round-off too (the ``cradle`` study shows five different
-      outcomes).
+      2/3) v0, momentum and energy kept. MoreauJean takes exactly these two steps (at
+      h = 1e-3), and CatchingUp and D1MinusLinear end in the same state; MoreauJeanProjection and
+      NonsmoothGeneralizedAlpha, which activate a contact that their impulses push out of K
+      and solve the step again, give the all-contact LCP outcome (tests/test_newtons_cradle.py,
+      h = 1e-3 and 3e-3). The split follows the round-off of the positions, which depends on
+      h; with k = 2 the launched balls' positions q + n h v0 carry round-off too (the
+      ``cradle`` study's tables show the outcome of each method and step).
       ``PaoliSchatzman`` is immune: its impact step projects the position predictor onto K
       with all constraints at once, and a gap of 5.6e-17 is overrun by the neighbour's push,
       so it gives the all-contact LCP outcome for r = 0.1 too. None of the time-stepping

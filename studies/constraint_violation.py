@@ -59,8 +59,8 @@ SCHEMES = {
     ),
     "quick": (Grid(PaoliSchatzman), Grid(MoreauJean, {"theta": [0.5]})),
 }
-#: Horizon of the ball that rests after its accumulation point t_inf (about 4.07 s for
-#: e = 0.8 from q0 = 1): the late penetration is measured over [T/2, T], after t_inf.
+#: Horizon of the ball that rests after its accumulation point t_inf = sqrt(2 q0 / g) (1 + e) /
+#: (1 - e) (4.06 s for e = 0.8 from q0 = 1): the late penetration is measured over [T/2, T].
 RESTING_BALL_END = 9.0
 #: The beads of the resting column and their radius (the stack q_i = (2 i - 1) r).
 BEADS, RADIUS = 4, 0.1

@@ -18,9 +18,9 @@ Every method of ``METHODS`` runs each configuration through the impact (time-ste
 steps), and the velocities at t = 0.25 (every ball separated) are stored as a per-run artefact
 (:func:`outcome_artefact`, ``cradle_outcome.artefact.csv``), with the three expectations, the
 impact count and the kinetic energy after / before. The report reads that file only.
-``EventDriven`` runs with its default engine; its compiled event loop (``compiled=True``) gives
-the same velocities and impact counts on N = 3 and 5, k = 1 and 2, e = 1 and 1/2 (measured once)
-but costs about 50 s of numba compilation per N on the shared machine, so it is not in the grid.
+``EventDriven`` runs with its default engine; its compiled event loop (``compiled=True``) is the
+same event loop compiled (:class:`impactbench.methods.EventDriven`), resolving the same contacts
+at each event, but costs a long numba compilation per N, so it is not in the grid.
 
 Two geometries. With radius and gap 1/8 and the steps 2^-10 and 2^-8 (binary fractions) every
 position is exact in floating point and the touching gaps are exactly 0, so the position
@@ -69,7 +69,7 @@ MATCH_TOLERANCE = 1e-9
 
 #: label -> (problem parameters, steps of the full grid, steps of the quick grid). The quick grid
 #: leaves out N = 3 (the compiled loops are specialised on the number of DOF: one numba
-#: compilation per N and method, about 4 s each on a cold cache).
+#: compilation per N and method on a cold cache).
 CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[float], list[float]]] = {
     "N=3, k=1": ({"n_balls": 3, "n_launched": 1, **EXACT_GEOMETRY}, [2**-10, 2**-8], []),
     "N=3, k=2": ({"n_balls": 3, "n_launched": 2, **EXACT_GEOMETRY}, [2**-10, 2**-8], []),

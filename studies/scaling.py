@@ -11,10 +11,9 @@ Three families of runs, one row each (figures and findings from the stored table
   10^3 to 10^4).
 * The settled column of beads (:class:`impactbench.problems.ColumnOfBeads`, n beads and n
   contacts, started at rest on the floor, ``resting_column``), every time-stepping method: every
-  contact closed at every step once round-off has settled it (within about 6.5 n steps, so at
-  most 10 % of the ``COLUMN_STEPS`` steps timed at n = 300), the case where the LCP of n active
-  contacts is solved at every step (warm-started, banded: one factorisation per step once
-  settled).
+  contact closed at every step once round-off has settled it (within a small part of the
+  ``COLUMN_STEPS`` steps timed), the case where the LCP of n active contacts is solved at every
+  step (warm-started, banded: one factorisation per step once settled).
 * The compiled event-driven engine (``EventDriven()``, DOP853, impactbench/core/events/)
   where it applies and where it does not. On the settled column (3 and 10 beads) it finds the
   persistent contact at t0 and crosses the window in a few steps of the contact dynamics (zero
@@ -93,7 +92,7 @@ MIN_STEPS = {"full": 20_000, "quick": 2_000}
 COLUMN_STEP = 1e-4
 COLUMN_STEPS = {"full": 20_000, "quick": 2_000}
 #: Fewest steps of every run of a (problem, method) for its cost per step to be fitted or drawn
-#: (below, a run's fixed cost, e.g. the engine's 35 us set-up on the ball, is not negligible).
+#: (below, a run's fixed cost, e.g. the engine's set-up, is not negligible).
 MIN_FIT_STEPS = 20
 REPEATS = {"full": 2, "quick": 1}
 OUTPUT_EVERY = 1_000_000

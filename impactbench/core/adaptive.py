@@ -36,7 +36,9 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   not correct positions), so bounding the depth could drive h to ``h_min`` there. Without it a
   free-flight step that ends inside K shows no error (both estimates penetrate alike, the
   velocities are excluded) and is accepted whatever its length: the impact is then handled a
-  whole step late (measured: 0.12 in q on the ball at rtol = 1e-4), so use it through impacts;
+  whole step late, up to h |U| inside K for a closing normal velocity U (tests/test_adaptive.py:
+  the ball's penetration exceeds the gap tolerance without the control, stays within it with
+  it), so use it through impacts;
 * accepted: the state becomes that of the two half steps (the scheme's own order), or with
   ``extrapolate`` their Richardson extrapolation on a step where no constraint takes an impulse
   (order p + 1, MBSim's "order by extrapolation"; never across an impulse, where the estimate has no
@@ -49,9 +51,9 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   between growth and rejection), bounded by ``h_max``; rejected: the same factor, at most 0.9,
   bounded below by ``h_min``, except on a contact-change step, where the positions' difference is
   O(h) (the impulse acts at different instants in the two estimates), so h is scaled by 0.9 / err
-  (within [0.1, 0.9]) rather than err^(-1/(p+1)), which took several rejections per impact; a
-  rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of the last
-  accepted state).
+  (within [0.1, 0.9]) rather than err^(-1/(p+1)), which would take several rejections per
+  impact; a rejection at ``h_min`` stops the run with :data:`STATUS_STEP_TOO_SMALL` (t, q, v of
+  the last accepted state).
 
 Output: at the requested times ``t_eval`` (the steps land on them exactly), or at every
 accepted step in at most ``max_samples`` samples (when full, every other sample is dropped and

@@ -26,8 +26,8 @@ The scheme's own rows start at ``FIRST_SCHEME_ROW``. ``Z`` (2, n) holds the cand
 it (so that a failure reports the last finite state). ``rows`` (int64, max(m, 1)) and ``ws``
 (:func:`impactbench.core.contact.make_workspace`) complete the work space.
 
-Four compilation choices keep the driver as fast as a hand-written loop per scheme (measured
-by ``benchmarks/loops.py``):
+Four compilation choices keep the driver as fast as a hand-written loop per scheme
+(``benchmarks/loops.py`` times the loops):
 
 * the loop is compiled with numba's reference counting switched off (``_nrt=False``): nothing
   in it allocates (the buffers are allocated by :func:`make_loop`'s wrapper), and every array
@@ -53,11 +53,12 @@ each kernel compiled once into a C entry point, called through its address), in 
 the tuple ``sizes`` below: the loop's machine code then depends on the scheme, its options, the
 sizes and the problem's flags (``constant_mass``, ``affine_gap``, diagonal M, one constraint),
 not on its kernels, and every problem with the same ones runs the same compiled loop. An
-indirect call costs a few nanoseconds per kernel call over inlined kernels
-(``benchmarks/loops.py``); ``TimeStepping(specialised=True)`` binds the kernels as constants
-and inlines them instead. The sizes stay constants below ``GENERIC_FROM``: read at run time,
-the views of the buffer lose their constant strides and the candidate state its place on the
-stack, which with kernels called through a pointer costs several times a small step.
+indirect call costs a little per kernel call over inlined kernels (``benchmarks/loops.py``
+times both, the inlined ones with ``--specialised``); ``TimeStepping(specialised=True)`` binds
+the kernels as constants and inlines them instead. The sizes stay constants below
+``GENERIC_FROM``: read at run time, the views of the buffer lose their constant strides and
+the candidate state its place on the stack, which with kernels called through a pointer costs
+several times a small step.
 
 Generic loops. Bound as constants, the sizes make one compiled loop per size of a problem. From
 n = ``GENERIC_FROM`` DOF, when m <= n, :func:`make_loop` compiles a *generic* loop instead: it

@@ -1,9 +1,10 @@
 """Calling a compiled loop without numba's per-call dispatch.
 
-A numba dispatcher types every argument at each call to select the compiled overload, about
-20-40 ns per argument: for the time loops (about 20 arguments and a tuple of 20 work arrays)
-and the event loop (about 50) a microsecond or more per run. :class:`DirectCall` selects the
-overload once, at its first call, and then calls the overload's compiled entry point directly.
+A numba dispatcher types every argument at each call to select the compiled overload, a cost
+per argument: for the time loops (about 20 arguments and a tuple of 20 work arrays) and the
+event loop (about 50) it is paid on every run (``benchmarks/overhead.py`` times a call).
+:class:`DirectCall` selects the overload once, at its first call, and then calls the overload's
+compiled entry point directly.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ from ._jit import kernel, scheme_function
 
 #: :func:`lemke_friction` ended on a ray. Where b is in the range of the contact rows (module
 #: docstring) the LCP then has no solution; where it is not (e_T != e_N on dependent rows) the
-#: method may end on a ray although a solution exists (measured on random dependent contacts).
+#: termination theorem does not apply and the method may end on a ray although a solution
+#: exists.
 LEMKE_RAY = -2
 
 #: :func:`lemke_friction` did not end within this many pivots per LCP row.

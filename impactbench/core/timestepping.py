@@ -140,8 +140,8 @@ class TimeStepping(Method):
         entry per constraint).
     specialised : bool
         Compile the loop of a scheme written on :mod:`impactbench.core.scheme` for the
-        problem's own kernels, inlined (a loop per scheme and problem: a few nanoseconds less
-        per step, for long production runs and the performance study), instead of the default
+        problem's own kernels, inlined (a loop per scheme and problem: a little less per step,
+        for long production runs and the performance study), instead of the default
         loop that takes the kernels as run-time values (a loop per scheme, sizes and flags,
         that every problem shares: :mod:`impactbench.core.driver`).
     """
