@@ -18,9 +18,8 @@ Every method of ``METHODS`` runs each configuration through the impact (time-ste
 steps), and the velocities at t = 0.25 (every ball separated) are stored as a per-run artefact
 (:func:`outcome_artefact`, ``cradle_outcome.artefact.csv``), with the three expectations, the
 impact count and the kinetic energy after / before. The report reads that file only.
-``EventDriven`` runs with its default engine; its compiled event loop (``compiled=True``) is the
-same event loop compiled (:class:`impactbench.methods.EventDriven`), resolving the same contacts
-at each event, but costs a long numba compilation per N, so it is not in the grid.
+``EventDriven`` runs with its default engine, the compiled event loop (one engine per number of
+balls N).
 
 Two geometries. With radius and gap 1/8 and the steps 2^-10 and 2^-8 (binary fractions) every
 position is exact in floating point and the touching gaps are exactly 0, so the position

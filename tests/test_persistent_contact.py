@@ -19,6 +19,7 @@ import pytest
 from impactbench import simulate
 from impactbench.analysis.fitting import observed_order
 from impactbench.analysis.metrics import penetration_depths
+from impactbench.bench.testing import DEPTH_CONSTANT
 from impactbench.methods import CatchingUp, MoreauJean, PaoliSchatzman
 from impactbench.studies.persistent_contact import CASES
 
@@ -32,11 +33,6 @@ RESTING = [
     "pin on clearance wall",
     "pin resting in hole",
 ]
-#: The depth bound asserted, depth <= DEPTH_CONSTANT alpha h^2. Largest measured ratios: 1.1
-#: for the velocity schemes; 2.1 for Paoli-Schatzman, whose iterate q^k itself is not kept in K
-#: (its invariant is (q^{k+1} + e q^{k-1}) / (1 + e) in K): at rest it can settle into a cycle
-#: around the constraint of amplitude O(alpha h^2) instead of onto it.
-DEPTH_CONSTANT = 4.0
 
 
 def roundoff(problem, trajectory):
