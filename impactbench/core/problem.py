@@ -199,6 +199,61 @@ class Problem(ABC):
     stable_step: float | None = None
     state_scale: tuple[float, float] | None = None
 
+    @staticmethod
+    def from_functions(
+        mass_matrix: Callable[[np.ndarray], np.ndarray],
+        forces: Callable[[float, np.ndarray, np.ndarray], np.ndarray],
+        gap: Callable[[np.ndarray], np.ndarray],
+        gap_gradient: Callable[[np.ndarray], np.ndarray],
+        q0: Any,
+        v0: Any,
+        *,
+        restitution: float,
+        t0: float = 0.0,
+        potential_energy: Callable[[np.ndarray], float] | None = None,
+        exact_solution: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+        name: str = "from_functions",
+    ) -> Problem:
+        """A problem from plain functions, without a subclass (as solve_ivp takes ``fun``).
+
+        Parameters
+        ----------
+        mass_matrix : callable
+            ``mass_matrix(q)`` -> M(q), shape (n, n), symmetric positive definite.
+        forces : callable
+            ``forces(t, q, v)`` -> F(t, q, v), shape (n,).
+        gap : callable
+            ``gap(q)`` -> g(q), shape (m,); the admissible set is g(q) >= 0 (C^1 near g = 0).
+        gap_gradient : callable
+            ``gap_gradient(q)`` -> shape (m, n), row i = grad g_i(q).
+        q0, v0 : array_like, shape (n,)
+            Initial position (admissible) and velocity.
+        restitution : float
+            Newton coefficient e in [0, 1] (required: there is no default physics).
+        t0 : float
+            Initial time.
+        potential_energy : callable, optional
+            ``potential_energy(q)`` -> V(q); without it the energy is unknown (NaN).
+        exact_solution : callable, optional
+            ``exact_solution(t)`` -> (q, v), each of shape (len(t), n): a closed form, used for
+            errors as a built-in problem's.
+        name : str
+            The problem's name in tables.
+
+        Returns
+        -------
+        Problem
+            A :class:`impactbench.core.from_functions.FunctionProblem`, checked by
+            :meth:`check` (a ValueError names the bad value). It runs with every method (on
+            their plain-Python paths) and pickles with ``cloudpickle``.
+        """
+        from .from_functions import FunctionProblem
+
+        return FunctionProblem(
+            mass_matrix, forces, gap, gap_gradient, q0, v0, restitution=restitution, t0=t0,
+            potential_energy=potential_energy, exact_solution=exact_solution, name=name,
+        )  # fmt: skip
+
     @abstractmethod
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         """Mass matrix M(q), shape (n, n)."""
