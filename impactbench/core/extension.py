@@ -113,9 +113,19 @@ def sampled_extension(trajectory: Trajectory) -> SampledExtension:
     Raises
     ------
     ValueError
-        When the impact log was truncated (the steps with an impulse past its capacity are not
-        known: raise the method's ``log_capacity``).
+        When the run did not store every step (``output_every`` > 1; for ``Adaptive``, its own
+        ``t_eval`` or more accepted steps than ``max_samples``), or when the impact log was
+        truncated (the steps with an impulse past its capacity are not known: raise the
+        method's ``log_capacity``).
     """
+    steps = trajectory.stats.get("steps")
+    if steps is None or trajectory.t.shape[0] != steps + 1:
+        raise ValueError(
+            "the continuous extension needs every step of the run stored, and "
+            f"{trajectory.method} stored {trajectory.t.shape[0]} samples of {steps} steps: use "
+            "output_every=1 (for Adaptive: no t_eval of its own, and max_samples above the "
+            "number of steps)"
+        )
     log = trajectory.impacts
     if log.truncated:
         raise ValueError(

@@ -220,6 +220,11 @@ def _method_with_continuous_state(method: Method, output_every: int) -> Method:
             "output_every must be 1 with t_eval or events on a time-stepping method (its "
             f"continuous extension interpolates consecutive steps), got {output_every!r}"
         )
+    if getattr(method, "t_eval", None) is not None:
+        raise ValueError(
+            f"{method.name} has output times of its own (its t_eval), and simulate's t_eval and "
+            "events interpolate between its steps: give the times to one of them"
+        )
     return method
 
 
@@ -253,7 +258,12 @@ def simulate_continuous(
         raise failure  # nothing computed to locate a terminal event on
     extension = trajectory.dense if method.family == EVENT_DRIVEN else None
     if extension is None:
-        extension = sampled_extension(trajectory)
+        try:
+            extension = sampled_extension(trajectory)
+        except ValueError:
+            if failure is not None:  # report the run's failure, not the extension's
+                raise failure from None
+            raise
     probes = PROBES_PER_STEP if method.family == EVENT_DRIVEN else 1
     recorder = locate(functions, extension, int(problem.n_dof), probes)
     if failure is not None and recorder.stop is None:
