@@ -252,6 +252,12 @@ def test_bad_t_eval_and_events_are_refused_by_name():
         run(MoreauJean(), events=at_half, output_every=2)
     with pytest.raises(ValueError, match="its t_eval"):
         run(ib.Adaptive(t_eval=[0.5, 1.0]), events=at_half)
+    with pytest.raises(ValueError, match="every step of the run stored"):
+        run(ib.Adaptive(max_samples=3), events=at_half)
+    # a resting contact (e = 0) logs an impulse at every step: beyond the log's capacity the
+    # steps with an impulse are unknown
+    with pytest.raises(ValueError, match="log_capacity"):
+        run(MoreauJean(log_capacity=5), ball(restitution=0.0), events=at_half)
 
 
 # -- the pieces ----------------------------------------------------------------------------

@@ -265,7 +265,9 @@ def simulate_continuous(
                 raise failure from None
             raise
     probes = PROBES_PER_STEP if method.family == EVENT_DRIVEN else 1
-    recorder = locate(functions, extension, int(problem.n_dof), probes)
+    recorder = _Recorder(functions)
+    if functions:
+        recorder = locate(functions, extension, int(problem.n_dof), probes)
     if failure is not None and recorder.stop is None:
         raise failure
     if recorder.stop is not None:
