@@ -183,6 +183,23 @@ class DenseOutput:
             out[chunk] = self._evaluate(t[chunk], side)
         return out
 
+    def until(self, t_stop: float) -> DenseOutput:
+        """The dense output cut at ``t_stop`` in (t0, t_end]: the same polynomials on
+        [t0, t_stop] (the piece containing ``t_stop`` resampled at its nodes on the shortened
+        interval, exact up to round-off), with the impacts at or before ``t_stop``."""
+        t_stop = float(t_stop)
+        if not self.t0 < t_stop <= self.t_end:
+            raise ValueError(f"t_stop must lie in (t0, t_end] = ({self.t0!r}, {self.t_end!r}]")
+        last = int(np.searchsorted(self.breaks, t_stop, side="left")) - 1
+        breaks = np.append(self.breaks[: last + 1], t_stop)
+        values = self.values[: last + 1].copy()
+        if t_stop != self.breaks[last + 1]:
+            start = self.breaks[last]
+            times = start + (t_stop - start) * self._nodes
+            times[-1] = t_stop
+            values[last] = self.on_piece(last, times)
+        return DenseOutput(breaks, values, self.impacts[self.impacts <= t_stop])
+
     def _split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = self.n_dof
         return y[:, :n].copy(), y[:, n:].copy()
@@ -202,10 +219,24 @@ class DenseOutput:
             )
         return np.clip(times, t0, t_end)
 
+    def on_piece(self, piece: int, t: np.ndarray) -> np.ndarray:
+        """y = (q, v) of piece ``piece``'s own polynomial at times ``t`` in its interval
+        [breaks[piece], breaks[piece + 1]], shape (N, 2 n): at the piece's ends, its own end
+        values (the right limit at its start, the left limit at its end)."""
+        if not 0 <= piece < len(self):
+            raise ValueError(f"piece must lie in [0, {len(self) - 1}], got {piece!r}")
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        a, b = self.breaks[piece], self.breaks[piece + 1]
+        return self._interpolate(np.full(t.shape[0], piece), np.clip(t, a, b))
+
     def _evaluate(self, t: np.ndarray, side: str) -> np.ndarray:
         k = len(self)
         piece = np.searchsorted(self.breaks, t, side=side) - 1
         np.clip(piece, 0, k - 1, out=piece)
+        return self._interpolate(piece, t)
+
+    def _interpolate(self, piece: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """y at times ``t`` (N,), each on its piece ``piece`` (N,) (the barycentric formula)."""
         a, b = self.breaks[piece], self.breaks[piece + 1]
         x = (t - a) / (b - a)  # in [0, 1]: t - a <= b - a is kept by rounding
         values = self.values[piece]  # (N, d + 1, 2n)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+from numpy.typing import ArrayLike
+
 from .method import Method
 from .problem import Problem
 from .trajectory import Trajectory
+from .user_events import simulate_continuous
 
 
 def simulate(
@@ -14,6 +19,8 @@ def simulate(
     *,
     h: float | None = None,
     output_every: int = 1,
+    t_eval: ArrayLike | None = None,
+    events: Callable | Sequence[Callable] | None = None,
 ) -> Trajectory:
     """Integrate ``problem`` with ``method`` from ``problem.t0`` to ``t_end``.
 
@@ -49,6 +56,22 @@ def simulate(
         event-driven runs it decimates the solver's accepted steps; the states just before and
         after each impact are always kept.
 
+    t_eval : array_like, shape (K,), optional
+        Times at which to store the state, strictly increasing in [t0, t_end] (solve_ivp's
+        ``t_eval``): the trajectory's samples are then the continuous state at these times,
+        right-continuous (post-impact at an impact time). An event-driven method gives it from
+        its dense output (a method given without ``dense_output=True`` is run with it, on the
+        scipy path), exact to the solver's tolerance; a time-stepping method from its
+        continuous extension (:mod:`impactbench.core.extension`: q linear between steps, v
+        linear in a step without impulse and held at the step's start value up to the logged
+        impact time in a step with one), which needs ``output_every=1``.
+    events : callable or sequence of callables, optional
+        Event functions ``event(t, q, v) -> float`` with solve_ivp's optional ``terminal`` and
+        ``direction`` attributes, located on the same continuous state
+        (:mod:`impactbench.core.user_events`): their zeros are returned in
+        ``Trajectory.t_events``, ``q_events``, ``v_events``; a terminal one ends the trajectory
+        there (status :attr:`Status.TERMINATED`).
+
     Returns
     -------
     Trajectory
@@ -64,4 +87,6 @@ def simulate(
     """
     if Method not in type(method).__mro__ and not isinstance(method, Method):  # MRO first: faster
         raise ValueError(f"method must be an impactbench.Method instance, got {method!r}")
-    return method.solve(problem, t_end, h=h, output_every=output_every)
+    if t_eval is None and events is None:
+        return method.solve(problem, t_end, h=h, output_every=output_every)
+    return simulate_continuous(problem, method, t_end, h, output_every, t_eval, events)

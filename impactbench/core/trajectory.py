@@ -28,6 +28,9 @@ class Status(str, Enum):
     ZENO_HANDLED = "zeno-handled"
     #: The run stopped early; ``message`` says why and where.
     FAILED = "failed"
+    #: The run ended at a terminal event function of ``simulate(events=...)`` before t_end (a
+    #: success, as solve_ivp's status 1); ``message`` says which and when.
+    TERMINATED = "terminated"
 
 
 @dataclass
@@ -118,6 +121,12 @@ class Trajectory:
         the right-continuous (q, v) (post-impact at an impact), ``dense.left(t)`` the left limit
         (see :mod:`impactbench.core.dense`). Only from methods that offer it and were asked for it
         (``EventDriven(dense_output=True)``); None otherwise.
+    t_events : list of ndarray or None
+        With ``simulate(events=...)``: for each event function, the times (k_i,) at which it
+        was located, in increasing order (solve_ivp's ``t_events``); None without events.
+    q_events, v_events : list of ndarray or None
+        The states there, (k_i, n) each (solve_ivp's ``y_events``, split into q and v;
+        right-continuous: post-impact at an impact time).
     """
 
     t: np.ndarray
@@ -131,6 +140,9 @@ class Trajectory:
     problem: str
     h: float | None = None
     dense: DenseOutput | None = None
+    t_events: list[np.ndarray] | None = None
+    q_events: list[np.ndarray] | None = None
+    v_events: list[np.ndarray] | None = None
 
     @property
     def success(self) -> bool:
