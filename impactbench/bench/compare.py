@@ -31,6 +31,7 @@ order. The cost is the number of force evaluations (machine-independent) and the
 from __future__ import annotations
 
 import argparse
+import hashlib
 import inspect
 import math
 import re
@@ -48,6 +49,8 @@ from ..analysis import metrics
 from ..analysis.fitting import FIT_COLUMNS, ORDER, fit_order, fit_row, phase_medians
 from ..core.method import TIME_STEPPING, Method
 from ..core.problem import Problem
+from . import workers
+from .arguments import finite_number, jobs_count, positive_int, positive_number
 from .pipeline import StudyResult, run_study
 from .plotting import solution_of
 from .report import (
@@ -170,11 +173,11 @@ def _problem(problem: Any, problem_kwargs: Mapping[str, Any] | None) -> tuple[Ca
         if problem_kwargs:
             raise ValueError("problem_kwargs must be empty when problem is a spec string")
         factory, kwargs = problem_factory(problem)
-    elif isinstance(problem, Problem):
-        raise ValueError(
-            "problem must be a spec string or a module-level factory (its class) with "
-            f"problem_kwargs, not an instance (runs are rebuilt in workers), got {problem!r}"
-        )
+    elif isinstance(problem, Problem):  # pickled into the runs (runs are rebuilt in workers)
+        if problem_kwargs:
+            raise ValueError("problem_kwargs must be empty when problem is an instance")
+        _register(type(problem))
+        factory, kwargs = workers.problem_from_pickle, workers.pickled_problem(problem)
     elif callable(problem):
         factory, kwargs = problem, dict(problem_kwargs or {})
     else:
@@ -244,12 +247,16 @@ def _figure(
 
 
 def _name(factory: Callable, kwargs: Mapping[str, Any]) -> str:
+    if factory is workers.problem_from_pickle:  # an instance: its class and pickle's digest
+        problem = factory(**kwargs)
+        digest = hashlib.sha256(kwargs["pickled"].encode()).hexdigest()[:12]
+        return f"compare_{type(problem).__name__}_{digest}"
     text = factory.__name__ + "".join(f"_{k}{v}" for k, v in kwargs.items())
     return "compare_" + re.sub(r"[^A-Za-z0-9_-]+", "-", text)[:80]  # a plain study name
 
 
 def compare(
-    problem: str | Callable[..., Problem],
+    problem: str | Callable[..., Problem] | Problem,
     methods: Sequence[str | Method | type[Method]],
     *,
     t_end: float,
@@ -271,11 +278,12 @@ def compare(
 
     Parameters
     ----------
-    problem : str or callable
+    problem : str, callable or Problem
         A spec, ``"Name[p=v,...]"`` (built-in) or ``"module:Name[p=v,...]"`` (a
         :class:`impactbench.Problem` subclass or a function returning one, in a module of the
-        current directory or installed), or a module-level factory called with
-        ``problem_kwargs``.
+        current directory or installed), a module-level factory called with
+        ``problem_kwargs``, or an instance (pickled into the runs with cloudpickle, with the
+        digest of its class's source in their cache keys).
     methods : sequence
         Spec strings (``"MoreauJean[theta=0.5]"``, ``"symeuler:SymplecticEuler"``),
         :class:`impactbench.Method` subclasses or instances (their non-default parameters
@@ -402,21 +410,26 @@ def add_parser(commands: Any, usage_error: type[Exception]) -> None:
     )
     parser.add_argument("problem", metavar="PROBLEM")
     parser.add_argument("methods", metavar="METHOD", nargs="+")
-    parser.add_argument("--t-end", type=float, required=True, help="final time")
+    parser.add_argument("--t-end", type=finite_number, required=True, help="final time")
     parser.add_argument(
         "--steps",
-        type=float,
+        type=positive_number,
         nargs="+",
         default=(),
         metavar="H",
         help="nominal steps of the time-stepping methods (6 or more over a decade for an order)",
     )
     parser.add_argument(
-        "--tolerances", type=float, nargs="+", default=(), metavar="TOL", help="adaptive methods"
+        "--tolerances",
+        type=positive_number,
+        nargs="+",
+        default=(),
+        metavar="TOL",
+        help="adaptive methods",
     )
-    parser.add_argument("--phases", type=int, default=PHASES, help="runs per nominal step")
+    parser.add_argument("--phases", type=positive_int, default=PHASES, help="runs per nominal step")
     parser.add_argument("--metric", default="max_position_error", help="error metric")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel runs (default 1)")
+    parser.add_argument("--jobs", type=jobs_count, default=1, help="parallel runs (default 1)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="parent folder")
     parser.add_argument("--name", default=None, help="folder name of this comparison")
     parser.add_argument("--cache-dir", type=Path, default=None, help="run cache folder")

@@ -161,11 +161,14 @@ class Run:
 
     Parameters
     ----------
-    problem : callable
+    problem : callable or Problem
         Problem factory called as ``problem(**problem_kwargs)``: a module-level class or
-        function (not a lambda, a local function or a partial).
-    method : type
-        :class:`impactbench.Method` subclass, called as ``method(**method_kwargs)``.
+        function (not a lambda, a local function or a partial). An instance (without
+        ``problem_kwargs``) is pickled into the parameters of
+        :func:`impactbench.bench.workers.problem_from_pickle`, which becomes the factory.
+    method : type or Method
+        :class:`impactbench.Method` subclass, called as ``method(**method_kwargs)``; an
+        instance (without ``method_kwargs``) becomes its class with its parameters.
     t_end : float
         Final time.
     h : float or None
@@ -221,6 +224,7 @@ class Run:
     artefact: ArtefactFactory | None = None
 
     def __post_init__(self) -> None:
+        self._instances_as_factories()
         _check_factory(self.problem, "problem")
         if not (isinstance(self.method, type) and issubclass(self.method, Method)):
             raise ValueError(f"method must be a Method subclass, got {self.method!r}")
@@ -255,6 +259,23 @@ class Run:
         if self.artefact is not None:
             _check_factory(self.artefact, "artefact")
         set_field("problem_name", self.problem_name or self.problem.__name__)
+
+    def _instances_as_factories(self) -> None:
+        """A problem instance becomes :func:`impactbench.bench.workers.problem_from_pickle` with
+        its pickle, a method instance its class with its parameters (runs are rebuilt in the
+        workers from their factories and parameters)."""
+        set_field = functools.partial(object.__setattr__, self)
+        if isinstance(self.problem, Problem):
+            if self.problem_kwargs:
+                raise ValueError("problem_kwargs must be empty when problem is an instance")
+            set_field("problem_name", self.problem_name or self.problem.name)
+            set_field("problem_kwargs", workers.pickled_problem(self.problem))
+            set_field("problem", workers.problem_from_pickle)
+        if isinstance(self.method, Method):
+            if self.method_kwargs:
+                raise ValueError("method_kwargs must be empty when method is an instance")
+            set_field("method_kwargs", self.method.parameters())
+            set_field("method", type(self.method))
 
     @property
     def method_name(self) -> str:
@@ -979,6 +1000,16 @@ def _check_jobs(jobs: Any, backend: str, name: str) -> None:
         )
 
 
+def _check_distributed() -> None:
+    """ValueError when the ``distributed`` package, which the dask backend needs, is missing."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "backend 'dask' needs the distributed package (pip install 'impactbench[dask]')"
+        ) from None
+
+
 def check_options(
     *, jobs: int = 1, backend: str = "loky", scheduler: str | None = None, retries: int = 0
 ) -> None:
@@ -987,7 +1018,8 @@ def check_options(
     Raises
     ------
     ValueError
-        Naming the bad option: an unknown backend, jobs not -1 nor a positive integer (or more
+        Naming the bad option: an unknown backend, the dask backend without the
+        ``distributed`` package, jobs not -1 nor a positive integer (or more
         than :data:`MAX_JOBS_PER_CPU` per CPU on this machine: loky or a local Dask cluster),
         a scheduler given for loky or malformed (:func:`check_scheduler`), retries outside
         0..MAX_RETRIES.
@@ -997,6 +1029,8 @@ def check_options(
     _check_jobs(jobs, "loky" if backend == "dask" and not scheduler else backend, "jobs")
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
         raise ValueError(f"retries must be an integer in 0..{MAX_RETRIES}, got {retries!r}")
+    if backend == "dask":  # whatever the cache holds: the same options fail the same way
+        _check_distributed()
     if backend == "dask" and scheduler:
         check_scheduler(scheduler)
     if backend == "loky" and scheduler:
