@@ -10,6 +10,7 @@ import os
 import sys
 import textwrap
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,9 +20,14 @@ import impactbench.bench.cli as cli
 import impactbench.bench.simulate_command as simulate_command
 from impactbench.bench import workers
 from impactbench.bench.cli import main
-from impactbench.bench.runner import Run, code_version, run_key
+from impactbench.bench.pipeline import code_digest
+from impactbench.bench.plugins import study_runs
+from impactbench.bench.report import PROVENANCE_FILE
+from impactbench.bench.results import write_provenance
+from impactbench.bench.runner import Outcome, Run, code_version, run_key
 from impactbench.methods import MoreauJean
 from impactbench.problems import BouncingBall
+from impactbench.studies import STUDIES
 
 SIMULATE = ["simulate", "BouncingBall", "MoreauJean"]
 COMPARE = ["compare", "BouncingBall", "MoreauJean"]
@@ -203,3 +209,62 @@ def test_compare_takes_a_problem_instance(tmp_path):
     column = "max_position_error"
     assert len(by_instance.table) == 2
     np.testing.assert_array_equal(by_instance.table[column], by_spec.table[column])
+
+
+def _fake_provenance(output, study_name: str, digest: str) -> None:
+    folder = output / study_name
+    folder.mkdir(parents=True)
+    write_provenance(folder / PROVENANCE_FILE, grid="quick", code_digest=digest)
+
+
+@pytest.fixture
+def one_current_one_stale(tmp_path):
+    """convergence at the current code version, energy_decay made by other code (its digest
+    one character off), and no table for the other studies."""
+    output = tmp_path / "reports"
+    current = code_digest(study_runs(STUDIES["convergence"], True))
+    stale = current[:-1] + ("0" if current[-1] != "0" else "1")
+    _fake_provenance(output, "convergence", current)
+    _fake_provenance(output, "energy_decay", stale)
+    return output
+
+
+def test_status_lists_each_study_as_current_stale_or_not_run(one_current_one_stale, capsys):
+    assert main(["status", "--output", str(one_current_one_stale)]) == 0
+    states = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    assert states.pop("convergence") == "current"
+    assert states.pop("energy_decay") == "stale"
+    assert set(states) == set(STUDIES) - {"convergence", "energy_decay"}
+    assert set(states.values()) == {"not run"}
+
+
+def test_run_stale_reruns_exactly_the_stale_studies(one_current_one_stale, monkeypatch, capsys):
+    ran = []
+
+    def fake_run_study(study, **options):
+        ran.append(study.name)
+        folder = options["output"] / study.name
+        return SimpleNamespace(failed=[], runs=[], cached=0, elapsed=0.0, folder=folder)
+
+    monkeypatch.setattr(cli, "run_study", fake_run_study)
+    output = str(one_current_one_stale)
+    assert main(["run", "--stale", "--output", output]) == 0
+    assert ran == ["energy_decay"]
+    ran.clear()
+    assert main(["run", "--stale", "--output", output, "convergence"]) == 0
+    assert ran == [] and "nothing to rerun" in capsys.readouterr().out
+
+
+def test_run_study_records_the_code_digest(tmp_path, monkeypatch):
+    """What status compares: the provenance run_study writes holds the digest of its runs."""
+    from impactbench.bench import pipeline
+
+    def not_run(runs, **options):
+        return [Outcome.failure(run, "not run", {}) for run in runs]
+
+    monkeypatch.setattr(pipeline, "execute", not_run)
+    monkeypatch.setattr(pipeline, "_write_outputs", lambda *args: recorded.append(args[-1]))
+    recorded = []
+    study = STUDIES["convergence"]
+    pipeline.run_study(study, quick=True, output=tmp_path, report=False, jobs=1)
+    assert recorded[0]["code_digest"] == code_digest(study_runs(study, True))

@@ -45,6 +45,8 @@ from .report_files import file_studies
 from .results import read_provenance
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .simulate_command import add_parser as add_simulate_parser
+from .status_command import add_parser as add_status_parser
+from .status_command import stale_studies
 from .study import Study, StudyReport
 from .validate_command import add_parser as add_validate_parser
 
@@ -227,6 +229,12 @@ def _run_studies(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     output = args.output or DEFAULT_OUTPUT["quick" if args.quick else "full"]
+    if args.stale:
+        studies = stale_studies(studies, output)
+        if not studies:
+            print(f"every study with a table in {output} is current: nothing to rerun")
+            return 0
+        print(f"stale studies in {output}: {', '.join(studies)}")
     any_failed = False
     args.finished_studies = []  # named by an interruption
     for name, study in studies.items():
@@ -366,6 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
         "entries are replaced",
     )
     run.add_argument(
+        "--stale",
+        action="store_true",
+        help="run only the named studies (default: every study) whose table in the output "
+        "folder was made by other code than the current (see `impactbench status`)",
+    )
+    run.add_argument(
         "--replace",
         action="store_true",
         help="let a study file take the name of a built-in study (its table and report then "
@@ -429,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(handler=_report, parser=report)
 
+    add_status_parser(commands, _studies)
     add_simulate_parser(commands, UsageError, positive_int)
     add_compare_parser(commands, UsageError)
     add_validate_parser(commands, UsageError)

@@ -39,7 +39,17 @@ from .results import (
     write_provenance,
     write_table,
 )
-from .runner import FAILED, Outcome, Run, RunCache, check_options, default_cache_dir, execute
+from .runner import (
+    FAILED,
+    Outcome,
+    Run,
+    RunCache,
+    check_options,
+    code_version,
+    default_cache_dir,
+    execute,
+    run_key,
+)
 from .study import Study
 
 #: Output folders of the full and the quick grids (the quick grid never overwrites the full one).
@@ -120,6 +130,16 @@ def study_provenance(study: Study) -> dict[str, str]:
         "study_git_revision": revision,
         "study_file": str(path.resolve()),
     }
+
+
+def code_digest(runs: Sequence[Run]) -> str:
+    """The digest of a study's runs at the code's current version: of their sorted cache keys,
+    which hash each run's parameters and its code version (the source it depends on,
+    :func:`impactbench.core.versioning.source_digest`). Stored in the study's provenance as
+    ``code_digest``; a study whose stored digest differs from the current one is stale
+    (``impactbench status``, ``impactbench run --stale``)."""
+    keys = sorted({run_key(run, code_version(run)) for run in runs})
+    return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
 
 
 def _store_references(runs: Sequence[Run], outcomes: Sequence[Outcome]) -> None:
@@ -294,6 +314,7 @@ def run_study(
         "retry_failed": retries,
         "elapsed": f"{elapsed:.1f} s",
         "machine": machine_info(),
+        "code_digest": code_digest(runs),
         **study_provenance(study),
     }
     with naming_write_failures(study.name, _resume(outcomes, cache_dir, use_cache)):
