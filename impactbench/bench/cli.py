@@ -29,13 +29,14 @@ import joblib
 from tqdm.auto import tqdm
 
 from ..analysis.reference import default_reference_dir, reference_dir_set
-from ..core import names
+from ..core import compile_clock, names
 from ..core._files import CacheWarning
 from ..core.names import did_you_mean
 from ..studies import STUDIES
 from .arguments import Parser, jobs_count, positive_int
 from .cache_integrity import check_fraction, no_patching
 from .compare import add_parser as add_compare_parser
+from .compile_command import add_parser as add_compile_parser
 from .files import naming_write_failures
 from .list_command import add_parser as add_list_parser
 from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
@@ -253,6 +254,7 @@ def _run_studies(args: argparse.Namespace) -> int:
                 with_plugins=args.with_plugins,
                 run_timeout=args.run_timeout,
                 verify_cache=args.verify_cache,
+                progress=True,
             )
         except ValueError as error:  # the Dask client refused the address, sys.exit in runs()
             raise UsageError(str(error)) from None
@@ -444,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(handler=_report, parser=report)
 
     add_status_parser(commands, _studies)
+    add_compile_parser(commands, UsageError)
     add_simulate_parser(commands, UsageError, positive_int)
     add_compare_parser(commands, UsageError)
     add_validate_parser(commands, UsageError)
@@ -464,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.time()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), compile_clock.notices():
             warnings.showwarning = _show_warning
             return args.handler(args)
     except UsageError as error:  # the subcommand's usage line, not the top-level one

@@ -96,7 +96,8 @@ class Comparison:
     table : DataFrame
         One row per method and nominal step (time-stepping) or tolerance (adaptive): the
         median, smallest and largest error over the phase copies, the median force
-        evaluations, wall time and impact events, and the number of finished runs.
+        evaluations, wall time, compile time (numba's, in no wall time) and impact events, and
+        the number of finished runs.
     orders : DataFrame
         One row per method and axis: ``versus`` is "h" or the tolerance (the observed order)
         or "force evaluations" (the slope p of error ~ evaluations^-p); then the fit columns
@@ -196,7 +197,7 @@ def _sweep(values: Any, name: str) -> list[float]:
 def summarize(table: pd.DataFrame, metric: str, floor: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The summary table and the fitted orders of a comparison's run table (see
     :class:`Comparison`); ``floor``: errors below it are excluded from the fits."""
-    medians = phase_medians(table, [metric, *COSTS, "impacts"], keys=("family",))
+    medians = phase_medians(table, [metric, *COSTS, "compile_time", "impacts"], keys=("family",))
     rows = []
     for method, group in medians.groupby("method", sort=False):
         stepper = group["family"].iloc[0] == TIME_STEPPING
@@ -211,7 +212,7 @@ def summarize(table: pd.DataFrame, metric: str, floor: float) -> tuple[pd.DataFr
             rows.append({"method": method, "versus": versus, **fit_row(fit, versus)})
     orders = pd.DataFrame(rows, columns=["method", "versus", *FIT_COLUMNS])
     columns = ["method", "family", "h", "tolerance", "runs", metric, f"{metric}_min"]
-    columns += [f"{metric}_max", *COSTS, "impacts"]
+    columns += [f"{metric}_max", *COSTS, "compile_time", "impacts"]
     return medians[columns].reset_index(drop=True), orders
 
 
@@ -464,6 +465,7 @@ def _run(args: argparse.Namespace, usage_error: type[Exception]) -> int:
             f"{metric}_max": "max",
             "force_evaluations": "evaluations",
             "wall_time": "wall [s]",
+            "compile_time": "compile [s]",
         }
     )
     print(f"{metric.replace('_', ' ')}: median (min, max) over the phase copies")

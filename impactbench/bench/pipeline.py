@@ -209,6 +209,7 @@ def run_study(
     with_plugins: bool = False,
     run_timeout: float | None = None,
     verify_cache: float = 0.0,
+    progress: bool | None = None,
 ) -> StudyResult:
     """Run a study's grid, store its table with provenance, and (by default) its report.
 
@@ -242,6 +243,9 @@ def run_study(
         (:func:`impactbench.bench.cache_integrity.verify_sample`): the table holds the
         recomputed results and :attr:`StudyResult.cache_differences` lists the runs whose
         stored results differed (their cache entries are replaced). Default 0: none.
+    progress : bool, optional
+        As :func:`~impactbench.bench.runner.execute` (True: a bar on a terminal, lines with the
+        time left in a log).
 
     Returns
     -------
@@ -284,6 +288,7 @@ def run_study(
         description=study.name,
         compile_jobs=compile_jobs,
         run_timeout=run_timeout if run_timeout is not None else study.run_timeout,
+        progress=progress,
     )
     verified, differences = 0, []
     if verify_cache:

@@ -64,7 +64,8 @@ def _summary(problem: Problem, method: Method, trajectory: Trajectory, t_end: fl
         f"  steps {stats['steps']}, force evaluations {stats['force_evaluations']}, "
         f"impacts {events.impacts} (impact events; {stats['impacts']} log entries, "
         f"{events.contact_phases} contact phases), samples {len(trajectory.t)}, "
-        f"wall time {stats['wall_time']:.4g} s"
+        f"wall time {stats['wall_time']:.4g} s, compile time {stats['compile_time']:.4g} s "
+        "(numba's compilation or disk-cache loading, not in the wall time)"
     )
 
 
