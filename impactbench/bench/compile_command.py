@@ -68,14 +68,12 @@ def run_compile(args: argparse.Namespace, usage_error: type[Exception]) -> int:
                     compilation.compile_by_short_run(problem, method, problem.t0 + SPAN, h)
             except Exception as error:  # noqa: BLE001 - a failed pair is reported, the others go on
                 failed += 1
-                bar.write(
-                    f"{method.name} for {problem.name}: failed: {user_errors.describe(error)}"
-                )
+                message = user_errors.describe(error)
+                bar.write(f"{method.name} for {problem.name}: failed: {message}", file=sys.stderr)
                 if args.debug:
                     user_errors.print_traceback(error)
             else:
-                if not bar.disable:
-                    bar.write(f"{method.name} for {problem.name}: {compiling.seconds:.1f} s")
+                bar.write(f"{method.name} for {problem.name}: {compiling.seconds:.1f} s")
             bar.update()
     print(f"compiled or loaded {len(pairs) - failed} of {len(pairs)} pairs")
     if failed:
