@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from numba.core import event
+from . import _jit
 
 #: Set to "1" while notices are on (inherited by the worker processes started meanwhile).
 NOTICE_VARIABLE = "IMPACTBENCH_COMPILE_NOTICE"
@@ -38,39 +38,32 @@ class _State(threading.local):
 _STATE = _State()
 
 
-class _LockTimer(event.Listener):
+def _lock_taken() -> None:
+    if _STATE.depth == 0:
+        _STATE.start = time.perf_counter()
+    _STATE.depth += 1
+
+
+def _lock_released() -> None:
     """Adds the time of each outermost hold of numba's compiler lock to the thread's total."""
-
-    def on_start(self, event: event.Event) -> None:
-        if _STATE.depth == 0:
-            _STATE.start = time.perf_counter()
-        _STATE.depth += 1
-
-    def on_end(self, event: event.Event) -> None:
-        _STATE.depth -= 1
-        if _STATE.depth == 0:
-            _STATE.total += time.perf_counter() - _STATE.start
+    _STATE.depth -= 1
+    if _STATE.depth == 0:
+        _STATE.total += time.perf_counter() - _STATE.start
 
 
-class _CompileNotice(event.Listener):
+def _compiling() -> None:
     """Prints the pending notice of the thread at its first compilation (not a cache load)."""
-
-    def on_start(self, event: event.Event) -> None:
-        what = _STATE.pending_notice
-        if what is not None and os.environ.get(NOTICE_VARIABLE) == "1":
-            _STATE.pending_notice = None
-            print(
-                f"compiling {what} (numba; once per machine, then loaded from its disk cache)",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def on_end(self, event: event.Event) -> None:
-        pass
+    what = _STATE.pending_notice
+    if what is not None and os.environ.get(NOTICE_VARIABLE) == "1":
+        _STATE.pending_notice = None
+        print(
+            f"compiling {what} (numba; once per machine, then loaded from its disk cache)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-event.register("numba:compiler_lock", _LockTimer())
-event.register("numba:compile", _CompileNotice())
+_jit.watch_compilation(_lock_taken, _lock_released, _compiling)
 
 
 @dataclass
