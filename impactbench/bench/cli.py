@@ -1,4 +1,5 @@
-"""The ``impactbench`` command: list, run studies, rebuild reports, simulate one run.
+"""The ``impactbench`` command: list, run studies, rebuild reports, simulate one run, compile
+ahead, tell which studies are stale.
 
 Exit codes: 0 success; 1 a run failed (the tables and reports are still written),
 ``--verify-cache`` found cached runs that differ from their recomputation, there was nothing to
