@@ -449,10 +449,12 @@ def test_runner_reports_the_minimum_of_the_repeats(monkeypatch):
     clock = iter([9.0, 3.0, 1.0, 2.0])  # warm-up, then the three repeats
     # the loops' share of each: the spread is that of the loops, not of the wall times
     loop = iter([8.0, 2.5, 0.25, 1.75])
+    compiling = iter([5.0, 0.0, 0.5, 0.0])  # numba's time, apart: the warm-up's and a repeat's
 
     def fake_simulate(problem, method, t_end, **options):
         stats = {"wall_time": next(clock), "steps": 2, "force_evaluations": 2, "impacts": 0}
         stats["integration_time"] = next(loop)
+        stats["compile_time"] = next(compiling)
         return _trajectory([0.0, 1.0], [1.0, 1.0], [0.0, 0.0], h=0.5, stats=stats)
 
     monkeypatch.setattr(runner, "simulate", fake_simulate)
@@ -465,6 +467,7 @@ def test_runner_reports_the_minimum_of_the_repeats(monkeypatch):
         "wall_time_median": 2.0,
         "wall_time_max": 3.0,
         "warmup_time": 9.0,
+        "compile_time": 5.5,
         "integration_time": 0.25,
         "integration_time_median": 1.75,
         "integration_time_max": 2.5,

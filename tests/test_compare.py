@@ -110,7 +110,10 @@ def test_without_an_exact_solution_the_reference_run_is_used(ball_comparison, tm
         ({"methods": ["MoreauJean"], "metric": "nope"}, "metric"),
         ({"methods": ["MoreauJean"], "steps": [1e-3, -1.0]}, "steps"),
         ({"methods": [3]}, "methods"),
-        ({"methods": ["MoreauJean"], "problem": BouncingBall()}, "not an instance"),
+        (
+            {"methods": ["MoreauJean"], "problem": BouncingBall(), "problem_kwargs": {"q0": 2.0}},
+            "problem_kwargs must be empty",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_by_name(kwargs, message, tmp_path):

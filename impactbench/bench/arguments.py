@@ -1,13 +1,17 @@
-"""Argument types of the command line that check an output file before anything runs.
+"""Argument types of the command line: output files and numbers, checked before anything runs.
 
-Used as argparse ``type=``: a bad value is a usage error naming the option (exit code 2) at
-parse time, not after the run it was to receive.
+Used as argparse ``type=``: a bad value (a missing folder, NaN, an infinity, a negative step)
+is a usage error naming the option (exit code 2) at parse time, not after the run it was to
+receive. :class:`Parser` reads a negative number in exponent form as a value.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 from pathlib import Path
+from typing import Any
 
 from . import style
 
@@ -35,3 +39,63 @@ def figure_file(text: str) -> Path:
 def csv_file(text: str) -> Path:
     """A CSV file's path, in an existing folder."""
     return _output_file(text)
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def finite_number(text: str) -> float:
+    """A finite real number (NaN and infinities refused)."""
+    return _number(text)
+
+
+def positive_number(text: str) -> float:
+    """A finite real number > 0."""
+    value = _number(text)
+    if value <= 0.0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def jobs_count(text: str) -> int:
+    """A number of parallel jobs: a positive integer, or -1 for all cores."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if jobs == 0 or jobs < -1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {jobs}")
+    return jobs
+
+
+#: A string argparse takes for a value, not an option, when it follows an option that expects
+#: one: a number with a sign, a decimal point or an exponent (``-1e-3``, ``-.5``, ``-inf``).
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|nan)$", re.IGNORECASE)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser that reads ``--h -1e-3`` as ``--h=-1e-3`` (argparse's own rule takes
+    only ``-1`` and ``-0.5`` for negative numbers, and ``-1e-3`` for an unknown option), so the
+    option's type reports the bad value. Its subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER

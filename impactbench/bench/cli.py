@@ -1,4 +1,5 @@
-"""The ``impactbench`` command: list, run studies, rebuild reports, simulate one run.
+"""The ``impactbench`` command: list, run studies, rebuild reports, simulate one run, compile
+ahead, tell which studies are stale.
 
 Exit codes: 0 success; 1 a run failed (the tables and reports are still written),
 ``--verify-cache`` found cached runs that differ from their recomputation, there was nothing to
@@ -6,8 +7,9 @@ report, or a file or the Dask scheduler could not be reached (a file that cannot
 e.g. on a full disk, is named with its study and how to resume); 2 a usage error (unknown name,
 bad value, malformed scheduler address, a size beyond its limit, a study file that patches
 impactbench's code or takes a built-in study's name without ``--replace``), reported as a
-message without a traceback; 130 interrupted (finished runs are cached: run the same command
-again to resume). Cache warnings (an ignored entry, a cache that cannot be written) are printed
+message without a traceback; 130 interrupted (the message says what is kept: the runs finished
+and stored in the run cache, with their count, or nothing; run the same command again to
+resume). Cache warnings (an ignored entry, a cache that cannot be written) are printed
 as ``impactbench: warning: ...`` and do not change the exit code.
 """
 
@@ -17,6 +19,7 @@ import argparse
 import math
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,12 +30,14 @@ import joblib
 from tqdm.auto import tqdm
 
 from ..analysis.reference import default_reference_dir, reference_dir_set
-from ..core import names
+from ..core import compile_clock, names
 from ..core._files import CacheWarning
 from ..core.names import did_you_mean
 from ..studies import STUDIES
+from .arguments import Parser, jobs_count, positive_int
 from .cache_integrity import check_fraction, no_patching
 from .compare import add_parser as add_compare_parser
+from .compile_command import add_parser as add_compile_parser
 from .files import naming_write_failures
 from .list_command import add_parser as add_list_parser
 from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
@@ -42,6 +47,8 @@ from .report_files import file_studies
 from .results import read_provenance
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .simulate_command import add_parser as add_simulate_parser
+from .status_command import add_parser as add_status_parser
+from .status_command import stale_studies
 from .study import Study, StudyReport
 from .validate_command import add_parser as add_validate_parser
 
@@ -56,26 +63,6 @@ def parse_spec(text: str, table: dict[str, Any], kind: str) -> tuple[Any, dict[s
         return names.parse_spec(text, table, kind)
     except ValueError as error:
         raise UsageError(str(error)) from None
-
-
-def _jobs(text: str) -> int:
-    try:
-        jobs = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if jobs == 0 or jobs < -1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {jobs}")
-    return jobs
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def _fraction(text: str) -> float:
@@ -244,7 +231,14 @@ def _run_studies(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     output = args.output or DEFAULT_OUTPUT["quick" if args.quick else "full"]
+    if args.stale:
+        studies = stale_studies(studies, output)
+        if not studies:
+            print(f"every study with a table in {output} is current: nothing to rerun")
+            return 0
+        print(f"stale studies in {output}: {', '.join(studies)}")
     any_failed = False
+    args.finished_studies = []  # named by an interruption
     for name, study in studies.items():
         try:
             result = run_study(
@@ -261,6 +255,7 @@ def _run_studies(args: argparse.Namespace) -> int:
                 with_plugins=args.with_plugins,
                 run_timeout=args.run_timeout,
                 verify_cache=args.verify_cache,
+                progress=True,
             )
         except ValueError as error:  # the Dask client refused the address, sys.exit in runs()
             raise UsageError(str(error)) from None
@@ -271,6 +266,7 @@ def _run_studies(args: argparse.Namespace) -> int:
         )
         for outcome in failed[:5]:
             print(f"  failed: {outcome.error}", file=sys.stderr)
+        args.finished_studies.append(name)
         any_failed = any_failed or (bool(failed) and not study.failures_are_findings)
         if args.verify_cache:
             _print_verification(name, result)
@@ -328,7 +324,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``impactbench`` command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="impactbench",
         description="Comparative studies of numerical methods for mechanical systems with "
         "unilateral constraints and impacts.",
@@ -352,7 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="study names, or paths of .py files defining STUDY (default: every study)",
     )
     run.add_argument("--quick", action="store_true", help="the small grids (seconds)")
-    run.add_argument("--jobs", type=_jobs, default=-1, help="parallel jobs (default -1: all cores)")
+    run.add_argument(
+        "--jobs", type=jobs_count, default=-1, help="parallel jobs (default -1: all cores)"
+    )
     run.add_argument("--backend", choices=BACKENDS, default="loky", help="joblib backend")
     run.add_argument(
         "--scheduler",
@@ -377,6 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="recompute this fraction (0 < FRACTION <= 1, at least one run) of the runs read "
         "from the cache, drawn at random, and report those that differ (exit code 1); their "
         "entries are replaced",
+    )
+    run.add_argument(
+        "--stale",
+        action="store_true",
+        help="run only the named studies (default: every study) whose table in the output "
+        "folder was made by other code than the current (see `impactbench status`)",
     )
     run.add_argument(
         "--replace",
@@ -436,13 +440,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--jobs",
-        type=_jobs,
+        type=jobs_count,
         default=-1,
         help="studies whose reports are written in parallel (default -1: all cores)",
     )
     report.set_defaults(handler=_report, parser=report)
 
-    add_simulate_parser(commands, UsageError, _positive_int)
+    add_status_parser(commands, _studies)
+    add_compile_parser(commands, UsageError)
+    add_simulate_parser(commands, UsageError, positive_int)
     add_compare_parser(commands, UsageError)
     add_validate_parser(commands, UsageError)
     return parser
@@ -460,8 +466,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    started = time.time()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), compile_clock.notices():
             warnings.showwarning = _show_warning
             return args.handler(args)
     except UsageError as error:  # the subcommand's usage line, not the top-level one
@@ -470,5 +477,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"impactbench: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("interrupted: finished runs are cached; run again to resume", file=sys.stderr)
+        print(f"interrupted: {_what_is_kept(args, started)}", file=sys.stderr)
         return 130
+
+
+def _what_is_kept(args: argparse.Namespace, started: float) -> str:
+    """What an interrupted command keeps: the runs it finished and stored in the run cache
+    (entries written since ``started``, a ``time.time()``), with their count, or nothing."""
+    if args.command not in ("run", "compare"):
+        kept = {
+            "simulate": "nothing is kept (simulate caches no run, and writes its files after "
+            "the last run)",
+            "compile": "the code compiled so far is kept in numba's disk cache",
+            "report": "the reports written before are kept; run the command again to "
+            "rebuild the others",
+        }
+        return kept.get(args.command, "nothing is kept")
+    studies = ", ".join(getattr(args, "finished_studies", []))
+    tables = f"; the tables of {studies} are written" if studies else ""
+    if getattr(args, "no_cache", False):
+        return f"no run is kept (--no-cache){tables}"
+    cache = Path(args.cache_dir or default_cache_dir())
+    try:
+        stored = sum(entry.stat().st_mtime >= started for entry in cache.glob("*.json"))
+    except OSError:
+        stored = 0
+    if not stored:
+        return f"no run finished in this command was cached{tables}"
+    return (
+        f"{stored} runs finished in this command are kept in the run cache {cache}{tables}; "
+        "run the same command again to resume from them"
+    )

@@ -31,6 +31,7 @@ order. The cost is the number of force evaluations (machine-independent) and the
 from __future__ import annotations
 
 import argparse
+import hashlib
 import inspect
 import math
 import re
@@ -48,6 +49,8 @@ from ..analysis import metrics
 from ..analysis.fitting import FIT_COLUMNS, ORDER, fit_order, fit_row, phase_medians
 from ..core.method import TIME_STEPPING, Method
 from ..core.problem import Problem
+from . import workers
+from .arguments import finite_number, jobs_count, positive_int, positive_number
 from .pipeline import StudyResult, run_study
 from .plotting import solution_of
 from .report import (
@@ -93,7 +96,8 @@ class Comparison:
     table : DataFrame
         One row per method and nominal step (time-stepping) or tolerance (adaptive): the
         median, smallest and largest error over the phase copies, the median force
-        evaluations, wall time and impact events, and the number of finished runs.
+        evaluations, wall time, compile time (numba's, in no wall time) and impact events, and
+        the number of finished runs.
     orders : DataFrame
         One row per method and axis: ``versus`` is "h" or the tolerance (the observed order)
         or "force evaluations" (the slope p of error ~ evaluations^-p); then the fit columns
@@ -170,11 +174,11 @@ def _problem(problem: Any, problem_kwargs: Mapping[str, Any] | None) -> tuple[Ca
         if problem_kwargs:
             raise ValueError("problem_kwargs must be empty when problem is a spec string")
         factory, kwargs = problem_factory(problem)
-    elif isinstance(problem, Problem):
-        raise ValueError(
-            "problem must be a spec string or a module-level factory (its class) with "
-            f"problem_kwargs, not an instance (runs are rebuilt in workers), got {problem!r}"
-        )
+    elif isinstance(problem, Problem):  # pickled into the runs (runs are rebuilt in workers)
+        if problem_kwargs:
+            raise ValueError("problem_kwargs must be empty when problem is an instance")
+        _register(type(problem))
+        factory, kwargs = workers.problem_from_pickle, workers.pickled_problem(problem)
     elif callable(problem):
         factory, kwargs = problem, dict(problem_kwargs or {})
     else:
@@ -193,7 +197,7 @@ def _sweep(values: Any, name: str) -> list[float]:
 def summarize(table: pd.DataFrame, metric: str, floor: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The summary table and the fitted orders of a comparison's run table (see
     :class:`Comparison`); ``floor``: errors below it are excluded from the fits."""
-    medians = phase_medians(table, [metric, *COSTS, "impacts"], keys=("family",))
+    medians = phase_medians(table, [metric, *COSTS, "compile_time", "impacts"], keys=("family",))
     rows = []
     for method, group in medians.groupby("method", sort=False):
         stepper = group["family"].iloc[0] == TIME_STEPPING
@@ -208,7 +212,7 @@ def summarize(table: pd.DataFrame, metric: str, floor: float) -> tuple[pd.DataFr
             rows.append({"method": method, "versus": versus, **fit_row(fit, versus)})
     orders = pd.DataFrame(rows, columns=["method", "versus", *FIT_COLUMNS])
     columns = ["method", "family", "h", "tolerance", "runs", metric, f"{metric}_min"]
-    columns += [f"{metric}_max", *COSTS, "impacts"]
+    columns += [f"{metric}_max", *COSTS, "compile_time", "impacts"]
     return medians[columns].reset_index(drop=True), orders
 
 
@@ -244,12 +248,16 @@ def _figure(
 
 
 def _name(factory: Callable, kwargs: Mapping[str, Any]) -> str:
+    if factory is workers.problem_from_pickle:  # an instance: its class and pickle's digest
+        problem = factory(**kwargs)
+        digest = hashlib.sha256(kwargs["pickled"].encode()).hexdigest()[:12]
+        return f"compare_{type(problem).__name__}_{digest}"
     text = factory.__name__ + "".join(f"_{k}{v}" for k, v in kwargs.items())
     return "compare_" + re.sub(r"[^A-Za-z0-9_-]+", "-", text)[:80]  # a plain study name
 
 
 def compare(
-    problem: str | Callable[..., Problem],
+    problem: str | Callable[..., Problem] | Problem,
     methods: Sequence[str | Method | type[Method]],
     *,
     t_end: float,
@@ -271,11 +279,12 @@ def compare(
 
     Parameters
     ----------
-    problem : str or callable
+    problem : str, callable or Problem
         A spec, ``"Name[p=v,...]"`` (built-in) or ``"module:Name[p=v,...]"`` (a
         :class:`impactbench.Problem` subclass or a function returning one, in a module of the
-        current directory or installed), or a module-level factory called with
-        ``problem_kwargs``.
+        current directory or installed), a module-level factory called with
+        ``problem_kwargs``, or an instance (pickled into the runs with cloudpickle, with the
+        digest of its class's source in their cache keys).
     methods : sequence
         Spec strings (``"MoreauJean[theta=0.5]"``, ``"symeuler:SymplecticEuler"``),
         :class:`impactbench.Method` subclasses or instances (their non-default parameters
@@ -402,21 +411,26 @@ def add_parser(commands: Any, usage_error: type[Exception]) -> None:
     )
     parser.add_argument("problem", metavar="PROBLEM")
     parser.add_argument("methods", metavar="METHOD", nargs="+")
-    parser.add_argument("--t-end", type=float, required=True, help="final time")
+    parser.add_argument("--t-end", type=finite_number, required=True, help="final time")
     parser.add_argument(
         "--steps",
-        type=float,
+        type=positive_number,
         nargs="+",
         default=(),
         metavar="H",
         help="nominal steps of the time-stepping methods (6 or more over a decade for an order)",
     )
     parser.add_argument(
-        "--tolerances", type=float, nargs="+", default=(), metavar="TOL", help="adaptive methods"
+        "--tolerances",
+        type=positive_number,
+        nargs="+",
+        default=(),
+        metavar="TOL",
+        help="adaptive methods",
     )
-    parser.add_argument("--phases", type=int, default=PHASES, help="runs per nominal step")
+    parser.add_argument("--phases", type=positive_int, default=PHASES, help="runs per nominal step")
     parser.add_argument("--metric", default="max_position_error", help="error metric")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel runs (default 1)")
+    parser.add_argument("--jobs", type=jobs_count, default=1, help="parallel runs (default 1)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="parent folder")
     parser.add_argument("--name", default=None, help="folder name of this comparison")
     parser.add_argument("--cache-dir", type=Path, default=None, help="run cache folder")
@@ -451,6 +465,7 @@ def _run(args: argparse.Namespace, usage_error: type[Exception]) -> int:
             f"{metric}_max": "max",
             "force_evaluations": "evaluations",
             "wall_time": "wall [s]",
+            "compile_time": "compile [s]",
         }
     )
     print(f"{metric.replace('_', ' ')}: median (min, max) over the phase copies")

@@ -39,7 +39,17 @@ from .results import (
     write_provenance,
     write_table,
 )
-from .runner import FAILED, Outcome, Run, RunCache, check_options, default_cache_dir, execute
+from .runner import (
+    FAILED,
+    Outcome,
+    Run,
+    RunCache,
+    check_options,
+    code_version,
+    default_cache_dir,
+    execute,
+    run_key,
+)
 from .study import Study
 
 #: Output folders of the full and the quick grids (the quick grid never overwrites the full one).
@@ -122,6 +132,16 @@ def study_provenance(study: Study) -> dict[str, str]:
     }
 
 
+def code_digest(runs: Sequence[Run]) -> str:
+    """The digest of a study's runs at the code's current version: of their sorted cache keys,
+    which hash each run's parameters and its code version (the source it depends on,
+    :func:`impactbench.core.versioning.source_digest`). Stored in the study's provenance as
+    ``code_digest``; a study whose stored digest differs from the current one is stale
+    (``impactbench status``, ``impactbench run --stale``)."""
+    keys = sorted({run_key(run, code_version(run)) for run in runs})
+    return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+
+
 def _store_references(runs: Sequence[Run], outcomes: Sequence[Outcome]) -> None:
     """Make sure the reference of every finished run is in the reference cache (a run read
     from the run cache did not need it): the report reads references and never computes one."""
@@ -189,6 +209,7 @@ def run_study(
     with_plugins: bool = False,
     run_timeout: float | None = None,
     verify_cache: float = 0.0,
+    progress: bool | None = None,
 ) -> StudyResult:
     """Run a study's grid, store its table with provenance, and (by default) its report.
 
@@ -222,6 +243,9 @@ def run_study(
         (:func:`impactbench.bench.cache_integrity.verify_sample`): the table holds the
         recomputed results and :attr:`StudyResult.cache_differences` lists the runs whose
         stored results differed (their cache entries are replaced). Default 0: none.
+    progress : bool, optional
+        As :func:`~impactbench.bench.runner.execute` (True: a bar on a terminal, lines with the
+        time left in a log).
 
     Returns
     -------
@@ -264,6 +288,7 @@ def run_study(
         description=study.name,
         compile_jobs=compile_jobs,
         run_timeout=run_timeout if run_timeout is not None else study.run_timeout,
+        progress=progress,
     )
     verified, differences = 0, []
     if verify_cache:
@@ -294,6 +319,7 @@ def run_study(
         "retry_failed": retries,
         "elapsed": f"{elapsed:.1f} s",
         "machine": machine_info(),
+        "code_digest": code_digest(runs),
         **study_provenance(study),
     }
     with naming_write_failures(study.name, _resume(outcomes, cache_dir, use_cache)):

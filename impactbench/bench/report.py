@@ -246,6 +246,8 @@ def _provenance_section(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
         "- timings: the minimum over the repeats after a warm-up (`wall_time`); "
         "`wall_time_median` and `wall_time_max` in the table give their spread; a worker warms "
         "up once per compiled code (`warmup_time`, NaN for the runs that needed none); "
+        "`compile_time` is the time numba spent compiling or loading compiled code from its "
+        "disk cache during the run, in none of the other timings; "
         "`integration_time` (min, median, max) is the part of each run spent in the method's "
         "integration loop, the rest being the per-call work of `simulate`"
     )

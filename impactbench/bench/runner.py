@@ -39,11 +39,13 @@ has run the same compiled code before (:func:`impactbench.core.compilation.compi
 compiled time loop or event-driven engine; the plain-Python and scipy paths are always warmed
 up). Then the run is simulated ``repeats`` times; ``wall_time`` is the minimum over the
 repeats, ``wall_time_median`` and ``wall_time_max`` their spread (``warmup_time`` the time of the
-warm-up, NaN when there was none); ``integration_time`` (and ``_median``, ``_max``) the same for
-the time spent in the method's integration loop (``Trajectory.stats["integration_time"]``: the
-compiled loop where one runs; NaN for a method that does not report it), so that a table gives
-the method's cost next to the per-call cost of :func:`impactbench.simulate`. The metrics are
-those of the last repeat (the repeats are identical).
+warm-up, NaN when there was none; ``compile_time`` the time numba spent compiling or loading
+compiled code in the run's simulations, kept out of every other timing); ``integration_time``
+(and ``_median``, ``_max``) the same for the time spent in the method's integration loop
+(``Trajectory.stats["integration_time"]``: the compiled loop where one runs; NaN for a method
+that does not report it), so that a table gives the method's cost next to the per-call cost of
+:func:`impactbench.simulate`. The metrics are those of the last repeat (the repeats are
+identical).
 
 Compilation. In parallel, one run per compiled-code group
 (:func:`impactbench.core.compilation.one_per_group`) goes first and the others follow when
@@ -68,7 +70,6 @@ import os
 import platform
 import re
 import subprocess
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -81,7 +82,6 @@ from typing import Any
 import joblib
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
@@ -95,6 +95,7 @@ from ..core.simulate import simulate
 from ..core.trajectory import Status, Trajectory
 from ..core.versioning import source_digest
 from . import workers
+from .progress import progress_bar
 from .timeout import check_run_timeout, perform_within
 
 ProblemFactory = Callable[..., Problem]
@@ -161,11 +162,14 @@ class Run:
 
     Parameters
     ----------
-    problem : callable
+    problem : callable or Problem
         Problem factory called as ``problem(**problem_kwargs)``: a module-level class or
-        function (not a lambda, a local function or a partial).
-    method : type
-        :class:`impactbench.Method` subclass, called as ``method(**method_kwargs)``.
+        function (not a lambda, a local function or a partial). An instance (without
+        ``problem_kwargs``) is pickled into the parameters of
+        :func:`impactbench.bench.workers.problem_from_pickle`, which becomes the factory.
+    method : type or Method
+        :class:`impactbench.Method` subclass, called as ``method(**method_kwargs)``; an
+        instance (without ``method_kwargs``) becomes its class with its parameters.
     t_end : float
         Final time.
     h : float or None
@@ -221,6 +225,7 @@ class Run:
     artefact: ArtefactFactory | None = None
 
     def __post_init__(self) -> None:
+        self._instances_as_factories()
         _check_factory(self.problem, "problem")
         if not (isinstance(self.method, type) and issubclass(self.method, Method)):
             raise ValueError(f"method must be a Method subclass, got {self.method!r}")
@@ -255,6 +260,23 @@ class Run:
         if self.artefact is not None:
             _check_factory(self.artefact, "artefact")
         set_field("problem_name", self.problem_name or self.problem.__name__)
+
+    def _instances_as_factories(self) -> None:
+        """A problem instance becomes :func:`impactbench.bench.workers.problem_from_pickle` with
+        its pickle, a method instance its class with its parameters (runs are rebuilt in the
+        workers from their factories and parameters)."""
+        set_field = functools.partial(object.__setattr__, self)
+        if isinstance(self.problem, Problem):
+            if self.problem_kwargs:
+                raise ValueError("problem_kwargs must be empty when problem is an instance")
+            set_field("problem_name", self.problem_name or self.problem.name)
+            set_field("problem_kwargs", workers.pickled_problem(self.problem))
+            set_field("problem", workers.problem_from_pickle)
+        if isinstance(self.method, Method):
+            if self.method_kwargs:
+                raise ValueError("method_kwargs must be empty when method is an instance")
+            set_field("method_kwargs", self.method.parameters())
+            set_field("method", type(self.method))
 
     @property
     def method_name(self) -> str:
@@ -450,7 +472,9 @@ class Outcome:
         bounds; ``impact_log_entries`` counts every entry).
     timing : dict
         ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``,
-        ``warmup_time`` and ``integration_time`` (min), ``integration_time_median``,
+        ``warmup_time``, ``compile_time`` (numba's compilation and disk-cache loading in the
+        run's warm-up and repeats, none of it in the other timings; NaN in a cache entry stored
+        before it was measured) and ``integration_time`` (min), ``integration_time_median``,
         ``integration_time_max`` (NaN when the method does not report it).
     provenance : dict
         Package versions (:func:`package_versions`, from the process that ran it) and
@@ -541,13 +565,15 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
         method = run.method(**run.method_kwargs)
         options = {"h": run.h, "output_every": run.output_every}
         code = compilation.compiled_code(method, problem)
-        warmup_time = math.nan
+        warmup_time, compile_time = math.nan, 0.0
         if not compilation.is_loaded(code):
-            warmup_time = simulate(problem, method, run.t_end, **options).stats["wall_time"]
+            warmup = simulate(problem, method, run.t_end, **options).stats
+            warmup_time, compile_time = warmup["wall_time"], warmup.get("compile_time", 0.0)
             compilation.mark_loaded(code)
         times, integration = [], []
         for _ in range(run.repeats):
             trajectory = simulate(problem, method, run.t_end, **options)
+            compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
             times.append(trajectory.stats["wall_time"])
             integration.append(trajectory.stats.get("integration_time", math.nan))
         if not trajectory.success:
@@ -592,6 +618,7 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "wall_time_median": float(np.median(times)),
             "wall_time_max": max(times),
             "warmup_time": warmup_time,
+            "compile_time": compile_time,
             **_spread("integration_time", integration),
         },
         provenance=provenance,
@@ -794,13 +821,15 @@ TIMING_FIELDS = (
     "wall_time_median",
     "wall_time_max",
     "warmup_time",
+    "compile_time",
     "integration_time",
     "integration_time_median",
     "integration_time_max",
 )
-#: Timing fields that are NaN when there is nothing to time.
-_OPTIONAL_TIMINGS = ("warmup_time", "integration_time", "integration_time_median",
-                     "integration_time_max")  # fmt: skip
+#: Timing fields that are NaN when there is nothing to time (compile_time: in an entry stored
+#: before it was measured, read as NaN).
+_OPTIONAL_TIMINGS = ("warmup_time", "compile_time", "integration_time",
+                     "integration_time_median", "integration_time_max")  # fmt: skip
 
 
 def _is_number(value: Any) -> bool:
@@ -860,6 +889,8 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     if not isinstance(cost["impacts_capped"], bool):
         raise ValueError(f"impacts_capped must be true or false, got {cost['impacts_capped']!r}")
     timing = stored["timing"]
+    if isinstance(timing, dict) and set(timing) == set(TIMING_FIELDS) - {"compile_time"}:
+        timing = {**timing, "compile_time": math.nan}  # stored before it was measured
     if not isinstance(timing, dict) or set(timing) != set(TIMING_FIELDS):
         raise ValueError(f"timing must be an object with the fields {list(TIMING_FIELDS)}")
     if not all(_is_timing(name, t) for name, t in timing.items()):
@@ -957,12 +988,6 @@ def _backend_context(backend: str, scheduler: str | None) -> Iterator[tuple[type
         yield (KilledWorker, concurrent.futures.BrokenExecutor)
 
 
-def _show_progress(progress: bool | None) -> bool:
-    if progress is not None:
-        return progress
-    return sys.stderr.isatty() and not os.environ.get("CI")
-
-
 def _one_line(error: BaseException, limit: int = 300) -> str:
     text = " ".join(_describe(error).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -979,6 +1004,16 @@ def _check_jobs(jobs: Any, backend: str, name: str) -> None:
         )
 
 
+def _check_distributed() -> None:
+    """ValueError when the ``distributed`` package, which the dask backend needs, is missing."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "backend 'dask' needs the distributed package (pip install 'impactbench[dask]')"
+        ) from None
+
+
 def check_options(
     *, jobs: int = 1, backend: str = "loky", scheduler: str | None = None, retries: int = 0
 ) -> None:
@@ -987,7 +1022,8 @@ def check_options(
     Raises
     ------
     ValueError
-        Naming the bad option: an unknown backend, jobs not -1 nor a positive integer (or more
+        Naming the bad option: an unknown backend, the dask backend without the
+        ``distributed`` package, jobs not -1 nor a positive integer (or more
         than :data:`MAX_JOBS_PER_CPU` per CPU on this machine: loky or a local Dask cluster),
         a scheduler given for loky or malformed (:func:`check_scheduler`), retries outside
         0..MAX_RETRIES.
@@ -997,6 +1033,8 @@ def check_options(
     _check_jobs(jobs, "loky" if backend == "dask" and not scheduler else backend, "jobs")
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
         raise ValueError(f"retries must be an integer in 0..{MAX_RETRIES}, got {retries!r}")
+    if backend == "dask":  # whatever the cache holds: the same options fail the same way
+        _check_distributed()
     if backend == "dask" and scheduler:
         check_scheduler(scheduler)
     if backend == "loky" and scheduler:
@@ -1045,7 +1083,9 @@ def execute(
         Passes (0 to :data:`MAX_RETRIES`) that rerun the runs still failed after the previous
         pass: those that raised and those lost with a crashed worker. Default 0.
     progress : bool, optional
-        Show a progress bar; default: when stderr is a terminal and ``$CI`` is not set.
+        Show the progress with the time left: a bar on a terminal, else one line at most
+        every 30 s (:func:`impactbench.bench.progress.progress_bar`); default: a bar when
+        stderr is a terminal and ``$CI`` is not set, else nothing.
     description : str
         Label of the progress bar.
     compile_jobs : int
@@ -1096,13 +1136,7 @@ def execute(
         address = cluster.enter_context(workers.local_cluster(jobs))
     with (
         cluster,
-        tqdm(
-            total=len(runs),
-            initial=done,
-            desc=description,
-            unit="run",
-            disable=not _show_progress(progress),
-        ) as bar,
+        progress_bar(len(runs), done, description, progress) as bar,
     ):
         if pending:
             execution = _Execution(runs, versions, outcomes, cache, backend, address, jobs, bar)

@@ -33,7 +33,8 @@ from ..core.method import Method
 from ..core.problem import Problem
 from ..core.simulate import simulate
 from ..core.trajectory import SimulationError, Trajectory
-from .arguments import csv_file, figure_file
+from . import user_errors
+from .arguments import csv_file, figure_file, finite_number, positive_number
 from .plotting import plot, solution_of
 from .results import format_float
 from .specs import load_method, load_problem
@@ -63,7 +64,8 @@ def _summary(problem: Problem, method: Method, trajectory: Trajectory, t_end: fl
         f"  steps {stats['steps']}, force evaluations {stats['force_evaluations']}, "
         f"impacts {events.impacts} (impact events; {stats['impacts']} log entries, "
         f"{events.contact_phases} contact phases), samples {len(trajectory.t)}, "
-        f"wall time {stats['wall_time']:.4g} s"
+        f"wall time {stats['wall_time']:.4g} s, compile time {stats['compile_time']:.4g} s "
+        "(numba's compilation or disk-cache loading, not in the wall time)"
     )
 
 
@@ -82,19 +84,11 @@ def run_simulate(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     failed = False
     for method in methods:
         h = args.h if method.requires_step else None
-        try:
-            warmup = None
-            if args.warmup:  # compilation and first-call costs, kept out of the run's wall time
-                start = time.perf_counter()
-                simulate(problem, method, args.t_end, h=h, output_every=args.output_every)
-                warmup = time.perf_counter() - start
-            trajectory = simulate(problem, method, args.t_end, h=h, output_every=args.output_every)
-        except (TypeError, ValueError) as error:
-            raise usage_error(f"{method.name}: {error}") from None
-        except SimulationError as error:
-            print(f"{problem.name} with {method.name}: run failed: {error}", file=sys.stderr)
+        timed = _timed_run(problem, method, args, h, usage_error)
+        if timed is None:
             failed = True
             continue
+        trajectory, warmup = timed
         _summary(problem, method, trajectory, args.t_end)
         if warmup is not None:
             print(
@@ -118,6 +112,38 @@ def run_simulate(args: argparse.Namespace, usage_error: type[Exception]) -> int:
         plot(problem, [trajectory for _, trajectory in runs], reference=solution, output=args.plot)
         print(f"figure written to {args.plot} (against the {note})")
     return 1 if failed else 0
+
+
+def _timed_run(
+    problem: Problem,
+    method: Method,
+    args: argparse.Namespace,
+    h: float | None,
+    usage_error: type[Exception],
+) -> tuple[Trajectory, float | None] | None:
+    """The run of ``method`` (after an untimed warm-up run unless ``--no-warmup``) and the
+    warm-up's time; None when it failed (said on stderr: the user's message and where it was
+    raised, :func:`impactbench.bench.user_errors.describe`; the traceback with ``--debug``)."""
+    options = {"h": h, "output_every": args.output_every}
+    try:
+        warmup = None
+        if args.warmup:  # compilation and first-call costs, kept out of the run's wall time
+            start = time.perf_counter()
+            simulate(problem, method, args.t_end, **options)
+            warmup = time.perf_counter() - start
+        return simulate(problem, method, args.t_end, **options), warmup
+    except SimulationError as error:
+        message = str(error)
+    except Exception as error:  # noqa: BLE001 - a user's code: this run fails, the others run
+        if isinstance(error, (TypeError, ValueError)) and not user_errors.raised_by_user_code(
+            error
+        ):  # impactbench's checks of the arguments
+            raise usage_error(f"{method.name}: {error}") from None
+        message = user_errors.describe(error)
+        if args.debug:
+            user_errors.print_traceback(error)
+    print(f"{problem.name} with {method.name}: run failed: {message}", file=sys.stderr)
+    return None
 
 
 def _solution(problem: Problem, t_end: float, compute: bool) -> tuple[Reference | None, str]:
@@ -181,9 +207,12 @@ def add_parser(
         help=f"one or more methods, 'Name[p=v,...]' (one of {', '.join(METHODS.names())}) or "
         "'module:Class[p=v,...]'",
     )
-    sim.add_argument("--t-end", type=float, required=True, help="final time")
+    sim.add_argument("--t-end", type=finite_number, required=True, help="final time")
     sim.add_argument(
-        "--h", type=float, default=None, help="step (time-stepping methods; the others ignore it)"
+        "--h",
+        type=positive_number,
+        default=None,
+        help="step > 0 (time-stepping methods; the others ignore it)",
     )
     sim.add_argument("--output-every", type=positive_int, default=1, help="keep every K-th step")
     sim.add_argument(
@@ -209,5 +238,10 @@ def add_parser(
         dest="warmup",
         action="store_false",
         help="time the first run, compilation included (default: run once untimed first)",
+    )
+    sim.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the full traceback of a run that raised (default: its message and where)",
     )
     sim.set_defaults(handler=lambda args: run_simulate(args, usage_error), parser=sim)

@@ -8,11 +8,17 @@ those workers never imported the study. A module a worker still cannot import (a
 remote machine, deleted since) makes that run a failed outcome whose message names the module,
 instead of a broken pool that says only that a task "failed to un-serialize".
 
+A problem given as an instance (``ib.compare(WavyFloorBall(a=0.1), ...)``, a study's
+``Case(problem=instance, ...)``) travels in its runs' parameters: :func:`pickled_problem` packs
+it, with the digest of its class's source (editing that source changes the runs' cache keys),
+and :func:`problem_from_pickle`, the runs' problem factory, unpacks it in the worker.
+
 ``--backend dask`` without a scheduler address runs on a :func:`local_cluster` of this machine.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -81,6 +87,38 @@ def receive(payload: bytes, folders: Iterable[str]) -> Any:
                 f"{', '.join(folders) or 'none'}) or be installed where the workers run"
             ) from None
         raise UnshippableRun(f"the run could not be unpickled in the worker: {cause}") from None
+
+
+def pickled_problem(problem: Any) -> dict[str, str]:
+    """The parameters of :func:`problem_from_pickle` that rebuild ``problem`` (an instance):
+    ``pickled``, its cloudpickle bytes in base64, and ``source``, the digest of the source of
+    its class's module (:func:`impactbench.core.versioning.source_digest`), so that a run's
+    cache key changes with that source even when the class is pickled by reference.
+
+    Raises
+    ------
+    ValueError
+        When the instance cannot be pickled (the message says why).
+    """
+    from ..core.versioning import source_digest
+
+    try:
+        payload = cloudpickle.dumps(problem)
+    except Exception as error:  # noqa: BLE001 - any pickling failure, named
+        raise ValueError(
+            f"problem {problem!r:.100} cannot be pickled for the workers "
+            f"({type(error).__name__}: {error}): pass its class and parameters instead"
+        ) from None
+    return {
+        "pickled": base64.b64encode(payload).decode("ascii"),
+        "source": source_digest(type(problem))[:16],
+    }
+
+
+def problem_from_pickle(pickled: str, source: str) -> Any:
+    """The problem instance packed by :func:`pickled_problem` (``source`` is only part of the
+    runs' cache keys)."""
+    return cloudpickle.loads(base64.b64decode(pickled))
 
 
 def local_workers(jobs: int) -> int:

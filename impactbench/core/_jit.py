@@ -33,7 +33,7 @@ from typing import Any
 
 import numba
 from llvmlite import ir as llvm_ir
-from numba.core import cgutils
+from numba.core import cgutils, event
 from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
 from numba.core.imputils import impl_ret_borrowed, lower_builtin
@@ -952,3 +952,29 @@ def bind_kernels(function: Callable, kernels: tuple) -> BoundKernel:
     name = f"{function.py_func.__qualname__}_{hasher.hexdigest()[:20]}"
     _BOUND.setdefault(name, function)
     return BoundKernel(name, kernels)
+
+
+class _Callbacks(event.Listener):
+    """A numba event listener calling ``on_start`` and ``on_end`` (no argument)."""
+
+    def __init__(self, on_start: Callable[[], None], on_end: Callable[[], None]) -> None:
+        self._on_start, self._on_end = on_start, on_end
+
+    def on_start(self, event: event.Event) -> None:
+        self._on_start()
+
+    def on_end(self, event: event.Event) -> None:
+        self._on_end()
+
+
+def watch_compilation(
+    lock_taken: Callable[[], None],
+    lock_released: Callable[[], None],
+    compiling: Callable[[], None],
+) -> None:
+    """Call ``lock_taken`` and ``lock_released`` when numba's compiler lock is asked for and
+    released (it is held to compile a function and to load one from numba's disk cache; nested
+    in the same thread), and ``compiling`` when numba starts compiling a function (not loading
+    it), from then on in this process."""
+    event.register("numba:compiler_lock", _Callbacks(lock_taken, lock_released))
+    event.register("numba:compile", _Callbacks(compiling, lambda: None))

@@ -104,7 +104,9 @@ class Trajectory:
         Human-readable explanation of ``status``.
     stats : dict
         Cost and method-specific information: ``steps``, ``force_evaluations``, ``impacts``,
-        ``wall_time`` (seconds, the whole call of :func:`impactbench.simulate`),
+        ``wall_time`` (seconds, the call of :func:`impactbench.simulate` without its
+        compilation), ``compile_time`` (seconds numba spent compiling, or loading compiled code
+        from its disk cache, in that call: :mod:`impactbench.core.compile_clock`),
         ``integration_time`` (seconds, the part of it spent in the method's integration loop:
         the compiled loop's call where one runs; the rest is the per-call work of ``simulate``)
         and more per method (time-stepping: ``work_bytes``, the bytes of

@@ -19,6 +19,7 @@ PRESENTATION_MODULES = frozenset(
     {
         "cli.py",
         "compare.py",
+        "compile_command.py",
         "files.py",
         "fitting.py",
         "long_time.py",
@@ -26,14 +27,17 @@ PRESENTATION_MODULES = frozenset(
         "pipeline.py",
         "plotting.py",
         "plugins.py",
+        "progress.py",
         "report.py",
         "results.py",
         "simulate_command.py",
         "specs.py",
+        "status_command.py",
         "study.py",
         "style.py",
         "testing.py",
         "trajectory_figure.py",
+        "user_errors.py",
         "validate_command.py",
     }
 )
