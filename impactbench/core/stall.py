@@ -2,8 +2,8 @@
 
 An adaptive solver facing a right-hand side that is discontinuous along the trajectory (a gap
 with a kink, where its gradient jumps: a V-shaped floor at its apex) can keep accepting steps
-far above round-off yet far too short to reach t_end in any time (steps of 1e-13 or 1e-9 at
-the apex, depending on the tolerances, for ever). The event loop
+far above round-off yet far too short to reach t_end in any time, of a length set by the
+tolerances. The event loop
 (:mod:`impactbench.core.events.loop`), compiled or run by scipy's solvers, counts its advances
 (accepted steps and located events alike) in blocks of :data:`STALL_STEPS`; a block that
 advanced t by less than
