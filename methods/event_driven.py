@@ -8,9 +8,8 @@ contact, restart) is :mod:`impactbench.core.events`, written once. This module h
 (the event loop compiled with numba), and on the scipy path (``compiled=False``, the other
 integrators, a problem without kernels, dense output) one of scipy's ODE solvers stepped by
 hand as :func:`scipy.integrate.solve_ivp` does (:class:`ScipyStepper`), the event loop running
-as plain Python (:mod:`impactbench.core.events.plain`); a run on the scipy path also stops with
-:class:`impactbench.SimulationError` when its steps stall (:class:`impactbench.core.stall.
-StallGuard`).
+as plain Python (:mod:`impactbench.core.events.plain`); a run on either path stops with
+:class:`impactbench.SimulationError` when its steps stall (:mod:`impactbench.core.stall`).
 
 The scipy path costs Python overhead per right-hand side and per step, dozens of force
 evaluations per impact; the ``performance`` study measures it beside the compiled engine's.

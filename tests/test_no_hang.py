@@ -15,7 +15,6 @@ from impactbench.bench.cli import main
 from impactbench.bench.runner import Run, execute
 from impactbench.bench.study import Study, StudyReport
 from impactbench.core import compilation, stall
-from impactbench.core.stall import StallGuard
 from impactbench.methods import EventDriven, MoreauJean
 from impactbench.problems import BouncingBall
 
@@ -76,30 +75,13 @@ class Skewed(Problem):
 
 def test_the_scipy_path_stops_when_it_stalls_on_a_kinked_gap():
     """The probe: steps of 2.2e-13 at t = 1.287 for ever (1000 steps per 5 s, no event)."""
-    with pytest.raises(SimulationError, match="stalled: 100 consecutive steps") as caught:
+    with pytest.raises(
+        SimulationError, match=f"stalled: {stall.STALL_STEPS} consecutive steps"
+    ) as caught:
         simulate(VFloor(), EventDriven(compiled=False), 3.0)
     error = caught.value
     assert "constraint 0" in error.reason and "C^1" in error.reason
     assert 1.0 < error.t < 1.5 and abs(error.q[0]) < 1e-3  # at the apex
-
-
-def test_the_stall_guard_counts_consecutive_short_advances_only():
-    def gradient(t, q, v):
-        return np.array([[2.0 * q[0], 1.0]])  # a smooth gap: no kink to name
-
-    guard = StallGuard(0.0, 1.0, 1e-12, gradient, 1.0)
-    assert guard.short_step == pytest.approx(1e-12)
-    q, v = np.array([0.5, 0.0]), np.array([1.0, 0.0])
-    for _ in range(2):
-        for k in range(stall.STALL_STEPS - 1):
-            guard.advance(k * 1e-13, (k + 1) * 1e-13, q, v)
-        guard.advance(0.0, 1e-6, q, v)  # a long step resets the count
-    with pytest.raises(SimulationError, match="stalled") as caught:
-        for k in range(stall.STALL_STEPS):
-            guard.advance(k * 1e-13, (k + 1) * 1e-13, q, v)
-    assert "C^1" not in caught.value.reason
-    late = StallGuard(1e6, 1e6 + 1.0, 1e-12, gradient, 1.0)  # round-off of t dominates
-    assert late.short_step == pytest.approx(stall.STALL_ROUNDOFF * np.finfo(float).eps * 1e6)
 
 
 @pytest.mark.parametrize("method", [MoreauJean(compiled=False), EventDriven(compiled=False)])

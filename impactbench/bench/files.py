@@ -21,14 +21,16 @@ one or the new one, never a truncated one.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..core._files import CacheWarning, FileWriteError, read_regular, write_atomic
+from ..core._files import CacheWarning, FileWriteError, file_kind, read_regular, write_atomic
 
 #: Name of the manifest of a study folder.
 MANIFEST = ".impactbench-manifest.json"
@@ -62,8 +64,9 @@ class StudyWriteError(OSError):
 
 
 def check_study_folder(folder: Path | str) -> Path:
-    """``folder`` if neither it nor its :data:`SUBFOLDERS` is a symbolic link, else
-    :class:`StudyWriteError` (nothing is written or deleted through a link)."""
+    """``folder`` if neither it nor its :data:`SUBFOLDERS` is a symbolic link and none of them
+    holds a special file (:func:`check_no_special_files`), else :class:`StudyWriteError`
+    (nothing is written or deleted through a link, nothing blocks on a FIFO)."""
     folder = Path(folder)
     for path in (folder, *(folder / name for name in SUBFOLDERS)):
         if path.is_symlink():
@@ -71,7 +74,29 @@ def check_study_folder(folder: Path | str) -> Path:
                 f"{path} is a symbolic link: impactbench writes and deletes only inside its "
                 "output folder, never through a link; remove the link or choose another --output"
             )
+        check_no_special_files(path)
     return folder
+
+
+def check_no_special_files(folder: Path) -> None:
+    """Raise :class:`StudyWriteError` naming the first entry of ``folder`` (itself or what a
+    link there points to) that is neither a regular file nor a folder: a FIFO, a device or a
+    socket, which opening could block on. Nothing when ``folder`` is not a folder."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        try:
+            mode = os.stat(entry.path).st_mode
+        except OSError:  # a dangling link, a file removed meanwhile: nothing to open
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise StudyWriteError(
+                f"{entry.path} is {file_kind(mode)}, not a regular file: impactbench reads and "
+                "writes only regular files in its output folder; remove it or choose another "
+                "--output"
+            )
 
 
 def _valid_entry(name: Any) -> bool:

@@ -30,6 +30,7 @@ table was written and how it was produced go in a separate provenance file
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import warnings
@@ -40,7 +41,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.metrics import METRICS
-from ..core._files import CacheWarning, write_atomic
+from ..core._files import CacheWarning, read_regular, write_atomic
 from .files import check_study_folder, replace_group
 from .runner import FAILED, PACKAGES, TIMING_FIELDS, Outcome, Run
 
@@ -185,8 +186,6 @@ def write_parquet(table: pd.DataFrame, path: Path | str, provenance: dict[str, A
     The CSV stays the byte-stable record; the Parquet file keeps the dtypes and carries how the
     table was produced (:data:`PARQUET_PROVENANCE_KEY`), for tools that read tables alone.
     """
-    import io
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -206,9 +205,29 @@ def read_parquet_provenance(path: Path | str) -> dict[str, Any]:
     return json.loads(metadata.get(PARQUET_PROVENANCE_KEY, b"{}"))
 
 
+#: Largest stored table read (bytes).
+MAX_TABLE_BYTES = 1 << 30
+
+#: Largest provenance sidecar read (bytes).
+MAX_PROVENANCE_BYTES = 1 << 24
+
+
 def read_table(path: Path | str) -> pd.DataFrame:
-    """Read a table written by :func:`write_table`."""
-    return pd.read_csv(path)
+    """Read a table written by :func:`write_table`: a regular file, opened without blocking
+    (:func:`impactbench.core._files.read_regular`: a FIFO or a device is refused, not read).
+
+    Raises
+    ------
+    FileNotFoundError
+        When there is no such file.
+    ValueError
+        Naming ``path`` when it is not a regular file or is larger than :data:`MAX_TABLE_BYTES`.
+    """
+    try:
+        data = read_regular(path, MAX_TABLE_BYTES)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}; a study's table must be a regular file") from None
+    return pd.read_csv(io.BytesIO(data))
 
 
 def write_provenance(path: Path | str, **info: Any) -> None:
@@ -219,9 +238,10 @@ def write_provenance(path: Path | str, **info: Any) -> None:
 
 def read_provenance(path: Path | str) -> dict[str, Any]:
     """Read a provenance sidecar; an empty dict when there is none, or (with a
-    :class:`impactbench.CacheWarning`) when it is not a JSON object."""
+    :class:`impactbench.CacheWarning`) when it is not a JSON object or not a regular file (a
+    FIFO or a device is not read: :func:`impactbench.core._files.read_regular`)."""
     try:
-        info = json.loads(Path(path).read_text(encoding="utf-8"))
+        info = json.loads(read_regular(path, MAX_PROVENANCE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (ValueError, RecursionError) as error:

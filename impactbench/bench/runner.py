@@ -71,6 +71,7 @@ import platform
 import re
 import subprocess
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -657,10 +658,11 @@ def _artefacts(run: Run, problem: Problem, trajectory: Trajectory) -> dict[str, 
     }
 
 
-def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> Any:
+def _compile(run: Run | bytes, folders: tuple[str, ...] = (), limit: float | None = None) -> Any:
     """Compile the code of ``run`` (or load it from numba's disk cache) by a short run of it
     (:func:`impactbench.core.compilation.compile_by_short_run`); return its compiled code, or
-    None when it has none or the short run failed.
+    None when it has none or the short run failed. With a ``limit`` (seconds), the short run
+    is bounded by it (:func:`_compile_within`; None when it did not finish in time).
 
     A problem class that compiles nothing (:func:`impactbench.core.compilation.may_compile`)
     is not even built. Whatever fails here is left to the run itself to report, when it is
@@ -672,6 +674,9 @@ def _compile(run: Run | bytes, folders: tuple[str, ...] = ()) -> Any:
         except workers.UnshippableRun:  # the run reports it
             return None
     if not compilation.may_compile(run.problem):
+        return None
+    if limit is not None:
+        _compile_within(run, limit)
         return None
     try:
         problem = run.problem(**run.problem_kwargs)
@@ -695,22 +700,47 @@ def _task(
     ``references`` (a reused worker keeps the environment it was started with). A run that
     cannot be unpacked returns the reason instead of an outcome. With a ``run_timeout``, in a
     child process stopped at that limit (:func:`impactbench.bench.timeout.perform_within`),
-    after the run's compiled code is loaded here (:func:`_compile`, outside the limit): every
-    child inherits it, warmed up."""
+    after the run's compiled code is loaded here (:func:`_compile_within`, within the limit):
+    every child inherits it, warmed up."""
     if isinstance(run, bytes):
         try:
             run = workers.receive(run, folders)
         except workers.UnshippableRun as error:
             return key, str(error)
     here = (os.getpid(), threading.get_ident())
-    if run_timeout is not None:
-        compilation.mark_loaded(_compile(run))
+    start = time.monotonic()
 
     def failure(error: str) -> Outcome:
         return Outcome.failure(run, error, package_versions())
 
+    budget = run_timeout
+    if run_timeout is not None:
+        error = _compile_within(run, run_timeout)
+        if error is not None:
+            return key, failure(f"{error} (in the run's compilation run)")
+        budget = run_timeout - (time.monotonic() - start)
     with reference_dir_set(references):
-        return key, perform_within(perform, failure, run, run_timeout, here == launcher)
+        return key, perform_within(perform, failure, run, run_timeout, here == launcher, budget)
+
+
+def _compile_within(run: Run, limit: float) -> str | None:
+    """Compile the code of ``run`` here (:func:`_compile`) and mark it loaded, the compilation
+    run bounded by ``limit`` seconds: it is first made in a forked child stopped at the limit
+    (:func:`impactbench.bench.timeout.perform_within`), which fills numba's disk cache; only
+    when it finished is it made here, loading what the child compiled. Returns the child's
+    failure (the limit expired, the child died), or None."""
+    if compilation.may_compile(run.problem):
+        outcome = perform_within(_compile_run, str, run, limit, False)
+        if isinstance(outcome, str):
+            return outcome
+    compilation.mark_loaded(_compile(run))
+    return None
+
+
+def _compile_run(run: Run, interruptible: bool) -> bool:
+    """:func:`_compile` of ``run`` in the child of :func:`_compile_within`: whether there was
+    code to compile (``interruptible`` is that of :func:`perform`, unused: nothing is timed)."""
+    return _compile(run) is not None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1094,10 +1124,10 @@ def execute(
         module notes), then the runs are performed one after the other. Ignored when ``jobs``
         is not 1. Checked as ``jobs``.
     run_timeout : float, optional
-        Time limit in seconds of each run (its warm-up, repeats and metrics): a run still
-        going at its limit is killed and is a failed outcome whose error names the limit; the
-        other runs go on (:mod:`impactbench.bench.timeout`: the run executes in a forked child
-        process). Default: no limit.
+        Time limit in seconds of each run (its compilation run, warm-up, repeats and
+        metrics): a run still going at its limit is killed and is a failed outcome whose error
+        names the limit; the other runs go on (:mod:`impactbench.bench.timeout`: the run
+        executes in a forked child process). Default: no limit.
 
     Returns
     -------
@@ -1221,7 +1251,9 @@ class _Execution:
         performed next, and report what they do."""
         first = _one_per_compiled_code(self.runs, todo)
         tasks = [
-            joblib.delayed(_compile)(workers.ship(self.runs[positions[0]]), self.folders)
+            joblib.delayed(_compile)(
+                workers.ship(self.runs[positions[0]]), self.folders, self.run_timeout
+            )
             for positions in first.values()
         ]
         with _backend_context(self.backend, self.scheduler) as crashes:

@@ -11,10 +11,13 @@ nothing else is lost: the other runs go on, and the finished ones are cached as 
 
 The fork keeps everything the process has loaded (the study's classes, the compiled code it
 has already loaded), so a run neither pickles nor recompiles anything to be limited: the runner
-loads a run's compiled loop in the forking process first, by a run of a few steps outside the
-limit (``_compile`` in :mod:`impactbench.bench.runner`), and every child starts with it loaded
-and warmed up. What a child loads itself (the numba helpers of a plain-Python run) is lost with
-it and loaded again by the next child, within its limit. Forking needs the ``fork`` start
+loads a run's compiled loop in the forking process first, by a run of a few steps
+(``_compile_within`` in :mod:`impactbench.bench.runner`), and every child starts with it loaded
+and warmed up. That compilation run is within the limit too: it is first made in a child of its
+own, stopped at the limit, which fills numba's disk cache; the forking process makes it only
+when the child finished, loading that code, and the run's child gets what is left of the
+limit. What a child loads itself (the numba helpers of a plain-Python run) is lost with it and
+loaded again by the next child, within its limit. Forking needs the ``fork`` start
 method (POSIX); :func:`check_run_timeout` refuses a limit where it is missing.
 """
 
@@ -71,6 +74,7 @@ def perform_within(
     run: Any,
     limit: float | None,
     interruptible: bool,
+    budget: float | None = None,
 ) -> Any:
     """``perform(run, interruptible=...)``, stopped after ``limit`` seconds (module docstring).
 
@@ -85,6 +89,10 @@ def perform_within(
         Seconds; None performs the run here, without a limit.
     interruptible : bool
         As for ``perform``: a KeyboardInterrupt while waiting kills the child and propagates.
+    budget : float or None
+        Seconds left of ``limit`` (default: all of it), when part of it was spent before (on
+        the run's compilation run): the child is stopped after ``budget`` seconds, and the
+        failure names ``limit``.
 
     Returns
     -------
@@ -95,6 +103,9 @@ def perform_within(
     """
     if limit is None:
         return perform(run, interruptible=interruptible)
+    budget = limit if budget is None else budget
+    if budget <= 0.0:
+        return failure(_over_the_limit(limit))
     context = multiprocessing.get_context(START_METHOD)
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(perform, run, sender), daemon=True)
@@ -109,11 +120,8 @@ def perform_within(
         )
     sender.close()
     try:
-        if not receiver.poll(limit):
-            return failure(
-                f"TimeoutError: the run exceeded its time limit of {limit:g} s (run_timeout) "
-                "and was stopped"
-            )
+        if not receiver.poll(budget):
+            return failure(_over_the_limit(limit))
         try:
             return receiver.recv()
         except EOFError:
@@ -127,3 +135,11 @@ def perform_within(
             child.kill()
         child.join()
         receiver.close()
+
+
+def _over_the_limit(limit: float) -> str:
+    """The error of a run stopped at its time limit ``limit`` (seconds)."""
+    return (
+        f"TimeoutError: the run exceeded its time limit of {limit:g} s (run_timeout) and was "
+        "stopped"
+    )

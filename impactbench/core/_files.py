@@ -102,7 +102,7 @@ def read_regular(path: Path | str, limit: int) -> bytes:
     try:
         mode = os.fstat(handle).st_mode
         if not stat.S_ISREG(mode):
-            raise ValueError(f"not a regular file ({_file_kind(mode)})")
+            raise ValueError(f"not a regular file ({file_kind(mode)})")
         chunks, size = [], 0
         while chunk := os.read(handle, min(1 << 20, limit + 1 - size)):
             chunks.append(chunk)
@@ -114,7 +114,8 @@ def read_regular(path: Path | str, limit: int) -> bytes:
         os.close(handle)
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, for a message: "a FIFO", "a folder"..."""
     kinds = {
         stat.S_ISDIR: "a folder",
         stat.S_ISFIFO: "a FIFO",

@@ -409,7 +409,6 @@ class Adaptive(Method):
 
     family: ClassVar[str] = TIME_STEPPING
     requires_step: ClassVar[bool] = False
-    _loops: ClassVar[dict[Any, Callable]] = {}
 
     def __init__(
         self,
@@ -479,27 +478,23 @@ class Adaptive(Method):
         return f"Adaptive[{','.join(parts)}]"
 
     def compile_options(self, problem: Problem) -> dict[str, Any] | None:
-        """The scheme's loop options and the adaptive loop, when compiled."""
-        if not self.stepper.compiled:
-            return None
-        return {"adaptive": True, **self.stepper._loop_options()}
+        """None when the scheme runs as plain Python, else no option of the controller's own:
+        :func:`impactbench.core.compilation.compiled_code` adds the scheme's class and options
+        (:attr:`stepper` is a method)."""
+        return {} if self.stepper.compiled else None
 
     def loop_for(self, problem: Problem) -> tuple[Callable, CheckedCalls | None]:
-        """The adaptive loop for ``problem`` (compiled once per scheme class, sizes and
-        options), and the checked calls of the plain-Python path (None when compiled)."""
+        """The adaptive loop for ``problem`` (compiled once per process for what it binds,
+        :func:`impactbench.core.scheme.scheme_loop`), and the checked calls of the
+        plain-Python path (None when compiled)."""
         scheme = type(self.stepper)
         n, m = problem.n_dof, problem.n_constraints
         options = self.stepper._loop_options()
-        key = compiled_code(self, problem)
-        if key is None:
+        if compiled_code(self, problem) is None:
             calls = CheckedCalls(problem)
             kernels = python_kernels(problem, calls)
             return scheme_loop(scheme, kernels, n, m, False, options, _adaptive_loop), calls
-        loop = self._loops.get(key)
-        if loop is None:
-            loop = scheme_loop(scheme, problem.kernels(), n, m, True, options, _adaptive_loop)
-            self._loops[key] = loop
-        return loop, None
+        return scheme_loop(scheme, problem.kernels(), n, m, True, options, _adaptive_loop), None
 
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int

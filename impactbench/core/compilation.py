@@ -46,6 +46,8 @@ class CompiledCode(NamedTuple):
     n_dof: int
     n_constraints: int
     options: tuple[tuple[str, Hashable], ...]
+    #: The compiled code of the methods the method holds (a wrapper's scheme), by attribute.
+    parts: tuple[tuple[str, CompiledCode | None], ...] = ()
 
 
 #: Attribute of a method instance under which :func:`compiled_code` keeps its last key.
@@ -56,12 +58,14 @@ def compiled_code(method: Method, problem: Problem) -> CompiledCode | None:
     """The compiled code a run of ``method`` on ``problem`` executes, or None when it runs none
     of its own (a plain-Python problem, a method's plain-Python or scipy path).
 
-    The key holds the method's class, the problem's kernels, its sizes and the method's
-    :meth:`~impactbench.Method.compile_options`: two runs have equal keys exactly when they
-    run the same compiled code. A key equal for two different pieces of code would make the
-    study runner time a compilation; the method's options must therefore name every setting
-    its machine code depends on. The last key is kept on the method and returned, the same
-    object, while its inputs are equal (the time-stepping loops look their loop up by it).
+    The key holds the method's class, the problem's kernels, its sizes, the method's
+    :meth:`~impactbench.Method.compile_options` and the keys of the methods it holds as
+    attributes (a wrapper's scheme, with that scheme's class and options): two runs have equal
+    keys exactly when they run the same compiled code. A key equal for two different pieces of
+    code would make the study runner time a compilation; the method's options must therefore
+    name every setting its machine code depends on. The last key is kept on the method and
+    returned, the same object, while its inputs are equal (the time-stepping loops look their
+    loop up by it).
     """
     kernels = problem.kernels()
     if kernels is None:
@@ -70,6 +74,7 @@ def compiled_code(method: Method, problem: Problem) -> CompiledCode | None:
     if options is None:
         return None
     n, m = problem.n_dof, problem.n_constraints
+    parts = _parts(method, problem)
     memo = method.__dict__.get(_MEMO)
     if (
         memo is not None
@@ -77,11 +82,20 @@ def compiled_code(method: Method, problem: Problem) -> CompiledCode | None:
         and memo[1] == n
         and memo[2] == m
         and memo[3] == options
+        and memo[4] == parts
     ):
-        return memo[4]
-    code = CompiledCode(type(method), kernels, n, m, tuple(sorted(options.items())))
-    method.__dict__[_MEMO] = (kernels, n, m, options, code)
+        return memo[5]
+    code = CompiledCode(type(method), kernels, n, m, tuple(sorted(options.items())), parts)
+    method.__dict__[_MEMO] = (kernels, n, m, options, parts, code)
     return code
+
+
+def _parts(method: Method, problem: Problem) -> tuple[tuple[str, CompiledCode | None], ...]:
+    """The :func:`compiled_code` of each method that ``method`` holds as an attribute (the
+    scheme an :class:`impactbench.Adaptive` steps), by attribute name: a wrapper's code is
+    that of what it wraps, which its own options need not list."""
+    held = sorted(name for name, value in vars(method).items() if isinstance(value, Method))
+    return tuple((name, compiled_code(getattr(method, name), problem)) for name in held)
 
 
 #: The compiled code this process has compiled, or loaded from numba's disk cache, and run.

@@ -777,6 +777,10 @@ def scheme_loop(
     :func:`impactbench.core.driver.make_loop`).
     """
     scheme, options = scheme.loop_scheme(kernels, dict(options))
+    # what the loop binds: the scheme's functions, the template, the kernels, sizes and options
+    key = (scheme, time_loop, kernels, n_dof, n_constraints, tuple(sorted(options.items())))
+    if compile and key in _SCHEME_LOOPS:
+        return _SCHEME_LOOPS[key]
     if kernels.tangent_gradient is not None:
         check_friction_sizes(n_dof, n_constraints)
     specialised = options.pop(SPECIALISED, False)
@@ -830,7 +834,7 @@ def scheme_loop(
         bindings["PROBLEM"] = problem
     # numba finds the functions of a cached loop again by their module: not one run by exec
     cache = all(_importable(function) for function in functions.values())
-    return make_loop(
+    loop = make_loop(
         layout.functions,
         bindings,
         n_dof,
@@ -840,6 +844,15 @@ def scheme_loop(
         problem=problem if first_class else None,
         time_loop=time_loop,
     )
+    if compile:
+        _SCHEME_LOOPS[key] = loop
+    return loop
+
+
+#: The compiled loops of this process, by everything :func:`scheme_loop` binds into them: the
+#: scheme class whose functions it compiles (after :meth:`Scheme.loop_scheme`), the loop
+#: template, the problem's kernels, the sizes and the compile-time options.
+_SCHEME_LOOPS: dict[tuple[Any, ...], Callable] = {}
 
 
 #: The schemes of the frictional steps, by scheme class (made once per class).

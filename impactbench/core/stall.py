@@ -1,20 +1,24 @@
-"""Stall detection of an adaptive integration: progress too small for too many steps.
+"""Stall detection of an event-driven integration: steps that no longer advance t.
 
 An adaptive solver facing a right-hand side that is discontinuous along the trajectory (a gap
 with a kink, where its gradient jumps: a V-shaped floor at its apex) can keep accepting steps
-far above round-off yet far too short to reach t_end in any time (the probe: steps of 2e-13 at
-t = 1.29 on a V-shaped floor, 200 steps per second, for ever). :class:`StallGuard` counts the
-consecutive advances of the integration (accepted steps and events alike) shorter than
+far above round-off yet far too short to reach t_end in any time, of a length set by the
+tolerances. The event loop
+(:mod:`impactbench.core.events.loop`), compiled or run by scipy's solvers, counts its advances
+(accepted steps and located events alike) in blocks of :data:`STALL_STEPS`; a block that
+advanced t by less than
 
-    h_short = max(STALL_ROUNDOFF eps max(|t0|, |t_end|), interval (t_end - t0)),
+    STALL_STEPS max(STALL_ROUNDOFF eps max(|t0|, |t_end|), STALL_FRACTION (t_end - t_b))
 
-``interval`` the method's smallest meaningful time interval (the event-driven method's
-``min_impact_interval``, 1e-12 by default: impacts closer than that are already an
-accumulation), and stops the run after ``STALL_STEPS`` of them with a
-:class:`impactbench.SimulationError` that gives t, q, v, the step length and, when a
+(t_b the time at the block's start) stops the run: at that pace it would need more than
+1 / :data:`STALL_FRACTION` further advances to reach t_end. The test is relative to the time
+left, not to a tolerance or to ``min_impact_interval``: whatever the solver's settings, a run
+cannot go on for ever. The mean over a block, not each step, is compared, so that an
+accumulation of impacts (intervals shrinking geometrically, their sum that of the first few)
+is left to the accumulation cut. The stop names t, q, v, the block's advance and, when a
 constraint's gradient jumps near q along v (probed at q +- ``KINK_PROBE`` L v / |v|), the
 constraint and the size of the jump (the contract requires C^1 gaps:
-:class:`impactbench.core.problem.Problem`).
+:class:`impactbench.core.problem.Problem`; :func:`kink`).
 """
 
 from __future__ import annotations
@@ -23,13 +27,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .trajectory import SimulationError
+from ._jit import kernel
 
-#: Consecutive short advances after which a run has stalled.
-STALL_STEPS = 100
+#: Advances per block of the stall test.
+STALL_STEPS = 1000
 
-#: A step shorter than this many eps max(|t0|, |t_end|) is short whatever the horizon.
+#: A block whose mean advance is below this fraction of the time left has stalled.
+STALL_FRACTION = 1e-8
+
+#: A mean advance below this many eps max(|t0|, |t_end|) is a stall whatever the time left.
 STALL_ROUNDOFF = 8.0
+
+#: Machine epsilon of float64 (a constant of the compiled loop).
+EPS = float(np.finfo(float).eps)
 
 #: The kink probe: the gradient is compared at q and at q +- KINK_PROBE L v / |v| (L the run's
 #: length scale); a relative change above KINK_JUMP names a kink (a C^1 gap of curvature radius R
@@ -38,80 +48,55 @@ KINK_PROBE = 1e-3
 KINK_JUMP = 0.5
 
 
-class StallGuard:
-    """Counts short advances and raises when the run has stalled (module docstring).
+@kernel
+def stalled_block(t_start: float, t_now: float, t0: float, t_end: float) -> bool:
+    """Whether a block of :data:`STALL_STEPS` advances from ``t_start`` to ``t_now`` has
+    stalled (module docstring); numba compiles it into the event loop."""
+    floor = STALL_ROUNDOFF * EPS * max(abs(t0), abs(t_end))
+    pace = max(floor, STALL_FRACTION * (t_end - t_start))
+    return t_now - t_start < STALL_STEPS * pace
+
+
+def stall_reason(t_start: float, t_now: float) -> str:
+    """The reason of a run stopped by :func:`stalled_block` (t, q, v are added by the
+    :class:`impactbench.SimulationError`)."""
+    return (
+        f"stalled: {STALL_STEPS} consecutive steps advanced t by {t_now - t_start:.3g} from "
+        f"t={t_start!r}, less than {STALL_FRACTION:g} of the time left to t_end each"
+    )
+
+
+def kink(
+    gradient: Callable[[np.ndarray], np.ndarray], q: np.ndarray, v: np.ndarray, length: float
+) -> str:
+    """The largest relative change of a gradient row between q and q +- KINK_PROBE L v/|v|,
+    described if above KINK_JUMP, else "".
 
     Parameters
     ----------
-    t0, t_end : float
-        The run's interval.
-    interval : float
-        Smallest meaningful interval, relative to t_end - t0.
     gradient : callable
-        ``gradient(t, q, v) -> (m, n)`` of the problem (checked calls), read at a stall only,
-        to name a kink.
+        ``gradient(q) -> (m, n)`` of the problem.
+    q, v : ndarray, shape (n,)
+        Where the run stalled.
     length : float
-        The run's length scale L (of the kink probe).
+        The run's length scale L.
     """
-
-    def __init__(
-        self,
-        t0: float,
-        t_end: float,
-        interval: float,
-        gradient: Callable[..., np.ndarray],
-        length: float,
-    ) -> None:
-        eps = float(np.finfo(float).eps)
-        self.short_step = max(
-            STALL_ROUNDOFF * eps * max(abs(t0), abs(t_end)), interval * (t_end - t0)
-        )
-        self.gradient = gradient
-        self.length = length
-        self.count = 0
-
-    def advance(self, t_old: float, t: float, q: np.ndarray, v: np.ndarray) -> None:
-        """Record an advance from ``t_old`` to ``t`` ending at (q, v); raise if stalled.
-
-        Raises
-        ------
-        SimulationError
-            After ``STALL_STEPS`` consecutive advances shorter than ``short_step``.
-        """
-        if t - t_old >= self.short_step:
-            self.count = 0
-            return
-        self.count += 1
-        if self.count < STALL_STEPS:
-            return
-        reason = (
-            f"stalled: {self.count} consecutive steps shorter than {self.short_step:.3g} (the "
-            f"last {t - t_old:.3g})"
-        )
-        kink = self.kink(t, q, v)
-        if kink:
-            reason += kink
-        raise SimulationError(reason, t, q, v)
-
-    def kink(self, t: float, q: np.ndarray, v: np.ndarray) -> str:
-        """The largest relative change of a gradient row between q and q +- KINK_PROBE L v/|v|,
-        described if above KINK_JUMP, else ""."""
-        speed = float(np.abs(v).max())
-        if not speed > 0.0:
-            return ""
-        G = self.gradient(t, q, v)  # noqa: N806
-        norms = np.maximum(np.abs(G).max(axis=1), np.finfo(float).tiny)
-        worst, row = 0.0, -1
-        for sign in (1.0, -1.0):
-            probe = q + sign * KINK_PROBE * self.length * v / speed
-            change = np.abs(self.gradient(t, probe, v) - G).max(axis=1) / norms
-            i = int(np.argmax(change))
-            if change[i] > worst:
-                worst, row = float(change[i]), i
-        if worst <= KINK_JUMP:
-            return ""
-        return (
-            f"; the gradient of constraint {row} changes by {worst:.3g} (relative) within "
-            f"{KINK_PROBE:g} L of q along v: its gap has a kink there (the contract requires "
-            "C^1 gaps)"
-        )
+    speed = float(np.abs(v).max())
+    if not speed > 0.0:
+        return ""
+    G = np.asarray(gradient(q), dtype=float)  # noqa: N806
+    norms = np.maximum(np.abs(G).max(axis=1), np.finfo(float).tiny)
+    worst, row = 0.0, -1
+    for sign in (1.0, -1.0):
+        probe = q + sign * KINK_PROBE * length * v / speed
+        change = np.abs(np.asarray(gradient(probe), dtype=float) - G).max(axis=1) / norms
+        i = int(np.argmax(change))
+        if change[i] > worst:
+            worst, row = float(change[i]), i
+    if worst <= KINK_JUMP:
+        return ""
+    return (
+        f"; the gradient of constraint {row} changes by {worst:.3g} (relative) within "
+        f"{KINK_PROBE:g} L of q along v: its gap has a kink there (the contract requires "
+        "C^1 gaps)"
+    )

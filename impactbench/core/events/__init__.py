@@ -19,7 +19,7 @@ module, each a set of templates run compiled by numba or as plain Python (the sa
   compiled engine;
 - :mod:`~impactbench.core.events.engine`: binding, running, the trajectory;
 - :mod:`~impactbench.core.events.plain`: the loop as plain Python around a :class:`Stepper`
-  (its right-hand side, probes, dense output, stall guard), with the compiled free flight of
+  (its right-hand side, probes, dense output), with the compiled free flight of
   :mod:`~impactbench.core.events.free_flight`;
 - :mod:`~impactbench.core.events.method`: the base class of an event-driven method, a run on
   either engine, a failure raised.

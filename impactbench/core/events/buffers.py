@@ -5,7 +5,8 @@ samples, the impact log, the counters and ``info``), :class:`Work` the scratch o
 :class:`Buffers` allocates them once per (stepper, n, m, capacity) and hands them, reset, to later
 runs of the same sizes.
 
-Slots of ``info`` (float, 11 + 3 m): failure details, the accumulation cut, contact phases; then
+Slots of ``info`` (float, 13 + 3 m): failure details, the accumulation cut, contact phases, the
+stall test's block; then
 three blocks of m: constraints switched at the cut (1.0), start of each constraint's contact phase
 (nan when open), values of the constraints named by a failure (nan otherwise).
 """
@@ -39,7 +40,10 @@ INFO_CONTACT_TIME = 7
 INFO_CONTACT_PHASES = 8
 INFO_CONTACT_DURATION = 9
 INFO_PROJECTIONS = 10
-INFO_HEAD = 11
+#: The stall test's block (impactbench.core.stall): the time at its start, its advances so far.
+INFO_STALL_START = 11
+INFO_STALL_STEPS = 12
+INFO_HEAD = 13
 
 # Statuses of the event loop beyond those of impactbench.core.status_codes.
 STATUS_STEP_TOO_SMALL = 20
@@ -48,6 +52,7 @@ STATUS_PENETRATION = 23
 STATUS_OUTPUT_FULL = 24
 STATUS_CONTACT_MATRIX_SINGULAR = 25
 STATUS_CONTACT_LCP_FAILED = 26
+STATUS_STALLED = 27
 #: Counter slots of the located events, of the solver restarts (the start included) and of the
 #: consecutive events without progress in t, after those of impactbench.core.status_codes.
 COUNTER_EVENTS = 6

@@ -42,6 +42,7 @@ from impactbench.core._jit import specialize
 from impactbench.core.divergence import state_bounds
 from impactbench.core.entry import DirectCall
 from impactbench.core.problem import Problem
+from impactbench.core.stall import kink, stall_reason
 from impactbench.core.status_codes import (
     COUNTER_FORCE_EVALUATIONS,
     COUNTER_IMPACTS,
@@ -70,6 +71,7 @@ from .buffers import (
     INFO_HEAD,
     INFO_PROJECTIONS,
     INFO_REST_SPEED,
+    INFO_STALL_START,
     INFO_ZENO_BEFORE,
     INFO_ZENO_SPACED,
     INFO_ZENO_TIME,
@@ -79,6 +81,7 @@ from .buffers import (
     STATUS_NO_PROGRESS,
     STATUS_OUTPUT_FULL,
     STATUS_PENETRATION,
+    STATUS_STALLED,
     STATUS_STEP_TOO_SMALL,
     Buffers,
     Output,
@@ -144,6 +147,7 @@ _TEMPLATES = (
     ("friction_drifted", (resolution.no_friction_drift, coulomb.friction_drifted), True),
     ("drifted", resolution.drifted, "ir"),
     ("diverged", loop._diverged, True),
+    ("stalled", loop._stalled, True),
     ("add_sample", loop._add_sample, True),
     ("_contact_status", loop._contact_status, True),
     ("project_contacts", loop._project_contacts, False),
@@ -534,6 +538,8 @@ def trajectory(
     if failure is not None or status != STATUS_OK:
         run_status = Status.FAILED
         message = failure or _failure_message(status, t_stop, out.info, m)
+        if failure is None and status == STATUS_STALLED:
+            message = _stall_message(problem, run, out)
     elif zeno_time is not None:
         run_status = Status.ZENO_HANDLED
         message = (
@@ -615,6 +621,18 @@ def _failure_message(status: int, t: float, info: np.ndarray, m: int) -> str:
             f"converge (gap {named[rows].tolist()})"
         )
     return f"{reasons.get(status, f'status {status}')} at t={t!r}"
+
+
+def _stall_message(problem: Problem, run: Run, out: Output) -> str:
+    """The reason of a stalled run (:mod:`impactbench.core.stall`): its last block's advance
+    and a kink of a gap at the state where it stopped, if any, with the time."""
+    t_stop = float(out.state[0])
+    n = int(problem.n_dof)
+    q, v = out.state[1 : 1 + n].copy(), out.state[1 + n :].copy()
+    reason = stall_reason(float(out.info[INFO_STALL_START]), t_stop)
+    if problem.n_constraints > 0:
+        reason += kink(problem.gap_gradient, q, v, run.length)
+    return f"{reason} at t={t_stop!r}"
 
 
 def _zeno_message(info: np.ndarray, m: int, run: Run) -> str:

@@ -8,7 +8,8 @@ impact law and decides the contacts. In persistent contact, an accepted step aft
 |G_C v| exceeds the solver's error scale is followed by a projection of q and v and the stepper
 resumes with its last step size (``info[INFO_PROJECTIONS]``). A state beyond the bounds of
 :func:`impactbench.core.divergence.state_bounds` (``out.growth``) stops the run (status
-``STATUS_DIVERGED``). At t_end the state is projected onto
+``STATUS_DIVERGED``). Advances that no longer move t stop the run (status ``STATUS_STALLED``,
+:mod:`impactbench.core.stall`). At t_end the state is projected onto
 the closed contacts and must be admissible up to twice the contact tolerance.
 
 The stepper is bound per engine: ``start_segment``, ``take_step``, ``prepare_dense``,
@@ -26,6 +27,7 @@ import numpy as np
 
 from impactbench.core.contact import CURVATURE_FD_STEP
 from impactbench.core.divergence import GREW, POSITION, Q_BOUND, V_BOUND, VALUE, VELOCITY, WHEN
+from impactbench.core.stall import STALL_STEPS, stalled_block
 from impactbench.core.status_codes import (
     COUNTER_FORCE_EVALUATIONS,
     COUNTER_IMPACTS,
@@ -49,10 +51,13 @@ from .buffers import (
     INFO_FAILED_VALUE,
     INFO_HEAD,
     INFO_PROJECTIONS,
+    INFO_STALL_START,
+    INFO_STALL_STEPS,
     STATUS_CONTACT_MATRIX_SINGULAR,
     STATUS_NO_PROGRESS,
     STATUS_OUTPUT_FULL,
     STATUS_PENETRATION,
+    STATUS_STALLED,
     STATUS_STEP_TOO_SMALL,
 )
 from .stepping import STEP_ACCEPTED, STEP_NOT_FINITE
@@ -61,7 +66,7 @@ from .stepping import STEP_ACCEPTED, STEP_NOT_FINITE
 gap = gap_gradient = views = None
 N_DOF = N_CONSTRAINTS = 0
 factor_constant_mass = resolve = drifted = project_position = project_velocity = None
-name_failed_rows = probe_step = earliest_event = diverged = None
+name_failed_rows = probe_step = earliest_event = diverged = stalled = None
 start_segment = take_step = prepare_dense = dense_evaluate = record_piece = None
 restart = segment = advance = locate = accept = project_contacts = finish = add_sample = None
 
@@ -217,6 +222,20 @@ def _diverged(t, y, out):
     return True
 
 
+def _stalled(t_old, t_new, run, out):
+    """Count the advance from ``t_old`` to ``t_new`` in the stall test's block (slots of
+    ``out.info``); at the block's end, whether it stalled
+    (:func:`impactbench.core.stall.stalled_block`; then the slot of its start keeps it)."""
+    info = out.info
+    if info[INFO_STALL_STEPS] == 0.0:
+        info[INFO_STALL_START] = t_old
+    info[INFO_STALL_STEPS] += 1.0
+    if info[INFO_STALL_STEPS] < STALL_STEPS:
+        return False
+    info[INFO_STALL_STEPS] = 0.0
+    return stalled_block(info[INFO_STALL_START], t_new, run.t0, run.t_end)
+
+
 def _locate(t, t_event, h, run, out, work):
     """Moves ``w.y`` to the event at ``t_event`` in the step [t, t + h]; a status."""
     w = views(work)
@@ -229,7 +248,7 @@ def _locate(t, t_event, h, run, out, work):
     record_piece(t, t_event, w.probe, work)
     for j in range(2 * N_DOF):
         w.y[j] = w.probe[j]
-    return STATUS_OK
+    return STATUS_STALLED if stalled(t, t_event, run, out) else STATUS_OK
 
 
 def _accept(t, t_new, k_closed, run, out, work):
@@ -245,6 +264,8 @@ def _accept(t, t_new, k_closed, run, out, work):
         w.f[j] = w.f_new[j]
     if t_new >= run.t_end:
         return STATUS_OK, 0.0
+    if stalled(t, t_new, run, out):
+        return STATUS_STALLED, 0.0
     first_step = 0.0
     if k_closed > 0 and drifted(w.y, k_closed, run, work):
         status = project_contacts(w.y, k_closed, run, out, work)

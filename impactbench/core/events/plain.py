@@ -7,8 +7,8 @@
 loop needs around the stepper: the right-hand side the stepper integrates (the compiled free
 flight of :mod:`impactbench.core.events.free_flight` when the problem has kernels and no
 contact is closed, else the contact dynamics of :mod:`impactbench.core.events.dynamics`), the
-probes of the event check evaluated at once on the step's interpolant, the stall guard
-(:class:`impactbench.core.stall.StallGuard`), the count of force evaluations, the dense output
+probes of the event check evaluated at once on the step's interpolant, the count of force
+evaluations (the stall test is the loop's own, :mod:`impactbench.core.stall`), the dense output
 of the run (:class:`impactbench.core.dense.DenseOutputBuilder`) and the output buffers, grown
 while they fill up. A failure inside the run raises :class:`impactbench.SimulationError` with
 t, q, v and the trajectory up to there.
@@ -25,7 +25,6 @@ import numpy as np
 from impactbench.core.compiled_rk import STEP_ACCEPTED
 from impactbench.core.dense import DenseOutputBuilder
 from impactbench.core.problem import CheckedCalls, Problem, ProblemKernels
-from impactbench.core.stall import StallGuard
 from impactbench.core.status_codes import (
     COUNTER_STATUS,
     FAILURE_REASONS,
@@ -155,7 +154,7 @@ class PlainRun:
         self.loop = bind(self._kernel_bindings(), self._bind_stepper, compile=False)
 
     def _fresh(self, capacity: int) -> None:
-        """Fresh buffers of ``capacity`` samples, stall guard and dense output."""
+        """Fresh buffers of ``capacity`` samples and dense output."""
         buffers = Buffers(
             (1, 2 * self.n), (1, 2 * self.n), self.n, self.m, capacity, friction=self.friction
         )
@@ -163,10 +162,6 @@ class PlainRun:
         self.dense = None
         if self.dense_output:
             self.dense = DenseOutputBuilder(self.n, self.stepper.dense_degree)
-        self.guard = StallGuard(
-            self.run.t0, self.run.t_end, self.run.min_impact_interval,
-            self.calls.gap_gradient, self.run.length,
-        )  # fmt: skip
 
     def _kernel_bindings(self) -> dict[str, Any]:
         checked = checked_kernels(self.calls, self.where)
@@ -289,8 +284,6 @@ class PlainRun:
         self.where[0], self.where[1] = s, out[self.n :].copy()
 
     def record_piece(self, t_old: float, t_new: float, y_end: np.ndarray, w: Work) -> None:
-        """The stall guard's count, and the piece [t_old, t_new] of the dense output."""
-        n = self.n
-        self.guard.advance(t_old, t_new, y_end[:n], y_end[n:])
+        """The piece [t_old, t_new] of the dense output."""
         if self.dense is not None:
             self.dense.add(t_old, t_new, self.sol, w.y.copy(), y_end.copy())
