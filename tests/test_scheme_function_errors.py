@@ -76,6 +76,6 @@ def test_the_same_step_runs_plain_python_where_the_mistake_does_not_matter():
 
 
 def test_other_typing_errors_are_left_as_numba_raised_them():
-    from numba.core.errors import TypingError
+    from impactbench.core._jit import TypingError
 
     assert explain_typing_error(TypingError("No implementation of function sqrt(unicode)")) is None

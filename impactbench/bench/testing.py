@@ -189,9 +189,9 @@ LEVELS = {
 LIKELY_CAUSES = (
     (
         "restitution",
-        "the restitution applied twice (e^2) or not at all; e applied to the free velocity "
-        "instead of the pre-impact one; the impact law applied again on the step after the "
-        "impact; the impulse in the wrong metric on a non-diagonal M",
+        "the restitution applied twice (r = e^2) or not at all (r = 1); a coefficient other "
+        "than the problem's e passed to the impact law; a second impulse on the step after "
+        "the impact, while the contact is still closed",
     ),
     (
         "friction oscillator",
@@ -904,7 +904,8 @@ def _restitution_check(method: Method, level: Level) -> Check:
             worst = (float(excess[k]), float(deviation[k]), k, h)
     excess, deviation, k, h = worst
     at = "" if h is None else f", h = {h:.3g}"
-    detail = f"r = -u_+/u_- at the last step: {', '.join(f'{r:.4g}' for r in ratios)}"
+    last = "" if steps[-1] is None else f" at h = {steps[-1]:.3g}"
+    detail = f"r = -u_+/u_- per impact{last}: {', '.join(f'{r:.4g}' for r in ratios)}"
     signature = _restitution_signature(ratios, e)
     if excess > 1.0 and signature:
         detail += f"; {signature}"

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from numba.core.errors import TypingError
-
-from ._jit import compiled_entry
+from ._jit import TypingError, compiled_entry
 from .typing_errors import explain_typing_error
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from numba.core.errors import TypingError
+from ._jit import TypingError
 
 #: numba's message for a global name it cannot type: the name and the Python type of its value.
 _UNTYPED_GLOBAL = re.compile(
