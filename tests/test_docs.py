@@ -25,14 +25,21 @@ def test_adding_a_method_has_the_complete_example():
 
 def test_adding_a_scheme_writes_the_scheme_on_the_scheme_api():
     blocks = python_blocks(DOCS / "adding-a-scheme.md")
-    assert len(blocks) == 3 and "class SymplecticMoreau(Scheme)" in blocks[0]
+    assert len(blocks) == 4 and "class SymplecticMoreau(Scheme)" in blocks[0]
     assert "from impactbench.core.scheme import" in blocks[0]
+    assert "= scheme_function(MoreauJean.step)" in blocks[3]  # reusing a scheme's step
+
+
+def test_adding_a_study_writes_the_study_file_from_scratch():
+    blocks = python_blocks(DOCS / "adding-a-study.md")
+    assert len(blocks) == 2 and "STUDY = Study(" in blocks[0] and "run_study(STUDY" in blocks[1]
 
 
 #: What each page's examples print (besides their own assertions).
 PRINTS = {
     "adding-a-method.md": "max position error",
     "adding-a-scheme.md": "max position error",
+    "adding-a-study.md": "Order in h with its 95 % interval",
     "friction.md": "no friction law",
     "simulate-and-compare.md": "versus",
 }

@@ -39,10 +39,12 @@ def test_a_failing_method_exits_1(capsys):
     failed = out.split("Failed checks (2):")[1]
     assert "- resting contact (no drift) on BouncingBall" in failed
     assert "threshold depth <= 4 alpha h^2" in failed and "> bound" in failed
+    # and its likely causes, in the words of the mistake
+    assert "likely causes: constraints activated only when approaching" in " ".join(failed.split())
     # progress on stderr while it runs: each group of checks announced, then its result
     progress = [line for line in captured.err.splitlines() if line.startswith("validate: [")]
-    assert progress[0] == "validate: [1/7] orders through impacts ..."
-    assert any(line.startswith("validate: [6/7] determinism: 1 of 1 passed") for line in progress)
+    assert progress[0] == "validate: [1/8] orders through impacts ..."
+    assert any(line.startswith("validate: [7/8] determinism: 1 of 1 passed") for line in progress)
 
 
 def test_the_report_table_fits_100_columns_and_explains_failures():

@@ -56,6 +56,18 @@ energy over impacts
     one event), E after its last entry minus E before its first <= h^2 F^T M^-1 F (the
     free-flight drift a first-order step may have) plus round-off. Not applicable (not a
     failure) to methods whose output velocity is not part of their state.
+restitution at isolated impacts
+    Newton's law itself: at each of the bouncing ball's first impacts (the run's own impact
+    events; flights long against the step), the ratio r = -u_+/u_- of the normal speeds at the
+    floor after and before it, each read from the free-flight invariant u^2 = v^2 + 2 g q at an
+    output sample inside the flight (so the error in the impact time does not enter), must
+    equal e to first order: |r - e| <= :data:`RESTITUTION_CONSTANT` g h / u_- at the level's
+    coarsest, middle and finest steps (g h / u_-: the velocity gained over one step relative
+    to the impact speed, the size of a first-order scheme's terms at an impact), ``h_max``
+    under step-size control, TOLERANCE_FACTOR rtol for an event-driven method. A failure whose
+    ratios sit at e^2, 1, 0 or sqrt(e) names that mistake (e.g. "r = e^2: the restitution
+    applied twice"). The order checks see such a scheme only as an error that stops
+    decreasing.
 bad inputs
     ``simulate`` with t_end NaN, infinite or <= t0, output_every 0, a NaN initial velocity,
     and h <= 0, NaN, infinite or missing (time-stepping), given (event-driven) or <= 0, NaN or
@@ -72,6 +84,9 @@ other the three rows are "not applicable (no friction law)", never failures)
     than its friction angle moves by at most :data:`CREEP_TOLERANCE` to the resting horizon.
     *Friction oscillator*: the order checks above against its stick-slip closed form (through
     its arcs into the final stick, T = 30), with the same thresholds.
+
+Each failed check comes with its likely causes in one line (:data:`LIKELY_CAUSES`: the
+report's text, ``Check.likely_causes``, and the JSON).
 
 Levels: ``"quick"`` fits over :data:`LEVELS` ["quick"] (7 nominal steps over 1.2 decades, 2
 phases each; resting contact to t = 100), ``"full"`` over 12 steps spanning 1.7 decades with 3
@@ -169,6 +184,86 @@ LEVELS = {
 }
 
 
+#: The likely causes of a failed check, one line each, by the start of its property's name
+#: (the first match; the frictional oscillator's order checks start with "friction oscillator").
+LIKELY_CAUSES = (
+    (
+        "restitution",
+        "the restitution applied twice (r = e^2) or not at all (r = 1); a coefficient other "
+        "than the problem's e passed to the impact law; a second impulse on the step after "
+        "the impact, while the contact is still closed",
+    ),
+    (
+        "friction oscillator",
+        "stick-slip transitions missed (the tangential impulse not solved with the normal "
+        "one); the restitution or the smooth step wrong as for the other order checks",
+    ),
+    (
+        "order",
+        "the restitution applied twice or not at all (see the restitution row); the impulse "
+        "along the Euclidean normal instead of M^-1 G^T (see the kinetic-metric row); an impact "
+        "at t0 or a contact closed at the start missed; the candidate state not committed or "
+        "the forces taken at the wrong time (the smooth step not consistent)",
+    ),
+    (
+        "kinetic metric",
+        "the impulse along the Euclidean normal G^T instead of M^-1 G^T (the Delassus operator "
+        "G M^-1 G^T replaced by G G^T); M evaluated at another point than the gap gradient",
+    ),
+    (
+        "resting contact",
+        "constraints activated only when approaching (every free step at rest sinks by "
+        "O(h^2)); the position never corrected; the impulse not applied on a contact that "
+        "closes without velocity",
+    ),
+    (
+        "several simultaneous",
+        "the active constraints solved one at a time instead of by one LCP; the active set "
+        "taken from a stale position; the LCP solver stopping before convergence",
+    ),
+    (
+        "no step-size collapse",
+        "the controller refines at every change of the active set, or measures the jump of "
+        "an impact as a local error",
+    ),
+    (
+        "energy not increased",
+        "an impulse larger than Newton's law gives (e replaced by a value above e, the "
+        "impulse applied twice, or with the wrong sign); an output velocity that is not the "
+        "post-impact one",
+    ),
+    (
+        "bad inputs",
+        "solve overridden instead of _solve_impl (simulate's checks bypassed); the method's "
+        "own check of the argument missing or naming another one",
+    ),
+    (
+        "deterministic",
+        "state kept between runs (class attributes or caches mutated by a run); random "
+        "numbers; work arrays read before they are written",
+    ),
+    (
+        "friction work",
+        "the tangential impulse with the wrong sign or outside Coulomb's cone (|P_T| > mu "
+        "P_N); friction applied with the pre-impact normal impulse",
+    ),
+    (
+        "no creep",
+        "stick not reachable (regularised friction, a tangential impulse capped below what "
+        "sticking needs); the tangential velocity of the previous step used",
+    ),
+)
+
+
+def likely_causes(prop: str) -> str:
+    """The likely causes of a failure of the property named ``prop`` (:data:`LIKELY_CAUSES`),
+    or '' for a property without a known list."""
+    for start, causes in LIKELY_CAUSES:
+        if prop.startswith(start):
+            return causes
+    return ""
+
+
 @dataclass(frozen=True)
 class Check:
     """One row of a report: a property on a problem, its measured value and verdict.
@@ -190,6 +285,12 @@ class Check:
     @property
     def verdict(self) -> str:
         return {True: "pass", False: "FAIL", None: "n/a"}[self.passed]
+
+    @property
+    def likely_causes(self) -> str:
+        """The likely causes of the failure in one line (:func:`likely_causes`); '' when the
+        check did not fail."""
+        return likely_causes(self.property) if self.passed is False else ""
 
 
 @dataclass
@@ -222,7 +323,10 @@ class ValidationReport:
             "level": self.level,
             "passed": self.passed,
             "seconds": self.seconds,
-            "checks": [{**asdict(check), "verdict": check.verdict} for check in self.checks],
+            "checks": [
+                {**asdict(check), "verdict": check.verdict, "likely_causes": check.likely_causes}
+                for check in self.checks
+            ],
         }
 
     def to_json(self) -> str:
@@ -231,7 +335,7 @@ class ValidationReport:
     def table(self, rows: list[Check] | None = None, width: int = TABLE_WIDTH) -> str:
         """The checks as a text table at most ``width`` columns wide (long cells wrapped),
         followed by each failed check: its property and problem, measured value against
-        threshold, and the detail saying why."""
+        threshold, the detail saying why, and its likely causes."""
         rows = self.checks if rows is None else rows
         header = ("verdict", "property", "problem", "measured", "threshold")
         cells = [(c.verdict, c.property, c.problem, c.measured, c.threshold) for c in rows]
@@ -250,6 +354,14 @@ class ValidationReport:
                 subsequent_indent="  ",
                 break_on_hyphens=False,
             )
+            if check.likely_causes:
+                lines += textwrap.wrap(
+                    f"likely causes: {check.likely_causes}",
+                    width,
+                    initial_indent="  ",
+                    subsequent_indent="    ",
+                    break_on_hyphens=False,
+                )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -698,6 +810,115 @@ def _energy_check(method: Method, level: Level) -> Check:
     )
 
 
+#: Restitution at isolated impacts: |r - e| <= RESTITUTION_CONSTANT g h / u_- at a fixed step h.
+RESTITUTION_CONSTANT = 4.0
+#: The impacts of the bouncing ball the restitution check measures (its first ones: flights of
+#: 0.37 s or more, long against every step of the levels).
+RESTITUTION_IMPACTS = 4
+#: Restitution ratios that name a mistake: (ratio as a function of e, what it means).
+_RESTITUTION_SIGNATURES = (
+    (lambda e: e * e, "r = e^2: the restitution applied twice"),
+    (lambda e: 1.0, "r = 1: no restitution (an elastic impact, or no impulse: the ball passes"
+     " through the floor)"),
+    (lambda e: 0.0, "r = 0: a plastic impact (e ignored)"),
+    (lambda e: math.sqrt(e), "r = sqrt(e): e applied to the energy instead of the velocity"),
+)  # fmt: skip
+
+
+def _floor_speeds(ball: Problem, run: Trajectory, count: int) -> np.ndarray:
+    """Normal speeds at the floor before and after each of the first ``count`` impact events
+    of ``run`` (:func:`impactbench.analysis.impact_events.impact_events`), shape (K, 2), K <=
+    ``count`` the events logged: from the free-flight invariant u^2 = v^2 + 2 g q at the output
+    sample inside the flight before the event nearest the middle of its last half (inside the
+    flight after it, nearest the middle of its first half). In free flight u is the speed with
+    which the ball reaches (left) the floor, whatever the time of the impact. NaN where a
+    flight has no sample."""
+    events = impact_events(run)
+    starts, ends = events.times[:count], events.ends[:count]
+    following = np.append(events.times, run.t[-1])[1 : len(starts) + 1]
+    previous = np.append(ball.t0, events.ends)[: len(starts)]
+    speeds = np.full((len(starts), 2), np.nan)
+    for k, flight in enumerate(zip(previous, starts, ends, following, strict=True)):
+        for side, (start, end) in enumerate((flight[:2], flight[2:])):
+            quarter = 0.25 * (end - start)
+            target = end - 1.5 * quarter if side == 0 else start + 1.5 * quarter
+            inside = np.flatnonzero((run.t > start) & (run.t < end))
+            if inside.size:
+                i = inside[np.argmin(np.abs(run.t[inside] - target))]
+                square = run.v[i, 0] ** 2 + 2.0 * ball.gravity * run.q[i, 0]
+                speeds[k, side] = math.sqrt(max(square, 0.0))
+    return speeds
+
+
+def _restitution_signature(ratios: np.ndarray, e: float) -> str:
+    """The mistake the measured ratios point to (:data:`_RESTITUTION_SIGNATURES`), or ''."""
+    for expected, meaning in _RESTITUTION_SIGNATURES:
+        if np.all(np.abs(ratios - expected(e)) <= 0.25 * abs(e - expected(e))):
+            return meaning
+    return ""
+
+
+def _restitution_check(method: Method, level: Level) -> Check:
+    """Newton's law at isolated impacts: the ratio r = -u_+/u_- of the normal velocities after
+    and before each of the bouncing ball's first :data:`RESTITUTION_IMPACTS` impacts (the
+    run's own impact events, so that a wrong scheme is measured at its own impacts;
+    :func:`_floor_speeds`) equals e to first order: |r - e| <= RESTITUTION_CONSTANT g h / u_-
+    at the level's coarsest, middle and finest steps (so that |r - e| shrinks at least as h).
+    The O(g h / u_-) terms are what a first-order scheme commits: the velocity gained over the
+    step in which the impact is detected, the depth h u_- at which it may act, and the O(h g u)
+    oscillation of a first-order integrator's energy in flight. Under step-size control h is
+    ``h_max``; an event-driven method (or one without ``h_max``): |r - e| <= TOLERANCE_FACTOR
+    rtol."""
+    from ..problems import BouncingBall
+
+    ball = BouncingBall(q0=1.0, v0=0.0, restitution=0.8)
+    e, g = ball.restitution, ball.gravity
+    impacts = ball.impact_times(100.0)[: RESTITUTION_IMPACTS + 1]
+    name = f"{ball.name} (e = {e:g}, first {RESTITUTION_IMPACTS} impacts)"
+    prop = "restitution at isolated impacts"
+    if method.requires_step:
+        steps = [level.steps[0], level.steps[len(level.steps) // 2], level.steps[-1]]
+    else:
+        steps = [method.parameters().get("h_max") if _adaptive(method) else None]
+    worst = (-math.inf, math.nan, 0, None)  # (|r - e| / bound, |r - e|, impact, h)
+    threshold, ratios = "", np.zeros(0)
+    for h in steps:
+        try:
+            run = _run(ball, method, float(impacts[-1]), h if method.requires_step else None)
+        except _RunFailed as failure:
+            return Check(prop, name, "run failed", "", False, str(failure))
+        speeds = _floor_speeds(ball, run, RESTITUTION_IMPACTS)
+        if not len(speeds):
+            return Check(prop, name, "no impact logged", "", False, "the run's impact log is empty")
+        ratios = speeds[:, 1] / speeds[:, 0]
+        if h is None:
+            bound = np.full(len(ratios), TOLERANCE_FACTOR * _tolerance_of(method))
+            threshold = f"|r - e| <= {TOLERANCE_FACTOR:g} rtol"
+        else:
+            bound = RESTITUTION_CONSTANT * g * h / speeds[:, 0]
+            threshold = f"|r - e| <= {RESTITUTION_CONSTANT:g} g h / u_-"
+        deviation = np.abs(ratios - e)
+        excess = np.where(np.isnan(deviation), np.inf, deviation / bound)  # NaN: no sample
+        k = int(np.argmax(excess))
+        if excess[k] > worst[0]:
+            worst = (float(excess[k]), float(deviation[k]), k, h)
+    excess, deviation, k, h = worst
+    at = "" if h is None else f", h = {h:.3g}"
+    last = "" if steps[-1] is None else f" at h = {steps[-1]:.3g}"
+    detail = f"r = -u_+/u_- per impact{last}: {', '.join(f'{r:.4g}' for r in ratios)}"
+    signature = _restitution_signature(ratios, e)
+    if excess > 1.0 and signature:
+        detail += f"; {signature}"
+    return Check(
+        prop,
+        name,
+        f"|r - e| = {_fmt(deviation)}, {_fmt(excess)} x the bound (impact {k + 1}{at})",
+        threshold,
+        excess <= 1.0,
+        detail,
+    )
+
+
 def _bad_input_check(method: Method) -> Check:
     from ..problems import BouncingBall
 
@@ -908,6 +1129,7 @@ PROPERTIES = (
     "resting_contact",
     "several_contacts",
     "energy",
+    "restitution",
     "bad_inputs",
     "determinism",
     *FRICTION_PROPERTIES,
@@ -975,6 +1197,7 @@ def check_method(
             (selected,),
         ),
         ("energy over impacts", "energy" in selected, _energy_check, ()),
+        ("restitution", "restitution" in selected, _restitution_check, ()),
         ("bad inputs", "bad_inputs" in selected, lambda m, _level: _bad_input_check(m), ()),
         ("determinism", "determinism" in selected, _determinism_check, ()),
         (

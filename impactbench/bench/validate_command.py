@@ -7,7 +7,7 @@ a class of another module, ``MODULE:CLASS[param=value,...]``
 ``python -m`` does. Exit codes: 0 every check passed, 1 a check failed, 2 usage error (unknown
 name, import error, bad parameter). Progress lines go to stderr while the battery runs; the
 report (a table at most 100 columns wide, then each failed check with its measured value,
-threshold and why) to stdout.
+threshold, why, and its likely causes) to stdout.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ def add_parser(commands: Any, usage_error: type[Exception]) -> None:
         help="run the conformance suite on a method (built-in or MODULE:CLASS)",
         description="Run a method through the battery the built-in methods pass (orders "
         "through impacts against closed forms, the kinetic metric, resting and multiple "
-        "contacts, energy over impacts, bad inputs, determinism; for a method declaring a "
+        "contacts, energy over impacts, the restitution ratio at isolated impacts, bad inputs, "
+        "determinism; for a method declaring a "
         "friction law, non-positive friction work, no creep when sticking and the friction "
         "oscillator's closed form, reported not applicable for any other) and print each property "
-        "with its measured value, threshold and verdict. Exit code 0 when every check "
+        "with its measured value, threshold and verdict (and, for a failed one, its likely "
+        "causes). Exit code 0 when every check "
         "passes, 1 when one fails, 2 for a usage error.",
     )
     validate.add_argument(

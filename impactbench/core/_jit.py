@@ -36,6 +36,7 @@ from llvmlite import ir as llvm_ir
 from numba.core import cgutils, event
 from numba.core import types as numba_types
 from numba.core.dispatcher import Dispatcher
+from numba.core.errors import TypingError  # noqa: F401 - re-exported: a first call raises it
 from numba.core.imputils import impl_ret_borrowed, lower_builtin
 from numba.core.registry import CPUDispatcher
 from numba.core.typing import signature

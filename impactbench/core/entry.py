@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._jit import compiled_entry
+from ._jit import TypingError, compiled_entry
+from .typing_errors import explain_typing_error
 
 
 class DirectCall:
@@ -40,6 +41,12 @@ class DirectCall:
         entry = self.entry
         if entry is not None:
             return entry(*arguments)
-        result = self.function(*arguments)
+        try:
+            result = self.function(*arguments)
+        except TypingError as error:  # the first call compiles: a mistake of a scheme's code
+            explained = explain_typing_error(error)
+            if explained is None:
+                raise
+            raise explained from None  # numba's message stays its __context__
         self.entry = compiled_entry(self.function, arguments)
         return result
