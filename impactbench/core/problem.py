@@ -464,18 +464,22 @@ class CompiledProblem(Problem):
         """:meth:`Problem.check`; a diagonal declaration needs ``KERNELS.mass_diagonal``, and the
         ``gap`` kernel must write exactly ``n_constraints`` values (:meth:`_check_gap_size`).
 
-        The values checked at q0 are the kernels' at (t0, q0, v0) with the parameter vector
-        fixed at construction, so a check that passed holds while the contract's attributes
-        (sizes, ``mass_structure``, ``restitution``, ``t0``, ``q0``, ``v0``: types, shapes and
-        bits) and that vector are unchanged: it is skipped then (:func:`_contract_key`; first
+        The values checked at q0 are the kernels' at (t0, q0, v0) with the parameter vector,
+        so a check that passed holds while the contract's attributes (sizes,
+        ``mass_structure``, ``restitution``, ``t0``, ``q0``, ``v0``: types, shapes and bits)
+        and that vector are unchanged: it is skipped then (:func:`_contract_key`; first
         tested by the cheaper :class:`impactbench.core.snapshot.Snapshot`: no attribute changed
         at all), and run in full after any change. A subclass that overrides a method of the
-        contract in Python is checked in full every time.
+        contract in Python is checked in full every time. After any change of an attribute,
+        the vector is taken again from ``kernel_parameters()`` (what a run integrates, so a
+        parameter set after construction is validated at the next check:
+        :meth:`_refresh_parameters`).
         """
         passed = _PASSED.get(id(self))
         if passed is not None and passed[0]() is self:
             if passed[2] is not None and passed[2].matches(self):
                 return  # no attribute changed since the check passed
+            self._refresh_parameters()
             key = _contract_key(self)
             if key is not None and passed[1] == key:  # another attribute changed
                 _PASSED[id(self)] = (passed[0], key, Snapshot.take(self, _CLASS_READ))
@@ -508,6 +512,7 @@ class CompiledProblem(Problem):
                 f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
             )
         _PASSED.pop(id(self), None)
+        self._refresh_parameters()
         self._check_gap_size()
         super().check()
         key = _contract_key(self)
@@ -515,6 +520,33 @@ class CompiledProblem(Problem):
             forget = functools.partial(_PASSED.pop, id(self), None)
             reference = weakref.ref(self, lambda _: forget())
             _PASSED[id(self)] = (reference, key, Snapshot.take(self, _CLASS_READ))
+
+    def _refresh_parameters(self) -> None:
+        """Take ``kernel_parameters()`` again into the vector the kernels are called with.
+
+        The loops read ``kernel_parameters()`` at every run, so a parameter set on the instance
+        after construction (``block.mu = -3``) is what a run integrates: the check must validate
+        that vector, not the one of construction. Called by :meth:`check` whenever an attribute
+        changed; a changed vector changes :func:`_contract_key`, and the check then runs in full
+        on it (a negative ``mu`` is refused there, by :func:`_check_friction`).
+
+        Raises
+        ------
+        ValueError
+            If the vector's length changed (the kernels were written for the length of
+            construction).
+        """
+        built = getattr(self, "_p", None)
+        if built is None:  # within _finish_init
+            return
+        now = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
+        if now.shape != built.shape:
+            raise ValueError(
+                f"kernel_parameters() of this {type(self).__name__} must keep the shape "
+                f"{built.shape} of construction, got shape {now.shape}: build a new problem"
+            )
+        if not np.array_equal(now, built, equal_nan=True):
+            self._p = now
 
     def _check_gap_size(self) -> None:
         """``n_constraints`` is the number of values the ``gap`` kernel writes.
