@@ -8,12 +8,15 @@ the failure it is.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from impactbench import simulate
+from impactbench.core import divergence
 from impactbench.core.adaptive import MAX_ORDER, Adaptive
-from impactbench.methods import MoreauJean
-from impactbench.problems import BouncingBall, SlidingBlock
+from impactbench.core.divergence import DivergenceError
+from impactbench.methods import MoreauJean, PaoliSchatzman
+from impactbench.problems import BouncingBall, ImpactingBar, ImpactingOscillator, SlidingBlock
 
 # --------------------------------------------------------------------------------------------
 # A parameter set after construction is validated at the next run
@@ -67,3 +70,43 @@ def test_adaptive_refuses_a_smallest_step_above_the_largest_step_of_the_run():
     # h_max defaults to (t_end - t0) / 10 = 0.1: no step of the run could be at least h_min
     with pytest.raises(ValueError, match="h_min must be <= the largest step 0.1"):
         simulate(BouncingBall(), Adaptive(MoreauJean(), h_min=0.5), 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Divergence bounds from the state's own scales
+
+
+def test_an_unstable_run_on_a_stiff_restoring_force_stops_as_diverged():
+    # h omega = 4 > 2: central differences grow by ~14 per step. The bound T |F0| / m read
+    # the whole horizon's worth of the spring force as a speed: the run reported ok with
+    # max |v| ~ 5e13 (the genuine motion's speed is omega x0 = 1e6)
+    oscillator = ImpactingOscillator(restitution=0.8, frequency=1e6)
+    with pytest.raises(DivergenceError, match=r"diverged: max \|[qv]\|"):
+        simulate(oscillator, PaoliSchatzman(compiled=False), 1e-4, h=4e-6)
+
+
+@pytest.mark.parametrize("t_end", [1e-3, 1.0, 100.0])
+def test_the_velocity_bound_of_a_restoring_force_is_its_amplitude_whatever_the_horizon(t_end):
+    # x'' = -omega^2 x from x0 = 1: |v| <= omega x0 for all t (and after any impact, e <= 1)
+    omega = 1e6
+    bounds = divergence.state_bounds(ImpactingOscillator(frequency=omega), t_end)
+    assert bounds[divergence.V_BOUND] == pytest.approx(divergence.DIVERGENCE_FACTOR * omega)
+
+
+@pytest.mark.parametrize("n_elements", [4, 50])
+def test_the_estimated_frequency_is_the_fastest_one_from_below(n_elements):
+    """Power iteration in the mass norm on the bar (lumped mass, stiffness K): its omega_max is
+    2 / stable_step, which the estimate approaches from below."""
+
+    class UndeclaredBar(ImpactingBar):
+        stable_step = None
+
+    exact = 2.0 / ImpactingBar(n_elements=n_elements).stable_step
+    bar = UndeclaredBar(n_elements=n_elements)
+    estimate = divergence.initial_frequency(
+        bar, bar.mass_diagonal(bar.q0), bar.forces(bar.t0, bar.q0, bar.v0)
+    )
+    assert 0.99 * exact < estimate <= exact * (1.0 + 1e-9)
+    ball = BouncingBall()  # gravity does not depend on q: the whole horizon counts
+    weight = ball.forces(ball.t0, ball.q0, ball.v0)
+    assert divergence.initial_frequency(ball, np.ones(1), weight) == 0.0

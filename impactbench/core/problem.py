@@ -25,7 +25,7 @@ from . import _checks
 from ._gradient_check import gradient_mismatch
 from ._jit import kernel
 from .contact import ldl_factor
-from .divergence import declared_stable_step, declared_state_scale
+from .divergence import declared_stable_step, declared_state_scale, initial_frequency
 from .sampled import sample_gaps, sample_kinetic_energies
 from .snapshot import Snapshot
 from .trajectory import SimulationError
@@ -326,7 +326,7 @@ class Problem(ABC):
         declared_state_scale(self)
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
-        lightest, kinetic = self._check_mass(n)
+        diagonal, kinetic = self._check_mass(n)
         if getattr(self, "n_constraints", None) is None:  # inferred from gap(q0)
             g0 = np.asarray(self.gap(self.q0))
             if g0.ndim != 1:
@@ -357,15 +357,21 @@ class Problem(ABC):
         )
         # the scales of the divergence bounds (impactbench.core.divergence.state_bounds), kept
         # so that a run does not evaluate M and F at q0 again
-        self._initial_scales = (lightest, kinetic, float(np.abs(force).max()))
+        frequency = initial_frequency(self, diagonal, force)
+        self._initial_scales = (
+            float(diagonal.min()),
+            kinetic,
+            float(np.abs(force).max()),
+            frequency,
+        )
 
-    def _check_mass(self, n: int) -> tuple[float, float]:
+    def _check_mass(self, n: int) -> tuple[np.ndarray, float]:
         """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`); return the
-        smallest diagonal entry of M(q0) and the kinetic energy v0^T M(q0) v0 / 2."""
+        diagonal of M(q0), shape (n,), and the kinetic energy v0^T M(q0) v0 / 2."""
         if valid_mass_structure(self.mass_structure) == "dense":
             mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
             _checks.spd_matrix(mass, "mass_matrix(q0)", n)
-            return float(np.diagonal(mass).min()), 0.5 * float(self.v0 @ mass @ self.v0)
+            return np.diagonal(mass).copy(), 0.5 * float(self.v0 @ mass @ self.v0)
         diagonal = _valid(returned_array(self.mass_diagonal(self.q0), "mass_diagonal(q0)", (n,)))
         if not np.all(diagonal > 0.0):
             raise ValueError(f"mass_diagonal(q0) must be positive, got {_brief(diagonal)}")
@@ -375,7 +381,7 @@ class Problem(ABC):
                 f"{diagonal.max() / diagonal.min():.3g} > {_checks.MAX_CONDITION:.0e}): "
                 f"{_brief(diagonal)}"
             )
-        scales = float(diagonal.min()), 0.5 * float(diagonal @ (self.v0 * self.v0))
+        scales = diagonal, 0.5 * float(diagonal @ (self.v0 * self.v0))
         if n > DIAGONAL_CHECK_MAX_DOF:
             return scales
         mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
