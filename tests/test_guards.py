@@ -180,8 +180,12 @@ def test_the_compiled_loops_refuse_a_numerically_singular_mass_matrix(method, op
     assert simulate(problem, method, 1.2, **options).success  # cond(M) <= 1e11 up to x = 1.2
     with pytest.raises(SimulationError, match="numerically singular") as caught:
         simulate(problem, method, 1.5, **options)
-    assert 1.3 < caught.value.t < 1.45
-    assert np.linalg.cond(problem.mass_matrix(caught.value.q)) > 1e12
+    crossing = math.log(1e12) / problem.rate  # x = t where max |M| / delta = 1e12
+    # the run stops in the step whose evaluations of M reach past the crossing (the error's
+    # t, q: the start of that step; one of h for MoreauJean, a Runge-Kutta step for EventDriven)
+    assert caught.value.t < crossing
+    if isinstance(method, MoreauJean):
+        assert caught.value.t > crossing - 2.0 * options["h"]
 
 
 # --------------------------------------------------------------------------------------------
