@@ -178,9 +178,11 @@ class Repeller(Problem):
     "method", [EventDriven(compiled=False), MoreauJean(compiled=False)], ids=["scipy", "mj"]
 )
 def test_a_growing_exact_solution_stops_every_path(method):
-    """Bounds from E0 = -50, F0 = 100 over t = 3: V = 300, Q = 900, times 1e6."""
+    """Bounds from E0 = -50 and F0 = 100 acting for 1 / omega = 0.1 (omega = sqrt(|dF/dq|) =
+    10, the growth rate): V = max(sqrt(2 |E0|), 0.1 F0) = 10, Q = 30, times 1e6."""
     options = {"h": 1e-3} if method.requires_step else {}
     with pytest.raises(DivergenceError, match=r"diverged: max \|v\|") as caught:
         simulate(Repeller(), method, 3.0, **options)
-    assert caught.value.bound == pytest.approx(3e8)
-    assert 1.75 < caught.value.t < 1.83  # v = 10 sinh(10 t) = 3e8 at t = 1.79
+    assert caught.value.bound == pytest.approx(1e7)
+    # v = 10 sinh(10 t) = 1e7 at t = asinh(1e6) / 10 = 1.451; the loop checks every 32 steps
+    assert 1.44 < caught.value.t < 1.49

@@ -21,7 +21,7 @@ from impactbench.bench import runner
 from impactbench.bench.cli import main
 from impactbench.bench.files import MANIFEST, StudyWriteError, check_study_name
 from impactbench.bench.pipeline import run_study
-from impactbench.bench.report import markdown_table, write_study_report
+from impactbench.bench.report import markdown_table, write_index, write_study_report
 from impactbench.bench.results import write_artefacts
 from impactbench.bench.runner import Outcome, entry_checksum
 from impactbench.bench.study import Section, Study, StudyReport
@@ -183,6 +183,44 @@ def test_nothing_is_written_or_deleted_through_a_symlinked_study_folder(tmp_path
         write_artefacts([_outcome("a", "energy")], output / "linked")
     assert sorted(p.name for p in target.iterdir()) == ["data.artefact.csv"]
     assert not (tmp_path / "log").exists()  # refused before any run
+
+
+def test_a_readme_of_the_user_in_the_output_folder_is_never_overwritten(tmp_path, capsys):
+    """`impactbench run` replaced a user's own <output>/README.md by its index without a word."""
+    output = tmp_path / "out"
+    output.mkdir()
+    readme = output / "README.md"
+    readme.write_text("# My notes\n")
+    assert main(["run", "--quick", "--output", str(output), next(iter(STUDIES.names()))]) == 1
+    assert "README.md exists and was not written by impactbench" in capsys.readouterr().err
+    with pytest.raises(StudyWriteError, match="not written by impactbench"):
+        write_index(output, [])
+    assert readme.read_text() == "# My notes\n"
+    assert sorted(path.name for path in output.iterdir()) == ["README.md"]  # nothing ran
+    readme.unlink()  # the index the project writes is its own: written again and again
+    write_index(output, [])
+    write_index(output, [])
+    assert readme.read_text().startswith("# impactbench reports\n")
+
+
+def test_a_readme_of_the_user_in_a_study_folder_is_never_overwritten(tmp_path):
+    study = _probe_study("readme_probe", tmp_path / "log")
+    folder = tmp_path / "readme_probe"
+    folder.mkdir()
+    (folder / "README.md").write_text("the user's")
+    with pytest.raises(StudyWriteError, match="not written by impactbench"):
+        run_study(study, quick=True, jobs=1, cache_dir=tmp_path / "cache", output=tmp_path)
+    assert not (tmp_path / "log").exists()  # refused before any run
+    run_study(
+        study, quick=True, jobs=1, report=False, cache_dir=tmp_path / "cache", output=tmp_path
+    )
+    with pytest.raises(StudyWriteError, match="not written by impactbench"):
+        write_study_report(study, folder)
+    assert (folder / "README.md").read_text() == "the user's"
+    (folder / "README.md").unlink()
+    write_study_report(study, folder)
+    write_study_report(study, folder)  # its own report, rewritten
+    assert (folder / "README.md").read_text().startswith("# Probe\n")
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,11 +38,18 @@ from .arguments import Parser, jobs_count, positive_int
 from .cache_integrity import check_fraction, no_patching
 from .compare import add_parser as add_compare_parser
 from .compile_command import add_parser as add_compile_parser
-from .files import naming_write_failures
+from .files import check_ours, naming_write_failures
 from .list_command import add_parser as add_list_parser
 from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
 from .plugins import load_study_file
-from .report import PROVENANCE_FILE, TABLE_FILE, write_index, write_study_report
+from .report import (
+    INDEX_HEADER,
+    PROVENANCE_FILE,
+    README_FILE,
+    TABLE_FILE,
+    write_index,
+    write_study_report,
+)
 from .report_files import file_studies
 from .results import read_provenance
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
@@ -231,6 +238,7 @@ def _run_studies(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     output = args.output or DEFAULT_OUTPUT["quick" if args.quick else "full"]
+    check_ours(output / README_FILE, INDEX_HEADER)  # the index: refused before any run
     if args.stale:
         studies = stale_studies(studies, output)
         if not studies:

@@ -12,6 +12,12 @@ files it held before and does not hold now are deleted (:func:`replace_group`), 
 file, ever: a ``table_summary.tex`` or ``notes.artefact.csv`` of the user stays. A manifest
 that cannot be read (missing, not a regular file, malformed) owns nothing: nothing is deleted.
 
+Files of the user. A file the project writes whole at a fixed name (the index
+``<output>/README.md``, a study's ``README.md``) replaces only a file it wrote: one that starts
+with the first line the project writes there (its header). A file of the user's at that name
+(any other content, a link, a folder) is never overwritten: :func:`check_ours` refuses it with
+a :class:`StudyWriteError` naming it, before any run of ``impactbench run``.
+
 Write failures. A study whose files cannot be written (a full disk: ENOSPC) stops with a
 :class:`StudyWriteError` naming the file and the study and saying how to resume
 (:func:`naming_write_failures`); every file is written atomically, so each file is the previous
@@ -97,6 +103,33 @@ def check_no_special_files(folder: Path) -> None:
                 "writes only regular files in its output folder; remove it or choose another "
                 "--output"
             )
+
+
+def check_ours(path: Path | str, header: str) -> Path:
+    """``path`` if the project may write it: absent, or a regular file (not a link) whose text
+    starts with ``header``, the first line the project writes in it; else
+    :class:`StudyWriteError` naming it (a file of the user's is never overwritten).
+
+    Parameters
+    ----------
+    path : Path or str
+    header : str
+        The file's first line as the project writes it, newline included.
+    """
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return path
+    start = b""
+    if path.is_file() and not path.is_symlink():
+        with open(path, "rb") as handle:
+            start = handle.read(len(header.encode("utf-8")))
+    if start != header.encode("utf-8"):
+        raise StudyWriteError(
+            f"{path} exists and was not written by impactbench (it does not start with "
+            f"{header.strip()!r}): it is not overwritten; move it away or choose another "
+            "--output"
+        )
+    return path
 
 
 def _valid_entry(name: Any) -> bool:

@@ -27,10 +27,17 @@ import pandas as pd
 
 from ..analysis.metrics import METRICS
 from .cache_integrity import check_fraction, no_patching, verify_sample
-from .files import check_study_folder, naming_write_failures
+from .files import check_ours, check_study_folder, naming_write_failures
 from .machine import machine_info
 from .plugins import plugins_in_studies, study_runs
-from .report import PARQUET_FILE, PROVENANCE_FILE, TABLE_FILE, write_study_report
+from .report import (
+    PARQUET_FILE,
+    PROVENANCE_FILE,
+    README_FILE,
+    TABLE_FILE,
+    report_header,
+    write_study_report,
+)
 from .results import (
     build_table,
     read_provenance,
@@ -258,9 +265,10 @@ def run_study(
         whose ``runs`` called ``sys.exit``, or when the study's ``runs()`` patches impactbench's
         own code (:func:`impactbench.bench.cache_integrity.no_patching`).
     impactbench.bench.files.StudyWriteError
-        Before any run, when the study's folder is a symbolic link; after the runs, when a file
-        cannot be written (a full disk): the message names the file and the study, and says how
-        many finished runs are in the run cache (run again to resume from them).
+        Before any run, when the study's folder is a symbolic link or (``report``) holds a
+        README.md of the user's (:func:`impactbench.bench.files.check_ours`); after the runs,
+        when a file cannot be written (a full disk): the message names the file and the study,
+        and says how many finished runs are in the run cache (run again to resume from them).
     """
     study = _study(study)
     if not isinstance(quick, bool):
@@ -271,6 +279,8 @@ def run_study(
     grid = "quick" if quick else "full"
     folder = Path(output if output is not None else DEFAULT_OUTPUT[grid]) / study.name
     check_study_folder(folder)
+    if report:  # a README.md of the user's refused before any run, not after them
+        check_ours(folder / README_FILE, report_header(study))
     with plugins_in_studies(with_plugins), no_patching(f"the runs() of study {study.name}"):
         runs = study_runs(study, quick)
     compile_jobs = jobs  # a study timed serially still compiles on every worker asked for

@@ -105,6 +105,12 @@ STATUS_STEP_TOO_SMALL = 101
 #: Entries of the ``control`` vector of the adaptive loop.
 RTOL, ATOL, H_MIN, H_MAX, GAP_TOLERANCE, ORDER, EXTRAPOLATE = range(7)
 
+#: Largest ``order`` accepted: the schemes on the scheme API are of order at most 2 in smooth
+#: phases (the midpoint and central-difference schemes; 1 through impacts), and Richardson's
+#: estimate (y_{h/2} - y_h) / (2^p - 1) with p above the scheme's order underestimates its
+#: error by the factor (2^p - 1) / (2^order - 1).
+MAX_ORDER = 2
+
 #: Largest growth of the step after an accepted step (none after a rejected one).
 GROWTH = 2.0
 
@@ -377,7 +383,7 @@ class Adaptive(Method):
         ``Adaptive[scheme=CatchingUp,rtol=1e-4]``. Default: ``MoreauJean()``, written as its
         name.
     rtol, atol : float
-        Relative and absolute tolerances of the local error (rtol >= 100 eps, atol > 0).
+        Relative and absolute tolerances of the local error (100 eps <= rtol < 1, atol > 0).
     h_min : float
         Smallest step: a rejection there stops the run (a :class:`SimulationError` with t, q,
         v of the last accepted state).
@@ -389,7 +395,7 @@ class Adaptive(Method):
     order : int
         Order p of the scheme in Richardson's estimate and the controller (1: the order of
         every velocity scheme through impacts; 2 for MoreauJean's midpoint scheme in smooth
-        phases).
+        phases), in 1 .. :data:`MAX_ORDER`.
     extrapolate : bool
         On steps where no constraint takes an impulse, continue from Richardson's extrapolation
         y_{h/2} + (y_{h/2} - y_h) / (2^p - 1) (order p + 1 there) rather than y_{h/2}. Only
@@ -426,35 +432,58 @@ class Adaptive(Method):
     ) -> None:
         self.stepper = _scheme(scheme)
         self.scheme = self.stepper.name
-        self.rtol = _checks.positive_scalar(rtol, "rtol")
-        if self.rtol < 100 * np.finfo(float).eps:
-            raise ValueError(f"rtol must be >= 100 eps, got {rtol!r}")
-        self.atol = _checks.positive_scalar(atol, "atol")
-        self.h_min = _checks.positive_scalar(h_min, "h_min")
-        self.h_max = None if h_max is None else _checks.positive_scalar(h_max, "h_max")
-        if self.h_max is not None and self.h_max < self.h_min:
-            raise ValueError(f"h_max must be >= h_min = {self.h_min!r}, got {h_max!r}")
-        self.gap_tolerance = (
-            None
-            if gap_tolerance is None
-            else _checks.positive_scalar(gap_tolerance, "gap_tolerance")
-        )
-        self.order = _checks.positive_int(order, "order")
-        if not isinstance(extrapolate, bool):
-            raise ValueError(f"extrapolate must be True or False, got {extrapolate!r}")
-        self.extrapolate = extrapolate
-        if t_eval is not None:
-            t_eval = np.asarray(t_eval, dtype=float)
+        self.rtol, self.atol, self.h_min, self.h_max = rtol, atol, h_min, h_max
+        self.gap_tolerance, self.order, self.extrapolate = gap_tolerance, order, extrapolate
+        self.t_eval, self.max_samples = t_eval, max_samples
+        self._check_options()
+
+    def _check_options(self) -> None:
+        """Validate the options (class docstring) and store them converted; called on
+        construction and by every run (an option set on the instance since is checked too).
+
+        Raises
+        ------
+        ValueError
+            Naming the option and its value.
+        """
+        rtol = _checks.positive_scalar(self.rtol, "rtol")
+        if not 100 * np.finfo(float).eps <= rtol < 1.0:
+            raise ValueError(
+                f"rtol must lie in [100 eps, 1) (a relative error of 1 or more accepts any "
+                f"step), got {self.rtol!r}"
+            )
+        self.rtol = rtol
+        self.atol = _checks.positive_scalar(self.atol, "atol")
+        self.h_min = _checks.positive_scalar(self.h_min, "h_min")
+        if self.h_max is not None:
+            self.h_max = _checks.positive_scalar(self.h_max, "h_max")
+            if self.h_max < self.h_min:
+                raise ValueError(f"h_max must be >= h_min = {self.h_min!r}, got {self.h_max!r}")
+        if self.gap_tolerance is not None:
+            self.gap_tolerance = _checks.positive_scalar(self.gap_tolerance, "gap_tolerance")
+        order = _checks.positive_int(self.order, "order")
+        if order > MAX_ORDER:
+            raise ValueError(
+                f"order must be <= {MAX_ORDER} (the highest order of a scheme on the scheme API "
+                f"in smooth phases; a larger p divides the error estimate by 2^p - 1 and "
+                f"accepts steps whose error it no longer bounds), got {self.order!r}"
+            )
+        self.order = order
+        if not isinstance(self.extrapolate, bool):
+            raise ValueError(f"extrapolate must be True or False, got {self.extrapolate!r}")
+        if self.t_eval is not None:
+            t_eval = np.asarray(self.t_eval, dtype=float)
             if t_eval.ndim != 1 or t_eval.size == 0 or not np.all(np.isfinite(t_eval)):
                 raise ValueError(
-                    f"t_eval must be a non-empty 1-D array of finite times, got {t_eval!r}"
+                    f"t_eval must be a non-empty 1-D array of finite times, got {self.t_eval!r}"
                 )
             if np.any(np.diff(t_eval) <= 0.0):
                 raise ValueError("t_eval must be strictly increasing")
-        self.t_eval = t_eval
-        self.max_samples = _checks.positive_int(max_samples, "max_samples")
-        if self.max_samples < 3:
-            raise ValueError(f"max_samples must be >= 3, got {max_samples!r}")
+            self.t_eval = t_eval
+        max_samples = _checks.positive_int(self.max_samples, "max_samples")
+        if max_samples < 3:
+            raise ValueError(f"max_samples must be >= 3, got {self.max_samples!r}")
+        self.max_samples = max_samples
 
     @property
     def friction_law(self) -> bool:
@@ -500,9 +529,15 @@ class Adaptive(Method):
         self, problem: Problem, t_end: float, h: float | None, output_every: int
     ) -> Trajectory:
         checked_state(problem)
+        self._check_options()
         t0 = float(problem.t0)
         span = t_end - t0
         h_max = span / 10.0 if self.h_max is None else min(self.h_max, span)
+        if self.h_min > h_max:
+            raise ValueError(
+                f"h_min must be <= the largest step {h_max!r} of this run (h_max, at most "
+                f"t_end - t0; (t_end - t0) / 10 when h_max is None), got {self.h_min!r}"
+            )
         h_first = h_max / 100.0 if h is None else _checks.positive_scalar(h, "h")
         h_first = min(max(h_first, self.h_min), h_max)
         if self.t_eval is None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._checks import MAX_CONDITION
 from ._jit import (
     FirstClassKernel,
     bind_kernels,
@@ -60,6 +61,29 @@ def ldl_factor(A, n, F):  # noqa: N803
     :func:`ldl_factor_banded` (half-bandwidth n - 1).
     """
     return ldl_factor_banded(A, n, n - 1, F)
+
+
+@hot_kernel
+def ldl_factor_mass(M, n, F):  # noqa: N803
+    """:func:`ldl_factor` of a mass matrix, refusing a numerically singular one: returns False
+    also when a pivot D_j is below max |M| / :data:`impactbench.core._checks.MAX_CONDITION`.
+
+    For an SPD M every pivot lies in [lambda_min, lambda_max] and max |M| = max_j M_jj <=
+    lambda_max, so max |M| / min_j D_j <= cond(M): this never refuses a matrix that
+    :meth:`impactbench.Problem.check` accepts at q0 (condition number at most MAX_CONDITION),
+    and refuses every M whose smallest pivot says its condition exceeds it. The test of the
+    plain-Python path on every call (``impactbench.core.problem.CheckedCalls``), here in the
+    compiled loops too; O(n) beyond the factorisation.
+    """
+    if not ldl_factor(M, n, F):
+        return False
+    scale = 0.0
+    for j in range(n):  # the largest entry of an SPD matrix is on its diagonal
+        scale = max(scale, M[j, j])
+    for j in range(n):  # F[j, j] = 1 / D_j
+        if F[j, j] * scale > MAX_CONDITION:
+            return False
+    return True
 
 
 @hot_kernel
@@ -120,16 +144,22 @@ def factor_mass(M, n, F):  # noqa: N803
 
     ``M`` is (n, n) for a dense mass matrix (:func:`ldl_factor`) or (1, n) for a diagonal one
     (row 0 holds the diagonal; ``F`` (1, n) then receives the reciprocals, O(n)). For n = 1 both
-    forms coincide. Returns False if M is not (numerically) positive definite.
+    forms coincide. Returns False if M is not (numerically) positive definite, or numerically
+    singular: a pivot below max |M| / :data:`impactbench.core._checks.MAX_CONDITION`
+    (:func:`ldl_factor_mass`; for a diagonal M, max / min of its diagonal above it).
     """
     if M.shape[0] == 1:
+        low = math.inf
+        high = 0.0
         for j in range(n):
             d = M[0, j]
             if not d > 0.0:
                 return False
             F[0, j] = 1.0 / d
-        return True
-    return ldl_factor(M, n, F)
+            low = min(low, d)
+            high = max(high, d)
+        return high <= MAX_CONDITION * low
+    return ldl_factor_mass(M, n, F)
 
 
 @hot_kernel

@@ -18,18 +18,27 @@ is unstable on the problem) is a failure, never an ``ok`` row. Two guards:
 The bounds. A problem may declare ``Problem.state_scale`` = (Q, V), magnitudes its positions
 and velocities stay within. Otherwise they are taken from the initial data, with m the
 smallest diagonal entry of M(q0) (>= the smallest eigenvalue of M for an SPD M), E0 the
-initial energy and F0 = F(t0, q0, v0), over the horizon T = t_end - t0:
+initial energy, F0 = F(t0, q0, v0) and omega the fastest frequency of the forces at q0
+(:func:`initial_frequency`: 2 / ``Problem.stable_step`` when declared, else the square root of
+the spectral radius of D^-1 dF/dq, D the diagonal of M(q0)), over the horizon T = t_end - t0:
 
-    V = max(|v0|, sqrt(2 |E0| / m), T |F0| / m, 1),     Q = max(|q0|, V T, 1)
+    V = max(|v0|, sqrt(2 |E0| / m), min(T, 1 / omega) |F0| / m, 1),     Q = max(|q0|, V T, 1)
 
 (max-norms): the speed of the whole initial energy in the lightest coordinate, or the speed the
-initial force gives it over the horizon, whichever is larger; the position that speed reaches.
-The bounds are ``DIVERGENCE_FACTOR`` (1e6) times Q and V: a kinetic energy 1e12 times the
-scale's. This is a guard against unbounded growth, not an energy estimate: a scheme's energy
-error within its stated bound is measured by the energy metrics, and a problem whose genuine
-motion exceeds the bounds (a force that grows with time, a potential far below V(q0)) declares
-its ``state_scale``. An unstable explicit run grows geometrically (a factor |lambda| > 1 per
-step), so it crosses any such bound within a few dozen steps of becoming visible.
+initial force gives it over the time it acts before the stiffness turns it (1 / omega; the
+whole horizon for a force that does not depend on q, such as gravity), whichever is larger;
+the position that speed reaches. For a linear restoring force F = -K (q - q_e) the force term
+is |K (q0 - q_e)| / (m omega), the amplitude of the velocity of an oscillation from q0 (of
+order omega |q0 - q_e|), where T |F0| / m would be omega T times that: the number of radians
+of the horizon, 1e7 for omega = 1e6 over 10 s, a bound that an unstable run would only cross
+after growing 1e7-fold. The bounds are ``DIVERGENCE_FACTOR`` (1e6) times Q and V: a kinetic
+energy 1e12 times the scale's. This is a guard against unbounded growth, not an energy
+estimate: a scheme's energy error within its stated bound is measured by the energy metrics,
+and a problem whose genuine motion exceeds the bounds (a force that grows with time, a
+potential far below V(q0), a constant force driving a soft direction of a system with a stiff
+one, for which 1 / omega is too short) declares its ``state_scale``. An unstable explicit run
+grows geometrically (a factor |lambda| > 1 per step), so it crosses any such bound within a few
+dozen steps of becoming visible.
 """
 
 from __future__ import annotations
@@ -46,6 +55,9 @@ if TYPE_CHECKING:
 
 #: The bounds are this factor times the state's scale (module docstring).
 DIVERGENCE_FACTOR = 1e6
+
+#: Power iterations of :func:`initial_frequency` (one force evaluation each).
+FREQUENCY_ITERATIONS = 30
 
 #: The time loop checks the bounds every this many steps (a power of 2) and at the last step.
 CHECK_EVERY = 32
@@ -129,20 +141,68 @@ def state_bounds(problem: Problem, t_end: float) -> np.ndarray:
     else:
         if getattr(problem, "_initial_scales", None) is None:
             problem.check()
-        # the smallest diagonal entry of M(q0), T(q0, v0) and max |F(t0, q0, v0)|, as found by
-        # problem.check() (a run evaluates neither M nor F outside its loop)
-        lightest, kinetic, force = problem._initial_scales
+        # the smallest diagonal entry of M(q0), T(q0, v0), max |F(t0, q0, v0)| and omega, as
+        # found by problem.check() (a run evaluates neither M nor F outside its loop)
+        lightest, kinetic, force, frequency = problem._initial_scales
         q0, v0 = problem.q0, problem.v0  # float64 arrays after problem.check()
         span = float(t_end - problem.t0)
+        acting = span if frequency * span <= 1.0 else 1.0 / frequency
         energy = abs(kinetic + float(problem.potential_energy(q0)))
         velocity = max(
-            float(np.abs(v0).max()), math.sqrt(2.0 * energy / lightest), span * force / lightest
+            float(np.abs(v0).max()), math.sqrt(2.0 * energy / lightest), acting * force / lightest
         )
         velocity = max(velocity, 1.0) if math.isfinite(velocity) else math.inf
         position = max(float(np.abs(q0).max()), velocity * span, 1.0)
     growth[Q_BOUND] = DIVERGENCE_FACTOR * position
     growth[V_BOUND] = DIVERGENCE_FACTOR * velocity
     return growth
+
+
+def initial_frequency(problem: Problem, diagonal: np.ndarray, force: np.ndarray) -> float:
+    """omega, the fastest frequency of the forces at (t0, q0, v0) (module docstring).
+
+    2 / ``problem.stable_step`` when the problem declares it. Otherwise sqrt(rho), rho the
+    spectral radius of D^-1 J, J = dF/dq at (t0, q0, v0) by forward differences and D the
+    diagonal of M(q0), estimated by :data:`FREQUENCY_ITERATIONS` power iterations in the norm
+    |x|_D = sqrt(x^T D x) from a fixed start; the largest ratio |D^-1 J x|_D / |x|_D is kept.
+    For a symmetric J (a conservative force: J = -d^2 V / dq^2) D^-1 J is self-adjoint in that
+    norm, so every ratio is at most rho: omega is never overestimated, and the bound it gives is
+    never tighter than the one of the exact omega. 0 for a force that does not depend on q.
+
+    Parameters
+    ----------
+    problem : Problem
+        Its ``q0``, ``v0`` float64 arrays of shape (n,) (as :meth:`Problem.check` leaves them).
+    diagonal : ndarray, shape (n,)
+        The diagonal of M(q0), positive.
+    force : ndarray, shape (n,)
+        F(t0, q0, v0).
+
+    Returns
+    -------
+    float
+        omega >= 0 (an estimate from below where the iteration has not converged; it stops
+        early at a force that is not finite at a perturbed q).
+    """
+    stable = declared_stable_step(problem)
+    if stable is not None:
+        return 2.0 / stable
+    q0, v0, t0 = problem.q0, problem.v0, float(problem.t0)
+    offset = math.sqrt(np.finfo(float).eps) * max(1.0, float(np.abs(q0).max()))
+    x = np.random.default_rng(0).standard_normal(q0.shape[0])  # every mode, in general
+    rho = 0.0
+    for _ in range(FREQUENCY_ITERATIONS):
+        x = x / math.sqrt(float(x @ (diagonal * x)))
+        size = offset / float(np.abs(x).max())
+        perturbed = np.asarray(problem.forces(t0, q0 + size * x, v0), dtype=float)
+        if perturbed.shape != force.shape or not np.all(np.isfinite(perturbed)):
+            break
+        x = (perturbed - force) / (size * diagonal)  # D^-1 J x
+        ratio = math.sqrt(float(x @ (diagonal * x)))
+        rho = max(rho, ratio)
+        if ratio == 0.0:
+            break
+    return math.sqrt(rho)
 
 
 def divergence_error(

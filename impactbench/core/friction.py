@@ -430,7 +430,8 @@ def check_friction_sizes(n_dof: int, n_constraints: int) -> None:
     (n_constraints <= n_dof: more frictional contacts than degrees of freedom are redundant)."""
     if n_constraints > n_dof:
         raise ValueError(
-            f"a frictional problem must have n_constraints <= n_dof, got n_constraints="
+            f"a frictional problem must have n_constraints <= n_dof (no method of impactbench "
+            f"integrates more frictional contacts than degrees of freedom), got n_constraints="
             f"{n_constraints} > n_dof={n_dof}"
         )
 

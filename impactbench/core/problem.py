@@ -25,7 +25,7 @@ from . import _checks
 from ._gradient_check import gradient_mismatch
 from ._jit import kernel
 from .contact import ldl_factor
-from .divergence import declared_stable_step, declared_state_scale
+from .divergence import declared_stable_step, declared_state_scale, initial_frequency
 from .sampled import sample_gaps, sample_kinetic_energies
 from .snapshot import Snapshot
 from .trajectory import SimulationError
@@ -379,7 +379,7 @@ class Problem(ABC):
         declared_state_scale(self)
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
-        lightest, kinetic = self._check_mass(n)
+        diagonal, kinetic = self._check_mass(n)
         if getattr(self, "n_constraints", None) is None:  # inferred from gap(q0)
             g0 = np.asarray(self.gap(self.q0))
             if g0.ndim != 1:
@@ -410,15 +410,21 @@ class Problem(ABC):
         )
         # the scales of the divergence bounds (impactbench.core.divergence.state_bounds), kept
         # so that a run does not evaluate M and F at q0 again
-        self._initial_scales = (lightest, kinetic, float(np.abs(force).max()))
+        frequency = initial_frequency(self, diagonal, force)
+        self._initial_scales = (
+            float(diagonal.min()),
+            kinetic,
+            float(np.abs(force).max()),
+            frequency,
+        )
 
-    def _check_mass(self, n: int) -> tuple[float, float]:
+    def _check_mass(self, n: int) -> tuple[np.ndarray, float]:
         """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`); return the
-        smallest diagonal entry of M(q0) and the kinetic energy v0^T M(q0) v0 / 2."""
+        diagonal of M(q0), shape (n,), and the kinetic energy v0^T M(q0) v0 / 2."""
         if valid_mass_structure(self.mass_structure) == "dense":
             mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
             _checks.spd_matrix(mass, "mass_matrix(q0)", n)
-            return float(np.diagonal(mass).min()), 0.5 * float(self.v0 @ mass @ self.v0)
+            return np.diagonal(mass).copy(), 0.5 * float(self.v0 @ mass @ self.v0)
         diagonal = _valid(returned_array(self.mass_diagonal(self.q0), "mass_diagonal(q0)", (n,)))
         if not np.all(diagonal > 0.0):
             raise ValueError(f"mass_diagonal(q0) must be positive, got {_brief(diagonal)}")
@@ -428,7 +434,7 @@ class Problem(ABC):
                 f"{diagonal.max() / diagonal.min():.3g} > {_checks.MAX_CONDITION:.0e}): "
                 f"{_brief(diagonal)}"
             )
-        scales = float(diagonal.min()), 0.5 * float(diagonal @ (self.v0 * self.v0))
+        scales = diagonal, 0.5 * float(diagonal @ (self.v0 * self.v0))
         if n > DIAGONAL_CHECK_MAX_DOF:
             return scales
         mass = _valid(returned_array(self.mass_matrix(self.q0), "mass_matrix(q0)", (n, n)))
@@ -517,18 +523,22 @@ class CompiledProblem(Problem):
         """:meth:`Problem.check`; a diagonal declaration needs ``KERNELS.mass_diagonal``, and the
         ``gap`` kernel must write exactly ``n_constraints`` values (:meth:`_check_gap_size`).
 
-        The values checked at q0 are the kernels' at (t0, q0, v0) with the parameter vector
-        fixed at construction, so a check that passed holds while the contract's attributes
-        (sizes, ``mass_structure``, ``restitution``, ``t0``, ``q0``, ``v0``: types, shapes and
-        bits) and that vector are unchanged: it is skipped then (:func:`_contract_key`; first
+        The values checked at q0 are the kernels' at (t0, q0, v0) with the parameter vector,
+        so a check that passed holds while the contract's attributes (sizes,
+        ``mass_structure``, ``restitution``, ``t0``, ``q0``, ``v0``: types, shapes and bits)
+        and that vector are unchanged: it is skipped then (:func:`_contract_key`; first
         tested by the cheaper :class:`impactbench.core.snapshot.Snapshot`: no attribute changed
         at all), and run in full after any change. A subclass that overrides a method of the
-        contract in Python is checked in full every time.
+        contract in Python is checked in full every time. After any change of an attribute,
+        the vector is taken again from ``kernel_parameters()`` (what a run integrates, so a
+        parameter set after construction is validated at the next check:
+        :meth:`_refresh_parameters`).
         """
         passed = _PASSED.get(id(self))
         if passed is not None and passed[0]() is self:
             if passed[2] is not None and passed[2].matches(self):
                 return  # no attribute changed since the check passed
+            self._refresh_parameters()
             key = _contract_key(self)
             if key is not None and passed[1] == key:  # another attribute changed
                 _PASSED[id(self)] = (passed[0], key, Snapshot.take(self, _CLASS_READ))
@@ -561,6 +571,7 @@ class CompiledProblem(Problem):
                 f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
             )
         _PASSED.pop(id(self), None)
+        self._refresh_parameters()
         self._check_gap_size()
         super().check()
         key = _contract_key(self)
@@ -568,6 +579,33 @@ class CompiledProblem(Problem):
             forget = functools.partial(_PASSED.pop, id(self), None)
             reference = weakref.ref(self, lambda _: forget())
             _PASSED[id(self)] = (reference, key, Snapshot.take(self, _CLASS_READ))
+
+    def _refresh_parameters(self) -> None:
+        """Take ``kernel_parameters()`` again into the vector the kernels are called with.
+
+        The loops read ``kernel_parameters()`` at every run, so a parameter set on the instance
+        after construction (``block.mu = -3``) is what a run integrates: the check must validate
+        that vector, not the one of construction. Called by :meth:`check` whenever an attribute
+        changed; a changed vector changes :func:`_contract_key`, and the check then runs in full
+        on it (a negative ``mu`` is refused there, by :func:`_check_friction`).
+
+        Raises
+        ------
+        ValueError
+            If the vector's length changed (the kernels were written for the length of
+            construction).
+        """
+        built = getattr(self, "_p", None)
+        if built is None:  # within _finish_init
+            return
+        now = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
+        if now.shape != built.shape:
+            raise ValueError(
+                f"kernel_parameters() of this {type(self).__name__} must keep the shape "
+                f"{built.shape} of construction, got shape {now.shape}: build a new problem"
+            )
+        if not np.array_equal(now, built, equal_nan=True):
+            self._p = now
 
     def _check_gap_size(self) -> None:
         """``n_constraints`` is the number of values the ``gap`` kernel writes.

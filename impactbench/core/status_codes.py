@@ -3,6 +3,7 @@ and the kernels every loop uses to report (impact log, closing counters)."""
 
 from __future__ import annotations
 
+from ._checks import MAX_CONDITION
 from ._jit import hot_kernel
 
 COUNTER_STATUS = 0
@@ -39,7 +40,10 @@ FAILURE_REASONS = {
     STATUS_NOT_FINITE: "non-finite state or force",
     STATUS_CONTACT_SOLVE_FAILED: "the impact LCP failed (singular Delassus matrix?)",
     STATUS_PROJECTION_NOT_CONVERGED: "the metric projection onto K did not converge",
-    STATUS_MASS_NOT_SPD: "mass_matrix(q) is not positive definite",
+    STATUS_MASS_NOT_SPD: (
+        "mass_matrix(q) is not positive definite, or is numerically singular (an LDL^T pivot "
+        f"below max |M| / {MAX_CONDITION:.0e}, impactbench.core.contact.ldl_factor_mass)"
+    ),
     STATUS_GAP_NOT_FINITE: "non-finite gap or gap gradient",
     STATUS_DEGENERATE_GRADIENT: (
         "the constraint gradient vanishes in contact (gap_gradient(q) has a zero row where "

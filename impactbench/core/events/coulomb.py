@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 
-from impactbench.core.contact import CURVATURE_FD_STEP, ldl_factor, ldl_solve
+from impactbench.core.contact import CURVATURE_FD_STEP, ldl_factor, ldl_factor_mass, ldl_solve
 from impactbench.core.friction import FRICTION_TOLERANCE, MAX_FRICTION_CONTACTS, planar_friction
 from impactbench.core.status_codes import (
     STATUS_DEGENERATE_GRADIENT,
@@ -64,8 +64,8 @@ from .location import CLOSES, STICK_SLIP
 
 #: The mode of a sticking contact (a sliding one's is its sign s in {-1, 0, 1}).
 STICK = 2.0
-#: Solutions of the contact problem whose forces differ by less than this (relative to the
-#: largest force) count as one.
+#: Solutions of the contact problem whose accelerations differ by less than this (relative to
+#: the largest) count as one (:func:`_different_motions`).
 SAME_SOLUTION = 1e-9
 
 # Names bound per engine (impactbench.core.events.engine).
@@ -78,14 +78,24 @@ F_YF = F_A = F_RY = F_RF = F_V = F_K = F_KV = F_YN = F_YT = 0
 
 def gauss_solve(A, x, size):  # noqa: N803
     """Solve A z = x for the leading (size, size) block of ``A`` by Gaussian elimination with
-    partial pivoting, in place (``x`` becomes z, ``A`` is overwritten); returns the determinant
-    of A, 0 if a pivot is below 1e-14 times the largest entry (a singular system)."""
-    scale = 0.0
+    partial pivoting, in place (``x`` becomes z, ``A`` is overwritten); returns a number of the
+    sign of det A (the determinant of A with each row divided by its largest entry), 0 if a row
+    is zero or a pivot is below 1e-14 (a singular system).
+
+    The rows are equilibrated first: a sliding contact's row (mu s, 1) and a normal row of
+    order 1 differ in scale by mu, so that without it a pivot of order 1 / mu would be compared
+    with the largest entry, mu, and a regular system read as singular for mu above ~1e7.
+    """
+    scale = 1.0
     for r in range(size):
+        largest = 0.0
         for c in range(size):
-            scale = max(scale, abs(A[r, c]))
-    if not scale > 0.0:
-        return 0.0
+            largest = max(largest, abs(A[r, c]))
+        if not largest > 0.0:
+            return 0.0
+        for c in range(size):
+            A[r, c] /= largest
+        x[r] /= largest
     det = 1.0
     for c in range(size):
         best = c
@@ -356,7 +366,7 @@ def project_velocity(y, rows, k, run, work):
     gap_gradient(q, run.p, G)
     tangent_gradient(q, run.p, ws[F_T : F_T + m])
     mass_matrix(q, run.p, w.M)
-    if not ldl_factor(w.M, n, w.F):
+    if not ldl_factor_mass(w.M, n, w.F):
         return STATUS_MASS_NOT_SPD
     size = 0
     for a in range(k):
@@ -604,15 +614,34 @@ def _solve_combinations(k, total, tol_a, ws):
             for r in range(2 * k):
                 best[r] = z[r]
             continue
-        difference = 0.0
-        size = 0.0
-        for r in range(2 * k):
-            difference = max(difference, abs(z[r] - best[r]))
-            size = max(size, abs(z[r]), abs(best[r]))
-        if difference > SAME_SOLUTION * size:
+        if _different_motions(k, z, best, ws):
             solutions += 1
             break
     return first, solutions
+
+
+def _different_motions(k, z, best, ws):
+    """Whether the contact forces z and best (lambda_N then lambda_T of the k contacts at rest)
+    move the system differently: their accelerations M^-1 (W_N^T lambda_N + W_T^T lambda_T)
+    (from the rows M^-1 W_N^T, M^-1 W_T^T in ws[F_YN], ws[F_YT]) differ by more than
+    :data:`SAME_SOLUTION` of the larger. Forces that differ with the same motion (dependent
+    contact rows: a particle in a rough corner, more rows than degrees of freedom) are one
+    solution: the motion is determined, only the split of the forces between the contacts is
+    not, which is no Painleve situation."""
+    n = N_DOF
+    m = N_CONSTRAINTS
+    YN, YT = ws[F_YN : F_YN + m], ws[F_YT : F_YT + m]
+    difference = 0.0
+    size = 0.0
+    for j in range(n):
+        a = 0.0
+        b = 0.0
+        for c in range(k):
+            a += YN[c, j] * z[c] + YT[c, j] * z[k + c]
+            b += YN[c, j] * best[c] + YT[c, j] * best[k + c]
+        difference = max(difference, abs(a - b))
+        size = max(size, abs(a), abs(b))
+    return difference > SAME_SOLUTION * size
 
 
 def _combination_system(k, ws):

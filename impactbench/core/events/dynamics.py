@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from impactbench.core.contact import ldl_factor, ldl_solve
+from impactbench.core.contact import ldl_factor, ldl_factor_mass, ldl_solve
 
 #: Sub-intervals per accepted step in the dense-output check (read by the event location).
 SUBINTERVALS = 4
@@ -86,7 +86,7 @@ def _free_acceleration(t, q, v, p, ws):
             return False
     else:
         mass_matrix(q, p, M)
-        if not ldl_factor(M, n, L):
+        if not ldl_factor_mass(M, n, L):
             return False
     forces(t, q, v, p, a)
     ldl_solve(L, n, a, a)
@@ -172,7 +172,7 @@ def factor_constant_mass(q, p, ws):
     n = N_DOF
     if CONSTANT_MASS:
         mass_matrix(q, p, ws[:n])
-        ws[2 * n + 1, 3] = 0.0 if ldl_factor(ws[:n], n, ws[n : 2 * n]) else 1.0
+        ws[2 * n + 1, 3] = 0.0 if ldl_factor_mass(ws[:n], n, ws[n : 2 * n]) else 1.0
 
 
 def rhs(t, y, p, out, ws):

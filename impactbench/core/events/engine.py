@@ -138,6 +138,7 @@ _TEMPLATES = (
     ("_contact_couplings", (None, coulomb._contact_couplings), "ir"),
     ("_combination_system", (None, coulomb._combination_system), "ir"),
     ("_feasible", (None, coulomb._feasible), "ir"),
+    ("_different_motions", (None, coulomb._different_motions), "ir"),
     ("_solve_combinations", (None, coulomb._solve_combinations), "ir"),
     ("decide_contacts", (resolution._decide_contacts, coulomb.decide_contacts), "ir"),
     ("closing", resolution._closing, "ir"),

@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from impactbench.core.contact import ldl_factor_mass
 from impactbench.core.scheme import (
     ProblemKernels,
     bind_problem,
-    ldl_factor,
     ldl_solve,
     scheme_function,
 )
@@ -29,7 +29,7 @@ def free_flight(problem, n, t, y, p, M, L, a, out):
     q = y[:n]
     v = y[n:]
     problem.mass_matrix(q, p, M)
-    if not ldl_factor(M, n, L):
+    if not ldl_factor_mass(M, n, L):
         return False
     problem.forces(t, q, v, p, a)
     ldl_solve(L, n, a, a)

@@ -4,7 +4,9 @@
 preparation kept per method and problem state, :class:`impactbench.core.events.engine.
 PreparedEngine`) or as plain Python stepped by a :class:`impactbench.core.events.plain.Stepper`,
 and turns a failed run into a :class:`impactbench.SimulationError` with t, q, v and the
-trajectory up to there. A subclass gives its parameters and its steppers.
+trajectory up to there. A subclass gives its parameters and its steppers. A frictional problem
+with more constraints than degrees of freedom is refused, as by the time-stepping schemes
+(:func:`impactbench.core.friction.check_friction_sizes`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from abc import abstractmethod
 from typing import ClassVar, NamedTuple
 
 from impactbench.core.divergence import divergence_error
+from impactbench.core.friction import check_friction_sizes
 from impactbench.core.method import EVENT_DRIVEN, Method
 from impactbench.core.problem import Problem, checked_state
 from impactbench.core.snapshot import keep, kept
@@ -70,6 +73,8 @@ class EventMethod(Method):
                 f"{type(self).__name__} is adaptive: h must be None; use rtol/atol/max_step, "
                 f"got h={h!r}"
             )
+        if problem.has_friction:  # as the time-stepping schemes (their frictional loop)
+            check_friction_sizes(problem.n_dof, problem.n_constraints)
         # the compiled engine's preparation is kept per problem state while this instance is
         # unchanged (PreparedEngine)
         checked = checked_state(problem)

@@ -38,6 +38,7 @@ from impactbench.core.contact import (
     delassus,
     impulse,
     ldl_factor,
+    ldl_factor_mass,
     ldl_solve,
     solve_lcp_warm,
 )
@@ -134,7 +135,7 @@ def _impact_law(t, y, event, k_closed, run, out, work):
     if not impacting:
         return STATUS_OK, False
     mass_matrix(q, run.p, w.M)
-    if not ldl_factor(w.M, n, w.F):
+    if not ldl_factor_mass(w.M, n, w.F):
         return STATUS_MASS_NOT_SPD, True
     used = impact_impulse(q, v, k, run, work)
     if used == -2:
@@ -180,7 +181,7 @@ def _free_accelerations(t, y, impacting, run, work):
     q, v, G, Gp, Gm = y[:n], y[n:], w.G, w.Gp, w.Gm
     if not impacting:
         mass_matrix(q, run.p, w.M)
-        if not ldl_factor(w.M, n, w.F):
+        if not ldl_factor_mass(w.M, n, w.F):
             return STATUS_MASS_NOT_SPD
     a = w.ahead[n:]
     forces(t, q, v, run.p, a)
@@ -347,7 +348,7 @@ def _project_position(y, rows, k, run, work):
         if done:
             return STATUS_OK
         mass_matrix(q, run.p, w.M)
-        if not ldl_factor(w.M, n, w.F):
+        if not ldl_factor_mass(w.M, n, w.F):
             return STATUS_MASS_NOT_SPD
         delassus(G, rows, k, w.F, n, w.cws[1], w.W, w.cws[19])
         if not ldl_factor(w.W, k, w.WF):
@@ -375,7 +376,7 @@ def _project_velocity(y, rows, k, run, work):
     q, v, G, x = y[:n], y[n:], w.G, w.x
     gap_gradient(q, run.p, G)
     mass_matrix(q, run.p, w.M)
-    if not ldl_factor(w.M, n, w.F):
+    if not ldl_factor_mass(w.M, n, w.F):
         return STATUS_MASS_NOT_SPD
     delassus(G, rows, k, w.F, n, w.cws[1], w.W, w.cws[19])
     if not ldl_factor(w.W, k, w.WF):
