@@ -55,22 +55,27 @@ def coordinates(problem: Any, n_dof: int) -> list[tuple[str, str]]:
     return pairs  # type: ignore[return-value]
 
 
-def math_name(name: str) -> str:
+def math_name(name: str, dot: bool = False) -> str:
     """The mathtext of a coordinate's plain-text name, without dollars: ``phi_M`` ->
-    ``\\phi_{M}``, ``q_3`` -> ``q_{3}``, ``x`` -> ``x``."""
+    ``\\phi_{M}``, ``q_3`` -> ``q_{3}``, ``x`` -> ``x``; with ``dot``, its time derivative
+    (``\\dot{\\phi}_{M}``)."""
     base, _, index = name.partition("_")
     base = f"\\{base}" if base in GREEK else base
+    base = f"\\dot{{{base}}}" if dot else base
     return f"{base}_{{{index}}}" if index else base
 
 
 def rate_unit(unit: str) -> str:
     """The unit of the time derivative of a quantity in ``unit``: ``m`` -> ``m/s``,
-    ``-`` -> ``1/s``, ``kg m`` -> ``(kg m)/s``; :data:`UNDECLARED` stays undeclared."""
+    ``-`` -> ``1/s``, ``kg m`` -> ``(kg m)/s``, ``m, rad`` -> ``m/s, rad/s``; :data:`UNDECLARED`
+    stays undeclared."""
     if unit == UNDECLARED:
         return unit
+    if ", " in unit:  # a list of units
+        return ", ".join(rate_unit(part) for part in unit.split(", "))
     if unit == "-":
         return "1/s"
-    return f"({unit})/s" if any(c in unit for c in " /,") else f"{unit}/s"
+    return f"({unit})/s" if any(c in unit for c in " /") else f"{unit}/s"
 
 
 def units_text(units: list[str]) -> str:
