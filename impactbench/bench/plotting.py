@@ -151,9 +151,9 @@ def _overlay_impacts(
     ax_map: Axes, first_axes: tuple[Axes, Axes], run: Trajectory, look: dict[str, Any]
 ) -> None:
     """The run's impact events on the impact map, and as ticks under its first panels."""
-    if not len(run.impacts.t):
+    first = impact_events(run).first_entries if len(run.impacts.t) else []
+    if not len(first):
         return
-    first = impact_events(run).first_entries
     marker = style.method_style(run.method)["marker"]
     ax_map.plot(
         run.impacts.t[first],

@@ -202,12 +202,13 @@ def trajectory_figure(
     t_ref = np.linspace(run.t[0], run.t[-1], REFERENCE_POINTS)
     q_ref, v_ref = reference.state(t_ref) if reference is not None else (None, None)
     _draw_states(ax_q, ax_v, problem, run, (t_ref, q_ref, v_ref))
-    mark_impacts(ax_q, trajectory.impacts.t)
-    mark_impacts(ax_v, trajectory.impacts.t)
+    impact_times = impact_events(trajectory).times
+    mark_impacts(ax_q, impact_times)
+    mark_impacts(ax_v, impact_times)
     ax_q.set_title(
         "positions"
         + (" (ref. dashed)" if label else "")
-        + (" (ticks: impacts)" if len(trajectory.impacts.t) else "")
+        + (" (ticks: impacts)" if len(impact_times) else "")
     )
     q_label, v_label = coordinate_labels(problem, run.q.shape[1])[0]
     ax_phase.plot(run.q[:, 0], run.v[:, 0], color="C0", linewidth=0.8, label=method)
@@ -252,8 +253,8 @@ def _draw_states(ax_q: Axes, ax_v: Axes, problem: Problem, run: Drawn, solution:
 def _draw_run_impacts(ax: Axes, trajectory: Trajectory) -> None:
     """The first entry of each impact event of the run (PaoliSchatzman logs two)."""
     impacts = trajectory.impacts
-    if len(impacts.t):
-        first = impact_events(trajectory).first_entries
+    first = impact_events(trajectory).first_entries if len(impacts.t) else []
+    if len(first):
         speeds = -impacts.normal_velocity_before[first]
         ax.plot(impacts.t[first], speeds, "o", color="C3", label="run")
 
