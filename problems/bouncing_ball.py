@@ -323,6 +323,9 @@ class BouncingBall(CompiledProblem):
     Nonsmooth Dynamical Systems*, Springer (2008).
     """
 
+    coordinates = (("q", "m"),)
+    parameter_units = dict(q0="m", v0="m/s", gravity="m/s^2", restitution="-", mass="kg", t0="s")
+
     KERNELS = ProblemKernels(
         _ball_mass_matrix,
         _ball_forces,

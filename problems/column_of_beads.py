@@ -132,6 +132,19 @@ class ColumnOfBeads(CompiledProblem):
     dynamics" (1988).
     """
 
+    coordinates = (("q_{i}", "m"),)
+    parameter_units = dict(
+        n_beads="-",
+        mass="kg",
+        radius="m",
+        gravity="m/s^2",
+        restitution="-",
+        q0="m",
+        v0="m/s",
+        t0="s",
+        mass_structure="-",
+    )
+
     KERNELS = ProblemKernels(
         _beads_mass_matrix,
         _beads_forces,

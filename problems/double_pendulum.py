@@ -156,6 +156,22 @@ class DoublePendulum(CompiledProblem):
     #: Recommended horizon of :meth:`two_contact` (Potra et al.'s T = 2.5).
     TWO_CONTACT_HORIZON = 2.5
 
+    coordinates = (("q_1", "rad"), ("q_2", "rad"))
+    parameter_units = dict(
+        m1="kg",
+        m2="kg",
+        l1="m",
+        l2="m",
+        gravity="m/s^2",
+        restitution="-",
+        q0="rad",
+        v0="rad/s",
+        wall_distance="m",
+        contacts="-",
+        t_end="s",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         _pendulum_mass_matrix,
         _pendulum_forces,

@@ -86,6 +86,11 @@ class DragBall(CompiledProblem):
         If a parameter is not finite, out of range, q0 < 0 or v0 <= -v_T; the message names it.
     """
 
+    coordinates = (("q", "m"),)
+    parameter_units = dict(
+        q0="m", v0="m/s", drag="kg/m", gravity="m/s^2", restitution="-", mass="kg", t0="s"
+    )
+
     KERNELS = ProblemKernels(
         _drag_mass_matrix,
         _drag_forces,

@@ -107,6 +107,19 @@ class FrictionOscillator(CompiledProblem):
         If a parameter is not finite or out of range; the message names it.
     """
 
+    coordinates = (("x", "m"), ("y", "m"))
+    parameter_units = dict(
+        friction_level="N",
+        x0="m",
+        u0="m/s",
+        mass="kg",
+        stiffness="N/m",
+        normal_load="N",
+        restitution="-",
+        tangential_restitution="-",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         point_mass_matrix,
         _oscillator_forces,

@@ -90,6 +90,9 @@ class ImpactingOscillator(CompiledProblem):
     for Nonsmooth Dynamical Systems*, Springer (2008).
     """
 
+    coordinates = (("x", "m"),)
+    parameter_units = dict(restitution="-", x0="m", v0="m/s", frequency="rad/s", t0="s")
+
     KERNELS = ProblemKernels(
         _unit_mass_matrix,
         _oscillator_forces,
@@ -306,6 +309,9 @@ class ForcedImpactOscillator(CompiledProblem):
     90 (1983) 129-155; A. B. Nordmark, "Non-periodic motion caused by grazing incidence in an
     impact oscillator", J. Sound Vib. 145 (1991) 279-297.
     """
+
+    coordinates = (("x", "m"),)
+    parameter_units = dict(omega="rad/s", sigma="m", restitution="-", zeta="-")
 
     KERNELS = ProblemKernels(
         _unit_mass_matrix,

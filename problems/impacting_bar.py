@@ -167,6 +167,19 @@ class ImpactingBar(CompiledProblem):
         message).
     """
 
+    coordinates = (("q_{i0}", "m"),)
+    parameter_units = dict(
+        n_elements="-",
+        length="m",
+        young_modulus="Pa",
+        density="kg/m^3",
+        speed="m/s",
+        gap="m",
+        restitution="-",
+        t0="s",
+        mass_structure="-",
+    )
+
     KERNELS = ProblemKernels(
         _bar_mass_matrix,
         _bar_forces,

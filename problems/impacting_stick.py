@@ -81,6 +81,20 @@ class ImpactingStick(CompiledProblem):
         If a parameter is not finite or out of range; the message names it.
     """
 
+    coordinates = (("x", "m"), ("y", "m"), ("theta", "rad"))
+    parameter_units = dict(
+        angle="rad",
+        height="m",
+        v0="m/s, m/s, rad/s",
+        mu="-",
+        restitution="-",
+        tangential_restitution="-",
+        mass="kg",
+        length="m",
+        gravity="m/s^2",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         rigid_body_mass_matrix,
         weight,

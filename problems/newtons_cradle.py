@@ -162,6 +162,18 @@ class NewtonsCradle(CompiledProblem):
     multiple impacts in multibody systems I", Proc. R. Soc. A 464 (2008) 3193-3211.
     """
 
+    coordinates = (("q_{i}", "m"),)
+    parameter_units = dict(
+        n_balls="-",
+        n_launched="-",
+        mass="kg",
+        radius="m",
+        speed="m/s",
+        gap="m",
+        restitution="-",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         _cradle_mass_matrix,
         _cradle_forces,

@@ -86,6 +86,18 @@ class PainleveRod(CompiledProblem):
         If a parameter is not finite or out of range; the message names it.
     """
 
+    coordinates = (("x", "m"), ("y", "m"), ("theta", "rad"))
+    parameter_units = dict(
+        angle="rad",
+        slip="m/s",
+        mu="-",
+        restitution="-",
+        mass="kg",
+        half_length="m",
+        gravity="m/s^2",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         rigid_body_mass_matrix,
         weight,

@@ -122,6 +122,21 @@ class RockingBlock(CompiledProblem):
         If a parameter is not finite or out of range; the message names it.
     """
 
+    coordinates = (("x", "m"), ("y", "m"), ("phi", "rad"))
+    parameter_units = dict(
+        angle="rad",
+        omega0="rad/s",
+        half_width="m",
+        half_height="m",
+        mu="-",
+        restitution="-",
+        tangential_restitution="-",
+        mass="kg",
+        gravity="m/s^2",
+        x0="m",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         rigid_body_mass_matrix,
         weight,

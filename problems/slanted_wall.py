@@ -145,6 +145,18 @@ class SlantedWall(CompiledProblem):
     finite freedom dynamics" (1988); B. Brogliato, *Nonsmooth Mechanics*, Springer (2016), ch. 6.
     """
 
+    coordinates = (("q_1", "m"), ("q_2", "m"))
+    parameter_units = dict(
+        mass_matrix="kg",
+        force="N",
+        normal="-",
+        offset="m",
+        restitution="-",
+        q0="m",
+        v0="m/s",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         _wall_mass_matrix,
         _wall_forces,

@@ -78,6 +78,19 @@ class SlidingBlock(CompiledProblem):
         If a parameter is not finite or out of range; the message names it.
     """
 
+    coordinates = (("x", "m"), ("y", "m"))
+    parameter_units = dict(
+        angle="rad",
+        mu="-",
+        u0="m/s",
+        x0="m",
+        restitution="-",
+        tangential_restitution="-",
+        mass="kg",
+        gravity="m/s^2",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         point_mass_matrix,
         _block_forces,

@@ -332,6 +332,20 @@ class TightJoint(CompiledProblem):
     702-733, 734-768.
     """
 
+    coordinates = (("x", "m"),)
+    parameter_units = dict(
+        mass="kg",
+        stiffness="N/m",
+        damping="N s/m",
+        forcing_amplitude="N",
+        forcing_frequency="rad/s",
+        clearance="m",
+        restitution="-",
+        x0="m",
+        v0="m/s",
+        t0="s",
+    )
+
     KERNELS = ProblemKernels(
         _joint_mass_matrix,
         _joint_forces,
@@ -605,6 +619,21 @@ class TightJoint2D(CompiledProblem):
     L. Paoli, M. Schatzman, "Dynamical impact problem with loss of energy: numerical study for
     large times. Application to a model of tight joints" (model reconstructed here).
     """
+
+    coordinates = (("x", "m"), ("y", "m"))
+    parameter_units = dict(
+        mass="kg",
+        stiffness="N/m",
+        damping="N s/m",
+        load="N",
+        forcing_amplitude="N",
+        forcing_frequency="rad/s",
+        clearance="m",
+        restitution="-",
+        q0="m",
+        v0="m/s",
+        t0="s",
+    )
 
     KERNELS = ProblemKernels(
         _joint2d_mass_matrix,

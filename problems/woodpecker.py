@@ -150,6 +150,30 @@ class Woodpecker(CompiledProblem):
         If a parameter is not finite or out of range; the message names it.
     """
 
+    coordinates = (("y", "m"), ("phi_M", "rad"), ("phi_S", "rad"))
+    parameter_units = dict(
+        restitution="-",
+        sleeve_restitution="-",
+        mu="-",
+        q0="m, rad, rad",
+        v0="m/s, rad/s, rad/s",
+        t0="s",
+        r_O="m",
+        r_M="m",
+        h_M="m",
+        l_M="m",
+        l_G="m",
+        h_S="m",
+        l_S="m",
+        m_M="kg",
+        m_S="kg",
+        J_M="kg m^2",
+        J_S="kg m^2",
+        c_phi="N m/rad",
+        gravity="m/s^2",
+    )
+    keyword_parameters = PUBLISHED
+
     KERNELS = ProblemKernels(
         _woodpecker_mass_matrix,
         _woodpecker_forces,

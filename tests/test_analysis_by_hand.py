@@ -64,7 +64,7 @@ def _trajectory(t, q, v, impacts=(), constraint=None, h=0.5, stats=None) -> Traj
     log = ImpactLog(
         t=impacts,
         constraint=np.asarray(constraint, dtype=np.int64),
-        normal_velocity_before=np.zeros(impacts.size),
+        normal_velocity_before=-np.ones(impacts.size),  # approaching: impacts
         normal_velocity_after=np.zeros(impacts.size),
         total=impacts.size,
     )

@@ -11,7 +11,7 @@ import pytest
 from impactbench import ImpactLog, simulate
 from impactbench.analysis.impact_events import impact_events
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.problems import BouncingBall, DoublePendulum, TightJoint
+from impactbench.problems import BouncingBall, DoublePendulum, SlidingBlock, TightJoint
 
 H = 1e-3
 
@@ -20,7 +20,7 @@ def _run(times, constraints, h=H, **stats):
     log = ImpactLog(
         t=np.asarray(times, dtype=float),
         constraint=np.asarray(constraints, dtype=np.int64),
-        normal_velocity_before=np.zeros(len(times)),
+        normal_velocity_before=-np.ones(len(times)),  # approaching: impacts
         normal_velocity_after=np.zeros(len(times)),
         total=len(times),
     )
@@ -47,6 +47,29 @@ def test_resting_contact_is_one_event_and_one_phase():
     events = impact_events(_run(times, np.zeros(10)))
     assert (events.impacts, events.contact_phases) == (1, 1)
     assert events.contact_time == pytest.approx(0.010, rel=1e-12)
+
+
+def test_a_contact_held_at_rest_is_a_phase_but_no_impact():
+    # Ten consecutive steps whose first impulse met no approach (u^- = 0: closed at rest from
+    # the start): a contact phase, no impact -- as the event-driven method counts it; a later
+    # approaching cluster of the same constraint is one impact.
+    run = _run(np.concatenate([H * np.arange(1, 11), [2.0]]), np.zeros(11))
+    run.impacts.normal_velocity_before[:10] = [0.0, *(-np.ones(9))]
+    events = impact_events(run)
+    assert (events.impacts, events.contact_phases) == (1, 1)
+    np.testing.assert_array_equal(events.times, [2.0])
+    assert events.contact_time == pytest.approx(10 * H, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", [MoreauJean(compiled=False), EventDriven(compiled=False)])
+def test_a_block_sliding_from_t0_has_no_impact_in_either_family(method):
+    """The sliding block starts on the incline (y = 0, y' = 0): its contact is persistent from
+    t0 and no approach ever closes it -- zero impacts and one contact phase, in both families
+    (Moreau-Jean logs an impulse at every step, u^- = 0 at the first)."""
+    block = SlidingBlock()
+    run = simulate(block, method, 0.2, h=1e-2 if method.requires_step else None)
+    events = impact_events(run)
+    assert (events.impacts, events.contact_phases) == (0, 1)
 
 
 def test_constraints_are_clustered_separately():

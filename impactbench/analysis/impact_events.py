@@ -6,17 +6,30 @@ resting contact: every step), Paoli-Schatzman logs the steps on which the projec
 consecutive steps per impact). Counted raw, a ball in a box gives 36 "impacts" with one scheme
 and 18 with another. The rule here:
 
-* an **impact event** is a cluster of log entries of one constraint whose consecutive entries
-  are at most ``1.5 h`` apart (consecutive steps: no free step between them) -- the contact did
-  not open in between; a cluster separated from the next by at least one free step (free flight)
-  is a separate event. Event-driven runs locate each impact: every entry is an event;
-* a **contact phase** is an event whose cluster spans more than :data:`IMPACT_STEPS` steps
-  (longer than any scheme needs to resolve one impact: Paoli-Schatzman acts on two consecutive
-  steps), i.e. a persistent (resting or sliding) contact; its duration is
-  ``last - first + h``. Contact phases are reported apart (their number and the total time in
-  contact); each also counts as one impact event, the impact that closed it. An event-driven run
-  reports its persistent contacts itself (``stats["contact_phases"]`` and
-  ``stats["contact_duration"]``: the phases of its acceleration-level contact dynamics).
+* an **impact** is a velocity jump of a contact that was approaching, normal velocity
+  u^- = grad g_i . v < 0 before it -- one definition for both families. Event-driven runs
+  locate each impact and log nothing else: every entry is an impact event. A time-stepping
+  run's log entries are grouped into **clusters**: entries of one constraint whose consecutive
+  entries are at most ``1.5 h`` apart (consecutive steps: no free step between them) -- the
+  contact did not open in between; a cluster separated from the next by at least one free step
+  (free flight) is a separate one. A cluster is an **impact event** when its first entry
+  approaches (logged u^- < 0): the impact that closed it. A cluster whose first entry does not
+  approach (u^- >= 0: an impulse that holds a contact already closed at rest, e.g. a block
+  resting or sliding on its support from t0) is no impact, as the event-driven method, which
+  closes such a contact without an impact, counts it;
+* a **contact phase** is a cluster that spans more than :data:`IMPACT_STEPS` steps (longer
+  than any scheme needs to resolve one impact: Paoli-Schatzman acts on two consecutive steps),
+  i.e. a persistent (resting or sliding) contact; its duration is ``last - first + h``.
+  Contact phases are reported apart (their number and the total time in contact), whether or
+  not an impact closed them. An event-driven run reports its persistent contacts itself
+  (``stats["contact_phases"]`` and ``stats["contact_duration"]``: the phases of its
+  acceleration-level contact dynamics).
+
+A persistent contact therefore counts one impact in both families when an approach closed it
+and none when it was closed from the start. What still differs: a scheme whose resting contact
+is inactive for one step (the step before left its gap positive) and closes again with the
+speed one step of free flight gives (u^- of order h |g''|) logs a new approaching cluster, an
+impact event that the event-driven run, whose contact stays closed, does not have.
 
 The raw log stays available (``Trajectory.impacts``, and the ``impact_log_entries`` column of
 the result tables).
@@ -56,7 +69,7 @@ class ImpactEvents(NamedTuple):
     Attributes
     ----------
     impacts : int
-        Number of impact events (contact phases included, one each).
+        Number of impact events (the contact phases closed by an approach included, one each).
     contact_phases : int
         Number of persistent-contact phases.
     contact_time : float
@@ -81,7 +94,8 @@ class ImpactEvents(NamedTuple):
 def impact_events(trajectory: Trajectory) -> ImpactEvents:
     """Cluster the impact log of ``trajectory`` into impact events and contact phases.
 
-    A time-stepping run (``trajectory.h`` set) is clustered by the rule of the module docstring;
+    A time-stepping run (``trajectory.h`` set) is clustered by the rule of the module docstring
+    (a cluster opened by an entry that does not approach, u^- >= 0, is no impact event);
     an event-driven run (``trajectory.h`` None) counts each log entry as an event and takes its
     contact phases from its stats. Entries beyond the log's capacity are not seen: a run whose
     log overflowed (``impacts.total > len(impacts.t)``) is counted from the entries kept.
@@ -115,9 +129,11 @@ def impact_events(trajectory: Trajectory) -> ImpactEvents:
     contact_time = 0.0
     for duration in (ends - starts)[phases]:
         contact_time += float(duration) + h
+    approaching = np.asarray(log.normal_velocity_before, dtype=float)[rows[firsts]] < 0.0
     order = np.argsort(starts, kind="stable")
+    order = order[approaching[order]]
     return ImpactEvents(
-        len(starts),
+        len(order),
         int(phases.sum()),
         contact_time,
         starts[order],

@@ -2,7 +2,8 @@
 
 ``impactbench list`` prints one line per entry; ``--verbose`` adds the parameters each problem
 and method takes, with their defaults (:func:`impactbench.core.names.parameters`: the names the
-``Name[param=value,...]`` syntax accepts); ``impactbench list problems`` (``methods``,
+``Name[param=value,...]`` syntax accepts) and, for a problem, their units (its
+``parameter_units``); ``impactbench list problems`` (``methods``,
 ``studies``) lists one kind only, importing only that kind's plug-ins; ``impactbench list NAME
 ...`` prints only the named entries, with their parameters.
 """
@@ -15,22 +16,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import names
+from ..core.coordinates import UNDECLARED, parameter_unit
 
 
 def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
 
 
-def parameter_line(factory: Any) -> str:
+def parameter_line(factory: Any, units: bool = False) -> str:
     """``name=default, ...`` of the parameters ``factory`` takes ("any keyword" when it takes
-    any, "none" when it takes none)."""
+    any, "none" when it takes none); with ``units`` (a problem), each followed by its unit in
+    brackets as the problem declares it (``parameter_units``; "unit not declared" otherwise)."""
     accepted = names.parameters(factory)
     if accepted is None:
         return "any keyword"
-    shown = [
-        p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
-        for p in accepted
-    ]
+    shown = []
+    for p in accepted:
+        text = p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+        if units:
+            text += f" [{parameter_unit(factory, p.name) or UNDECLARED}]"
+        shown.append(text)
     return ", ".join(shown) or "none"
 
 
@@ -91,7 +96,8 @@ def list_entries(args: argparse.Namespace, usage_error: type[Exception]) -> int:
         for name in shown:
             print(_line(kind, name, table[name], usage_error))
             if verbose and kind != "Studies":
-                print(f"  {'':24} parameters: {parameter_line(table[name])}")
+                line = parameter_line(table[name], units=kind == "Problems")
+                print(f"  {'':24} parameters: {line}")
     return 0
 
 

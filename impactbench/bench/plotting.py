@@ -13,28 +13,45 @@ against its exact solution or reference, in the style of the study reports.
 
 One trajectory gives the six panels of :func:`impactbench.bench.trajectory_figure.trajectory_figure`
 (positions, velocities, phase portrait, impact map, gap, energy error); several are overlaid, one
-colour and marker per method (:func:`impactbench.bench.style.method_style`), on six panels: one
-coordinate's position and velocity against time, its phase portrait, the impact map, the
-smallest gap (symmetric-log axis: penetration visible at any depth) and the energy (the
-solution's dashed; a reconstructed velocity's samples within a step of an impact left out).
+colour and marker per method (:func:`impactbench.bench.style.method_style`): the position and
+velocity of each coordinate against time (every coordinate, up to :data:`OVERLAY_COORDINATES`),
+the first one's phase portrait, the impact map, the smallest gap (symmetric-log axis:
+penetration visible at any depth) and the energy (the solution's dashed; a reconstructed
+velocity's samples within a step of an impact left out). A frictional problem adds the slip
+velocity of each closed contact and the contact states (open, stick, slip) over time.
+
+Every run is drawn through its continuous extension
+(:func:`impactbench.bench.figure_data.drawn`): its dense output where it has one (an event-driven
+run with ``dense_output=True``; ``impactbench simulate --plot`` attaches it), else the polyline
+of its samples. Coordinates are named and labelled with the units their problem declares
+(:mod:`impactbench.core.coordinates`); each legend entry appears once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..analysis.impact_events import impact_events
 from ..analysis.reference import Reference, reference
-from ..core.energy import energy, kinetic_energy, potential_energy
+from ..core.energy import kinetic_energy, potential_energy
 from ..core.problem import Problem
 from ..core.trajectory import Trajectory
 from . import style
-from .trajectory_figure import REFERENCE_POINTS, energy_samples, trajectory_figure
+from .figure_data import Drawn, drawn, reference_label, run_labels
+from .trajectory_figure import (
+    REFERENCE_POINTS,
+    draw_contacts,
+    draw_impact_map,
+    mark_impacts,
+    trajectory_figure,
+)
 
 
 def solution_of(problem: Problem, t_end: float, *, compute: bool = True) -> Reference:
@@ -49,77 +66,148 @@ def solution_of(problem: Problem, t_end: float, *, compute: bool = True) -> Refe
     return reference(problem, float(t_end), reference_method(), compute=compute)
 
 
-#: Runs with at most this many samples are drawn with their points marked.
+#: Runs with at most this many drawn points are drawn with their points marked.
 SPARSE_SAMPLES = 200
-
-
-def _short(name: str) -> str:
-    return name.partition("[")[0]
+#: Several runs overlaid: every coordinate gets its position and velocity panels up to this
+#: many coordinates (more: the one asked for).
+OVERLAY_COORDINATES = 3
 
 
 def overlay_figure(
     problem: Problem,
     trajectories: Sequence[Trajectory],
     solution: Reference | None = None,
-    coordinate: int = 0,
+    coordinate: int | None = None,
 ) -> Figure:
-    """Several runs of ``problem`` overlaid (see the module docstring); ``solution`` dashed."""
-    figure, axes = style.new_figure(6, aspect=0.75)
-    ax_q, ax_v, ax_phase, ax_map, ax_gap, ax_energy = axes
-    i = coordinate
-    t_end = max(float(run.t[-1]) for run in trajectories)
+    """Several runs of ``problem`` overlaid (see the module docstring); ``solution`` dashed.
+
+    The position and velocity of every coordinate (``coordinate`` None, up to
+    :data:`OVERLAY_COORDINATES` of them; else the first, or the one given) each get a panel;
+    a frictional problem adds the slip velocities and contact states. Each run is drawn
+    through its continuous extension (:func:`impactbench.bench.figure_data.drawn`).
+    """
+    n = trajectories[0].q.shape[1]
+    if coordinate is None:
+        shown = list(range(n)) if n <= OVERLAY_COORDINATES else [0]
+    else:
+        shown = [coordinate]
+    panels = 2 * len(shown) + 4 + (2 if problem.has_friction else 0)
+    figure, axes = style.new_figure(panels, aspect=0.75)
+    state_axes = [(axes[2 * k], axes[2 * k + 1]) for k in range(len(shown))]
+    ax_phase, ax_map, ax_gap, ax_energy = axes[2 * len(shown) : 2 * len(shown) + 4]
     t0 = min(float(run.t[0]) for run in trajectories)
+    t_end = max(float(run.t[-1]) for run in trajectories)
+    runs = [drawn(run) for run in trajectories]
+    looks = [_line(run, points) for run, points in zip(trajectories, runs, strict=True)]
+    labels = run_labels([run.method for run in trajectories])
     if solution is not None:
-        t_ref = np.linspace(t0, t_end, REFERENCE_POINTS)
-        q_ref, v_ref = solution.state(t_ref)
-        kind = _short(solution.kind)
-        for ax, values in ((ax_q, q_ref[:, i]), (ax_v, v_ref[:, i])):
-            ax.plot(t_ref, values, "k--", linewidth=0.7, label=kind, zorder=3)
-        ax_phase.plot(q_ref[:, i], v_ref[:, i], "k--", linewidth=0.7)
-    smallest = []
-    for run in trajectories:
-        look = style.method_style(run.method)
-        line = {"color": look["color"], "linestyle": look["linestyle"], "linewidth": 0.9}
-        if len(run.t) <= SPARSE_SAMPLES:  # an adaptive run's few samples are shown as points
-            line.update(marker=look["marker"], markersize=2.5)
-        ax_q.plot(run.t, run.q[:, i], label=style.variant_label(run.method), **line)
-        ax_v.plot(run.t, run.v[:, i], **line)
-        ax_phase.plot(run.q[:, i], run.v[:, i], **line)
-        if len(run.impacts.t):  # the first entry of each impact event
-            first = impact_events(run).first_entries
-            ax_map.plot(
-                run.impacts.t[first],
-                -run.impacts.normal_velocity_before[first],
-                look["marker"],
-                color=look["color"],
-                markerfacecolor="none",
-            )
-        smallest.append(np.array([np.atleast_1d(problem.gap(q)) for q in run.q]).min(axis=1))
-        ax_gap.plot(run.t, smallest[-1], **line)
-        shown = energy_samples(run)
-        ax_energy.plot(run.t[shown], energy(problem, run)[shown], **line)
-    if solution is not None:
-        ax_energy.plot(
-            t_ref,
-            kinetic_energy(problem, q_ref, v_ref) + potential_energy(problem, q_ref),
-            "k--",
-            linewidth=0.7,
-        )
-    scale = max(float(np.nanmax(np.abs(gaps))) for gaps in smallest) if smallest else 1.0
-    q_label = f"$q_{i + 1}$ [{style.coordinate_unit(problem.name)}]"
-    v_label = f"$v_{i + 1}$ [{style.coordinate_unit(problem.name)}/s]"
-    gap_unit = style.gap_unit(problem.name)
-    ax_q.set(xlabel="$t$ [s]", ylabel=q_label, title="position")
-    ax_v.set(xlabel="$t$ [s]", ylabel=v_label, title="velocity")
-    ax_phase.set(xlabel=q_label, ylabel=v_label, title="phase portrait")
-    ax_map.set(
-        xlabel="impact time $t_k$ [s]",
-        ylabel=f"normal velocity $-u^-$ [{gap_unit}/s]",
-        title="impact map",
+        _overlay_solution(problem, solution, (t0, t_end), shown, state_axes, ax_phase, ax_energy)
+    for k, i in enumerate(shown):
+        _overlay_states(state_axes[k], runs, looks, labels if k == 0 else None, i)
+    for run, points, look in zip(trajectories, runs, looks, strict=True):
+        ax_phase.plot(points.q[:, shown[0]], points.v[:, shown[0]], **look)
+        _overlay_impacts(ax_map, state_axes[0], run, look)
+        smallest = np.min(np.asarray(problem.gaps(points.q), dtype=float), axis=1)
+        ax_gap.plot(points.t, smallest, **look)
+        energy = kinetic_energy(problem, points.q, points.v) + potential_energy(problem, points.q)
+        ax_energy.plot(points.t[points.energy_shown], energy[points.energy_shown], **look)
+    if problem.has_friction:
+        draw_contacts(axes[-2], axes[-1], problem, list(zip(runs, looks, strict=True)))
+    labels_of = style.coordinate_labels(problem, n)
+    _label_overlay(problem, labels_of, shown, state_axes, (ax_phase, ax_map, ax_gap, ax_energy))
+    draw_impact_map(ax_map, problem, (t0, t_end))
+    handles, names = state_axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, names, loc="outside lower center", ncol=min(3, len(names)))
+    against = f" against the {reference_label(solution)}" if solution is not None else ""
+    figure.suptitle(f"{problem.name}: {len(trajectories)} runs{against}")
+    return figure
+
+
+def _line(run: Trajectory, points: Drawn) -> dict[str, Any]:
+    """The line style of ``run`` (:func:`impactbench.bench.style.method_style`); a run of few
+    drawn points (an adaptive run without dense output) with its points marked."""
+    look = style.method_style(run.method)
+    line = {"color": look["color"], "linestyle": look["linestyle"], "linewidth": 0.9}
+    if len(points.t) <= SPARSE_SAMPLES:
+        line.update(marker=look["marker"], markersize=2.5)
+    return line
+
+
+def _overlay_states(
+    axes: tuple[Axes, Axes],
+    runs: Sequence[Drawn],
+    looks: Sequence[dict[str, Any]],
+    labels: Sequence[str] | None,
+    i: int,
+) -> None:
+    """Coordinate ``i`` and its velocity of every run (``labels``: their legend entries)."""
+    ax_q, ax_v = axes
+    for k, (points, look) in enumerate(zip(runs, looks, strict=True)):
+        ax_q.plot(points.t, points.q[:, i], label=labels[k] if labels else None, **look)
+        ax_v.plot(points.t, points.v[:, i], **look)
+
+
+def _overlay_impacts(
+    ax_map: Axes, first_axes: tuple[Axes, Axes], run: Trajectory, look: dict[str, Any]
+) -> None:
+    """The run's impact events on the impact map, and as ticks under its first panels."""
+    first = impact_events(run).first_entries if len(run.impacts.t) else []
+    if not len(first):
+        return
+    marker = style.method_style(run.method)["marker"]
+    ax_map.plot(
+        run.impacts.t[first],
+        -run.impacts.normal_velocity_before[first],
+        marker,
+        color=look["color"],
+        markerfacecolor="none",
     )
-    ax_map.set_xlim(t0, t_end)
+    for ax in first_axes:
+        mark_impacts(ax, run.impacts.t[first], color=look["color"])
+
+
+def _overlay_solution(
+    problem: Problem,
+    solution: Reference,
+    t_range: tuple[float, float],
+    shown: Sequence[int],
+    state_axes: Sequence[tuple[Axes, Axes]],
+    ax_phase: Axes,
+    ax_energy: Axes,
+) -> None:
+    """The solution dashed on the state panels, the phase portrait and the energy."""
+    t_ref = np.linspace(*t_range, REFERENCE_POINTS)
+    q_ref, v_ref = solution.state(t_ref)
+    label = reference_label(solution)
+    for k, i in enumerate(shown):
+        ax_q, ax_v = state_axes[k]
+        ax_q.plot(t_ref, q_ref[:, i], "k--", linewidth=0.7, label=label, zorder=3)
+        ax_v.plot(t_ref, v_ref[:, i], "k--", linewidth=0.7, zorder=3)
+    ax_phase.plot(q_ref[:, shown[0]], v_ref[:, shown[0]], "k--", linewidth=0.7)
+    energy = kinetic_energy(problem, q_ref, v_ref) + potential_energy(problem, q_ref)
+    ax_energy.plot(t_ref, energy, "k--", linewidth=0.7)
+
+
+def _label_overlay(
+    problem: Problem,
+    labels: Sequence[tuple[str, str]],
+    shown: Sequence[int],
+    state_axes: Sequence[tuple[Axes, Axes]],
+    others: tuple[Axes, Axes, Axes, Axes],
+) -> None:
+    """Axis labels and titles: each coordinate by its declared name and unit (``labels``: of
+    position and velocity, per coordinate)."""
+    ax_phase, _, ax_gap, ax_energy = others
+    for k, i in enumerate(shown):
+        q_label, v_label = labels[i]
+        ax_q, ax_v = state_axes[k]
+        ax_q.set(xlabel="$t$ [s]", ylabel=q_label, title=f"position {q_label.split(' [')[0]}")
+        ax_v.set(xlabel="$t$ [s]", ylabel=v_label, title=f"velocity {v_label.split(' [')[0]}")
+    ax_phase.set(xlabel=labels[shown[0]][0], ylabel=labels[shown[0]][1], title="phase portrait")
     ax_gap.axhline(0.0, color="black", linewidth=0.6)
+    scale = max((float(np.nanmax(np.abs(line.get_ydata()))) for line in ax_gap.lines), default=1)
     ax_gap.set_yscale("symlog", linthresh=max(1e-12, 1e-6 * scale))
+    gap_unit = style.gap_unit(problem.name)
     ax_gap.set(
         xlabel="$t$ [s]",
         ylabel=rf"$\min_i g_i(q)$ [{gap_unit}]",
@@ -128,11 +216,6 @@ def overlay_figure(
     ax_energy.set(
         xlabel="$t$ [s]", ylabel=f"$E$ [{style.energy_unit(problem.name)}]", title="energy"
     )
-    handles, labels = ax_q.get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncol=min(3, len(labels)))
-    against = f" against {_short(solution.kind)}" if solution is not None else ""
-    figure.suptitle(f"{problem.name}: {len(trajectories)} methods{against}")
-    return figure
 
 
 def plot(
@@ -141,7 +224,7 @@ def plot(
     *,
     reference: Reference | str | None = "auto",
     output: Path | str | None = None,
-    coordinate: int = 0,
+    coordinate: int | None = None,
 ) -> Figure:
     """Draw runs of ``problem`` against its exact solution or reference; optionally save it.
 
@@ -157,8 +240,10 @@ def plot(
     output : path, optional
         Write the figure there; the suffix (.png, .pdf or .svg) picks the format
         (:func:`impactbench.bench.style.save`: journal-sized, byte-reproducible).
-    coordinate : int
-        The coordinate whose position and velocity are drawn when several runs are overlaid.
+    coordinate : int, optional
+        When several runs are overlaid: the coordinate whose position and velocity are drawn;
+        None (default) draws every coordinate, each in its panels, up to
+        :data:`OVERLAY_COORDINATES` of them (more: the first).
 
     Returns
     -------
@@ -182,9 +267,10 @@ def plot(
         if suffix not in style.FORMATS:
             raise ValueError(f"output must end in .png, .pdf or .svg, got {str(output)!r}")
     n_dof = runs[0].q.shape[1]
-    if isinstance(coordinate, bool) or not isinstance(coordinate, int) or coordinate >= n_dof:
-        coordinate = -1
-    if coordinate < 0:
+    valid = coordinate is None or (
+        isinstance(coordinate, int) and not isinstance(coordinate, bool) and 0 <= coordinate < n_dof
+    )
+    if not valid:
         raise ValueError(f"coordinate must be an integer in 0..{n_dof - 1}, got {coordinate!r}")
     if isinstance(reference, str):
         if reference != "auto":

@@ -9,7 +9,9 @@ the summary gives its costs, its **impact events** (the count of the study table
 Moreau-Jean's entry at every step of a resting contact, are one event) next to the raw log
 entries, and its errors against the exact solution, or else against the cached reference run
 (DOP853, rtol 1e-12: computed once per problem and horizon, then read from the reference
-cache). ``--plot`` draws every run in one figure (:func:`impactbench.plot`).
+cache). ``--plot`` draws every run in one figure (:func:`impactbench.plot`), each through its
+continuous extension: an event-driven run through its dense output (the same one its errors are
+measured through), a time-stepping run through the polyline of its steps.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def run_simulate(args: argparse.Namespace, usage_error: type[Exception]) -> int:
         raise usage_error("--h is only used by time-stepping methods; none is given")
     solution, note = _solution(problem, args.t_end, compute=bool(args.reference or args.plot))
     runs: list[tuple[Method, Trajectory]] = []
+    drawn: list[Trajectory] = []  # the runs with their continuous extension, for --plot
     failed = False
     for method in methods:
         h = args.h if method.requires_step else None
@@ -96,6 +99,7 @@ def run_simulate(args: argparse.Namespace, usage_error: type[Exception]) -> int:
                 f"{warmup:.4g} s, not in the wall time"
             )
         print(f"  q(T) = {trajectory.q[-1].tolist()}, v(T) = {trajectory.v[-1].tolist()}")
+        measured = trajectory
         if solution is not None:  # on the error grid, through the run's continuous extension
             options = {"h": h, "output_every": args.output_every}
             measured = with_dense_output(problem, method, trajectory, args.t_end, **options)
@@ -104,12 +108,13 @@ def run_simulate(args: argparse.Namespace, usage_error: type[Exception]) -> int:
                 print(f"  {name.replace('_', ' ')} ({note}): {value:.6g}")
         failed = failed or not trajectory.success
         runs.append((method, trajectory))
+        drawn.append(measured)
     if solution is None:
         print(note)
     if args.csv and runs:
         _write_csv(problem, runs, args.csv)
     if args.plot and runs:
-        plot(problem, [trajectory for _, trajectory in runs], reference=solution, output=args.plot)
+        plot(problem, drawn, reference=solution, output=args.plot)
         print(f"figure written to {args.plot} (against the {note})")
     return 1 if failed else 0
 

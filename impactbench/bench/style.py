@@ -39,7 +39,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FuncFormatter
 
+from ..core import coordinates
 from ..core._files import write_atomic
+from ..core.problem import Problem
 
 #: Width of one journal column and of the text block (two columns), inches.
 COLUMN_WIDTH = 3.5
@@ -123,24 +125,32 @@ def method_style(method: str) -> dict[str, str]:
     }
 
 
-#: Built-in problems whose coordinates are angles; the others' are lengths (SI units throughout).
-ANGULAR_PROBLEMS = frozenset({"DoublePendulum"})
+def coordinate_unit(problem: str | Problem) -> str:
+    """The unit(s) of the coordinates q of ``problem`` -- a problem, or its name (parameters
+    after "[" ignored) looked up among the built-in ones -- as its ``coordinates`` declare them
+    (:mod:`impactbench.core.coordinates`): "m", "rad", "m, rad" (several units, in order);
+    :data:`impactbench.core.coordinates.UNDECLARED` for a problem that declares none or a name
+    that is not built in."""
+    if isinstance(problem, str):
+        from ..problems import PROBLEMS
 
-#: Built-in problems whose coordinates are lengths and angles (rigid bodies in the plane).
-MIXED_PROBLEMS = frozenset({"RockingBlock", "Woodpecker", "ImpactingStick", "PainleveRod"})
+        problem = PROBLEMS.get(problem.partition("[")[0])
+    declared = getattr(problem, "coordinates", None)
+    if not declared:
+        return coordinates.UNDECLARED
+    return coordinates.units_text([unit for _, unit in declared])
 
 
-def coordinate_unit(problem: str) -> str:
-    """The unit of the coordinates q of ``problem`` (its name; parameters after "[" ignored):
-    "rad", "m" or "m, rad" for a built-in problem, "units of q" for any other."""
-    from ..problems import PROBLEMS
-
-    base = problem.partition("[")[0]
-    if base in ANGULAR_PROBLEMS:
-        return "rad"
-    if base in MIXED_PROBLEMS:
-        return "m, rad"
-    return "m" if base in PROBLEMS else "units of q"
+def coordinate_labels(problem: Problem, n_dof: int) -> list[tuple[str, str]]:
+    """Axis labels of each coordinate of ``problem`` and of its velocity, e.g.
+    ``("$\\phi$ [rad]", "$\\dot{\\phi}$ [rad/s]")`` (names and units as the problem declares
+    them, :func:`impactbench.core.coordinates.coordinates`)."""
+    labels = []
+    for name, unit in coordinates.coordinates(problem, n_dof):
+        position = f"${coordinates.math_name(name)}$ [{unit}]"
+        velocity = f"${coordinates.math_name(name, dot=True)}$ [{coordinates.rate_unit(unit)}]"
+        labels.append((position, velocity))
+    return labels
 
 
 def gap_unit(problem: str) -> str:
@@ -169,7 +179,7 @@ def metric_unit(metric: str, problem: str) -> str:
         "max_position_error": coordinate,
         "l1_velocity_error": coordinate,
         "position_error_at_end": coordinate,
-        "velocity_error_at_end": f"{coordinate}/s",
+        "velocity_error_at_end": coordinates.rate_unit(coordinate),
         "energy_error_at_end": energy_unit(problem),
         "energy_at_end": energy_unit(problem),
         "max_energy_increase": energy_unit(problem),

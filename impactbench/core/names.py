@@ -71,7 +71,9 @@ def parameters(factory: Any) -> list[inspect.Parameter] | None:
     ``**options`` on, of the next ``__init__`` along the method resolution order (as
     ``super().__init__(**options)`` does): ``MoreauJean`` takes ``theta`` and ``activation``,
     and the ``compiled`` and ``log_capacity`` of :class:`impactbench.TimeStepping`. None when
-    the last one reached still takes ``**kwargs``, or a signature cannot be read.
+    the last one reached still takes ``**kwargs``, or a signature cannot be read -- unless the
+    class declares the keywords its ``**kwargs`` take, ``keyword_parameters`` (a mapping of
+    name to default, e.g. the Woodpecker's geometry): then those, keyword-only, follow.
     """
     if isinstance(factory, type):
         functions = [
@@ -92,6 +94,12 @@ def parameters(factory: Any) -> list[inspect.Parameter] | None:
                 found.setdefault(parameter.name, parameter)
         if all(p.kind != inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
             return list(found.values())
+    declared = getattr(factory, "keyword_parameters", None) if functions else None
+    if declared is not None:
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        for name, default in declared.items():
+            found.setdefault(name, inspect.Parameter(name, keyword, default=default))
+        return list(found.values())
     return None if functions else []
 
 

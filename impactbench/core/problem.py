@@ -16,7 +16,8 @@ import functools
 import math
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -151,6 +152,13 @@ class Problem(ABC):
         Magnitudes (Q, V) that the positions and velocities of the problem's motion stay
         within, or None (default) to take them from the initial data: a run whose max |q| or
         max |v| exceeds 1e6 times them stops as diverged (:mod:`impactbench.core.divergence`).
+    coordinates : tuple of (str, str), optional
+        Name and unit of each coordinate, e.g. ``(("x", "m"), ("phi", "rad"))``, or one pair
+        with ``{i}`` in the name for every coordinate (``(("q_{i}", "m"),)``), as figures and
+        tables label them (:mod:`impactbench.core.coordinates`); None (default): ``q_1 ...
+        q_n``, unit not declared.
+    parameter_units : mapping of str to str, optional
+        Unit of each constructor parameter ("-" dimensionless), shown by ``impactbench list``.
 
     Notes
     -----
@@ -198,6 +206,8 @@ class Problem(ABC):
     mass_structure: str = "dense"
     stable_step: float | None = None
     state_scale: tuple[float, float] | None = None
+    coordinates: tuple[tuple[str, str], ...] | None = None
+    parameter_units: Mapping[str, str] = MappingProxyType({})
 
     @staticmethod
     def from_functions(
