@@ -323,6 +323,10 @@ class BouncingBall(CompiledProblem):
     Nonsmooth Dynamical Systems*, Springer (2008).
     """
 
+    #: Gravity is -grad V and Newton's law with e in [0, 1] dissipates: the energy gate
+    #: applies (:attr:`impactbench.core.problem.Problem.conservative`).
+    conservative = True
+
     KERNELS = ProblemKernels(
         _ball_mass_matrix,
         _ball_forces,

@@ -145,6 +145,10 @@ class SlantedWall(CompiledProblem):
     finite freedom dynamics" (1988); B. Brogliato, *Nonsmooth Mechanics*, Springer (2016), ch. 6.
     """
 
+    #: The constant force is -grad V and Newton's law with e in [0, 1] dissipates: the energy
+    #: gate applies (:attr:`impactbench.core.problem.Problem.conservative`).
+    conservative = True
+
     KERNELS = ProblemKernels(
         _wall_mass_matrix,
         _wall_forces,

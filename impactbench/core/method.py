@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 from . import _checks
+from .energy import check_energy_gain
 from .problem import Problem
 from .trajectory import Trajectory
 
@@ -134,7 +135,10 @@ class Method(ABC):
         """Integrate ``problem`` up to ``t_end`` (see :func:`impactbench.simulate`).
 
         Validates the problem (``problem.check()``), ``t_end`` and ``output_every``, then times
-        :meth:`_solve_impl`.
+        :meth:`_solve_impl`. On a conservative problem (``problem.conservative``) the run then
+        passes the energy gate (:func:`impactbench.core.energy.check_energy_gain`: its
+        ``stats["energy_gain"]``, and a SimulationError when its energy rose above the initial
+        value by more than the gate's bound).
         """
         if Problem not in type(problem).__mro__ and not isinstance(problem, Problem):  # as simulate
             raise ValueError(f"problem must be an impactbench.Problem, got {problem!r}")
@@ -152,6 +156,8 @@ class Method(ABC):
         start = time.perf_counter()
         trajectory = self._solve_impl(problem, t_end, h, output_every)
         trajectory.stats["wall_time"] = time.perf_counter() - start
+        if problem.conservative:
+            check_energy_gain(problem, trajectory, f"{self.name} on {problem.name}")
         return trajectory
 
     @abstractmethod

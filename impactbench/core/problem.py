@@ -151,6 +151,13 @@ class Problem(ABC):
         Magnitudes (Q, V) that the positions and velocities of the problem's motion stay
         within, or None (default) to take them from the initial data: a run whose max |q| or
         max |v| exceeds 1e6 times them stops as diverged (:mod:`impactbench.core.divergence`).
+    conservative : bool
+        True when no part of the model adds energy: F = -grad V exactly (no damping, drag or
+        forcing) and every impact law dissipates (e in [0, 1], no friction), so that the
+        energy of the exact motion never exceeds its initial value. Default False. A run of a
+        conservative problem passes the energy gate of
+        :func:`impactbench.core.energy.check_energy_gain` (a SimulationError when its energy
+        rises above the initial value by more than the gate's bound).
 
     Notes
     -----
@@ -198,6 +205,7 @@ class Problem(ABC):
     mass_structure: str = "dense"
     stable_step: float | None = None
     state_scale: tuple[float, float] | None = None
+    conservative: bool = False
 
     @abstractmethod
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
@@ -324,6 +332,8 @@ class Problem(ABC):
         self.t0 = _checks.finite_scalar(self.t0, "t0")
         declared_stable_step(self)
         declared_state_scale(self)
+        if type(self.conservative) is not bool:
+            raise ValueError(f"conservative must be True or False, got {self.conservative!r}")
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
         lightest, kinetic = self._check_mass(n)
