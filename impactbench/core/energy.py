@@ -30,12 +30,13 @@ def energy(problem: Problem, trajectory: Trajectory) -> np.ndarray:
 #: scale S = E_0 - min V(q_k) over the admissible samples (g(q_k) >= 0, and k = 0): the largest
 #: kinetic energy the exact motion can have at the positions of K the run visited (a sample
 #: inside the obstacle, where a scheme's position may lie by O(h |v|) at an impact, would let a
-#: run whose velocities grow widen its own scale). A scheme converging in energy stays within it as h -> 0: its
-#: energy error is O(h^p) relative to S in smooth phases (p the scheme's order) and O(h) per
-#: impact through the impacts; a sample across an impact step (a central-difference velocity, a
-#: position inside the obstacle) lowers E, it does not raise it. Above half the kinetic scale
-#: the run is no approximation of the conservative motion whatever h: its velocities are off by
-#: O(1) (a Paoli-Schatzman ball with e = 1 whose bounces of height O(h) pump its energy up).
+#: run whose velocities grow widen its own scale). A scheme converging in energy stays within
+#: it as h -> 0: its energy error is O(h^p) relative to S in smooth phases (p the scheme's
+#: order) and O(h) per impact through the impacts; a sample across an impact step (a
+#: central-difference velocity, a position inside the obstacle) lowers E, it does not raise it.
+#: Above half the kinetic scale the run is no approximation of the conservative motion
+#: whatever h: its velocities are off by O(1) (a Paoli-Schatzman ball with e = 1 whose bounces
+#: of height O(h) pump its energy up).
 ENERGY_GAIN_BOUND = 0.5
 
 #: Round-off allowance of the gate, in ulps of the energies' magnitude max(|E_0|, max_k |V_k|).
