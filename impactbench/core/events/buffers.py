@@ -39,7 +39,11 @@ INFO_CONTACT_TIME = 7
 INFO_CONTACT_PHASES = 8
 INFO_CONTACT_DURATION = 9
 INFO_PROJECTIONS = 10
-INFO_HEAD = 11
+#: The impact law's energy record: the impacts whose law created kinetic energy and the largest
+#: energy created (:func:`impactbench.core.events.resolution._record_law_energy`).
+INFO_LAW_GAINS = 11
+INFO_LAW_LARGEST_GAIN = 12
+INFO_HEAD = 13
 
 # Statuses of the event loop beyond those of impactbench.core.status_codes.
 STATUS_STEP_TOO_SMALL = 20
