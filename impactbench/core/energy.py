@@ -74,6 +74,15 @@ def energy_gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float,
     return float(total[index] - total[0]), scale, index
 
 
+def is_conservative(problem: Problem) -> bool:
+    """``problem.conservative`` checked (read at every run: a built-in problem's check is
+    skipped while its contract is unchanged); ValueError unless it is True or False."""
+    declared = problem.conservative
+    if type(declared) is not bool:
+        raise ValueError(f"conservative must be True or False, got {declared!r}")
+    return declared
+
+
 def check_energy_gain(problem: Problem, trajectory: Trajectory, name: str) -> None:
     """The energy gate of a run of a conservative problem (``problem.conservative``): records
     ``trajectory.stats["energy_gain"]``, (max_k E_k - E_0) / S (:func:`energy_gain`; 0 when S

@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 from . import _checks
-from .energy import check_energy_gain
+from .energy import check_energy_gain, is_conservative
 from .problem import Problem
 from .trajectory import Trajectory
 
@@ -153,10 +153,11 @@ class Method(ABC):
         if t_end <= problem.t0:
             raise ValueError(f"t_end must be > t0 = {problem.t0!r}, got {t_end!r}")
         output_every = _checks.positive_int(output_every, "output_every")
+        conservative = is_conservative(problem)
         start = time.perf_counter()
         trajectory = self._solve_impl(problem, t_end, h, output_every)
         trajectory.stats["wall_time"] = time.perf_counter() - start
-        if problem.conservative:
+        if conservative:
             check_energy_gain(problem, trajectory, f"{self.name} on {problem.name}")
         return trajectory
 

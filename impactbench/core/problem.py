@@ -332,8 +332,6 @@ class Problem(ABC):
         self.t0 = _checks.finite_scalar(self.t0, "t0")
         declared_stable_step(self)
         declared_state_scale(self)
-        if type(self.conservative) is not bool:
-            raise ValueError(f"conservative must be True or False, got {self.conservative!r}")
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
         lightest, kinetic = self._check_mass(n)
