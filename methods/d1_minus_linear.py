@@ -68,6 +68,12 @@ e_i of each constraint; the acceleration-level problems are not impulses (their 
 carries the curvature terms, their index set I_2 is not the impulse's) and are solved by
 :func:`impactbench.core.scheme.reaction_forces` (the shared Delassus matrix and LCP solver).
 
+Start: an impact at t_0 (a contact closed at q_0 whose normal velocity G v_0 is negative)
+takes Newton's law with e at t_0, v_0 <- v_0 + M^-1 G^T P (:func:`velocity_impulse` on the
+contacts closed at q_0 that approach). Without it that contact, closed at the start of the
+first step, would count as persistent (e_i = 0) and be stopped plastically: a ball on the
+floor moving down with e = 1 would stop and sink instead of bouncing.
+
 Impact log: the normal velocities before and after are G v_free and G v_{k+1} at t_{k+1}, for
 each i in I_1 with P_i > 0 (u+ = -e u- on I_3, u+ = 0 on the plastic contacts).
 
@@ -241,7 +247,8 @@ class D1MinusLinear(Scheme):
 
     @staticmethod
     def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
-        """q, v from (q0, v0); M(q0) factored; g(q0)."""
+        """q, v from (q0, v0), with Newton's law at t_0 on the contacts closed there that
+        approach (an impact at t_0: module docstring); M(q0) factored; g(q0)."""
         for j in range(n):
             s.q[j] = q0[j]
             s.v[j] = v0[j]
@@ -252,7 +259,16 @@ class D1MinusLinear(Scheme):
         for i in range(m):
             if not s.g[i] <= math.inf:  # NaN
                 return STATUS_GAP_NOT_FINITE, 0, 0
-        return STATUS_OK, 0, 0
+        # an impact at t_0: Newton's law with e on the closed contacts that approach
+        status, active, pivots = velocity_impulse(
+            s, problem, n, m, q0, s.v, s.v, e, s.v1, p, True, None
+        )
+        if status != STATUS_OK:
+            return status, 0, 0
+        if active > 0:
+            for j in range(n):
+                s.v[j] = s.v1[j]
+        return STATUS_OK, pivots, 0
 
     @staticmethod
     def step(s, problem, options, n, m, k, t, t_next, h, p, e, par):

@@ -12,8 +12,14 @@ q^{k+1} = -e q^{k-1} + (1+e) max(0, (2q^k - (1-e) q^{k-1} + h^2 f^k)/(1+e)).
 
 Choices stated here:
 
-* start: q^1 = Proj_K^{M(q^0)}(q^0 + h v^0 + h^2/2 M^-1 F(t_0, q^0, v^0)) (second-order Taylor step
-  projected onto K; the Siconos start q^0 + h v^0 is only first order);
+* start: the second-order Taylor step z^1 = q^0 + h v^0 + h^2/2 M^-1 F(t_0, q^0, v^0) (the Siconos
+  start q^0 + h v^0 is only first order), q^1 = z^1 when it lies in K; otherwise the scheme's
+  impact law from the virtual position q^{-1} = q^0 - h v^0,
+  q^1 = -e q^{-1} + (1 + e) Proj_K^{M(q^0)}((z^1 + e q^{-1}) / (1 + e)), so that an impact at
+  t_0 (a closed contact approaching, G v^0 < 0) is restituted as at any later step: without it
+  a ball on the floor moving down, (q^0, v^0) = (0, -1), e = 1, would be stopped plastically
+  and rest. For e = 0 this is the projection Proj(z^1), and a contact at rest at t_0
+  (G v^0 = 0, g(q^{-1}) = g(q^0) for an affine gap) takes no restitution;
 * velocity inside F: vt_1 = v^0 + h M^-1 F(t_0, q^0, v^0), then the explicit second-order
   one-sided difference vt_k = (3 q^k - 4 q^{k-1} + q^{k-2}) / (2h) for k >= 2, so a
   velocity-dependent force keeps the smooth-phase order 2 (Stormer-Verlet when F does not depend
@@ -94,7 +100,8 @@ class PaoliSchatzman(ProjectingScheme):
 
     @staticmethod
     def start(s, problem, options, n, m, t0, h, q0, v0, p, e, par):
-        """q^1 = Proj(q^0 + h v^0 + h^2/2 a^0), vt_1 = v^0 + h a^0."""
+        """q^1 = z^1 = q^0 + h v^0 + h^2/2 a^0 in K, else the impact law from q^{-1} = q^0 - h v^0
+        (module docstring); vt_1 = v^0 + h a^0."""
         for j in range(n):
             s.q_prev[j] = q0[j]
         problem.mass_matrix(q0, p, s.M)
@@ -103,15 +110,29 @@ class PaoliSchatzman(ProjectingScheme):
         problem.forces(t0, q0, v0, p, s.f)
         solve_mass(s.L, n, s.f, s.acc)
         for j in range(n):
-            s.y[j] = q0[j] + h * v0[j] + 0.5 * h * h * s.acc[j]
+            s.q[j] = q0[j] + h * v0[j] + 0.5 * h * h * s.acc[j]
             s.v[j] = v0[j] + h * s.acc[j]
+        problem.gap(s.q, p, s.g)
+        admissible = True
+        for i in range(m):
+            if s.g[i] < 0.0:
+                admissible = False
+            elif not s.g[i] >= 0.0:  # NaN
+                return STATUS_GAP_NOT_FINITE, 0, 1
+        if admissible:
+            return STATUS_OK, 0, 1
+        one_pe = 1.0 + e
+        for j in range(n):  # y = (z^1 + e q^{-1}) / (1 + e), q^{-1} = q^0 - h v^0
+            s.y[j] = (s.q[j] + e * (q0[j] - h * v0[j])) / one_pe
         used = problem.project(
             s.y, n, m, p, par.projection_tol, int(par.projection_max_iter),
-            s.M, s.L, s.q, s.g, s.G, s.ws,
+            s.M, s.L, s.x, s.g, s.G, s.ws,
         )  # fmt: skip
         status = projection_status(used)
         if status != STATUS_OK:
             return status, 0, 1
+        for j in range(n):
+            s.q[j] = -e * (q0[j] - h * v0[j]) + one_pe * s.x[j]
         return STATUS_OK, used, 1
 
     @staticmethod

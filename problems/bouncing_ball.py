@@ -325,6 +325,9 @@ class BouncingBall(CompiledProblem):
 
     coordinates = (("q", "m"),)
     parameter_units = dict(q0="m", v0="m/s", gravity="m/s^2", restitution="-", mass="kg", t0="s")
+    #: Gravity is -grad V and Newton's law with e in [0, 1] dissipates: the energy gate
+    #: applies (:attr:`impactbench.core.problem.Problem.conservative`).
+    conservative = True
 
     KERNELS = ProblemKernels(
         _ball_mass_matrix,

@@ -156,6 +156,9 @@ class SlantedWall(CompiledProblem):
         v0="m/s",
         t0="s",
     )
+    #: The constant force is -grad V and Newton's law with e in [0, 1] dissipates: the energy
+    #: gate applies (:attr:`impactbench.core.problem.Problem.conservative`).
+    conservative = True
 
     KERNELS = ProblemKernels(
         _wall_mass_matrix,

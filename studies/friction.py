@@ -19,6 +19,10 @@ Five parts in one table, one row per run:
   closed form (mu below it);
 * the **Painleve** rod: what each family does (its status and message, or where the tangential
   velocity jumps and the rod leaves the floor).
+
+Every row records the impact law's energy (columns ``energy_creating_impacts``, the impacts
+whose Newton-Coulomb law created kinetic energy, and ``largest_impact_energy_gain``: the law
+is energetically consistent for e_N = e_T or a decoupled Delassus matrix, docs/friction.md).
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ from impactbench.problems import (
 from . import _adaptive
 
 METRICS = ("max_position_error", "hausdorff_velocity_distance")
+#: The impact law's energy record, a column of every run (docs/friction.md: the Newton-Coulomb
+#: law with e_N != e_T can create energy at an impact).
+LAW_ENERGY = ("energy_creating_impacts", "largest_impact_energy_gain")
 LABELS = {
     "max_position_error": r"$\max_t |q - q_{\mathrm{ex}}|$",
     "hausdorff_velocity_distance": r"Hausdorff dist. of $v$ graphs",
@@ -272,7 +279,8 @@ def runs(quick: bool) -> list[Run]:
     grid = "quick" if quick else "full"
     cases = ORDER_CASES[1:] if quick else ORDER_CASES
     others = QUICK_SCHEMES if quick else CASE_SCHEMES
-    options = {"metrics": METRICS, "repeats": REPEATS[grid]}
+    options = {"metrics": (*METRICS, *LAW_ENERGY), "repeats": REPEATS[grid]}
+    law = {"metrics": LAW_ENERGY}
     result = expand(
         cases,
         _scheme_grids(methods, QUICK_ORDER_SCHEMES if quick else ORDER_SCHEMES),
@@ -288,24 +296,26 @@ def runs(quick: bool) -> list[Run]:
         **options,
     )
     woodpecker = [Case(Woodpecker, WOODPECKER_T)]
-    wood = expand(woodpecker, _scheme_grids(methods, others), steps=WOODPECKER_STEPS[grid])
-    wood += expand(woodpecker, _event_driven(methods, WOODPECKER_TOLERANCES[grid], False))
-    wood += expand(woodpecker, _adaptive_grids(WOODPECKER_ADAPTIVE[grid], 1e-3))
+    wood = expand(woodpecker, _scheme_grids(methods, others), steps=WOODPECKER_STEPS[grid], **law)
+    wood += expand(woodpecker, _event_driven(methods, WOODPECKER_TOLERANCES[grid], False), **law)
+    wood += expand(woodpecker, _adaptive_grids(WOODPECKER_ADAPTIVE[grid], 1e-3), **law)
     result += [replace(run, artefact=cycle_artefact) for run in wood]
     rocking_cases = [
         Case(RockingBlock, t_end, kwargs, f"RockingBlock (mu={kwargs['mu']:g})")
         for kwargs, t_end, _ in (ROCKING[:1] if quick else ROCKING)
     ]
-    rocking = expand(rocking_cases, _scheme_grids(methods, others), steps=ROCKING_STEPS[grid])
-    rocking += expand(rocking_cases, _event_driven(methods, ROCKING_TOLERANCES[grid], False))
+    rocking = expand(
+        rocking_cases, _scheme_grids(methods, others), steps=ROCKING_STEPS[grid], **law
+    )
+    rocking += expand(rocking_cases, _event_driven(methods, ROCKING_TOLERANCES[grid], False), **law)
     result += [replace(run, artefact=housner_artefact) for run in rocking]
     rods = [
         Case(PainleveRod, t_end, kwargs, label)
         for label, kwargs, t_end in (PAINLEVE[:1] if quick else PAINLEVE)
     ]
-    rod_runs = expand(rods, _scheme_grids(methods, others), steps=PAINLEVE_STEPS[grid])
-    rod_runs += expand(rods, _event_driven(methods, PAINLEVE_TOLERANCES[grid], False))
-    rod_runs += expand(rods, _adaptive_grids(PAINLEVE_ADAPTIVE[grid], 1e-3))
+    rod_runs = expand(rods, _scheme_grids(methods, others), steps=PAINLEVE_STEPS[grid], **law)
+    rod_runs += expand(rods, _event_driven(methods, PAINLEVE_TOLERANCES[grid], False), **law)
+    rod_runs += expand(rods, _adaptive_grids(PAINLEVE_ADAPTIVE[grid], 1e-3), **law)
     result += [replace(run, artefact=painleve_artefact) for run in rod_runs]
     return result
 

@@ -473,6 +473,26 @@ def work_bytes(problem: Problem, trajectory: Trajectory, reference: Reference | 
     return float("nan") if value is None else float(value)
 
 
+def energy_creating_impacts(
+    problem: Problem, trajectory: Trajectory, reference: Reference | None
+) -> float:
+    """Impacts whose law created kinetic energy (``stats["energy_creating_impacts"]``: the
+    Newton-Coulomb law with e_N != e_T on a coupled Delassus matrix, docs/friction.md), NaN
+    where the method does not report them (``reference`` is ignored)."""
+    value = trajectory.stats.get("energy_creating_impacts")
+    return float("nan") if value is None else float(value)
+
+
+def largest_impact_energy_gain(
+    problem: Problem, trajectory: Trajectory, reference: Reference | None
+) -> float:
+    """The largest kinetic energy created by one impact's law
+    (``stats["largest_impact_energy_gain"]``, 0 when none created any), NaN where the method
+    does not report it (``reference`` is ignored)."""
+    value = trajectory.stats.get("largest_impact_energy_gain")
+    return float("nan") if value is None else float(value)
+
+
 def _reference_impacts(reference: Reference) -> np.ndarray:
     if reference.impact_times is None:
         raise ValueError(f"the {reference.kind} reference does not know its impact times")
@@ -524,6 +544,12 @@ METRICS: dict[str, Metric] = {
     ),
     "work_bytes": Metric(
         work_bytes, False, "bytes of the work buffers of the run's loop (output excluded)"
+    ),
+    "energy_creating_impacts": Metric(
+        energy_creating_impacts, False, "impacts whose law created kinetic energy"
+    ),
+    "largest_impact_energy_gain": Metric(
+        largest_impact_energy_gain, False, "largest kinetic energy created by one impact's law"
     ),
 }
 

@@ -183,6 +183,7 @@ def metric_unit(metric: str, problem: str) -> str:
         "energy_error_at_end": energy_unit(problem),
         "energy_at_end": energy_unit(problem),
         "max_energy_increase": energy_unit(problem),
+        "largest_impact_energy_gain": energy_unit(problem),
         "impact_time_error": "s",
         "max_penetration": gap_unit(problem),
         "late_penetration": gap_unit(problem),

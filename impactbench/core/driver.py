@@ -20,6 +20,11 @@ driver reads its first rows:
   contact, 0 where the constraint took none;
 * ``X[NORMAL_BEFORE, :m]``, ``X[NORMAL_AFTER, :m]``: the normal velocities logged for each
   constraint with a positive impulse.
+* ``X[LAW_GAINS, 0]``, ``X[LAW_LARGEST_GAIN, 0]``: the impact law's energy record, written
+  by a law that checks its energy balance (the Newton-Coulomb law,
+  :func:`impactbench.core.friction.friction_impulse`): the number of impacts whose law created
+  kinetic energy and the largest energy created; read after the run (:func:`make_loop`'s
+  ``law``).
 
 The scheme's own rows start at ``FIRST_SCHEME_ROW``. ``Z`` (2, n) holds the candidate new state,
 ``Z[NEXT_Q]`` and ``Z[NEXT_V]``, checked for finiteness by the driver before the scheme commits
@@ -133,8 +138,10 @@ from .status_codes import (
 IMPULSE = 0
 NORMAL_BEFORE = 1
 NORMAL_AFTER = 2
+LAW_GAINS = 3
+LAW_LARGEST_GAIN = 4
 #: First row of the scheme's own part of ``X``.
-FIRST_SCHEME_ROW = 3
+FIRST_SCHEME_ROW = 5
 #: Rows of the candidate state ``Z`` (2, n), on the loop's stack.
 NEXT_Q = 0
 NEXT_V = 1
@@ -346,10 +353,12 @@ def make_loop(
     -------
     function
         ``loop(t0, h, n_steps, q0, v0, p, e, mp, every, out_t, out_q, out_v, log_t, log_i,
-        log_u, counters, state, growth)`` (see :mod:`impactbench.core.timestepping`); the work
-        buffers are allocated on each call, before the loop, and the call returns their size in
-        bytes. Its attribute ``loop`` is the compiled (or plain-Python) loop it calls,
-        ``buffer_size`` the size of the scheme's part of the work buffer (``X``).
+        log_u, counters, state, growth, law=None)`` (see :mod:`impactbench.core.timestepping`);
+        the work buffers are allocated on each call, before the loop, and the call returns their
+        size in bytes; ``law``, an array of 2 floats, receives the impact law's energy record
+        (the module docstring) when given. Its attribute ``loop`` is the compiled (or
+        plain-Python) loop it calls, ``buffer_size`` the size of the scheme's part of the work
+        buffer (``X``), ``reports_law`` True (it takes ``law``).
     """
     if generic is None:
         smallest = WHOLE_ROWS_FROM if bindings.get("SIZES_AT_RUN_TIME", False) else GENERIC_FROM
@@ -441,7 +450,7 @@ def make_loop(
     # the arguments have fixed types (timestepping.TimeStepping._solve_impl builds them)
     call = DirectCall(loop)
 
-    def run(*arguments: Any) -> int:
+    def run(*arguments: Any, law: np.ndarray | None = None) -> int:
         try:
             buffer, rows, ws = free.pop()
         except IndexError:
@@ -452,9 +461,13 @@ def make_loop(
             ws[WARM_START_ENTRY].fill(False)
         # the overload's entry point once DirectCall selected it (one Python call less)
         (call.entry or call)(*arguments_of_sizes, *arguments, buffer, rows, ws)
+        if law is not None:
+            law[0] = buffer[LAW_GAINS * width]
+            law[1] = buffer[LAW_LARGEST_GAIN * width]
         free.append((buffer, rows, ws))
         return work_bytes
 
     run.loop = loop
     run.buffer_size = height * width
+    run.reports_law = True
     return run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .problem import Problem
-from .trajectory import Trajectory
+from .trajectory import SimulationError, Trajectory
 
 
 def kinetic_energy(problem: Problem, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -23,3 +23,98 @@ def energy(problem: Problem, trajectory: Trajectory) -> np.ndarray:
     return kinetic_energy(problem, trajectory.q, trajectory.v) + potential_energy(
         problem, trajectory.q
     )
+
+
+#: The energy gate of a conservative problem (:func:`check_energy_gain`): a run fails when its
+#: energy E_k = T_k + V_k rises above E_0 by more than this fraction of the kinetic-energy
+#: scale S = E_0 - min V(q_k) over the admissible samples (g(q_k) >= 0, and k = 0): the largest
+#: kinetic energy the exact motion can have at the positions of K the run visited (a sample
+#: inside the obstacle, where a scheme's position may lie by O(h |v|) at an impact, would let a
+#: run whose velocities grow widen its own scale). A scheme converging in energy stays within
+#: it as h -> 0: its energy error is O(h^p) relative to S in smooth phases (p the scheme's
+#: order) and O(h) per impact through the impacts; a sample across an impact step (a
+#: central-difference velocity, a position inside the obstacle) lowers E, it does not raise it.
+#: Above half the kinetic scale the run is no approximation of the conservative motion
+#: whatever h: its velocities are off by O(1) (a Paoli-Schatzman ball with e = 1 whose bounces
+#: of height O(h) pump its energy up).
+ENERGY_GAIN_BOUND = 0.5
+
+#: Round-off allowance of the gate, in ulps of the energies' magnitude: max(|E_0|, max_k |V_k|,
+#: |F(t0, q0, v0)| max(1, max_k |q_k|)), the last the change of V by a position off by its
+#: round-off (positions of unit scale at least, as the divergence bounds take them): a body at
+#: rest on an obstacle at V = 0 (E_0 = 0, S = 0) sits there to the round-off of its position.
+ENERGY_ROUNDOFF_ULPS = 64.0
+
+
+def energy_gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float, int]:
+    """The largest rise of the energy above its initial value, over the samples of a run.
+
+    Parameters
+    ----------
+    problem : Problem
+    trajectory : Trajectory
+        A run of ``problem`` with N >= 1 samples.
+
+    Returns
+    -------
+    gain : float
+        max_k (E_k - E_0) (>= 0: k = 0 counts).
+    scale : float
+        S = E_0 - min V(q_k) over the admissible samples (g(q_k) >= 0) and k = 0 (>= 0): the
+        kinetic-energy scale of the run.
+    index : int
+        The sample k where the gain is largest.
+    """
+    potential = potential_energy(problem, trajectory.q)
+    total = kinetic_energy(problem, trajectory.q, trajectory.v) + potential
+    index = int(np.argmax(total))
+    admissible = np.all(problem.gaps(trajectory.q) >= 0.0, axis=1)
+    admissible[0] = True
+    scale = float(total[0] - potential[admissible].min())
+    return float(total[index] - total[0]), scale, index
+
+
+def is_conservative(problem: Problem) -> bool:
+    """``problem.conservative`` checked (read at every run: a built-in problem's check is
+    skipped while its contract is unchanged); ValueError unless it is True or False."""
+    declared = problem.conservative
+    if type(declared) is not bool:
+        raise ValueError(f"conservative must be True or False, got {declared!r}")
+    return declared
+
+
+def check_energy_gain(problem: Problem, trajectory: Trajectory, name: str) -> None:
+    """The energy gate of a run of a conservative problem (``problem.conservative``): records
+    ``trajectory.stats["energy_gain"]``, (max_k E_k - E_0) / S (:func:`energy_gain`; 0 when S
+    is 0 and no energy was gained), and raises when it exceeds :data:`ENERGY_GAIN_BOUND`.
+
+    Raises
+    ------
+    SimulationError
+        If max_k E_k - E_0 > ENERGY_GAIN_BOUND S plus the round-off allowance
+        (:data:`ENERGY_ROUNDOFF_ULPS`): the message names ``name`` (the method on the problem),
+        the gain, the bound and the sample where it is largest; the error carries the
+        trajectory.
+    """
+    gain, scale, index = energy_gain(problem, trajectory)
+    q0, v0 = trajectory.q[0], trajectory.v[0]
+    initial = float(problem.energy(q0, v0))
+    force = float(np.abs(problem.forces(float(trajectory.t[0]), q0, v0)).max())
+    magnitude = max(
+        abs(initial),
+        float(np.abs(potential_energy(problem, trajectory.q)).max()),
+        force * max(1.0, float(np.abs(trajectory.q).max())),
+    )
+    roundoff = ENERGY_ROUNDOFF_ULPS * float(np.finfo(float).eps) * magnitude
+    allowed = ENERGY_GAIN_BOUND * scale + roundoff
+    trajectory.stats["energy_gain"] = gain / scale if scale > 0.0 else float(gain > roundoff)
+    if gain > allowed:
+        raise SimulationError(
+            f"{name}: the energy of a conservative problem grew by {gain:.6g} above its initial "
+            f"value {initial:.6g}, more than {ENERGY_GAIN_BOUND} times its kinetic-energy scale "
+            f"E(t0) - min V over K = {scale:.6g} (an impact law or scheme that creates energy)",
+            trajectory.t[index],
+            trajectory.q[index],
+            trajectory.v[index],
+            trajectory,
+        )

@@ -64,6 +64,14 @@ FRICTION_FAILURE_REASONS = {
     ),
 }
 
+#: A frictional impact creates energy when the change of kinetic energy of its law
+#: (:func:`law_energy_change`) exceeds this fraction of the change's scale: a solution of the
+#: law holds its complementarity to the relative :data:`FRICTION_TOLERANCE`, and for an
+#: energetically consistent law (e_N = e_T) the change is P . xi / (1 + e) minus a
+#: non-negative term, so round-off and that tolerance give at most a few
+#: FRICTION_TOLERANCE of the scale per contact.
+LAW_ENERGY_TOLERANCE = 1e3 * 1e-12
+
 #: States of a contact in :func:`planar_friction`.
 OPEN, STICK, SLIP_FORWARD, SLIP_BACKWARD = 0, 1, 2, 3
 
@@ -250,6 +258,60 @@ def planar_friction(k, ann, ant, att, bn, bt, mu, pn, pt, S00, S01, S10, S11):  
         if feasible:
             return code + 1
     return -1
+
+
+@kernel
+def law_energy_change(k, ann, ant, att, bn, bt, rows, e_n, e_t, e, pn, pt):
+    """The change of kinetic energy made by the Newton-Coulomb law's impulses, and its scale.
+
+    With U- the pre-impact normal and tangent velocities of the law, b = (1 + e) U- row by row
+    (b_N = W_N (v_free + e_N v), b_T = W_T (v_free + e_T v): U- = W v where v_free = v, the law
+    of an impact), the impulses P = (P_N, P_T) change the kinetic energy by
+
+        dT = P . U- + P^T A P / 2   (A the Delassus matrix of the closed contacts),
+
+    the kinetic energy after the impact against before, in the kinetic metric:
+    (v- + M^-1 W^T P)^T M (v- + M^-1 W^T P) / 2 - v-^T M v- / 2. For e_N = e_T = e,
+    dT = P . xi / (1 + e) - (1 - e) P^T A P / (2 (1 + e)) <= 0 (Glocker's energetic
+    consistency: P . xi <= 0 by the law); for e_N != e_T it can be positive
+    (docs/friction.md).
+
+    Parameters
+    ----------
+    k : int
+        Number of closed contacts, whose constraints are ``rows[:k]``.
+    ann, ant, att : arrays (>= k, >= k)
+        The Delassus blocks of the k contacts.
+    bn, bt : arrays (>= k)
+        b_N and b_T of the k contacts.
+    rows : int array (>= k)
+    e_n, e_t : arrays (m)
+        e_N,i (a negative value: ``e``) and e_T,i of each constraint i.
+    e : float
+    pn, pt : arrays (>= k)
+        The impulses.
+
+    Returns
+    -------
+    change, scale : float
+        dT, and the sum of the magnitudes of its terms (>= 0).
+    """
+    change = 0.0
+    scale = 0.0
+    for a in range(k):
+        i = rows[a]
+        e_normal = e_n[i] if e_n[i] >= 0.0 else e
+        normal = pn[a] * bn[a] / (1.0 + e_normal)
+        tangent = pt[a] * bt[a] / (1.0 + e_t[i])
+        un = 0.0  # (A P)_N,a and (A P)_T,a
+        ut = 0.0
+        for c in range(k):
+            un += ann[a, c] * pn[c] + ant[a, c] * pt[c]
+            ut += ant[c, a] * pn[c] + att[a, c] * pt[c]
+        quadratic = 0.5 * (pn[a] * un + pt[a] * ut)
+        change += normal + tangent + quadratic
+        scale += abs(normal) + abs(tangent) + abs(quadratic)
+    return change, scale
 
 
 def complementarity_residual(
@@ -447,7 +509,10 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
         v_out = vfree + M^-1 (G_A^T P_N + W_T,A^T P_T),
         xi_N = G_A v_out + e G_A v,  xi_T = W_T,A v_out + e_T W_T,A v,
 
-    with Coulomb's law between P_T and xi_T (:func:`planar_friction`). ``s.impulse`` receives
+    with Coulomb's law between P_T and xi_T (:func:`planar_friction`). An impact whose law
+    creates kinetic energy (:func:`law_energy_change` above :data:`LAW_ENERGY_TOLERANCE` of its
+    scale) is counted in ``s.law_gains`` and its gain kept in ``s.law_largest_gain`` when the
+    largest (the driver's energy record). ``s.impulse`` receives
     P_N, ``tangent_impulse`` (m) P_T (0 off A); ``problem`` carries the kernels
     ``tangent_gradient``, ``friction`` and ``normal_restitution`` (where it writes e_N,i >= 0
     for contact i, that replaces ``e``).
@@ -547,6 +612,12 @@ def friction_impulse(s, problem, n, m, q, v, vfree, e, v_out, p, approaching, ta
         if pivots < 0:
             return STATUS_CONTACT_SOLVE_FAILED, 0, 0
         used = 4**active + pivots if active <= ENUMERATED_CONTACTS else pivots
+    change, scale = law_energy_change(
+        active, s.ann, s.ant, s.att, s.bn, s.bt, rows, s.e_n, s.e_t, e, s.pn, s.pt
+    )
+    if change > LAW_ENERGY_TOLERANCE * scale:  # the law created energy (docs/friction.md)
+        s.law_gains[0] += 1.0
+        s.law_largest_gain[0] = max(s.law_largest_gain[0], change)
     for j in range(n):
         v_out[j] = vfree[j]
     for a in range(active):

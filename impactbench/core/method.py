@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 from . import _checks, compile_clock
+from .energy import check_energy_gain, is_conservative
 from .problem import Problem
 from .trajectory import Trajectory
 
@@ -136,7 +137,11 @@ class Method(ABC):
         Validates the problem (``problem.check()``), ``t_end`` and ``output_every``, then times
         :meth:`_solve_impl`: ``stats["compile_time"]`` is the time numba spent compiling or
         loading compiled code from its disk cache (:mod:`impactbench.core.compile_clock`),
-        ``stats["wall_time"]`` the rest of the call.
+        ``stats["wall_time"]`` the rest of the call. On a conservative problem
+        (``problem.conservative``) the run then passes the energy gate
+        (:func:`impactbench.core.energy.check_energy_gain`: its ``stats["energy_gain"]``, and a
+        SimulationError when its energy rose above the initial value by more than the gate's
+        bound).
         """
         if Problem not in type(problem).__mro__ and not isinstance(problem, Problem):  # as simulate
             raise ValueError(f"problem must be an impactbench.Problem, got {problem!r}")
@@ -151,6 +156,7 @@ class Method(ABC):
         if t_end <= problem.t0:
             raise ValueError(f"t_end must be > t0 = {problem.t0!r}, got {t_end!r}")
         output_every = _checks.positive_int(output_every, "output_every")
+        conservative = is_conservative(problem)
         start = time.perf_counter()
         with compile_clock.clock(f"{self.name} for {problem.name}") as compiling:
             trajectory = self._solve_impl(problem, t_end, h, output_every)
@@ -161,6 +167,8 @@ class Method(ABC):
             # inside the loop's first call is out of it too (bounded, as it is not located)
             integration = trajectory.stats["integration_time"]
             trajectory.stats["integration_time"] = min(integration, trajectory.stats["wall_time"])
+        if conservative:
+            check_energy_gain(problem, trajectory, f"{self.name} on {problem.name}")
         return trajectory
 
     @abstractmethod

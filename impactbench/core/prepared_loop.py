@@ -99,6 +99,8 @@ class PreparedLoop:
     ) -> None:
         self.loop = loop
         self.calls = calls
+        #: whether the loop reports the impact law's energy record (the driver's loop does)
+        self.reports_law = getattr(loop, "reports_law", False)
         self.n = n = problem.n_dof
         self.t0 = float(problem.t0)
         self.restitution = float(problem.restitution)
@@ -137,13 +139,13 @@ class PreparedLoop:
 
     def _arguments(self, capacity: int) -> tuple[Any, ...]:
         """A new argument set: the part of the float buffer a plan's ``initial`` sets, its
-        views (q0, v0, p, mp, growth, state), the counters, and the impact log when it is
-        pooled (None otherwise)."""
+        views (q0, v0, p, mp, growth, state), the counters, the impact log when it is
+        pooled (None otherwise) and the impact law's energy record (2)."""
         flat = np.empty(self.ends[-1])
         views = tuple(flat[a:b] for a, b in zip(self.ends[:-1], self.ends[1:], strict=True))
         logs = _logs(capacity) if capacity <= POOLED_LOG_ENTRIES else None
         initial = flat[: self.ends[-2]]  # all but the state, written by the loop
-        return (initial, *views, np.empty(N_COUNTERS, dtype=np.int64), logs)
+        return (initial, *views, np.empty(N_COUNTERS, dtype=np.int64), logs, np.zeros(2))
 
     def run(self, plan: Plan) -> Trajectory:
         """Run the loop with the arguments of ``plan`` (the module docstring)."""
@@ -151,9 +153,11 @@ class PreparedLoop:
             arguments = plan.pool.pop()
         except IndexError:
             arguments = self._arguments(plan.capacity)
-        initial, q0, v0, p, mp, growth, state, counters, logs = arguments
+        initial, q0, v0, p, mp, growth, state, counters, logs, law = arguments
         initial[...] = plan.initial
         counters.fill(0)
+        law.fill(0.0)
+        record = {"law": law} if self.reports_law else {}
         log_t, log_i, log_u = _logs(plan.capacity) if logs is None else logs
         n, n_out = self.n, plan.n_out
         out_t = np.empty(n_out)
@@ -163,7 +167,7 @@ class PreparedLoop:
             start = time.perf_counter()
             work_bytes = self.loop(
                 self.t0, plan.h, plan.n_steps, q0, v0, p, self.restitution, mp, plan.every,
-                out_t, out_q, out_v, log_t, log_i, log_u, counters, state, growth,
+                out_t, out_q, out_v, log_t, log_i, log_u, counters, state, growth, **record,
             )  # fmt: skip
             integration_time = time.perf_counter() - start
         except SimulationError as error:  # a checked call of the plain-Python path
@@ -189,6 +193,10 @@ class PreparedLoop:
             "work_bytes": None if work_bytes is None else int(work_bytes),
             "memory_bytes": None if work_bytes is None else int(work_bytes) + output_bytes,
             "integration_time": integration_time,
+            # the impact law's energy record (impactbench.core.friction.law_energy_change):
+            # None from a loop that does not keep it
+            "energy_creating_impacts": int(law[0]) if self.reports_law else None,
+            "largest_impact_energy_gain": float(law[1]) if self.reports_law else None,
         }
         status = count[COUNTER_STATUS]
         reason = "reached t_end"

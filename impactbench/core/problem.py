@@ -159,6 +159,13 @@ class Problem(ABC):
         q_n``, unit not declared.
     parameter_units : mapping of str to str, optional
         Unit of each constructor parameter ("-" dimensionless), shown by ``impactbench list``.
+    conservative : bool
+        True when no part of the model adds energy: F = -grad V exactly (no damping, drag or
+        forcing) and every impact law dissipates (e in [0, 1], no friction), so that the
+        energy of the exact motion never exceeds its initial value. Default False. A run of a
+        conservative problem passes the energy gate of
+        :func:`impactbench.core.energy.check_energy_gain` (a SimulationError when its energy
+        rises above the initial value by more than the gate's bound).
 
     Notes
     -----
@@ -208,6 +215,7 @@ class Problem(ABC):
     state_scale: tuple[float, float] | None = None
     coordinates: tuple[tuple[str, str], ...] | None = None
     parameter_units: Mapping[str, str] = MappingProxyType({})
+    conservative: bool = False
 
     @staticmethod
     def from_functions(

@@ -30,6 +30,9 @@ step. The driver adds:
 * ``s.impulse``, ``s.normal_before``, ``s.normal_after`` (m): on a step with contact, the
   impulse of each constraint (0 where it took none) and, where it is positive, the normal
   velocities before and after, which the driver logs as an impact;
+* ``s.law_gains``, ``s.law_largest_gain`` (1): the impact law's energy record (the number of
+  impacts whose law created kinetic energy, the largest energy created), kept over the run
+  (:func:`impactbench.core.friction.friction_impulse` writes it);
 * ``s.rows`` (int64, m) and ``s.ws`` (:func:`impactbench.core.contact.make_workspace`): work
   space of the contact solvers, and ``s.multipliers`` (m), the solution of the last LCP
   solved in ``s.ws`` (impulses, or the multipliers of a projection) (``None`` in ``commit``,
@@ -120,6 +123,8 @@ from .divergence import declared_stable_step, theta_scheme_limit
 from .driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
+    LAW_GAINS,
+    LAW_LARGEST_GAIN,
     NEXT_Q,
     NEXT_V,
     NORMAL_AFTER,
@@ -213,6 +218,8 @@ DRIVER_STATE = (
     "impulse",
     "normal_before",
     "normal_after",
+    "law_gains",
+    "law_largest_gain",
     "rows",
     "ws",
     "multipliers",
@@ -995,6 +1002,7 @@ def _views(state: dict[str, Any], candidate: bool, work: bool) -> tuple[str, str
     else:
         fields += ["None", "None"]
     fields += [f"X[{row}, :N_CONSTRAINTS]" for row in (IMPULSE, NORMAL_BEFORE, NORMAL_AFTER)]
+    fields += [f"X[{row}, :1]" for row in (LAW_GAINS, LAW_LARGEST_GAIN)]
     fields += ["rows", "ws", f"ws[{LCP_SOLUTION}]"] if work else ["None"] * 3
     return f"State({', '.join(fields)})", height
 

@@ -43,7 +43,11 @@ INFO_PROJECTIONS = 10
 #: The stall test's block (impactbench.core.stall): the time at its start, its advances so far.
 INFO_STALL_START = 11
 INFO_STALL_STEPS = 12
-INFO_HEAD = 13
+#: The impact law's energy record: the impacts whose law created kinetic energy and the largest
+#: energy created (:func:`impactbench.core.events.resolution._record_law_energy`).
+INFO_LAW_GAINS = 13
+INFO_LAW_LARGEST_GAIN = 14
+INFO_HEAD = 15
 
 # Statuses of the event loop beyond those of impactbench.core.status_codes.
 STATUS_STEP_TOO_SMALL = 20

@@ -42,6 +42,7 @@ from impactbench.core.contact import (
     ldl_solve,
     solve_lcp_warm,
 )
+from impactbench.core.friction import LAW_ENERGY_TOLERANCE
 from impactbench.core.status_codes import (
     COUNTER_IMPACTS,
     COUNTER_LOGGED,
@@ -59,6 +60,8 @@ from .buffers import (
     INFO_CONTACT_PHASES,
     INFO_CONTACT_TIME,
     INFO_HEAD,
+    INFO_LAW_GAINS,
+    INFO_LAW_LARGEST_GAIN,
     INFO_REST_SPEED,
     INFO_ZENO_BEFORE,
     INFO_ZENO_SPACED,
@@ -78,7 +81,7 @@ mass_matrix = forces = gap = gap_gradient = views = None
 N_DOF = N_CONSTRAINTS = 0
 impact_law = free_accelerations = closing = record_switch = project_closed = None
 project_position = project_velocity = acceleration_lcp = name_failed_rows = None
-impact_impulse = decide_contacts = friction_drifted = None
+impact_impulse = decide_contacts = friction_drifted = record_law_energy = None
 
 
 def resolve(t, y, event, released, k_closed, run, out, work):
@@ -142,6 +145,7 @@ def _impact_law(t, y, event, k_closed, run, out, work):
         return STATUS_DEGENERATE_GRADIENT, True
     if used < 0:
         return STATUS_CONTACT_SOLVE_FAILED, True
+    record_law_energy(v, w.v_new, w.M, out.info)
     for j in range(n):
         v[j] = w.v_new[j]
     counters = out.counters
@@ -160,6 +164,25 @@ def _impact_law(t, y, event, k_closed, run, out, work):
                 mark[i] |= SPACED
             w.last_impact[i] = t
     return STATUS_OK, True
+
+
+def _record_law_energy(v, v_new, M, info):  # noqa: N803
+    """Count an impact whose law created kinetic energy in ``info``: the change
+    dT = (v+ + v-)^T M (v+ - v-) / 2 of the impact from v- = ``v`` to v+ = ``v_new`` (M the
+    mass matrix at the impact, (n, n)) above
+    :data:`impactbench.core.friction.LAW_ENERGY_TOLERANCE` of T- + T+ (docs/friction.md:
+    Newton's law, and the Newton-Coulomb law with e_N = e_T, never create energy)."""
+    n = N_DOF
+    change = 0.0
+    scale = 0.0
+    for j in range(n):
+        for c in range(n):
+            change += M[j, c] * (v_new[j] + v[j]) * (v_new[c] - v[c])
+            scale += M[j, c] * (v_new[j] * v_new[c] + v[j] * v[c])
+    change *= 0.5
+    if change > LAW_ENERGY_TOLERANCE * 0.5 * scale:
+        info[INFO_LAW_GAINS] += 1.0
+        info[INFO_LAW_LARGEST_GAIN] = max(info[INFO_LAW_LARGEST_GAIN], change)
 
 
 def _frictionless_impulse(q, v, k, run, work):
