@@ -20,7 +20,6 @@ from impactbench.bench.latex import (
     table_format,
 )
 from impactbench.bench.report import latex_table
-from impactbench.bench.results import read_parquet_provenance, write_parquet
 
 
 def _table(frame: pd.DataFrame, digits: int = 3) -> LatexTable:
@@ -79,18 +78,6 @@ def test_a_long_table_is_split_into_parts_of_a_page():
     assert "\\label{tab:convergence-1-2}" in text
     for body in text.split("\\midrule")[1:]:
         assert body.split("\\bottomrule")[0].count("\\\\") <= MAX_ROWS
-
-
-def test_parquet_keeps_the_table_and_the_provenance(tmp_path):
-    table = pd.DataFrame(
-        {"method": ["PS", "MJ"], "h": [1e-3, np.nan], "steps": pd.array([10, None], "Int64")}
-    )
-    provenance = {"grid": "quick", "machine": {"cpu": "X", "usable_cores": 2}}
-    path = tmp_path / "results.parquet"
-    write_parquet(table, path, provenance)
-    back = pd.read_parquet(path)
-    pd.testing.assert_frame_equal(back, table)
-    assert read_parquet_provenance(path) == provenance
 
 
 ROOT = Path(__file__).resolve().parent.parent

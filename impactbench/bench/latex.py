@@ -10,7 +10,7 @@ text is shrunk to the line width (adjustbox's ``max width``), never overfull.
 A table of more than :data:`MAX_ROWS` rows does not fit a page: its LaTeX version is split, by
 the groups of its first column where that gives parts of at most :data:`MAX_ROWS` rows, else in
 consecutive parts, each a table of its own whose caption says which part it is (the full table
-stays in ``results.csv`` and ``results.parquet``). The packages a document needs are
+stays in ``results.csv``). The packages a document needs are
 :data:`PREAMBLE`.
 """
 

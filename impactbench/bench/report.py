@@ -1,10 +1,10 @@
-"""Markdown reports with figures (PNG, PDF, SVG), drawn only from the stored result tables.
+"""Markdown reports with figures (PNG, PDF), drawn only from the stored result tables.
 
 ``reports/<study>/README.md`` holds a study's header (what it measures, the grid, provenance),
 the sections its report function returns (tables and figures), its failed runs, and its key
 findings; ``reports/README.md`` indexes the studies with their findings. Every figure follows
 :mod:`impactbench.bench.style` (journal column sizes, fonts, a fixed colour and marker per method,
-PNG with PDF and SVG next to it); figures use matplotlib's Agg renderer through
+PNG with the PDF next to it); figures use matplotlib's Agg renderer through
 :class:`matplotlib.figure.Figure` (no pyplot state) and are written atomically.
 """
 
@@ -34,7 +34,6 @@ from .study import Study, StudyReport
 from .style import method_style
 
 TABLE_FILE = "results.csv"
-PARQUET_FILE = "results.parquet"
 #: Folder (in a study's report folder) of the LaTeX versions of its report tables.
 LATEX_FOLDER = "tables"
 #: Folder of a study's report where the references it reads are kept
@@ -90,7 +89,7 @@ def new_figure(
 
 
 def save_figure(figure: Figure, path: Path) -> None:
-    """Write ``figure`` as ``path`` (PNG) and as PDF and SVG next to it, atomically."""
+    """Write ``figure`` as ``path`` (PNG) and as PDF next to it, atomically."""
     style.save(figure, path)
 
 
@@ -331,8 +330,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
             "Every table above as LaTeX (booktabs and siunitx, with its caption and label; "
             "a table longer than a page in parts), in order: "
             + ", ".join(f"[{name}]({LATEX_FOLDER}/{name})" for name in latex)
-            + "; the full table also as [results.parquet](results.parquet) when written by "
-            "`impactbench run` (provenance in its metadata).\n",
+            + "; the full table is [results.csv](results.csv).\n",
         ]
     parts += ["## Failed runs\n", _failed_section(table)]
     parts += ["## Provenance\n", _provenance_section(table, provenance)]
