@@ -58,6 +58,36 @@ def format_number(value: Any, digits: int = 3) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def count_text(count: float, capped: bool) -> str:
+    """A count as printed: ``">= N"`` when it hit its buffer's capacity (a lower bound), else
+    ``"N"``."""
+    return f">= {count:.0f}" if capped else f"{count:.0f}"
+
+
+def capped_flags(rows: pd.DataFrame) -> pd.Series:
+    """Per row of a study table: whether its impact count hit the impact log's capacity
+    (column ``impacts_capped``; False for a table written before the column existed)."""
+    if "impacts_capped" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["impacts_capped"].astype("boolean").fillna(False).astype(bool)
+
+
+def with_capped_counts(rows: pd.DataFrame, columns: Sequence[str] = ("impacts",)) -> pd.DataFrame:
+    """``rows`` with each count of ``columns`` as text, ``">= N"`` where the row's count is
+    capped (:func:`capped_flags`), the same in the Markdown and the LaTeX tables; unchanged
+    when no row is capped (the column stays numeric)."""
+    capped = capped_flags(rows)
+    if not capped.any():
+        return rows
+    texts = {
+        name: [
+            "-" if pd.isna(n) else count_text(n, c) for n, c in zip(rows[name], capped, strict=True)
+        ]
+        for name in columns
+    }
+    return rows.assign(**texts)
+
+
 def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     """A DataFrame as a Markdown table (numbers right-aligned); "None." when it has no rows.
 
@@ -273,6 +303,18 @@ def _failed_section(table: pd.DataFrame) -> str:
     return markdown_table(failed[columns])
 
 
+def _capped_note(table: pd.DataFrame) -> list[str]:
+    """A note on the runs whose impact count hit the impact log's capacity, if any."""
+    capped = int(capped_flags(table).sum())
+    if not capped:
+        return []
+    return [
+        f"{capped} of {len(table)} runs filled their impact log (column impacts_capped of "
+        f"[{TABLE_FILE}]({TABLE_FILE})): their impact counts are lower bounds, printed >= N "
+        "in every table that shows them.\n"
+    ]
+
+
 def write_study_report(study: Study, folder: Path) -> StudyReport:
     """Regenerate ``folder/README.md`` and the figures from ``folder/results.csv``.
 
@@ -322,6 +364,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
         "## Key findings\n",
         "".join(f"- {finding}\n" for finding in report.findings) or "None.\n",
     ]
+    parts += _capped_note(table)
     for section in report.sections:
         parts += [f"## {section.title}\n", section.body]
     if latex:
