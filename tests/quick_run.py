@@ -120,8 +120,7 @@ def check_report_rewrites_what_the_workers_wrote(quick: QuickRun, folder: Path, 
     products = [
         path
         for path in copy.rglob("*")
-        if path.is_file()
-        and (path.suffix in (".png", ".pdf", ".tex") or path.name == "README.md")
+        if path.is_file() and (path.suffix in (".png", ".pdf", ".tex") or path.name == "README.md")
     ]
     assert len([path for path in products if path.suffix == ".png"]) >= len(quick.studies)
     for path in products:
