@@ -46,11 +46,14 @@ from impactbench.analysis.timing import (
 )
 from impactbench.analysis.timing import verdict as timing_verdict
 from impactbench.bench.report import (
+    capped_flags,
+    count_text,
     format_number,
     markdown_table,
     new_figure,
     save_figure,
     shared_legend,
+    with_capped_counts,
 )
 from impactbench.bench.results import read_artefact
 from impactbench.bench.runner import FAILED, Case, Run, expand
@@ -312,7 +315,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         )
     for label, group in frame.groupby("problem", sort=False):
         columns = ["method", "h", "tolerance", "impacts", "status", ERROR, "rejected_fraction"]
-        runs_shown = group[columns].assign(
+        runs_shown = with_capped_counts(group)[columns].assign(
             **{
                 "wall time [ms]": 1e3 * group["wall_time"],
                 "slowest repeat [ms]": 1e3 * group["wall_time_max"],
@@ -347,9 +350,13 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         sections.append(Section(str(label), body))
         events = group[group["family"] == "event-driven"].sort_values("tolerance")
         if not events.empty:
+            fewest, most = events["impacts"].idxmin(), events["impacts"].idxmax()
+            capped = capped_flags(events)
             findings.append(
-                f"{label}: the event-driven method resolves {int(events['impacts'].min())} to "
-                f"{int(events['impacts'].max())} impact events as its Zeno threshold goes from "
+                f"{label}: the event-driven method resolves "
+                f"{count_text(events.loc[fewest, 'impacts'], capped[fewest])} to "
+                f"{count_text(events.loc[most, 'impacts'], capped[most])} impact events as its "
+                "Zeno threshold goes from "
                 f"{events['tolerance'].max():g} to {events['tolerance'].min():g}, for "
                 f"{format_number(1e3 * events['wall_time'].min())} to "
                 f"{format_number(1e3 * events['wall_time'].max())} ms per run."

@@ -20,11 +20,13 @@ import pandas as pd
 from impactbench.analysis.timing import FASTER, Timing, verdict, with_spreads
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
+    capped_flags,
     format_number,
     markdown_table,
     method_style,
     new_figure,
     save_figure,
+    with_capped_counts,
 )
 from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
@@ -150,14 +152,19 @@ def _ratios(costs: pd.DataFrame) -> pd.DataFrame:
 
 def event_costs(table: pd.DataFrame) -> pd.DataFrame:
     """Event-driven runs: ms per run (wall time, its spread over the repeats, and the
-    integration loop's part) and per impact."""
+    integration loop's part) and per impact; a count that hit the impact log's capacity is
+    printed ">= N" and its cost per impact left blank (the count is a lower bound)."""
     done = with_spreads(table[(table["status"] != FAILED) & (table["family"] == EVENT_DRIVEN)])
     frame = done[["problem", "method", "t_end", "steps", "impacts", "wall_time"]].copy()
     frame["ms_per_run"] = 1e3 * frame["wall_time"]
     frame["ms_spread"] = 1e3 * done["wall_time_spread"]
     frame["ms_integration"] = 1e3 * done["integration_time"]
     frame["ms_per_impact"] = frame["ms_per_run"] / frame["impacts"].astype(float)
-    return frame
+    # a capped count is a lower bound: the cost per impact is then an upper bound, not printed
+    frame.loc[capped_flags(done), "ms_per_impact"] = np.nan
+    return with_capped_counts(frame.assign(impacts_capped=capped_flags(done))).drop(
+        columns="impacts_capped"
+    )
 
 
 def _without_compiled(method: str) -> str:
@@ -287,7 +294,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         Section(
             "Event-driven: cost per run and per impact",
             "ms_per_run: minimum over the repeats; ms_spread: maximum minus minimum; "
-            "ms_integration: the time spent in the integration loop (minimum).\n\n"
+            "ms_integration: the time spent in the integration loop (minimum); impacts >= N: the "
+            "impact log overflowed (a lower bound; ms_per_impact left blank).\n\n"
             + markdown_table(events),
         ),
         Section("Figure", _figure(costs, folder)),

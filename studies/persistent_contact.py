@@ -30,6 +30,8 @@ import pandas as pd
 
 from impactbench.analysis.fitting import ORDER, error_floor, fit_order, phase_medians
 from impactbench.bench.report import (
+    capped_flags,
+    count_text,
     format_number,
     markdown_table,
     method_style,
@@ -305,22 +307,11 @@ CHATTER_FRACTION = 0.01
 CHATTER_ROWS = 20
 
 
-def count_text(count: float, capped: bool) -> str:
-    """An impact count as printed: ">= N" when the impact log overflowed (a lower bound)."""
-    return f">= {count:.0f}" if capped else f"{count:.0f}"
-
-
-def _capped(done: pd.DataFrame) -> pd.Series:
-    if "impacts_capped" not in done:  # a table written before the column existed
-        return pd.Series(False, index=done.index)
-    return done["impacts_capped"].fillna(False).astype(bool)
-
-
 def chatter(table: pd.DataFrame) -> pd.DataFrame:
     """Runs whose impact events exceed ``CHATTER_FRACTION`` of their steps, most events per step
     first, counts printed as ">= N" where the impact log overflowed."""
     done = _ok(table)
-    done = done.assign(capped=_capped(done), per_step=done["impacts"] / done["steps"])
+    done = done.assign(capped=capped_flags(done), per_step=done["impacts"] / done["steps"])
     rows = done[done["per_step"] > CHATTER_FRACTION].sort_values(
         ["per_step", "late_penetration"], ascending=False, na_position="last", kind="stable"
     )
@@ -348,7 +339,7 @@ def _outlier_findings(table: pd.DataFrame, chattering: pd.DataFrame) -> list[str
     """Capped impact logs, chatter and the largest depth of every run, with their runs."""
     findings = []
     done = _ok(table)
-    capped = done[_capped(done)]
+    capped = done[capped_flags(done)]
     if not capped.empty:
         worst = capped.loc[capped["impact_log_entries"].idxmax()]
         findings.append(
@@ -380,7 +371,7 @@ def _outlier_findings(table: pd.DataFrame, chattering: pd.DataFrame) -> list[str
             f"PaoliSchatzman over every run (both sweeps): largest depth over [T/2, T] "
             f"{format_number(worst['late_penetration'])} ({worst['problem']}, "
             f"h = {format_number(worst['h'])}, T = {worst['t_end']:g}, "
-            f"{count_text(worst['impacts'], bool(_capped(rows).loc[worst.name]))} impact "
+            f"{count_text(worst['impacts'], bool(capped_flags(rows).loc[worst.name]))} impact "
             "events)."
         )
     return findings

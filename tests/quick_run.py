@@ -74,9 +74,9 @@ def check_every_study_succeeds(quick: QuickRun) -> None:
             pixels = mpl_image.imread(figure)  # as a reader sees it: sized, and not blank
             assert min(pixels.shape[:2]) >= 300 and pixels[..., :3].std() > 0.01, figure.name
             assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
-            assert b"<svg" in figure.with_suffix(".svg").read_bytes()
+            assert not figure.with_suffix(".svg").exists()
         assert list(folder.glob("*.png")), name
-        assert (folder / "results.parquet").exists(), name
+        assert not (folder / "results.parquet").exists(), name
         for tex in (folder / "tables").glob("*.tex"):
             assert "\\toprule" in tex.read_text() and f"](tables/{tex.name})" in readme
         table = pd.read_csv(folder / "results.csv")
@@ -120,8 +120,7 @@ def check_report_rewrites_what_the_workers_wrote(quick: QuickRun, folder: Path, 
     products = [
         path
         for path in copy.rglob("*")
-        if path.is_file()
-        and (path.suffix in (".png", ".pdf", ".svg", ".tex") or path.name == "README.md")
+        if path.is_file() and (path.suffix in (".png", ".pdf", ".tex") or path.name == "README.md")
     ]
     assert len([path for path in products if path.suffix == ".png"]) >= len(quick.studies)
     for path in products:

@@ -12,7 +12,7 @@ from impactbench.bench.cli import main
 @pytest.mark.parametrize(
     ("option", "name", "message"),
     [
-        ("--plot", "out.jpg", "must end in .png, .pdf, .svg"),
+        ("--plot", "out.jpg", "must end in .png, .pdf"),
         ("--plot", "no_such_folder/out.png", "does not exist"),
         ("--csv", "no_such_folder/x.csv", "does not exist"),
     ],

@@ -1,4 +1,4 @@
-"""The package's docstrings, strings and comments quote no hand-typed measured figure.
+"""Docstrings, strings, comments and doc pages quote no hand-typed measured figure.
 
 Measured figures live in the reports the studies generate (`reports/`), where they come from a
 run; a figure typed into a docstring or a comment goes stale silently. A claim states the
@@ -137,6 +137,21 @@ def test_no_docstring_or_comment_quotes_a_measured_figure():
         "the mechanism or a derived bound and point at the test that asserts it\n"
         + "\n".join(found)
     )
+
+
+def test_no_doc_page_quotes_a_measured_figure():
+    """The same rule on the documentation (docs/*.md and the README): a measured figure there is
+    replaced by the report that makes it, or by the mechanism or closed form."""
+    pages = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    assert len(pages) > 5
+    found = [
+        f"{page.relative_to(ROOT).as_posix()}:{text.count(chr(10), 0, offset) + 1}: "
+        f"{sentence[:160]}"
+        for page in pages
+        for text in [page.read_text(encoding="utf-8")]
+        for offset, sentence in offences(text)
+    ]
+    assert not found, "measured figures belong in the generated reports\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize(

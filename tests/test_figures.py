@@ -4,7 +4,6 @@ and the run-against-reference figure of ``simulate --plot``."""
 from __future__ import annotations
 
 import io
-import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -46,8 +45,8 @@ def _drawn(tmp_path, name="figure"):
     return style.save(figure, tmp_path / f"{name}.png")
 
 
-def test_three_formats_non_trivial(tmp_path):
-    png, pdf, svg = _drawn(tmp_path)
+def test_one_raster_and_one_vector_format_non_trivial(tmp_path):
+    png, pdf = _drawn(tmp_path)
     image = imread(png)
     height, width = image.shape[:2]
     assert width == round(style.COLUMN_WIDTH * style.PNG_DPI)
@@ -57,8 +56,23 @@ def test_three_formats_non_trivial(tmp_path):
     assert (rgb > 0.95).mean() > 0.5  # mostly white paper
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and data.rstrip().endswith(b"%%EOF")
-    root = ET.parse(svg).getroot()
-    assert root.tag.endswith("svg")
+
+
+def test_dense_artists_are_rasterised_in_the_pdf(tmp_path):
+    """A line of many points is an image in the PDF, so the file does not grow with the data;
+    a sparse line stays a vector path."""
+    n = 20 * style.MAX_VECTOR_POINTS
+    t = np.linspace(0.0, 1.0, n)
+    figure, (ax,) = style.new_figure(1)
+    dense = ax.plot(t, np.sin(50 * t), label="dense")[0]
+    sparse = ax.plot([0, 1], [0, 1], label="sparse")[0]
+    ax.set(xlabel="$t$ [s]", ylabel="$q$ [m]")
+    ax.legend()
+    _, pdf = style.save(figure, tmp_path / "dense.png")
+    assert dense.get_rasterized() and not sparse.get_rasterized()
+    assert b"/Subtype /Image" in pdf.read_bytes()
+    # a vector path of n points would take at least ~10 bytes a point
+    assert pdf.stat().st_size < n * 10
 
 
 def test_figures_are_byte_reproducible(tmp_path):

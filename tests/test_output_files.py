@@ -256,7 +256,7 @@ def _full_disk(monkeypatch, *names: str) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
-@pytest.mark.parametrize("file", ["README.md", "results.parquet"])
+@pytest.mark.parametrize("file", ["README.md", "results.csv"])
 def test_a_full_disk_names_the_file_and_the_study_and_keeps_the_previous_files(
     tmp_path, monkeypatch, capsys, file
 ):

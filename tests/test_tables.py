@@ -1,4 +1,4 @@
-"""Report tables for a paper: LaTeX (booktabs) copies and the Parquet results table."""
+"""Report tables for a paper: LaTeX (booktabs) copies, capped counts, and the committed reports."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from impactbench.bench.latex import (
     parts,
     table_format,
 )
-from impactbench.bench.report import latex_table
-from impactbench.bench.results import read_parquet_provenance, write_parquet
+from impactbench.bench.report import count_text, latex_table, with_capped_counts
 
 
 def _table(frame: pd.DataFrame, digits: int = 3) -> LatexTable:
@@ -79,18 +78,6 @@ def test_a_long_table_is_split_into_parts_of_a_page():
     assert "\\label{tab:convergence-1-2}" in text
     for body in text.split("\\midrule")[1:]:
         assert body.split("\\bottomrule")[0].count("\\\\") <= MAX_ROWS
-
-
-def test_parquet_keeps_the_table_and_the_provenance(tmp_path):
-    table = pd.DataFrame(
-        {"method": ["PS", "MJ"], "h": [1e-3, np.nan], "steps": pd.array([10, None], "Int64")}
-    )
-    provenance = {"grid": "quick", "machine": {"cpu": "X", "usable_cores": 2}}
-    path = tmp_path / "results.parquet"
-    write_parquet(table, path, provenance)
-    back = pd.read_parquet(path)
-    pd.testing.assert_frame_equal(back, table)
-    assert read_parquet_provenance(path) == provenance
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,3 +139,49 @@ def test_committed_report_tables_compile_and_fit_a_page(tmp_path, path):
     for part in text.split("\\begin{tabular}")[1:]:
         body = part.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
         assert body.count("\\\\") <= MAX_ROWS
+
+
+def test_a_capped_impact_count_is_a_lower_bound_in_markdown_and_latex():
+    """A count that filled the impact log is printed ">= N" (Markdown) and $\\ge$ N (LaTeX);
+    the other counts stay plain numbers."""
+    rows = pd.DataFrame(
+        {
+            "method": ["EventDriven", "MoreauJean"],
+            "impacts": pd.array([100_000, 12], "Int64"),
+            "impacts_capped": pd.array([True, False], "boolean"),
+        }
+    )
+    shown = with_capped_counts(rows)
+    assert shown["impacts"].tolist() == [">= 100000", "12"]
+    assert count_text(7.0, False) == "7" and count_text(7.0, True) == ">= 7"
+    text = latex_table(_table(shown[["method", "impacts"]]))
+    assert "$\\ge$ 100000" in text and "textgreater" not in text
+    # no capped row: the column stays numeric (an S column in LaTeX)
+    plain = with_capped_counts(rows.assign(impacts_capped=False))
+    assert pd.api.types.is_integer_dtype(plain["impacts"])
+
+
+REPORTS = Path(__file__).resolve().parents[1] / "reports"
+#: Largest figure file of the committed reports, in bytes (500 KiB).
+MAX_FIGURE_BYTES = 500 * 1024
+#: The one raster and the one vector format of a figure.
+FIGURE_SUFFIXES = {".png", ".pdf"}
+
+
+def _committed_reports() -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "reports"], cwd=REPORTS.parent, capture_output=True, check=True
+    ).stdout.decode()
+    return [REPORTS.parent / name for name in listed.split("\0") if name]
+
+
+def test_committed_figures_are_png_and_pdf_each_at_most_500_kB():
+    files = _committed_reports()
+    assert files, "no committed reports"
+    assert not [f for f in files if f.suffix in {".svg", ".parquet", ".eps", ".jpg"}]
+    figures = [f for f in files if f.suffix in FIGURE_SUFFIXES]
+    assert figures
+    for png in (f for f in figures if f.suffix == ".png"):  # PNG and its PDF, nothing else
+        assert png.with_suffix(".pdf") in figures, png
+    large = {str(f): f.stat().st_size for f in figures if f.stat().st_size > MAX_FIGURE_BYTES}
+    assert not large

@@ -11,7 +11,7 @@ work-precision figure and a table (:func:`compare`, ``impactbench compare``).
     )
     result.orders       # one row per method: order vs h (or rtol) and vs the cost, 95 % CI
     result.table        # one row per method and step (or tolerance): median error and costs
-    result.figures      # the figure (PNG, PDF, SVG) ; result.folder holds the study report
+    result.figures      # the figure (PNG, PDF) ; result.folder holds the study report
 
 The methodology is that of the built-in studies, by construction: the comparison is a
 :class:`impactbench.bench.study.Study` run by :func:`impactbench.run_study` (same runner, run
@@ -65,7 +65,7 @@ from .report import (
 from .runner import Case, Grid, Run, expand
 from .specs import method_factory, problem_factory
 from .study import Section, Study, StudyReport
-from .style import method_style, metric_unit
+from .style import FORMATS, method_style, metric_unit
 
 #: Default output folder (the study folder is created inside it).
 DEFAULT_OUTPUT = Path("comparisons")
@@ -104,7 +104,7 @@ class Comparison:
         of :data:`impactbench.analysis.fitting.FIT_COLUMNS` (``status``, ``order``, ``low``,
         ``high`` -- the 95 % interval --, ``text``...).
     figures : list of Path
-        The work-precision figure (PNG, PDF, SVG).
+        The work-precision figure (PNG, PDF).
     folder : Path
         The study folder: ``results.csv`` (one row per run), provenance, ``orders.csv``,
         ``summary.csv``, the figure and ``README.md``.
@@ -379,7 +379,7 @@ def compare(
     )
     medians, orders = summarize(result.table, metric, floor_of())
     figures = [result.folder / FIGURE_FILE]
-    figures += [figures[0].with_suffix(f".{fmt}") for fmt in ("pdf", "svg")]
+    figures += [figures[0].with_suffix(f".{fmt}") for fmt in FORMATS[1:]]
     return Comparison(medians, orders, [p for p in figures if p.exists()], result.folder, result)
 
 

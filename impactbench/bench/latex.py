@@ -10,7 +10,7 @@ text is shrunk to the line width (adjustbox's ``max width``), never overfull.
 A table of more than :data:`MAX_ROWS` rows does not fit a page: its LaTeX version is split, by
 the groups of its first column where that gives parts of at most :data:`MAX_ROWS` rows, else in
 consecutive parts, each a table of its own whose caption says which part it is (the full table
-stays in ``results.csv`` and ``results.parquet``). The packages a document needs are
+stays in ``results.csv``). The packages a document needs are
 :data:`PREAMBLE`.
 """
 
@@ -43,6 +43,7 @@ _SPECIAL = {
     ">": r"\textgreater{}",
 }
 _MATH = re.compile(r"(\$[^$]+\$)")
+_LOWER_BOUND = re.compile(r"^>= ?(\d+)$")
 _NUMBER = re.compile(r"^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?)(\d+))?$")
 
 
@@ -123,7 +124,7 @@ def tabular(frame: pd.DataFrame, digits: int) -> str:
         else:
             specs.append("l")
             headers.append(header)
-            columns.append(["--" if _missing(v) else escape(_text(v)) for v in column])
+            columns.append(["--" if _missing(v) else _text_cell(v) for v in column])
     rows = [" & ".join(cells) + r" \\" for cells in zip(*columns, strict=True)]
     return "\n".join(
         [
@@ -140,6 +141,14 @@ def tabular(frame: pd.DataFrame, digits: int) -> str:
 
 def _missing(value: object) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _text_cell(value: object) -> str:
+    """A text cell: a lower bound ``">= N"`` (a capped count) as ``$\\ge$ N``, the rest
+    escaped."""
+    text = _text(value)
+    bound = _LOWER_BOUND.match(text)
+    return f"$\\ge$ {bound.group(1)}" if bound else escape(text)
 
 
 def _text(value: object) -> str:

@@ -31,7 +31,6 @@ from .files import check_ours, check_study_folder, naming_write_failures
 from .machine import machine_info
 from .plugins import plugins_in_studies, study_runs
 from .report import (
-    PARQUET_FILE,
     PROVENANCE_FILE,
     README_FILE,
     TABLE_FILE,
@@ -40,9 +39,7 @@ from .report import (
 )
 from .results import (
     build_table,
-    read_provenance,
     write_artefacts,
-    write_parquet,
     write_provenance,
     write_table,
 )
@@ -77,7 +74,7 @@ class StudyResult:
     table : pandas.DataFrame
         The stored table (``folder/results.csv``), one row per run.
     folder : Path
-        Where the table, its provenance, the Parquet copy, the runs' artefacts
+        Where the table, its provenance, the runs' artefacts
         (:func:`impactbench.bench.results.write_artefacts`) and the report were written.
     elapsed : float
         Wall time of the runs, in seconds.
@@ -345,10 +342,9 @@ def _write_outputs(
     report: bool,
     provenance: dict[str, Any],
 ) -> None:
-    """Write the table, its provenance, the Parquet copy, the artefacts and the report."""
+    """Write the table, its provenance, the artefacts and the report."""
     write_table(table, folder / TABLE_FILE)
     write_provenance(folder / PROVENANCE_FILE, **provenance)
-    write_parquet(table, folder / PARQUET_FILE, read_provenance(folder / PROVENANCE_FILE))
     write_artefacts(outcomes, folder)
     if report:
         write_study_report(study, folder)

@@ -238,7 +238,7 @@ def plot(
         The solution drawn dashed: "auto" (default) the exact solution, else the cached
         reference run (:func:`solution_of`); a :class:`impactbench.Reference`; None for none.
     output : path, optional
-        Write the figure there; the suffix (.png, .pdf or .svg) picks the format
+        Write the figure there; the suffix (.png or .pdf) picks the format
         (:func:`impactbench.bench.style.save`: journal-sized, byte-reproducible).
     coordinate : int, optional
         When several runs are overlaid: the coordinate whose position and velocity are drawn;
@@ -253,7 +253,7 @@ def plot(
     ------
     ValueError
         For no trajectory, a trajectory of another problem, an unknown ``reference`` string,
-        an ``output`` suffix other than .png, .pdf, .svg, or a coordinate out of range.
+        an ``output`` suffix other than .png or .pdf, or a coordinate out of range.
     """
     runs = [trajectories] if isinstance(trajectories, Trajectory) else list(trajectories)
     if not runs or not all(isinstance(run, Trajectory) for run in runs):
@@ -265,7 +265,7 @@ def plot(
     if output is not None:
         suffix = Path(output).suffix.lower().lstrip(".")
         if suffix not in style.FORMATS:
-            raise ValueError(f"output must end in .png, .pdf or .svg, got {str(output)!r}")
+            raise ValueError(f"output must end in .png or .pdf, got {str(output)!r}")
     n_dof = runs[0].q.shape[1]
     valid = coordinate is None or (
         isinstance(coordinate, int) and not isinstance(coordinate, bool) and 0 <= coordinate < n_dof

@@ -1,10 +1,10 @@
-"""Markdown reports with figures (PNG, PDF, SVG), drawn only from the stored result tables.
+"""Markdown reports with figures (PNG, PDF), drawn only from the stored result tables.
 
 ``reports/<study>/README.md`` holds a study's header (what it measures, the grid, provenance),
 the sections its report function returns (tables and figures), its failed runs, and its key
 findings; ``reports/README.md`` indexes the studies with their findings. Every figure follows
 :mod:`impactbench.bench.style` (journal column sizes, fonts, a fixed colour and marker per method,
-PNG with PDF and SVG next to it); figures use matplotlib's Agg renderer through
+PNG with the PDF next to it); figures use matplotlib's Agg renderer through
 :class:`matplotlib.figure.Figure` (no pyplot state) and are written atomically.
 """
 
@@ -34,7 +34,6 @@ from .study import Study, StudyReport
 from .style import method_style
 
 TABLE_FILE = "results.csv"
-PARQUET_FILE = "results.parquet"
 #: Folder (in a study's report folder) of the LaTeX versions of its report tables.
 LATEX_FOLDER = "tables"
 #: Folder of a study's report where the references it reads are kept
@@ -60,6 +59,36 @@ def format_number(value: Any, digits: int = 3) -> str:
     if isinstance(value, (float, np.floating)):
         return f"{value:.{digits}g}"
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def count_text(count: float, capped: bool) -> str:
+    """A count as printed: ``">= N"`` when it hit its buffer's capacity (a lower bound), else
+    ``"N"``."""
+    return f">= {count:.0f}" if capped else f"{count:.0f}"
+
+
+def capped_flags(rows: pd.DataFrame) -> pd.Series:
+    """Per row of a study table: whether its impact count hit the impact log's capacity
+    (column ``impacts_capped``; False for a table written before the column existed)."""
+    if "impacts_capped" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["impacts_capped"].astype("boolean").fillna(False).astype(bool)
+
+
+def with_capped_counts(rows: pd.DataFrame, columns: Sequence[str] = ("impacts",)) -> pd.DataFrame:
+    """``rows`` with each count of ``columns`` as text, ``">= N"`` where the row's count is
+    capped (:func:`capped_flags`), the same in the Markdown and the LaTeX tables; unchanged
+    when no row is capped (the column stays numeric)."""
+    capped = capped_flags(rows)
+    if not capped.any():
+        return rows
+    texts = {
+        name: [
+            "-" if pd.isna(n) else count_text(n, c) for n, c in zip(rows[name], capped, strict=True)
+        ]
+        for name in columns
+    }
+    return rows.assign(**texts)
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
@@ -93,7 +122,7 @@ def new_figure(
 
 
 def save_figure(figure: Figure, path: Path) -> None:
-    """Write ``figure`` as ``path`` (PNG) and as PDF and SVG next to it, atomically."""
+    """Write ``figure`` as ``path`` (PNG) and as PDF next to it, atomically."""
     style.save(figure, path)
 
 
@@ -279,6 +308,18 @@ def _failed_section(table: pd.DataFrame) -> str:
     return markdown_table(failed[columns])
 
 
+def _capped_note(table: pd.DataFrame) -> list[str]:
+    """A note on the runs whose impact count hit the impact log's capacity, if any."""
+    capped = int(capped_flags(table).sum())
+    if not capped:
+        return []
+    return [
+        f"{capped} of {len(table)} runs filled their impact log (column impacts_capped of "
+        f"[{TABLE_FILE}]({TABLE_FILE})): their impact counts are lower bounds, printed >= N "
+        "in every table that shows them.\n"
+    ]
+
+
 def write_study_report(study: Study, folder: Path) -> StudyReport:
     """Regenerate ``folder/README.md`` and the figures from ``folder/results.csv``.
 
@@ -330,6 +371,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
         "## Key findings\n",
         "".join(f"- {finding}\n" for finding in report.findings) or "None.\n",
     ]
+    parts += _capped_note(table)
     for section in report.sections:
         parts += [f"## {section.title}\n", section.body]
     if latex:
@@ -338,8 +380,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
             "Every table above as LaTeX (booktabs and siunitx, with its caption and label; "
             "a table longer than a page in parts), in order: "
             + ", ".join(f"[{name}]({LATEX_FOLDER}/{name})" for name in latex)
-            + "; the full table also as [results.parquet](results.parquet) when written by "
-            "`impactbench run` (provenance in its metadata).\n",
+            + "; the full table is [results.csv](results.csv).\n",
         ]
     parts += ["## Failed runs\n", _failed_section(table)]
     parts += ["## Provenance\n", _provenance_section(table, provenance)]

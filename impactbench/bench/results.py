@@ -176,35 +176,6 @@ def write_table(table: pd.DataFrame, path: Path | str, *, timing: bool = True) -
     write_atomic(Path(path), table_csv(table, timing=timing))
 
 
-#: Key of the provenance (JSON) in the Parquet file's schema metadata.
-PARQUET_PROVENANCE_KEY = b"impactbench.provenance"
-
-
-def write_parquet(table: pd.DataFrame, path: Path | str, provenance: dict[str, Any]) -> None:
-    """Write ``table`` as Parquet, atomically, with ``provenance`` (JSON) in its metadata.
-
-    The CSV stays the byte-stable record; the Parquet file keeps the dtypes and carries how the
-    table was produced (:data:`PARQUET_PROVENANCE_KEY`), for tools that read tables alone.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-    metadata = dict(arrow.schema.metadata or {})
-    metadata[PARQUET_PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
-    buffer = io.BytesIO()
-    pq.write_table(arrow.replace_schema_metadata(metadata), buffer)
-    write_atomic(Path(path), buffer.getvalue())
-
-
-def read_parquet_provenance(path: Path | str) -> dict[str, Any]:
-    """The provenance stored by :func:`write_parquet` in a Parquet file's metadata."""
-    import pyarrow.parquet as pq
-
-    metadata = pq.read_schema(path).metadata or {}
-    return json.loads(metadata.get(PARQUET_PROVENANCE_KEY, b"{}"))
-
-
 #: Largest stored table read (bytes).
 MAX_TABLE_BYTES = 1 << 30
 

@@ -229,7 +229,7 @@ def add_parser(
     sim.add_argument(
         "--plot",
         type=figure_file,
-        help="write one figure (.png, .pdf or .svg) of every run against the exact solution, "
+        help="write one figure (.png or .pdf) of every run against the exact solution, "
         "or against the reference run when there is none (then the errors are printed too)",
     )
     sim.add_argument(

@@ -19,8 +19,8 @@ category names needs none), and every labelled artist of a panel is in its legen
 of the figure.
 
 Files. :func:`save` writes the PNG (:data:`PNG_DPI` dpi, linked from the Markdown reports) and
-the PDF and SVG next to it (for a paper), all three byte-reproducible: no creation dates, a fixed
-SVG id salt.
+the PDF next to it (for a paper; its dense lines and scatters rasterised, :func:`rasterize_dense`),
+both byte-reproducible: no creation dates.
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib as mpl
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.collections import Collection
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedFormatter, FuncFormatter
 
 from ..core import coordinates
@@ -50,8 +53,12 @@ TEXT_WIDTH = 7.0
 MAX_COLUMNS = 2
 #: Resolution of the PNG files.
 PNG_DPI = 200
-#: The formats :func:`save` writes, the first being the one the Markdown reports link.
-FORMATS = ("png", "pdf", "svg")
+#: The formats :func:`save` writes, the first being the one the Markdown reports link: one
+#: raster and one vector format.
+FORMATS = ("png", "pdf")
+#: Most points an artist keeps as vector paths in the PDF; a denser line or scatter is drawn
+#: as an image there (:func:`rasterize_dense`), so that no figure file grows with the data.
+MAX_VECTOR_POINTS = 2000
 
 #: matplotlib settings of every figure (applied with :func:`matplotlib.rc_context`).
 RC: dict[str, Any] = {
@@ -73,8 +80,6 @@ RC: dict[str, Any] = {
     "lines.linewidth": 1.0,
     "lines.markersize": 3.5,
     "axes.linewidth": 0.6,
-    "svg.hashsalt": "impactbench",
-    "svg.fonttype": "none",
     "pdf.fonttype": 42,
 }
 
@@ -308,7 +313,8 @@ def check_figure(figure: Figure, name: str) -> None:
 def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     """Write ``figure`` in each of ``formats`` (``path`` with that suffix), atomically.
 
-    ``formats`` are among "png", "pdf", "svg" (default: all three). Returns the paths written,
+    ``formats`` are among "png", "pdf" (default: both). Dense artists are rasterised in the PDF
+    (:func:`rasterize_dense`). Returns the paths written,
     in the order of ``formats``. The figure must pass :func:`check_figure` (ValueError naming
     the file, the panel and the axis otherwise; nothing is written then).
     """
@@ -318,7 +324,8 @@ def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -
         raise ValueError(f"formats must be among {FORMATS}, got {formats!r}")
     check_figure(figure, path.name)
     written = []
-    metadata = {"png": {}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}
+    metadata = {"png": {}, "pdf": {"CreationDate": None}}
+    rasterize_dense(figure)
     # fontTools (embedding the fonts in the PDF) warns about the fonts' zero timestamps
     logging.getLogger("fontTools").setLevel(logging.ERROR)
     _wrap_suptitle(figure)
@@ -330,3 +337,25 @@ def save(figure: Figure, path: Path | str, formats: tuple[str, ...] = FORMATS) -
             write_atomic(target, buffer.getvalue())
             written.append(target)
     return written
+
+
+def _points(artist: Artist) -> int:
+    """How many data points ``artist`` draws (0 for artists that are not lines or scatters)."""
+    if isinstance(artist, Line2D):
+        return len(artist.get_xdata())
+    if isinstance(artist, Collection):
+        return len(artist.get_offsets()) + sum(len(p.vertices) for p in artist.get_paths())
+    return 0
+
+
+def rasterize_dense(figure: Figure, max_points: int = MAX_VECTOR_POINTS) -> int:
+    """Mark every line or collection of ``figure`` with more than ``max_points`` points as
+    rasterised (drawn as an image in vector formats, at the PNG resolution); axes, text and
+    sparse artists stay vectors. Returns how many artists were marked."""
+    marked = 0
+    for ax in figure.get_axes():
+        for artist in [*ax.get_lines(), *ax.collections]:
+            if _points(artist) > max_points:
+                artist.set_rasterized(True)
+                marked += 1
+    return marked
