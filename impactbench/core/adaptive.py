@@ -571,11 +571,17 @@ class Adaptive(Method):
         p = np.asarray(problem.kernel_parameters(), dtype=float)
         mp = np.asarray(self.stepper._method_vector(), dtype=float)
         e = float(problem.restitution)
+        # the impact law's energy record of the accepted steps (a rejected attempt's is
+        # discarded with the buffer it restores): impactbench.core.friction.law_energy_change
+        reports_law = getattr(loop, "reports_law", False)
+        law = np.zeros(2)
+        record = {"law": law} if reports_law else {}
         try:
             start = time.perf_counter()
             work_bytes = loop(
                 t0, float(t_end), h_first, q0, v0, p, e, mp, control, targets,
                 out_t, out_q, out_v, log_t, log_i, log_u, counters, extra, state, keep,
+                **record,
             )  # fmt: skip
             integration_time = time.perf_counter() - start
         except SimulationError as error:  # a checked call of the plain-Python path
@@ -601,6 +607,8 @@ class Adaptive(Method):
             "work_bytes": int(work_bytes),
             "memory_bytes": int(work_bytes)
             + sum(array.nbytes for array in (keep, out_t, out_q, out_v, log_t, log_i, log_u)),
+            "energy_creating_impacts": int(law[0]) if reports_law else None,
+            "largest_impact_energy_gain": float(law[1]) if reports_law else None,
         }
         status = count[COUNTER_STATUS]
         reason = "reached t_end"
