@@ -101,9 +101,10 @@ def test_the_limit_cycle_matches_siconos_output(woodpecker):
 def test_the_limit_cycle_is_periodic_with_the_energy_balanced(woodpecker):
     """Between the sleeve's two jams (one period; from the published start 0.1460 s at
     h = 2e-5, as Siconos' output, and 0.1457 at h = 1e-5: the first-order scheme's period
-    converging, the two within 0.3 %): the state but y returns (phi_S within 0.5 %, phi_S' within 0.5 %,
-    phi_M and the sleeve at rest in both), the sleeve drops 19 mm, and the energy dissipated
-    (by the friction and the beak's impact) is the work of gravity on that drop to 1 %
+    converging, the two within 0.3 %): the state but y returns (phi_S within 0.5 %, phi_S'
+    within 0.5 %, phi_M and the sleeve at rest in both), the sleeve drops 19 mm, and the
+    energy dissipated (by the friction and the beak's impact) is the work of gravity on that
+    drop to 1 %
     (the rest of the energy, spring, body and kinetic, returns: measured 0.2 %)."""
     problem, runs = woodpecker
     periods = []
