@@ -41,6 +41,17 @@ def _woodpecker_forces(t, q, v, p, out):
 
 
 @kernel
+def _woodpecker_stiffness(p, out):
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = 0.0
+    out[1, 1] = p[C_PHI]
+    out[1, 2] = -p[C_PHI]
+    out[2, 1] = -p[C_PHI]
+    out[2, 2] = p[C_PHI]
+
+
+@kernel
 def _woodpecker_gap(q, p, out):
     out[0] = -p[H_S] * q[2] + p[L_M] + p[L_G] - p[L_S] - p[R_O]
     out[1] = p[H_M] * q[1] + p[R_M] - p[R_O]
@@ -118,17 +129,20 @@ class Woodpecker(CompiledProblem):
     all with Coulomb friction mu (0.3) and e_T = 0. The sleeve jams (both edges sticking:
     their tangent rows are equal, dependent rows), slips down, the beak strikes the pole.
 
-    The published initial state q0 = (0, -0.1036, -0.2788) puts edge 1 8.8e-7 inside the pole
-    (g_1 = -8.8e-7), which the admissibility check refuses: the default ``phi_M0`` is
-    -(r_M - r_O) / h_M = -0.103448 (edge 1 touching), a change of 1.5e-4 rad (``q0`` starts
-    elsewhere, if admissible).
+    The spring is the linear part -K q of F, K = c_phi [[0, 0, 0], [0, 1, -1], [0, -1, 1]]
+    (``stiffness_matrix()``), so ``MoreauJean(theta, implicit=True)`` takes it in its iteration
+    matrix W = M + (h theta)^2 K: with theta = 1/2 that is Siconos' MoreauJeanOSI on the
+    example's LagrangianLinearTIDS (tests/test_woodpecker.py compares the two step by step).
 
-    MoreauJean (theta = 1/2, h = 2e-5, the example's discretisation) from the default state:
-    the sleeve slips on edge 1, jams (sticks, at rest) for 40 ms, slips, flies free, the beak
-    strikes the pole once (phi_S = 0.12), edge 2 slips, the sleeve flies and lands on edge 1:
-    a period of 0.1457 s (0.1458 at h = 1e-5, Siconos' own output 0.1460), phi_S between
-    -0.530 and 0.120, a drop of 19 mm per cycle, whose gravity work the friction and the beak's
-    impact dissipate (tests/test_woodpecker.py).
+    The default start is the published state q0 = (0, -0.1036, -0.2788), whose edge 1 is
+    8.8e-7 inside the pole (g_1 = -8.8e-7, the published phi_M0 rounded to 4 digits): the
+    problem accepts an initial penetration up to :attr:`initial_penetration_tolerance` (1e-6,
+    in the gaps' units, m), and refuses a deeper one.
+
+    From it, the sleeve slips on edge 1, jams (sticks, at rest) for 40 ms, slips, flies free,
+    the beak strikes the pole once, edge 2 slips, the sleeve flies and lands on edge 1, and the
+    cycle repeats with a drop of the sleeve per cycle whose gravity work the friction and the
+    beak's impact dissipate (tests/test_woodpecker.py).
 
     Parameters
     ----------
@@ -137,8 +151,9 @@ class Woodpecker(CompiledProblem):
     sleeve_restitution : float, default 0.0
         e_N of the sleeve's contacts.
     mu : float, default 0.3
-    q0, v0 : sequence of 3 floats, default the published state (``phi_M0`` adjusted as above)
-        and the published velocity (-0.3411, 4.8572e-15, -7.4583).
+    q0, v0 : sequence of 3 floats, default the published state (0, -0.1036, -0.2788) and
+        velocity (-0.3411, 4.8572e-15, -7.4583); q0 at most
+        :attr:`initial_penetration_tolerance` inside the pole.
     t0 : float, default 0.0
     **geometry
         The published parameters :data:`PUBLISHED` (r_O, r_M, h_M, l_M, l_G, h_S, l_S, m_M,
@@ -147,7 +162,8 @@ class Woodpecker(CompiledProblem):
     Raises
     ------
     ValueError
-        If a parameter is not finite or out of range; the message names it.
+        If a parameter is not finite or out of range, or q0 deeper than
+        :attr:`initial_penetration_tolerance` inside the pole; the message names it.
     """
 
     coordinates = (("y", "m"), ("phi_M", "rad"), ("phi_S", "rad"))
@@ -173,6 +189,8 @@ class Woodpecker(CompiledProblem):
         gravity="m/s^2",
     )
     keyword_parameters = PUBLISHED
+    #: The published q0 has g_1 = -8.8e-7 (m); accepted, and nothing deeper.
+    initial_penetration_tolerance = 1e-6
 
     KERNELS = ProblemKernels(
         _woodpecker_mass_matrix,
@@ -184,6 +202,7 @@ class Woodpecker(CompiledProblem):
         tangent_gradient=_woodpecker_tangent_gradient,
         friction=_woodpecker_friction,
         normal_restitution=_woodpecker_normal_restitution,
+        stiffness_matrix=_woodpecker_stiffness,
     )
 
     def __init__(
@@ -211,9 +230,7 @@ class Woodpecker(CompiledProblem):
         self.name = "Woodpecker"
         self.n_dof = 3
         self.n_constraints = 3
-        if q0 is None:
-            q0 = (PUBLISHED_Q0[0], -(self.r_M - self.r_O) / self.h_M, PUBLISHED_Q0[2])
-        self.q0 = checks.vector(q0, "q0", 3)
+        self.q0 = checks.vector(PUBLISHED_Q0 if q0 is None else q0, "q0", 3)
         self.v0 = checks.vector(v0, "v0", 3)
         self._finish_init()
 

@@ -19,12 +19,14 @@ from impactbench import Status, simulate
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
+    EventDriven,
     MoreauJean,
     MoreauJeanProjection,
     NonsmoothGeneralizedAlpha,
     PaoliSchatzman,
 )
 from impactbench.problems import BouncingBall, ColumnOfBeads
+from impactbench.studies import event_driven_limits as limits
 
 from reference_moreau_jean import moreau_jean, solve_lcp_by_enumeration
 
@@ -398,3 +400,28 @@ def test_round_off_stack_creates_no_energy_to_t_100(method, n):
         assert np.abs(run.v).max() <= 1e3 * eps * scale / ROUND_OFF_STEP
     else:
         assert drift <= n * (n + 1) / 2 * ROUND_OFF_STEP**2 * problem.gravity, drift
+
+
+def _gaps(q: np.ndarray, radius: float) -> np.ndarray:
+    """The gaps of ColumnOfBeads at each sample: q of shape (N, n), result (N, n)."""
+    return np.column_stack([q[:, 0] - radius, np.diff(q, axis=1) - 2.0 * radius])
+
+
+@pytest.mark.parametrize(
+    "rest_velocity", [rest for rest in limits.REST_VELOCITIES["full"] if rest >= 1e-4]
+)
+def test_the_falling_column_comes_to_rest_in_a_stack_on_the_floor(rest_velocity):
+    """The event_driven_limits study's falling column (its beads, EventDriven at its rtol and
+    Zeno threshold) run to t = 100: at every sample no gap is below -2 contact tolerances (no
+    bead passes through another or the floor), and at the end the beads rest in the stack,
+    every gap within one contact tolerance of 0 and every velocity 0 (to 1e-9 m/s). A restart's
+    position projection used to push a bead lifted onto the bead above into that bead, below
+    the level of that gap's event: from t = 1.22 the upper beads fell through the stack and
+    the floor (q = -14.7 at t = 3 for the threshold 1e-4)."""
+    problem = ColumnOfBeads(n_beads=limits.BEADS["full"])
+    method = EventDriven(rtol=limits.EVENT_RTOL, rest_velocity=rest_velocity)
+    run = simulate(problem, method, 100.0)
+    tolerance = run.stats["contact_tolerance"]
+    assert _gaps(run.q, problem.radius).min() >= -2.0 * tolerance
+    assert np.abs(_gaps(run.q[-1:], problem.radius)).max() <= tolerance
+    assert np.abs(run.v[-1]).max() <= 1e-9

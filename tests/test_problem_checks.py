@@ -564,3 +564,39 @@ def test_a_gap_kernel_writing_fewer_values_than_declared_is_refused():
 
     with pytest.raises(ValueError, match=r"n_constraints=2, and at q0 it left entries \[1\]"):
         ShortGap()
+
+
+class SlightlyInside(UserWall):
+    """UserWall starting 1e-7 below the floor, as a rounded published state would."""
+
+    def __init__(self):
+        super().__init__()
+        self.q0 = np.array([0.0, -1e-7])
+
+
+def test_an_initial_penetration_is_accepted_within_the_declared_tolerance_only():
+    """By default q0 must be admissible to round-off (1e-10 max(1, |q0|)): 1e-7 inside the
+    floor is refused, naming the tolerance; a problem declaring initial_penetration_tolerance
+    = 1e-6 accepts it (and MoreauJean starts from it), one declaring 1e-8 refuses it, and a
+    declared tolerance that is negative or not finite is refused by name."""
+    with pytest.raises(ValueError, match=r"gap\(q0\) >= -1e-10, the initial_penetration"):
+        SlightlyInside().check()
+
+    class Tolerant(SlightlyInside):
+        initial_penetration_tolerance = 1e-6
+
+    class Strict(SlightlyInside):
+        initial_penetration_tolerance = 1e-8
+
+    Tolerant().check()
+    run = simulate(Tolerant(), MoreauJean(), 0.1, h=H)
+    assert run.q[0, 1] == -1e-7
+    with pytest.raises(ValueError, match=r"gap\(q0\) >= -1e-08"):
+        Strict().check()
+    for bad in (-1e-6, math.nan):
+
+        class Bad(SlightlyInside):
+            initial_penetration_tolerance = bad
+
+        with pytest.raises(ValueError, match="initial_penetration_tolerance"):
+            Bad().check()

@@ -137,7 +137,13 @@ class Problem(ABC):
     t0 : float
         Initial time.
     q0, v0 : ndarray, shape (n,)
-        Initial position (admissible: g(q0) >= 0) and velocity.
+        Initial position (admissible: g(q0) >= -tol, the tolerance below) and velocity.
+    initial_penetration_tolerance : float or None
+        The largest initial penetration -g_i(q0) that :meth:`check` accepts, in the units of
+        the gaps, or None (default) for :data:`ADMISSIBILITY_TOLERANCE` max(1, |q0|_inf) (round-
+        off). A problem whose published initial state lies slightly inside an obstacle declares
+        the penetration it accepts (a class attribute); the methods then start from that state
+        as they do from a penetration during a run. A larger penetration is refused.
     mass_structure : {"dense", "diagonal"}
         Structure of M(q), default "dense". Declare "diagonal" when M(q) is diagonal for every
         q (a lumped mass): the time-stepping loops then store its diagonal only and solve with
@@ -216,6 +222,7 @@ class Problem(ABC):
     coordinates: tuple[tuple[str, str], ...] | None = None
     parameter_units: Mapping[str, str] = MappingProxyType({})
     conservative: bool = False
+    initial_penetration_tolerance: float | None = None
 
     @staticmethod
     def from_functions(
@@ -406,11 +413,11 @@ class Problem(ABC):
         m = _checks.positive_int(self.n_constraints, "n_constraints")
         g0 = _valid(returned_array(self.gap(self.q0), "gap(q0)", (m,)))
         G0 = _valid(returned_array(self.gap_gradient(self.q0), "gap_gradient(q0)", (m, n)))
-        tol = ADMISSIBILITY_TOLERANCE * max(1.0, float(np.abs(self.q0).max()))
+        tol = initial_penetration_tolerance(self)
         if np.any(g0 < -tol):
             raise ValueError(
-                f"q0 must be admissible (gap(q0) >= 0), got q0={self.q0.tolist()} "
-                f"with gap(q0)={g0.tolist()}"
+                f"q0 must be admissible (gap(q0) >= -{tol:.3g}, the initial_penetration_"
+                f"tolerance), got q0={self.q0.tolist()} with gap(q0)={g0.tolist()}"
             )
 
         def gap_or_none(q: np.ndarray) -> np.ndarray | None:
@@ -792,11 +799,31 @@ def _kernels_only(cls: type) -> bool:
     return all(getattr(cls, name) is getattr(CompiledProblem, name) for name in _CHECKED_METHODS)
 
 
+def initial_penetration_tolerance(problem: Problem) -> float:
+    """The largest initial penetration ``problem`` accepts: its declared
+    :attr:`Problem.initial_penetration_tolerance`, or :data:`ADMISSIBILITY_TOLERANCE`
+    max(1, |q0|_inf) when it declares none.
+
+    Raises
+    ------
+    ValueError
+        If the declared tolerance is not a finite float >= 0 (named in the message).
+    """
+    declared = getattr(problem, "initial_penetration_tolerance", None)
+    if declared is None:
+        return ADMISSIBILITY_TOLERANCE * max(1.0, float(np.abs(problem.q0).max()))
+    tolerance = _checks.finite_scalar(declared, "initial_penetration_tolerance")
+    if tolerance < 0.0:
+        raise ValueError(f"initial_penetration_tolerance must be >= 0, got {declared!r}")
+    return tolerance
+
+
 def _contract_key(problem: CompiledProblem) -> tuple[Any, ...] | None:
-    """What :meth:`CompiledProblem.check` reads: the sizes, ``mass_structure``, ``restitution``
-    and ``t0`` with their types, ``q0``, ``v0`` and the parameter vector by shape and bytes; None
-    when a check cannot be skipped (a subclass overriding a contract method, a ``q0``, ``v0`` or
-    parameter vector that is not a float64 ndarray)."""
+    """What :meth:`CompiledProblem.check` reads: the sizes, ``mass_structure``, ``restitution``,
+    ``t0`` and ``initial_penetration_tolerance`` with their types, ``q0``, ``v0`` and the
+    parameter vector by shape and bytes; None when a check cannot be skipped (a subclass
+    overriding a contract method, a ``q0``, ``v0`` or parameter vector that is not a float64
+    ndarray)."""
     cls = type(problem)
     if not _kernels_only(cls):
         return None
@@ -812,6 +839,7 @@ def _contract_key(problem: CompiledProblem) -> tuple[Any, ...] | None:
         problem.mass_structure,
         getattr(problem, "restitution", None),
         problem.t0,
+        problem.initial_penetration_tolerance,
     )
     arrays = (q0.shape, q0.tobytes(), v0.shape, v0.tobytes())
     return (cls, cls.KERNELS, scalars, tuple(map(type, scalars)), arrays, p.tobytes())

@@ -131,6 +131,8 @@ _TEMPLATES = (
     ("name_failed_rows", resolution._name_failed_rows, True),
     ("_subtract_reactions", resolution._subtract_reactions, True),
     ("project_position", resolution._project_position, False),
+    ("_add_penetrated", resolution._add_penetrated, True),
+    ("project_admissible", resolution._project_admissible, False),
     ("project_velocity", (resolution._project_velocity, coulomb.project_velocity), False),
     ("acceleration_lcp", resolution._acceleration_lcp, False),
     ("impact_impulse", (resolution._frictionless_impulse, coulomb.impact_impulse), "ir"),

@@ -18,9 +18,10 @@ gives them a force above 1e-12 of the free normal accelerations; a contact just 
 excluded.
 
 Projections: q onto the closed contacts and every g_i < 0 (Gauss-Newton in the metric of M, until
-|g_i| <= 8 eps max(L, |q|_inf) |grad g_i|), v onto the closed contacts (one solve in the metric of
-M), so that every segment starts admissible; :func:`drifted` decides the projections of a
-persistent contact after an accepted step.
+|g_i| <= 8 eps max(L, |q|_inf) |grad g_i|), and onto every constraint that this pushes below that
+tolerance, until none is (:func:`_project_admissible`); v onto the closed contacts (one solve in
+the metric of M), so that every segment starts admissible; :func:`drifted` decides the
+projections of a persistent contact after an accepted step.
 
 Templates: the problem's kernels and sizes are free globals bound per engine; the run's settings,
 outputs and work arrays are the named tuples of :mod:`impactbench.core.events.buffers`.
@@ -81,6 +82,7 @@ mass_matrix = forces = gap = gap_gradient = views = None
 N_DOF = N_CONSTRAINTS = 0
 impact_law = free_accelerations = closing = record_switch = project_closed = None
 project_position = project_velocity = acceleration_lcp = name_failed_rows = None
+project_admissible = _add_penetrated = None
 impact_impulse = decide_contacts = friction_drifted = record_law_energy = None
 
 
@@ -338,7 +340,7 @@ def _project_closed(y, run, out, work):
             w.rows[k] = i
             k += 1
     if k > 0:
-        status = project_position(y, w.rows, k, run, work)
+        status, k = project_admissible(y, w.rows, k, run, work)
         if status != STATUS_OK:
             gap(y[:N_DOF], run.p, w.g)
             name_failed_rows(out.info, w.rows, k, w.g)
@@ -346,6 +348,42 @@ def _project_closed(y, run, out, work):
     if k_closed > 0:
         return project_velocity(y, w.closed, k_closed, run, work), k_closed
     return STATUS_OK, k_closed
+
+
+def _project_admissible(y, rows, k, run, work):
+    """q = y[:n] onto g_rows(q) = 0 (:func:`_project_position`), ``rows`` grown by every other
+    constraint that the projection leaves below -8 eps max(L, |q|_inf) |grad g_i| and q
+    projected again, until there is none: moving q onto some contacts moves the bodies they
+    push into others (a bead lifted onto the bead above it), and a gap left negative at a
+    restart is below the level of its event, so the gap would never be located. Each pass adds
+    a row, so at most m passes. Returns (status, rows projected onto, ``rows[:k]``)."""
+    for _ in range(N_CONSTRAINTS):
+        status = project_position(y, rows, k, run, work)
+        if status != STATUS_OK:
+            return status, k
+        k_grown = _add_penetrated(y, rows, k, run, work)
+        if k_grown == k:
+            break
+        k = k_grown
+    return STATUS_OK, k
+
+
+def _add_penetrated(y, rows, k, run, work):
+    """``rows[:k]`` followed by every constraint with g_i < -8 eps max(L, |q|_inf) |grad g_i|
+    at q = y[:n] (``w.g``, ``w.G`` hold g and its gradient there: the projection's last
+    evaluation); the rows of ``rows[:k]`` are within that tolerance. Returns the new count."""
+    w = views(work)
+    scale = run.length
+    for j in range(N_DOF):
+        scale = max(scale, abs(y[j]))
+    for i in range(N_CONSTRAINTS):
+        norm = 0.0
+        for j in range(N_DOF):
+            norm += w.G[i, j] * w.G[i, j]
+        if w.g[i] < -8.0 * _EPS * scale * math.sqrt(norm):
+            rows[k] = i
+            k += 1
+    return k
 
 
 def _project_position(y, rows, k, run, work):
