@@ -286,3 +286,25 @@ def test_sampled_extension_is_right_continuous_at_a_logged_impulse():
     np.testing.assert_array_equal(extension.on_piece(0, [1.0]), [[0.0, -1.0]])  # left limit
     smooth = SampledExtension(t, q, v, np.zeros(0))
     np.testing.assert_array_equal(smooth.state([0.5]), [[0.5, 0.0]])
+
+
+def test_compare_takes_a_problem_from_functions(tmp_path):
+    """compare runs a problem from plain functions as it runs the built-in one of the same
+    physics (BouncingBall with mass 2: M and F scale together), to the same errors."""
+    options = {
+        "steps": [2e-2, 1e-2],
+        "t_end": 0.5,
+        "phases": 1,
+        "cache_dir": tmp_path / "cache",
+        "output": tmp_path / "out",
+    }
+    by_functions = ib.compare(ball(), [MoreauJean(theta=0.5)], **options)
+    built_in = ib.compare(
+        f"BouncingBall[restitution={RESTITUTION},mass={MASS}]", ["MoreauJean"], **options
+    )
+    column = "max_position_error"
+    assert len(by_functions.table) == 2
+    assert np.all(np.isfinite(by_functions.table[column]))
+    np.testing.assert_allclose(
+        by_functions.table[column], built_in.table[column], rtol=1e-9, atol=1e-15
+    )
