@@ -114,19 +114,16 @@ STEPPER_AGREEMENT = 0.05
 #: is discarded); steps near the impact at most the fixed-step runs' h.
 ADAPTIVE = Adaptive(MoreauJean(), rtol=1e-4, h_max=1e-4)
 
-
-@pytest.mark.parametrize("mu", [0.1, 0.3], ids=["slip", "stick"])
-@pytest.mark.parametrize(
+#: Every family with a friction law.
+FRICTION_METHODS = pytest.mark.parametrize(
     "method",
-    [
-        MoreauJean(),
-        CatchingUp(),
-        NonsmoothGeneralizedAlpha(),
-        ADAPTIVE,
-        EventDriven(rtol=1e-10),
-    ],
+    [MoreauJean(), CatchingUp(), NonsmoothGeneralizedAlpha(), ADAPTIVE, EventDriven(rtol=1e-10)],
     ids=lambda m: m.name,
 )
+
+
+@pytest.mark.parametrize("mu", [0.1, 0.3], ids=["slip", "stick"])
+@FRICTION_METHODS
 def test_an_energy_creating_impact_is_flagged(method, mu):
     """e_N = 1, e_T = 0 on the inclined stick: the first impact creates energy (closed form)
     and the run reports it in its stats, with the gain of the closed form."""
@@ -141,17 +138,7 @@ def test_an_energy_creating_impact_is_flagged(method, mu):
 
 
 @pytest.mark.parametrize("restitution", [1.0, 0.5])
-@pytest.mark.parametrize(
-    "method",
-    [
-        MoreauJean(),
-        CatchingUp(),
-        NonsmoothGeneralizedAlpha(),
-        ADAPTIVE,
-        EventDriven(rtol=1e-10),
-    ],
-    ids=lambda m: m.name,
-)
+@FRICTION_METHODS
 def test_a_consistent_law_is_not_flagged(method, restitution):
     """e_N = e_T: the same stick's impacts create no energy, and none is reported."""
     stick = ImpactingStick(mu=0.3, restitution=restitution, tangential_restitution=restitution)
