@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from impactbench.analysis.fitting import ORDER, fit_order
+from impactbench.bench.specs import load_method
 from impactbench.core.adaptive import Adaptive
 from impactbench.methods import (
     CatchingUp,
@@ -31,6 +32,9 @@ def test_the_default_gap_tolerance_is_atol_plus_rtol_times_the_largest_initial_g
     assert Adaptive(rtol=1e-3, atol=1e-6).gap_bound(on_floor) == 1e-6
     assert Adaptive(gap_tolerance=2e-4).gap_bound(BALL) == 2e-4
     assert Adaptive(gap_tolerance=np.inf).gap_bound(BALL) == np.inf
+    uncontrolled = Adaptive(gap_tolerance=np.inf)
+    assert "gap_tolerance=inf" in uncontrolled.name
+    assert load_method(uncontrolled.name).gap_tolerance == np.inf
     with pytest.raises(ValueError, match="gap_tolerance"):
         Adaptive(gap_tolerance=0.0)
 
