@@ -113,7 +113,7 @@ def test_rejected_steps_are_counted_and_h_min_fails_with_the_state():
 
 def test_gap_control_bounds_the_penetration():
     # the ball's depth only grows on the step where it closes; at rest it keeps its depth
-    loose = Adaptive(MoreauJean(), rtol=1e-2, atol=1e-2).solve(BALL, 3.0)
+    loose = Adaptive(MoreauJean(), rtol=1e-2, atol=1e-2, gap_tolerance=np.inf).solve(BALL, 3.0)
     tight = Adaptive(MoreauJean(), rtol=1e-2, atol=1e-2, gap_tolerance=1e-4).solve(BALL, 3.0)
     assert -loose.q.min() > 1e-4
     assert -tight.q.min() <= 1e-4

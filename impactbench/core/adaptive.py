@@ -29,16 +29,24 @@ with ``time_loop``) or run as plain Python. The controller is that of Studer, Le
   impact law acts on whatever step contains it), and where a scheme's contact flickers (Moreau's
   scheme with e > 0 on a resting contact takes an impulse on every other step) refining would
   collapse the step; excluding keeps it near ``h_max`` there;
-* optional gap control: a step over which the penetration of a constraint, max(0, -g), grows by
+* gap control: a step over which the penetration of a constraint, max(0, -g), grows by
   more than ``gap_tolerance`` is rejected, and h scaled by 0.9 gap_tolerance / growth (within
   [0.1, 0.9]: the penetration of a closing contact grows as h |G v|). The growth, not the depth,
   is bounded: a resting contact keeps the depth it settled at whatever h (Moreau's schemes do
   not correct positions), so bounding the depth could drive h to ``h_min`` there. Without it a
   free-flight step that ends inside K shows no error (both estimates penetrate alike, the
   velocities are excluded) and is accepted whatever its length: the impact is then handled a
-  whole step late, up to h |U| inside K for a closing normal velocity U (tests/test_adaptive.py:
-  the ball's penetration exceeds the gap tolerance without the control, stays within it with
-  it), so use it through impacts;
+  whole step late, up to h |U| inside K for a closing normal velocity U; where the scheme
+  integrates the flight exactly (the ball's parabola under MoreauJean's midpoint rule or
+  D1MinusLinear's Verlet step) the estimate is zero, the step grows to ``h_max`` and the
+  penetration is h_max |U|, whatever rtol. The control is therefore on by default, its
+  tolerance derived from the error test's: the error test accepts a position error of atol +
+  rtol |q| per step, and a gap's error through an impact is its penetration, so the default
+  tolerance is atol + rtol L with L = max_i |g_i(q0)| the largest initial gap (the length the
+  motion spans before its first contact: the drop height of the ball). The penetration, hence
+  the position error it causes, then scales with rtol as the error test's positional error
+  does; a problem that starts in contact (L = 0) gets atol. ``gap_tolerance=math.inf`` turns
+  the control off (for smooth problems, or to measure the uncontrolled behaviour);
 * accepted: the state becomes that of the two half steps (the scheme's own order), or with
   ``extrapolate`` their Richardson extrapolation on a step where no constraint takes an impulse
   (order p + 1, MBSim's "order by extrapolation"; never across an impulse, where the estimate has no
@@ -390,8 +398,10 @@ class Adaptive(Method):
     h_max : float or None
         Largest step; None: (t_end - t0) / 10.
     gap_tolerance : float or None
-        Largest growth of a constraint's penetration over one step (None: no gap control;
-        see the module docstring: use it through impacts).
+        Largest growth of a constraint's penetration over one step (module docstring). None
+        (default): atol + rtol L, L = max_i |g_i(q0)| the largest initial gap, derived per
+        problem when it is solved (:meth:`gap_bound`); ``math.inf``: no gap control, which
+        leaves the penetration through an impact bounded by h |U| only.
     order : int
         Order p of the scheme in Richardson's estimate and the controller (1: the order of
         every velocity scheme through impacts; 2 for MoreauJean's midpoint scheme in smooth
@@ -459,8 +469,7 @@ class Adaptive(Method):
             self.h_max = _checks.positive_scalar(self.h_max, "h_max")
             if self.h_max < self.h_min:
                 raise ValueError(f"h_max must be >= h_min = {self.h_min!r}, got {self.h_max!r}")
-        if self.gap_tolerance is not None:
-            self.gap_tolerance = _checks.positive_scalar(self.gap_tolerance, "gap_tolerance")
+        self.gap_tolerance = _gap_tolerance(self.gap_tolerance)
         order = _checks.positive_int(self.order, "order")
         if order > MAX_ORDER:
             raise ValueError(
@@ -506,6 +515,26 @@ class Adaptive(Method):
             parts.append(f"t_eval={self.t_eval.size} times")
         return f"Adaptive[{','.join(parts)}]"
 
+    def gap_bound(self, problem: Problem) -> float:
+        """The gap tolerance on ``problem``: the given one, or by default (None) atol + rtol L
+        with L = max_i |g_i(q0)|, the largest initial gap (0 without constraints).
+
+        Parameters
+        ----------
+        problem : Problem
+            The problem to be solved (checked).
+
+        Returns
+        -------
+        float
+            The largest growth of a penetration over one step (``math.inf``: no control).
+        """
+        if self.gap_tolerance is not None:
+            return self.gap_tolerance
+        gaps = np.asarray(problem.gap(np.asarray(problem.q0, dtype=float)), dtype=float)
+        length = float(np.abs(gaps).max(initial=0.0))
+        return self.atol + self.rtol * length
+
     def compile_options(self, problem: Problem) -> dict[str, Any] | None:
         """None when the scheme runs as plain Python, else no option of the controller's own:
         :func:`impactbench.core.compilation.compiled_code` adds the scheme's class and options
@@ -548,7 +577,7 @@ class Adaptive(Method):
                 raise ValueError(f"t_eval must lie in (t0, t_end] = ({t0!r}, {t_end!r}]")
             targets = self.t_eval if self.t_eval[-1] == t_end else np.append(self.t_eval, t_end)
             n_out = targets.size + 1
-        gap = math.inf if self.gap_tolerance is None else self.gap_tolerance
+        gap = self.gap_bound(problem)
         control = np.array(
             [self.rtol, self.atol, self.h_min, h_max, gap, self.order, float(self.extrapolate)]
         )
@@ -644,6 +673,18 @@ def _scheme(scheme: Scheme | str) -> Scheme:
     if not isinstance(scheme, Scheme):
         raise ValueError(f"scheme must be a Scheme (impactbench.core.scheme), got {scheme!r}")
     return scheme
+
+
+def _gap_tolerance(value: float | None) -> float | None:
+    """``gap_tolerance`` checked: None (derived per problem), ``math.inf`` (no gap control),
+    or a finite float > 0; else ValueError naming it."""
+    if value is None:
+        return None
+    try:  # inf as a float or as the text a spec carries (``gap_tolerance=inf``)
+        infinite = not isinstance(value, bool) and float(value) == math.inf
+    except (TypeError, ValueError, OverflowError):
+        infinite = False
+    return math.inf if infinite else _checks.positive_scalar(value, "gap_tolerance")
 
 
 def _scheme_classes() -> dict[str, type]:
