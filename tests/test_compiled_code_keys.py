@@ -21,8 +21,13 @@ from impactbench.core.adaptive import _scheme_classes
 from impactbench.core.compilation import compiled_code
 from impactbench.problems import BouncingBall
 
-#: Every scheme of the scheme API, by class name.
-SCHEMES = sorted(_scheme_classes())
+#: Every built-in scheme of the scheme API, by class name (not the subclasses other test
+#: modules define in the same process, which the fresh processes do not know).
+SCHEMES = sorted(
+    name
+    for name, cls in _scheme_classes().items()
+    if cls.__module__.startswith("impactbench.methods")
+)
 PAIRS = [f"{wrapper}:{scheme}" for wrapper in ("plain", "adaptive") for scheme in SCHEMES]
 
 RUNS = Path(__file__).with_name("compiled_code_runs.py")
