@@ -129,7 +129,11 @@ def impact_events(trajectory: Trajectory) -> ImpactEvents:
     contact_time = 0.0
     for duration in (ends - starts)[phases]:
         contact_time += float(duration) + h
-    approaching = np.asarray(log.normal_velocity_before, dtype=float)[rows[firsts]] < 0.0
+    before = np.asarray(log.normal_velocity_before, dtype=float)
+    if before.shape[0] == len(t):
+        approaching = before[rows[firsts]] < 0.0
+    else:  # a log kept without its normal velocities: no cluster can be told apart
+        approaching = np.ones(len(firsts), dtype=bool)
     order = np.argsort(starts, kind="stable")
     order = order[approaching[order]]
     return ImpactEvents(
