@@ -130,9 +130,8 @@ def impact_events(trajectory: Trajectory) -> ImpactEvents:
     for duration in (ends - starts)[phases]:
         contact_time += float(duration) + h
     before = np.asarray(log.normal_velocity_before, dtype=float)
-    if before.shape[0] == len(t):  # some entry of the cluster approaches (a projection
-        # step may come first, its u^- already 0)
-        approaching = np.minimum.reduceat(before[rows], firsts) < 0.0 if len(rows) else firsts > 0
+    if before.shape[0] == len(t):
+        approaching = before[rows[firsts]] < 0.0
     else:  # a log kept without its normal velocities: no cluster can be told apart
         approaching = np.ones(len(firsts), dtype=bool)
     order = np.argsort(starts, kind="stable")
