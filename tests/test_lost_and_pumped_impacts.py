@@ -103,3 +103,17 @@ def test_a_conservative_problems_energy_gain_is_recorded_from_its_samples():
     )
     assert run.stats["energy_gain"] == pytest.approx(expected, abs=1e-15)
     assert np.all(np.diff(energies[run.t < ball.first_impact_time - 0.02]) < 0.0)
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3])
+def test_a_first_order_scheme_leaving_rest_passes_the_gate(steps):
+    """Catching-up is symplectic Euler in flight: E - (h/2) F^T v is conserved, so after k steps
+    from rest E has risen by k h^2 g^2 / 2 while the kinetic scale S is (k h g)^2 / 2 (their ratio
+    1/k, above the gate's half for k <= 2). The gate allows the O(h |F^T v|) oscillation of a
+    first-order scheme: the ball's first steps are no energy creation."""
+    h = 0.05
+    ball = BouncingBall(q0=1.0, v0=0.0, restitution=0.8, gravity=GRAVITY)
+    run = simulate(ball, CatchingUp(), steps * h, h=h)
+    assert run.success
+    gain = energy(ball, run).max() - energy(ball, run)[0]
+    assert gain == pytest.approx(steps * h**2 * GRAVITY**2 / 2, rel=1e-9)
