@@ -800,9 +800,10 @@ def _energy_check(method: Method, level: Level) -> Check:
     after = np.searchsorted(run.t, events.ends, side="right") - 1
     kept = before >= 0
     if not kept.any():
+        detail = (f"{run.impacts.t.size} log entries, none approaching (u^- < 0 at a cluster's "
+                  "first entry): the log's normal_velocity_before is wrong")  # fmt: skip
         return Check("energy not increased by an impact", name, "no impact event", threshold,
-                     False, f"{run.impacts.t.size} log entries, none approaching (u^- < 0 at the "
-                     "first entry of a cluster): the log's normal_velocity_before is wrong")  # fmt: skip
+                     False, detail)  # fmt: skip
     increase = float(np.max(energies[after[kept]] - energies[before[kept]]))
     return Check(
         "energy not increased by an impact",

@@ -105,9 +105,9 @@ def check_energy_gain(problem: Problem, trajectory: Trajectory, name: str) -> No
     SimulationError
         If max_k E_k - E_0 > ENERGY_GAIN_BOUND S plus the round-off allowance
         (:data:`ENERGY_ROUNDOFF_ULPS`) plus, for a time-stepping run, the O(h) oscillation of a
-        first-order scheme's energy (:func:`_step_allowance`): the message names ``name`` (the method on the problem),
-        the gain, the bound and the sample where it is largest; the error carries the
-        trajectory.
+        first-order scheme's energy (:func:`_step_allowance`): the message names ``name`` (the
+        method on the problem), the gain, the bound and the sample where it is largest; the
+        error carries the trajectory.
     """
     gain, scale, index = energy_gain(problem, trajectory)
     q0, v0 = trajectory.q[0], trajectory.v[0]
