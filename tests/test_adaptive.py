@@ -326,14 +326,14 @@ def test_friction_is_integrated_exactly_when_the_scheme_has_a_friction_law():
     launched down an incline flatter than the friction angle stops at the closed-form time and
     distance (to rtol-sized error) and then sticks, v = 0 exactly; a scheme without a friction
     law is refused by name, never run frictionless."""
-    from impactbench.methods import PaoliSchatzman
+    from impactbench.methods import D1MinusLinear
     from impactbench.problems import SlidingBlock
 
     assert Adaptive(MoreauJean()).friction_law and Adaptive(CatchingUp()).friction_law
-    assert not Adaptive(PaoliSchatzman()).friction_law
+    assert not Adaptive(D1MinusLinear()).friction_law
     block = SlidingBlock(angle=0.2, mu=0.5, u0=2.0)
-    with pytest.raises(ValueError, match="PaoliSchatzman"):
-        simulate(block, Adaptive(PaoliSchatzman()), 1.0)
+    with pytest.raises(ValueError, match="D1MinusLinear"):
+        simulate(block, Adaptive(D1MinusLinear()), 1.0)
     run = simulate(block, Adaptive(MoreauJean(), rtol=1e-5, h_max=1e-2), 1.5)
     q, v = block.exact_solution(run.t)
     assert run.status.value == "ok"
@@ -419,3 +419,14 @@ def test_an_extrapolated_step_never_leaves_k_past_the_gap_control(rtol):
     growth = np.diff(np.maximum(0.0, -gaps))
     assert growth.max() > 0.1 * method.gap_tolerance  # the control is exercised
     assert growth.max() <= method.gap_tolerance
+
+
+def test_a_two_step_scheme_is_refused_by_name():
+    """Paoli-Schatzman's recurrence q^{k+1} = 2 q^k - q^{k-1} + h^2 M^-1 F holds the last step
+    size: the controller's steps of h and h/2 from one state cannot restart it. Refused at
+    construction, by instance and by spec, naming the scheme (it stopped at h_min at t = 0)."""
+    from impactbench.methods import PaoliSchatzman
+
+    for scheme in (PaoliSchatzman(), "PaoliSchatzman"):
+        with pytest.raises(ValueError, match="PaoliSchatzman.*two-step"):
+            Adaptive(scheme)

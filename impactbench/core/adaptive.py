@@ -383,7 +383,8 @@ class Adaptive(Method):
     Parameters
     ----------
     scheme : Scheme or str
-        A scheme written on :mod:`impactbench.core.scheme` (MoreauJean, CatchingUp...), or its
+        A one-step scheme written on :mod:`impactbench.core.scheme` (MoreauJean, CatchingUp...;
+        a two-step scheme, ``lead`` > 0 as PaoliSchatzman, is refused), or its
         spec (``"MoreauJean"``, ``"MoreauJean[theta=1.0]"``: the class name of a scheme defined
         by then, a plug-in's included); its ``compiled`` and ``log_capacity`` apply. The
         instance is :attr:`stepper` and its name :attr:`scheme`, whichever was given: a spec
@@ -441,6 +442,13 @@ class Adaptive(Method):
         max_samples: int = 100_000,
     ) -> None:
         self.stepper = _scheme(scheme)
+        if self.stepper.lead:
+            raise ValueError(
+                f"scheme {self.stepper.name}: a two-step scheme (its current position runs "
+                f"lead = {self.stepper.lead} step ahead of its samples) carries the last step "
+                "size in its recurrence, q^{k+1} = 2 q^k - q^{k-1} + h^2 M^-1 F; Richardson's "
+                "estimate takes steps of h and h/2 from one state, which it cannot restart from"
+            )
         self.scheme = self.stepper.name
         self.rtol, self.atol, self.h_min, self.h_max = rtol, atol, h_min, h_max
         self.gap_tolerance, self.order, self.extrapolate = gap_tolerance, order, extrapolate
