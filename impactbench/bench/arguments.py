@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +65,24 @@ def positive_number(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def integer_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """The argparse type of an integer in low..high (no upper bound when ``high`` is None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"in {low}..{high}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {value}")
+        return value
+
+    return parse
+
+
+#: An integer >= 1.
+positive_int = integer_in(1)
 
 
 def jobs_count(text: str) -> int:

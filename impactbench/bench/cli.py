@@ -16,7 +16,6 @@ as ``impactbench: warning: ...`` and do not change the exit code.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ from ..core import compile_clock, names
 from ..core._files import CacheWarning
 from ..core.names import did_you_mean
 from ..studies import STUDIES
-from .arguments import Parser, jobs_count, positive_int
+from .arguments import Parser, integer_in, jobs_count, positive_int, positive_number
 from .cache_integrity import check_fraction, no_patching
 from .compare import add_parser as add_compare_parser
 from .compile_command import add_parser as add_compile_parser
@@ -77,26 +76,6 @@ def _fraction(text: str) -> float:
         return check_fraction(float(text))
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from error
-
-
-def _retries(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if not 0 <= value <= MAX_RETRIES:
-        raise argparse.ArgumentTypeError(f"must lie in 0..{MAX_RETRIES}, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0.0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--retry-failed",
-        type=_retries,
+        type=integer_in(0, MAX_RETRIES),
         default=0,
         metavar="N",
         help="rerun the failed runs (errors, crashed workers) up to N more times in this "
@@ -406,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--run-timeout",
-        type=_seconds,
+        type=positive_number,
         default=None,
         metavar="SECONDS",
         help="stop a run after this many seconds and record it as failed (default: the "
