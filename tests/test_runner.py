@@ -179,6 +179,8 @@ def test_expand_runs_phase_families_labelled_with_their_nominal_step():
         ({"method": MoreauJean, "h": 0.1, "metrics": ["nonsense"]}, "metrics"),
         ({"method": MoreauJean, "h": 0.1, "method_kwargs": {"theta": object()}}, "method_kwargs"),
         ({"method": MoreauJean, "h": 0.1, "repeats": 0}, "repeats"),
+        ({"method": MoreauJean, "h": 0.1, "repeats": 10, "max_repeats": 5}, "max_repeats"),
+        ({"method": MoreauJean, "h": 0.1, "max_repeats": 1.5}, "max_repeats"),
         ({"method": MoreauJean, "h": 0.1, "tolerance": "rtol"}, "tolerance"),
         ({"method": int, "h": 0.1}, "method"),
     ],
@@ -487,6 +489,10 @@ def _corrupt(entry: dict, how: str):
         entry["outcome"]["timing"]["wall_time"] = -1.0
     elif how == "NaN wall time":  # only a warm-up time may be NaN (no warm-up was needed)
         entry["outcome"]["timing"]["wall_time"] = float("nan")
+    elif how == "repeats not counted":
+        entry["outcome"]["timing"]["wall_time_repeats"].append(1.0)
+    elif how == "zero inner runs":
+        entry["outcome"]["timing"]["inner_runs"] = 0
     elif how == "another run":
         entry["run"]["t_end"] = 99.0
     elif how == "extra field":
@@ -506,6 +512,8 @@ def _corrupt(entry: dict, how: str):
         "boolean steps",
         "negative time",
         "NaN wall time",
+        "repeats not counted",
+        "zero inner runs",
         "another run",
         "extra field",
     ],

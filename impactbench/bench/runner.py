@@ -37,15 +37,27 @@ first-call costs: numba compiles a helper called from plain Python only when a b
 reaches it, e.g. at the first impact, so a shortened warm-up would not do), unless its process
 has run the same compiled code before (:func:`impactbench.core.compilation.compiled_code`: a
 compiled time loop or event-driven engine; the plain-Python and scipy paths are always warmed
-up). Then the run is simulated ``repeats`` times; ``wall_time`` is the minimum over the
-repeats, ``wall_time_median`` and ``wall_time_max`` their spread (``warmup_time`` the time of the
-warm-up, NaN when there was none; ``compile_time`` the time numba spent compiling or loading
-compiled code in the run's simulations, kept out of every other timing); ``integration_time``
-(and ``_median``, ``_max``) the same for the time spent in the method's integration loop
-(``Trajectory.stats["integration_time"]``: the compiled loop where one runs; NaN for a method
-that does not report it), so that a table gives the method's cost next to the per-call cost of
-:func:`impactbench.simulate`. The metrics are those of the last repeat (the repeats are
-identical).
+up). Then the run is timed in repeats. Each repeat simulates the run ``inner_runs`` times and
+records the time per simulation (the sum of the simulations' wall times over ``inner_runs``),
+``inner_runs`` being the fewest simulations covering :data:`MIN_TIMED_SECONDS` by the time of
+the first simulation after the warm-up (a first simulation that covers it alone is the first
+repeat; a shorter one is not timed), so that a repeat of a short run is not dominated by the
+clock's resolution and the per-call overheads. The repeats go on until there are ``repeats``
+of them and the 95 % interval of their median lies within
+:data:`impactbench.analysis.timing.MEDIAN_PRECISION` of it
+(:func:`impactbench.analysis.timing.median_is_precise`), and stop at ``max_repeats``
+(``timed_repeats`` records how many were made). ``wall_time`` is the minimum over the repeats,
+``wall_time_median`` and ``wall_time_max`` their median and maximum, ``wall_time_repeats``
+every repeat (the studies' verdicts are bootstrap comparisons of these,
+:func:`impactbench.analysis.timing.compare`); ``warmup_time`` the time of the warm-up, NaN
+when there was none; ``compile_time`` the time numba spent compiling or loading compiled code
+in the run's simulations, kept out of every other timing; ``integration_time`` (and
+``_median``, ``_max``) the same per simulation for the time spent in the method's integration
+loop (``Trajectory.stats["integration_time"]``: the compiled loop where one runs; NaN for a
+method that does not report it), so that a table gives the method's cost next to the per-call
+cost of :func:`impactbench.simulate`. The metrics are those of the last simulation (the
+simulations are identical). Timed runs should have the machine to themselves: the timing
+studies run one job at a time (``Study.max_jobs``), their compilation runs done before.
 
 Compilation. In parallel, one run per compiled-code group
 (:func:`impactbench.core.compilation.one_per_group`) goes first and the others follow when
@@ -88,6 +100,7 @@ from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
 from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
+from ..analysis.timing import median_is_precise
 from ..core import _checks, compilation
 from ..core._files import CacheWarning, read_regular, write_atomic
 from ..core.method import Method
@@ -119,7 +132,10 @@ MAX_RETRIES = 10
 #: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
 MAX_JOBS_PER_CPU = 4
 
-_CACHE_FORMAT = 4
+#: Least time a timed repeat covers (seconds): a shorter run is simulated several times in it.
+MIN_TIMED_SECONDS = 0.01
+
+_CACHE_FORMAT = 5
 _KEY_LENGTH = 20
 
 FAILED = Status.FAILED.value
@@ -182,7 +198,11 @@ class Run:
     metrics : sequence of str
         Names from :data:`impactbench.analysis.metrics.METRICS`.
     repeats : int
-        Number of timed repetitions after the warm-up run.
+        Fewest timed repeats after the warm-up run (see the module notes: each covers at least
+        :data:`MIN_TIMED_SECONDS`).
+    max_repeats : int or None
+        Most timed repeats: the repeats beyond ``repeats`` go on until the interval of their
+        median is precise (module notes). Default: ``repeats`` (a fixed number of repeats).
     tolerance : str or None
         Name of the method parameter swept as the accuracy axis of an adaptive method (e.g.
         ``"rtol"``); it is left out of :attr:`method_name`.
@@ -219,6 +239,7 @@ class Run:
     output_every: int = 1
     metrics: Sequence[str] = ()
     repeats: int = 1
+    max_repeats: int | None = None
     tolerance: str | None = None
     reference: ReferenceFactory | None = None
     problem_name: str = ""
@@ -245,6 +266,12 @@ class Run:
         set_field("method_kwargs", _canonical(dict(self.method_kwargs), "method_kwargs"))
         set_field("output_every", _checks.positive_int(self.output_every, "output_every"))
         set_field("repeats", _checks.positive_int(self.repeats, "repeats"))
+        most = self.repeats if self.max_repeats is None else self.max_repeats
+        set_field("max_repeats", _checks.positive_int(most, "max_repeats"))
+        if self.max_repeats < self.repeats:
+            raise ValueError(
+                f"max_repeats must be at least repeats ({self.repeats}), got {self.max_repeats!r}"
+            )
         unknown = [name for name in self.metrics if name not in METRICS]
         if isinstance(self.metrics, str) or unknown:
             raise ValueError(
@@ -302,6 +329,8 @@ class Run:
             "output_every": self.output_every,
             "metrics": list(self.metrics),
             "repeats": self.repeats,
+            "max_repeats": self.max_repeats,
+            "min_timed_seconds": MIN_TIMED_SECONDS,
             "reference": None if self.reference is None else _reference_name(self.reference),
             "artefact": None if self.artefact is None else _reference_name(self.artefact),
         }
@@ -339,6 +368,7 @@ def expand(
     metrics: Sequence[str] = (),
     output_every: int = 1,
     repeats: int = 1,
+    max_repeats: int | None = None,
     reference: ReferenceFactory | None = None,
     artefact: ArtefactFactory | None = None,
 ) -> list[Run]:
@@ -385,6 +415,7 @@ def expand(
                             output_every=output_every,
                             metrics=metrics,
                             repeats=repeats,
+                            max_repeats=max_repeats,
                             tolerance=grid.tolerance,
                             reference=reference,
                             problem_name=case.problem_name,
@@ -472,7 +503,9 @@ class Outcome:
         ``contact_phases`` and ``contact_time`` then count the stored entries only and are lower
         bounds; ``impact_log_entries`` counts every entry).
     timing : dict
-        ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``,
+        ``wall_time`` (seconds per simulation, min over the repeats), ``wall_time_median``,
+        ``wall_time_max``, ``wall_time_repeats`` (the list of the repeats' times),
+        ``timed_repeats`` (how many), ``inner_runs`` (simulations per repeat; module notes),
         ``warmup_time``, ``compile_time`` (numba's compilation and disk-cache loading in the
         run's warm-up and repeats, none of it in the other timings; NaN in a cache entry stored
         before it was measured) and ``integration_time`` (min), ``integration_time_median``,
@@ -493,7 +526,7 @@ class Outcome:
     error: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
     cost: dict[str, Any] = field(default_factory=dict)
-    timing: dict[str, float] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
     key: str = ""
     code_version: str = ""
@@ -572,11 +605,24 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             warmup_time, compile_time = warmup["wall_time"], warmup.get("compile_time", 0.0)
             compilation.mark_loaded(code)
         times, integration = [], []
-        for _ in range(run.repeats):
-            trajectory = simulate(problem, method, run.t_end, **options)
-            compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
-            times.append(trajectory.stats["wall_time"])
+        trajectory = simulate(problem, method, run.t_end, **options)
+        compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
+        first = trajectory.stats["wall_time"]
+        inner = max(1, math.ceil(MIN_TIMED_SECONDS / first)) if first > 0 else 1
+        if inner == 1:  # the first simulation covers a repeat: it is the first one
+            times.append(first)
             integration.append(trajectory.stats.get("integration_time", math.nan))
+        while len(times) < run.max_repeats and (
+            len(times) < run.repeats or not median_is_precise(times)
+        ):
+            wall = loop = 0.0
+            for _ in range(inner):
+                trajectory = simulate(problem, method, run.t_end, **options)
+                compile_time += trajectory.stats.get("compile_time", 0.0)
+                wall += trajectory.stats["wall_time"]
+                loop += trajectory.stats.get("integration_time", math.nan)
+            times.append(wall / inner)
+            integration.append(loop / inner)
         if not trajectory.success:
             return Outcome.failure(run, trajectory.message, provenance)
         reference = _reference(run, problem)
@@ -618,6 +664,9 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "wall_time": min(times),
             "wall_time_median": float(np.median(times)),
             "wall_time_max": max(times),
+            "wall_time_repeats": times,
+            "timed_repeats": len(times),
+            "inner_runs": inner,
             "warmup_time": warmup_time,
             "compile_time": compile_time,
             **_spread("integration_time", integration),
@@ -850,6 +899,9 @@ TIMING_FIELDS = (
     "wall_time",
     "wall_time_median",
     "wall_time_max",
+    "wall_time_repeats",
+    "timed_repeats",
+    "inner_runs",
     "warmup_time",
     "compile_time",
     "integration_time",
@@ -860,6 +912,11 @@ TIMING_FIELDS = (
 #: before it was measured, read as NaN).
 _OPTIONAL_TIMINGS = ("warmup_time", "compile_time", "integration_time",
                      "integration_time_median", "integration_time_max")  # fmt: skip
+
+
+#: Timing fields that are counts, and those that are not a number of seconds.
+_TIMING_COUNTS = ("timed_repeats", "inner_runs")
+_TIMING_LISTS_AND_COUNTS = ("wall_time_repeats", *_TIMING_COUNTS)
 
 
 def _is_number(value: Any) -> bool:
@@ -923,10 +980,24 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
         timing = {**timing, "compile_time": math.nan}  # stored before it was measured
     if not isinstance(timing, dict) or set(timing) != set(TIMING_FIELDS):
         raise ValueError(f"timing must be an object with the fields {list(TIMING_FIELDS)}")
-    if not all(_is_timing(name, t) for name, t in timing.items()):
+    counts = {name: timing[name] for name in _TIMING_COUNTS}
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in counts.values()):
+        raise ValueError(f"timed_repeats and inner_runs must be positive integers, got {counts}")
+    repeats = timing["wall_time_repeats"]
+    if not (
+        isinstance(repeats, list)
+        and len(repeats) == timing["timed_repeats"]
+        and all(_is_timing("wall_time", t) for t in repeats)
+    ):
+        raise ValueError(
+            "wall_time_repeats must be a list of timed_repeats finite non-negative numbers, "
+            f"got {repeats!r:.200}"
+        )
+    seconds = {name: t for name, t in timing.items() if name not in _TIMING_LISTS_AND_COUNTS}
+    if not all(_is_timing(name, t) for name, t in seconds.items()):
         raise ValueError(
             f"timings must be finite non-negative numbers (warmup_time and integration_time "
-            f"NaN when there was none), got {timing}"
+            f"NaN when there was none), got {seconds}"
         )
     provenance = stored["provenance"]
     if not isinstance(provenance, dict) or not all(
@@ -936,7 +1007,8 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     _check_artefacts(stored["artefacts"], run)
     outcome = Outcome(**stored, cached=True)
     outcome.metrics = {name: float(value) for name, value in metrics.items()}
-    outcome.timing = {name: float(value) for name, value in timing.items()}
+    outcome.timing = {**{name: float(t) for name, t in seconds.items()}, **counts}
+    outcome.timing["wall_time_repeats"] = [float(t) for t in repeats]
     return outcome
 
 
