@@ -1,7 +1,7 @@
 """Timing verdicts on the ratio of median times, with a bootstrap interval.
 
 A run is timed in repeats (:mod:`impactbench.bench.runner`): each repeat times enough
-simulations of the run to cover :data:`impactbench.bench.runner.MIN_TIMED_SECONDS` and records
+simulations of the run to cover :data:`MIN_TIMED_SECONDS` and records
 the time per simulation; the repeats go on until there are at least ``repeats`` of them and the
 95 % order-statistic interval of their median lies within :data:`MEDIAN_PRECISION` of it
 (:func:`median_interval`), or until ``max_repeats``. The table keeps the minimum
@@ -36,6 +36,10 @@ TIE = "tie"
 #: medians (:func:`compare`).
 CONFIDENCE = 0.95
 
+#: Least time a timed repeat covers (seconds): a shorter run is simulated several times in it
+#: (:mod:`impactbench.bench.runner`).
+MIN_TIMED_SECONDS = 0.01
+
 #: Relative half-width the interval of a run's median time must reach before its repeats stop.
 MEDIAN_PRECISION = 0.05
 
@@ -45,6 +49,32 @@ MIN_REPEATS = 5
 #: Bootstrap resamples of :func:`compare`, and the seed of its generator.
 RESAMPLES = 4000
 SEED = 20261207
+
+
+#: Timed repeats (``repeats``, ``max_repeats`` of :class:`impactbench.bench.runner.Run`) of the
+#: timing studies' runs, on their full and quick grids.
+STUDY_REPEATS = {
+    "full": {"repeats": 10, "max_repeats": 20},
+    "quick": {"repeats": MIN_REPEATS, "max_repeats": MIN_REPEATS},
+}
+
+#: What a timing study's description says of its wall times and verdicts.
+PROTOCOL_TEXT = (
+    f"Wall time: after a warm-up run, each timed repeat covers at least "
+    f"{MIN_TIMED_SECONDS * 1e3:g} ms (a shorter run is "
+    "simulated several times in it and the time per simulation kept); at least "
+    f"{STUDY_REPEATS['full']['repeats']} repeats, more until the 95 % interval of their median "
+    f"is within {MEDIAN_PRECISION * 100:g} % of it, at most {STUDY_REPEATS['full']['max_repeats']} "
+    f"({MIN_REPEATS} on the quick grid); the runs execute one at a time. The table keeps the "
+    "minimum (wall_time), median and maximum of the repeats and every repeat. Two runs are "
+    'compared by the ratio of their median times with its 95 % bootstrap interval: "faster by '
+    'X [a, b]" when the interval excludes 1, a tie only when it holds 1.'
+)
+
+#: The verdict rule, as the studies' findings state it.
+VERDICT_TEXT = (
+    "ratio of median wall times with its 95 % bootstrap interval; a tie only where it holds 1"
+)
 
 
 class Timing(NamedTuple):

@@ -39,8 +39,9 @@ has run the same compiled code before (:func:`impactbench.core.compilation.compi
 compiled time loop or event-driven engine; the plain-Python and scipy paths are always warmed
 up). Then the run is timed in repeats. Each repeat simulates the run ``inner_runs`` times and
 records the time per simulation (the sum of the simulations' wall times over ``inner_runs``),
-``inner_runs`` being the fewest simulations covering :data:`MIN_TIMED_SECONDS` by the time of
-the first simulation after the warm-up (a first simulation that covers it alone is the first
+``inner_runs`` being the fewest simulations covering
+:data:`impactbench.analysis.timing.MIN_TIMED_SECONDS` by the time of the first simulation after
+the warm-up (a first simulation that covers it alone is the first
 repeat; a shorter one is not timed), so that a repeat of a short run is not dominated by the
 clock's resolution and the per-call overheads. The repeats go on until there are ``repeats``
 of them and the 95 % interval of their median lies within
@@ -100,7 +101,7 @@ from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
 from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
-from ..analysis.timing import median_is_precise
+from ..analysis.timing import MIN_TIMED_SECONDS, median_is_precise
 from ..core import _checks, compilation
 from ..core._files import CacheWarning, read_regular, write_atomic
 from ..core.method import Method
@@ -131,9 +132,6 @@ MAX_RETRIES = 10
 
 #: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
 MAX_JOBS_PER_CPU = 4
-
-#: Least time a timed repeat covers (seconds): a shorter run is simulated several times in it.
-MIN_TIMED_SECONDS = 0.01
 
 _CACHE_FORMAT = 5
 _KEY_LENGTH = 20
@@ -199,7 +197,7 @@ class Run:
         Names from :data:`impactbench.analysis.metrics.METRICS`.
     repeats : int
         Fewest timed repeats after the warm-up run (see the module notes: each covers at least
-        :data:`MIN_TIMED_SECONDS`).
+        :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`).
     max_repeats : int or None
         Most timed repeats: the repeats beyond ``repeats`` go on until the interval of their
         median is precise (module notes). Default: ``repeats`` (a fixed number of repeats).
