@@ -315,7 +315,7 @@ def _event_driven_finding(frame: pd.DataFrame, problem: str) -> str | None:
             "95 % bootstrap interval)",
             SLOWER: f" (the engine's run is {result.text}: the ratio of median times with its "
             "95 % bootstrap interval)",
-        }.get(result.verdict, f" (a {result.text}: the bootstrap interval holds 1)")
+        }.get(result.verdict, f" (a {result.text})")
     if problem == BAR:
         return line + (
             ": the engine factors the dense M at every force evaluation and its explicit steps "
