@@ -478,10 +478,19 @@ def test_runner_reports_the_minimum_of_the_repeats(monkeypatch):
     }
 
 
-def test_runner_times_a_short_run_several_times_per_repeat(monkeypatch):
-    # 0.004 s per simulation: ceil(0.01 / 0.004) = 3 simulations per repeat, the first
-    # simulation (the calibration) not timed; the repeat times are per simulation
-    clock = iter([0.004, *([0.004, 0.004, 0.005] * 2)])
+@pytest.mark.parametrize(
+    ("clock", "inner", "repeats"),
+    [
+        # 0.004 s per simulation: the first (alone, under 0.01 s) is dropped and the repeats
+        # take ceil(0.01 / 0.004) = 3 simulations; their times are per simulation
+        ([0.004, *([0.004, 0.004, 0.005] * 2)], 3, [0.013 / 3, 0.013 / 3]),
+        # a slow first simulation (0.02 s, over 0.01 s alone) is a repeat of one; the next one
+        # alone (0.0011 s) is dropped, and the repeats take ceil(0.01 / 0.0011) = 10
+        ([0.02, 0.0011, *([0.0011] * 10)], 10, [0.02, 0.0011]),
+    ],
+)
+def test_runner_times_a_short_run_several_times_per_repeat(monkeypatch, clock, inner, repeats):
+    clock = iter(clock)
 
     def fake_simulate(problem, method, t_end, **options):
         stats = {"wall_time": next(clock), "steps": 2, "force_evaluations": 2, "impacts": 0}
@@ -490,9 +499,9 @@ def test_runner_times_a_short_run_several_times_per_repeat(monkeypatch):
     monkeypatch.setattr(runner, "simulate", fake_simulate)
     monkeypatch.setattr(compilation, "is_loaded", lambda code: True)  # no warm-up
     outcome = runner.perform(runner.Run(BouncingBall, MoreauJean, 1.0, h=0.5, repeats=2))
-    assert outcome.timing["inner_runs"] == 3 and outcome.timing["timed_repeats"] == 2
-    assert outcome.timing["wall_time_repeats"] == pytest.approx([0.013 / 3, 0.013 / 3])
-    assert next(clock, None) is None  # 1 + 2 x 3 simulations, no warm-up (code loaded)
+    assert outcome.timing["inner_runs"] == inner and outcome.timing["timed_repeats"] == 2
+    assert outcome.timing["wall_time_repeats"] == pytest.approx(repeats)
+    assert next(clock, None) is None  # every simulation made, no warm-up (code loaded)
 
 
 @pytest.mark.parametrize(

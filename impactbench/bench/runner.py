@@ -37,13 +37,14 @@ first-call costs: numba compiles a helper called from plain Python only when a b
 reaches it, e.g. at the first impact, so a shortened warm-up would not do), unless its process
 has run the same compiled code before (:func:`impactbench.core.compilation.compiled_code`: a
 compiled time loop or event-driven engine; the plain-Python and scipy paths are always warmed
-up). Then the run is timed in repeats. Each repeat simulates the run ``inner_runs`` times and
-records the time per simulation (the sum of the simulations' wall times over ``inner_runs``),
-``inner_runs`` being the fewest simulations covering
-:data:`impactbench.analysis.timing.MIN_TIMED_SECONDS` by the time of the first simulation after
-the warm-up (a first simulation that covers it alone is the first
-repeat; a shorter one is not timed), so that a repeat of a short run is not dominated by the
-clock's resolution and the per-call overheads. The repeats go on until there are ``repeats``
+up). Then the run is timed in repeats. A repeat simulates the run ``inner_runs`` times and
+records the time per simulation (the sum of the simulations' wall times over ``inner_runs``);
+it counts only when that sum covers :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`,
+else it is dropped and ``inner_runs`` raised to cover it at the pace measured (starting from
+one simulation; at most :data:`MAX_INNER_RUNS`), so that a repeat of a short run is not
+dominated by the clock's resolution, the per-call overheads and the scheduler's slices
+(``inner_runs`` records the last count: the repeats before a raise, which covered the time
+too, are kept). The repeats go on until there are ``repeats``
 of them and the 95 % interval of their median lies within
 :data:`impactbench.analysis.timing.MEDIAN_PRECISION` of it
 (:func:`impactbench.analysis.timing.median_is_precise`), and stop at ``max_repeats``
@@ -132,6 +133,9 @@ MAX_RETRIES = 10
 
 #: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
 MAX_JOBS_PER_CPU = 4
+
+#: Most simulations in one timed repeat (:func:`perform`).
+MAX_INNER_RUNS = 100_000
 
 _CACHE_FORMAT = 5
 _KEY_LENGTH = 20
@@ -602,23 +606,19 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             warmup = simulate(problem, method, run.t_end, **options).stats
             warmup_time, compile_time = warmup["wall_time"], warmup.get("compile_time", 0.0)
             compilation.mark_loaded(code)
-        times, integration = [], []
-        trajectory = simulate(problem, method, run.t_end, **options)
-        compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
-        first = trajectory.stats["wall_time"]
-        inner = max(1, math.ceil(MIN_TIMED_SECONDS / first)) if first > 0 else 1
-        if inner == 1:  # the first simulation covers a repeat: it is the first one
-            times.append(first)
-            integration.append(trajectory.stats.get("integration_time", math.nan))
+        times, integration, inner = [], [], 1
         while len(times) < run.max_repeats and (
             len(times) < run.repeats or not median_is_precise(times)
         ):
             wall = loop = 0.0
             for _ in range(inner):
                 trajectory = simulate(problem, method, run.t_end, **options)
-                compile_time += trajectory.stats.get("compile_time", 0.0)
+                compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
                 wall += trajectory.stats["wall_time"]
                 loop += trajectory.stats.get("integration_time", math.nan)
+            if wall < MIN_TIMED_SECONDS and inner < MAX_INNER_RUNS:
+                inner = _covering(inner, wall)  # too short to count: more simulations
+                continue
             times.append(wall / inner)
             integration.append(loop / inner)
         if not trajectory.success:
@@ -672,6 +672,15 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
         provenance=provenance,
         artefacts=artefacts,
     )
+
+
+def _covering(inner: int, seconds: float) -> int:
+    """The simulations per repeat after ``inner`` of them took ``seconds`` (less than
+    :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`): enough to cover it at that pace,
+    at least one more, at most :data:`MAX_INNER_RUNS` (twice as many when the clock did not
+    advance)."""
+    wanted = 2 * inner if seconds <= 0 else math.ceil(MIN_TIMED_SECONDS * inner / seconds)
+    return min(MAX_INNER_RUNS, max(inner + 1, wanted))
 
 
 def _spread(name: str, seconds: list[float]) -> dict[str, float]:
