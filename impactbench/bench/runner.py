@@ -59,7 +59,10 @@ loop (``Trajectory.stats["integration_time"]``: the compiled loop where one runs
 method that does not report it), so that a table gives the method's cost next to the per-call
 cost of :func:`impactbench.simulate`. The metrics are those of the last simulation (the
 simulations are identical). Timed runs should have the machine to themselves: the timing
-studies run one job at a time (``Study.max_jobs``), their compilation runs done before.
+studies run one job at a time (``Study.max_jobs``), their compilation runs done before, and
+time their runs interleaved (``interleave`` of :func:`execute`: all runs performed untimed
+first, then timed round-robin, one repeat of each per round), so that a slow stretch of the
+machine falls on all the runs compared alike.
 
 Compilation. In parallel, one run per compiled-code group
 (:func:`impactbench.core.compilation.one_per_group`) goes first and the others follow when
@@ -595,7 +598,16 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
     one is run once more with it, untimed
     (:func:`impactbench.analysis.metrics.with_dense_output`).
     """
+    return _perform(run, interruptible, timed=True)[0]
+
+
+def _perform(run: Run, interruptible: bool, timed: bool) -> tuple[Outcome, _Repeats | None]:
+    """:func:`perform`, the repeats timed there (``timed``), or left to the caller: then the
+    outcome's timings are NaN but for ``warmup_time`` and ``compile_time``, its metrics are
+    those of one untimed simulation, and the returned :class:`_Repeats` (None for a failed
+    run) times the run (:meth:`_Execution.interleaved`)."""
     provenance = package_versions()
+    repeats = None
     try:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
@@ -606,23 +618,16 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             warmup = simulate(problem, method, run.t_end, **options).stats
             warmup_time, compile_time = warmup["wall_time"], warmup.get("compile_time", 0.0)
             compilation.mark_loaded(code)
-        times, integration, inner = [], [], 1
-        while len(times) < run.max_repeats and (
-            len(times) < run.repeats or not median_is_precise(times)
-        ):
-            wall = loop = 0.0
-            for _ in range(inner):
-                trajectory = simulate(problem, method, run.t_end, **options)
-                compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
-                wall += trajectory.stats["wall_time"]
-                loop += trajectory.stats.get("integration_time", math.nan)
-            if wall < MIN_TIMED_SECONDS and inner < MAX_INNER_RUNS:
-                inner = _covering(inner, wall)  # too short to count: more simulations
-                continue
-            times.append(wall / inner)
-            integration.append(loop / inner)
+        repeats = _Repeats(run, problem, method, options)
+        if timed:
+            while not repeats.done:
+                repeats.attempt()
+            trajectory = repeats.trajectory
+        else:
+            trajectory = simulate(problem, method, run.t_end, **options)
+            compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
         if not trajectory.success:
-            return Outcome.failure(run, trajectory.message, provenance)
+            return Outcome.failure(run, trajectory.message, provenance), None
         reference = _reference(run, problem)
         artefacts = _artefacts(run, problem, trajectory)
         measured = trajectory
@@ -641,11 +646,13 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
     except KeyboardInterrupt as error:
         if interruptible:
             raise
-        return Outcome.failure(run, _describe(error), provenance)
+        return Outcome.failure(run, _describe(error), provenance), None
     except BaseException as error:  # SystemExit and the like from the run's code: a failed row
-        return Outcome.failure(run, _describe(error), provenance)
+        return Outcome.failure(run, _describe(error), provenance), None
     events = impact_events(trajectory)
-    return Outcome(
+    timing = dict.fromkeys(TIMING_FIELDS, math.nan)
+    timing.update(warmup_time=warmup_time, compile_time=compile_time)
+    outcome = Outcome(
         status=trajectory.status.value,
         metrics=values,
         cost={
@@ -658,20 +665,64 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "contact_time": events.contact_time,
             "impacts_capped": trajectory.impacts.truncated,
         },
-        timing={
-            "wall_time": min(times),
-            "wall_time_median": float(np.median(times)),
-            "wall_time_max": max(times),
-            "wall_time_repeats": times,
-            "timed_repeats": len(times),
-            "inner_runs": inner,
-            "warmup_time": warmup_time,
-            "compile_time": compile_time,
-            **_spread("integration_time", integration),
-        },
+        timing=timing,
         provenance=provenance,
         artefacts=artefacts,
     )
+    if not timed:
+        return outcome, repeats
+    repeats.record(outcome)
+    return outcome, None
+
+
+class _Repeats:
+    """The timed repeats of one run (module notes): :meth:`attempt` one at a time until
+    :attr:`done`, then :meth:`record` them in the run's outcome."""
+
+    def __init__(self, run: Run, problem: Problem, method: Method, options: dict) -> None:
+        self.run, self.problem, self.method, self.options = run, problem, method, options
+        self.times: list[float] = []
+        self.integration: list[float] = []
+        self.inner = 1
+        self.compile_time = 0.0
+        self.trajectory: Trajectory | None = None
+
+    @property
+    def done(self) -> bool:
+        """``max_repeats`` repeats made, or ``repeats`` with a precise median."""
+        made = len(self.times)
+        return made >= self.run.max_repeats or (
+            made >= self.run.repeats and median_is_precise(self.times)
+        )
+
+    def attempt(self) -> None:
+        """One repeat of ``inner`` simulations; dropped, and ``inner`` raised, when it does not
+        cover :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`."""
+        wall = loop = 0.0
+        for _ in range(self.inner):
+            self.trajectory = simulate(self.problem, self.method, self.run.t_end, **self.options)
+            stats = self.trajectory.stats
+            self.compile_time += stats.get("compile_time", 0.0)  # a patched simulate
+            wall += stats["wall_time"]
+            loop += stats.get("integration_time", math.nan)
+        if wall < MIN_TIMED_SECONDS and self.inner < MAX_INNER_RUNS:
+            self.inner = _covering(self.inner, wall)  # too short to count: more simulations
+            return
+        self.times.append(wall / self.inner)
+        self.integration.append(loop / self.inner)
+
+    def record(self, outcome: Outcome) -> None:
+        """Put the repeats' timings in ``outcome`` (its compile time increased by theirs)."""
+        outcome.timing.update(
+            wall_time=min(self.times),
+            wall_time_median=float(np.median(self.times)),
+            wall_time_max=max(self.times),
+            wall_time_repeats=list(self.times),
+            timed_repeats=len(self.times),
+            inner_runs=self.inner,
+            compile_time=outcome.timing["compile_time"] + self.compile_time,
+            **_spread("integration_time", self.integration),
+        )
 
 
 def _covering(inner: int, seconds: float) -> int:
@@ -1163,6 +1214,7 @@ def execute(
     description: str = "runs",
     compile_jobs: int = 1,
     run_timeout: float | None = None,
+    interleave: bool = False,
 ) -> list[Outcome]:
     """Execute ``runs`` in parallel, reading and filling the run cache.
 
@@ -1207,6 +1259,14 @@ def execute(
         metrics): a run still going at its limit is killed and is a failed outcome whose error
         names the limit; the other runs go on (:mod:`impactbench.bench.timeout`: the run
         executes in a forked child process). Default: no limit.
+    interleave : bool
+        Time the runs interleaved when they execute in this process (``jobs=1``, the loky
+        backend, no ``run_timeout``; ignored otherwise): each run is first performed untimed
+        (warm-up, one simulation, metrics), then the runs are timed round-robin, one repeat of
+        each run still timing per round (module notes), so that every run's repeats, and
+        those of the runs a study compares, spread over the same stretch of the machine's
+        load. The runs are cached when their repeats are done: an interruption loses the runs
+        performed and not yet timed. Default False: each run timed when it is performed.
 
     Returns
     -------
@@ -1250,6 +1310,7 @@ def execute(
         if pending:
             execution = _Execution(runs, versions, outcomes, cache, backend, address, jobs, bar)
             execution.run_timeout = run_timeout
+            execution.interleave = interleave
             if jobs == 1 and compile_jobs != 1:
                 execution.compile(pending, compile_jobs)
             execution.run(pending)
@@ -1302,6 +1363,7 @@ class _Execution:
         self.folders = workers.import_roots(runs)
         self.in_process = backend == "loky" and jobs == 1
         self.run_timeout: float | None = None
+        self.interleave = False
 
     def _shipped(self, run: Run) -> Run | bytes:
         """``run`` as a task argument: itself in this process, else packed for a worker
@@ -1317,12 +1379,39 @@ class _Execution:
         from numba's disk cache (without this, the workers that start runs of the same loop
         together all compile it).
         """
+        if self.interleave and self.in_process and self.run_timeout is None:
+            self.interleaved(todo)
+            return
         if self.jobs == 1:
             self._pass(todo)
             return
         first = _one_per_compiled_code(self.runs, todo)
         self._pass(first)
         self._pass({key: positions for key, positions in todo.items() if key not in first})
+
+    def interleaved(self, todo: Mapping[str, list[int]]) -> None:
+        """Perform the runs of ``todo`` here, untimed, then time them round-robin (``interleave``
+        of :func:`execute`); a run whose repeats raise is a failed outcome."""
+        timing: dict[str, tuple[Outcome, _Repeats]] = {}
+        for key, positions in todo.items():
+            outcome, repeats = _perform(self.runs[positions[0]], True, timed=False)
+            if repeats is None:
+                self._finish(positions, key, outcome)
+            else:
+                timing[key] = (outcome, repeats)
+        while timing:
+            for key, (outcome, repeats) in list(timing.items()):
+                try:
+                    repeats.attempt()
+                except Exception as error:  # it ran untimed: only a flaky run's code gets here
+                    failure = Outcome.failure(repeats.run, _describe(error), outcome.provenance)
+                    self._finish(todo[key], key, failure)
+                    del timing[key]
+                    continue
+                if repeats.done:
+                    repeats.record(outcome)
+                    self._finish(todo[key], key, outcome)
+                    del timing[key]
 
     def compile(self, todo: Mapping[str, list[int]], jobs: int) -> None:
         """Compile the code of the runs of ``todo`` on ``jobs`` workers: :func:`_compile` of one
