@@ -6,9 +6,9 @@ accumulation time, about 4 s, it rests on the floor and every step applies an im
 tight joint (two constraints) and on the double pendulum (configuration-dependent mass matrix,
 nonlinear gap), once compiled by numba and once as plain Python
 (``compiled=False``, the path of user problems); the horizon of the plain runs is shorter. The
-wall time follows :data:`impactbench.analysis.timing.PROTOCOL_TEXT` (repeats of at least 10 ms
-after a warm-up run, compared by the ratio of median times with a bootstrap interval), and the
-runs execute one at a time.
+wall time follows :func:`impactbench.analysis.timing.protocol_text` of :data:`REPEATS`
+(repeats of at least 10 ms after a warm-up run, compared by the ratio of median times with a
+bootstrap interval), and the runs execute one at a time.
 Output is decimated (``output_every``) so that the loops, not the output, are timed.
 """
 
@@ -21,10 +21,10 @@ import pandas as pd
 
 from impactbench.analysis.timing import (
     FASTER,
-    PROTOCOL_TEXT,
-    STUDY_REPEATS,
+    LONG_RUN_REPEATS,
     Timing,
     compare,
+    protocol_text,
     row_timing,
     with_spreads,
 )
@@ -54,7 +54,7 @@ H = 1e-3
 #: Steps per run: compiled loops, plain-Python loops; horizon of the event-driven runs.
 STEPS = {"full": (1_000_000, 20_000), "quick": (100_000, 2_000)}
 EVENT_DRIVEN_HORIZON = {"full": 10.0, "quick": 3.0}
-REPEATS = STUDY_REPEATS
+REPEATS = LONG_RUN_REPEATS
 OUTPUT_EVERY = 1000
 
 #: (factory, parameters, label): the label tells the two bouncing-ball cases apart in tables.
@@ -327,7 +327,7 @@ STUDY = Study(
         f"Nanoseconds per step and steps per second of every time-stepping method (h = {H:g}) "
         "on problems with sustained impacts, compiled by numba and as plain Python "
         "(`compiled=False`, the path of user problems); event-driven runs at their default "
-        "tolerance in milliseconds per run and per impact. " + PROTOCOL_TEXT
+        "tolerance in milliseconds per run and per impact. " + protocol_text(REPEATS)
     ),
     runs=runs,
     report=report,

@@ -44,11 +44,11 @@ import pandas as pd
 from impactbench.analysis.cost_scaling import fit_cost_exponent
 from impactbench.analysis.timing import (
     FASTER,
-    PROTOCOL_TEXT,
+    LONG_RUN_REPEATS,
     SLOWER,
-    STUDY_REPEATS,
     Timing,
     compare,
+    protocol_text,
     row_timing,
     with_spreads,
 )
@@ -103,7 +103,7 @@ COLUMN_STEPS = {"full": 20_000, "quick": 2_000}
 #: Fewest steps of every run of a (problem, method) for its cost per step to be fitted or drawn
 #: (below, a run's fixed cost, e.g. the engine's set-up, is not negligible).
 MIN_FIT_STEPS = 20
-REPEATS = STUDY_REPEATS
+REPEATS = LONG_RUN_REPEATS
 OUTPUT_EVERY = 1_000_000
 BAR = "ImpactingBar"
 COLUMN = "ColumnOfBeads (settled)"
@@ -390,7 +390,7 @@ STUDY = Study(
         " on the settled column (3 and 10 beads, cost per run) and on the bar at 11 to 41 DOF, "
         "where it does not apply (a run of a few steps has a cost per run, not per step: "
         f"fitted and drawn are the pairs whose runs all take {MIN_FIT_STEPS} steps or more). "
-        + PROTOCOL_TEXT
+        + protocol_text(REPEATS)
     ),
     runs=runs,
     report=report,

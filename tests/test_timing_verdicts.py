@@ -13,6 +13,7 @@ from impactbench.analysis.timing import (
     FASTER,
     MIN_REPEATS,
     SLOWER,
+    STUDY_REPEATS,
     TIE,
     Timing,
     compare,
@@ -21,6 +22,7 @@ from impactbench.analysis.timing import (
     crossover_text,
     median_interval,
     median_is_precise,
+    protocol_text,
     row_timing,
     spread_columns,
     ties,
@@ -212,3 +214,11 @@ def test_crossover_of_three_families():
     closest = compare(row_timing(faster.iloc[1]), row_timing(faster.iloc[2]))
     assert closest.ratio == pytest.approx(2.0)
     assert crossover(faster, "error", [1e-2]) == [([1e-2], f"{ADAPTIVE_STEPPING} ({closest.text})")]
+
+
+def test_the_protocol_text_states_the_repeats():
+    text = protocol_text(STUDY_REPEATS)
+    assert "at least 10 repeats, more until the 95 % interval of their median is within 5 %" in text
+    assert "at most 20 (5 on the quick grid)" in text and "at least 10 ms" in text
+    fixed = {"full": {"repeats": 7, "max_repeats": 7}, "quick": {"repeats": 5, "max_repeats": 5}}
+    assert "at least 7 repeats (5 on the quick grid)" in protocol_text(fixed)

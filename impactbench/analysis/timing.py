@@ -58,18 +58,38 @@ STUDY_REPEATS = {
     "quick": {"repeats": MIN_REPEATS, "max_repeats": MIN_REPEATS},
 }
 
-#: What a timing study's description says of its wall times and verdicts.
-PROTOCOL_TEXT = (
-    f"Wall time: after a warm-up run, each timed repeat covers at least "
-    f"{MIN_TIMED_SECONDS * 1e3:g} ms (a shorter run is "
-    "simulated several times in it and the time per simulation kept); at least "
-    f"{STUDY_REPEATS['full']['repeats']} repeats, more until the 95 % interval of their median "
-    f"is within {MEDIAN_PRECISION * 100:g} % of it, at most {STUDY_REPEATS['full']['max_repeats']} "
-    f"({MIN_REPEATS} on the quick grid); the runs execute one at a time. The table keeps the "
-    "minimum (wall_time), median and maximum of the repeats and every repeat. Two runs are "
-    'compared by the ratio of their median times with its 95 % bootstrap interval: "faster by '
-    'X [a, b]" when the interval excludes 1, a tie only when it holds 1.'
-)
+#: Timed repeats of the studies whose runs take seconds (each repeat then spans many of the
+#: scheduler's time slices): fewer, so that their cost stays that of a few runs.
+LONG_RUN_REPEATS = {
+    "full": {"repeats": MIN_REPEATS, "max_repeats": 2 * MIN_REPEATS},
+    "quick": {"repeats": MIN_REPEATS, "max_repeats": MIN_REPEATS},
+}
+
+
+def protocol_text(repeats: dict[str, dict[str, int]]) -> str:
+    """What a timing study's description says of its wall times and verdicts, for its
+    ``repeats`` (:data:`STUDY_REPEATS` or :data:`LONG_RUN_REPEATS`)."""
+    full, quick = repeats["full"], repeats["quick"]
+    counts = f"at least {full['repeats']} repeats"
+    if full["max_repeats"] > full["repeats"]:
+        counts += (
+            f", more until the 95 % interval of their median is within "
+            f"{MEDIAN_PRECISION * 100:g} % of it, at most {full['max_repeats']}"
+        )
+    counts += f" ({quick['max_repeats']} on the quick grid)"
+    return (
+        f"Wall time: after a warm-up run, each timed repeat covers at least "
+        f"{MIN_TIMED_SECONDS * 1e3:g} ms (a shorter run is simulated several times in it and "
+        f"the time per simulation kept); {counts}; the runs execute one at a time, timed "
+        "round-robin (one repeat of each per round). The table keeps the minimum (wall_time), "
+        "median and maximum of the repeats and every repeat. Two runs are compared by the "
+        'ratio of their median times with its 95 % bootstrap interval: "faster by X [a, b]" '
+        "when the interval excludes 1, a tie only when it holds 1."
+    )
+
+
+#: :func:`protocol_text` of :data:`STUDY_REPEATS`.
+PROTOCOL_TEXT = protocol_text(STUDY_REPEATS)
 
 #: The verdict rule, as the studies' findings state it.
 VERDICT_TEXT = (
