@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from impactbench.analysis.fitting import phase_medians
 from impactbench.analysis.timing import (
     ADAPTIVE_STEPPING,
     FASTER,
@@ -222,3 +223,22 @@ def test_the_protocol_text_states_the_repeats():
     assert "at most 20 (5 on the quick grid)" in text and "at least 10 ms" in text
     fixed = {"full": {"repeats": 7, "max_repeats": 7}, "quick": {"repeats": 5, "max_repeats": 5}}
     assert "at least 7 repeats (5 on the quick grid)" in protocol_text(fixed)
+
+
+def test_a_phase_family_pools_the_repeats_of_its_runs():
+    # two phase copies of one nominal step and an adaptive run: the family's repeats are its
+    # copies' repeats together (a failed copy has none)
+    table = pd.DataFrame(
+        {
+            "problem": ["P"] * 4,
+            "method": ["M", "M", "M", "A"],
+            "h_nominal": [0.1, 0.1, 0.1, np.nan],
+            "tolerance": [np.nan, np.nan, np.nan, 1e-3],
+            "status": ["ok", "ok", "failed", "ok"],
+            "wall_time": [1.0, 2.0, np.nan, 3.0],
+            "wall_time_repeats": [json.dumps([1.0, 1.5]), json.dumps([2.0]), np.nan, "[3.0]"],
+        }
+    )
+    families = phase_medians(table, ["wall_time"])
+    assert families["wall_time_repeats"].map(json.loads).tolist() == [[1.0, 1.5, 2.0], [3.0]]
+    assert row_timing(families.iloc[0]).repeats == (1.0, 1.5, 2.0)
