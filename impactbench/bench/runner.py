@@ -620,9 +620,9 @@ def _perform(run: Run, interruptible: bool, timed: bool) -> tuple[Outcome, _Repe
             compilation.mark_loaded(code)
         repeats = _Repeats(run, problem, method, options)
         if timed:
+            trajectory = repeats.attempt()
             while not repeats.done:
-                repeats.attempt()
-            trajectory = repeats.trajectory
+                trajectory = repeats.attempt()
         else:
             trajectory = simulate(problem, method, run.t_end, **options)
             compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
@@ -685,7 +685,6 @@ class _Repeats:
         self.integration: list[float] = []
         self.inner = 1
         self.compile_time = 0.0
-        self.trajectory: Trajectory | None = None
 
     @property
     def done(self) -> bool:
@@ -695,21 +694,22 @@ class _Repeats:
             made >= self.run.repeats and median_is_precise(self.times)
         )
 
-    def attempt(self) -> None:
-        """One repeat of ``inner`` simulations; dropped, and ``inner`` raised, when it does not
-        cover :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`."""
+    def attempt(self) -> Trajectory:
+        """One repeat of ``inner`` simulations, dropped, and ``inner`` raised, when it does not
+        cover :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`; returns the last
+        simulation (not kept: the interleaved runs hold no trajectory while they wait)."""
         wall = loop = 0.0
         for _ in range(self.inner):
-            self.trajectory = simulate(self.problem, self.method, self.run.t_end, **self.options)
-            stats = self.trajectory.stats
-            self.compile_time += stats.get("compile_time", 0.0)  # a patched simulate
-            wall += stats["wall_time"]
-            loop += stats.get("integration_time", math.nan)
+            trajectory = simulate(self.problem, self.method, self.run.t_end, **self.options)
+            self.compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
+            wall += trajectory.stats["wall_time"]
+            loop += trajectory.stats.get("integration_time", math.nan)
         if wall < MIN_TIMED_SECONDS and self.inner < MAX_INNER_RUNS:
             self.inner = _covering(self.inner, wall)  # too short to count: more simulations
-            return
-        self.times.append(wall / self.inner)
-        self.integration.append(loop / self.inner)
+        else:
+            self.times.append(wall / self.inner)
+            self.integration.append(loop / self.inner)
+        return trajectory
 
     def record(self, outcome: Outcome) -> None:
         """Put the repeats' timings in ``outcome`` (its compile time increased by theirs)."""
