@@ -222,7 +222,7 @@ def test_the_protocol_text_states_the_repeats():
     assert "at least 10 repeats, more until the 95 % interval of their median is within 5 %" in text
     assert "at most 20 (5 on the quick grid)" in text and "at least 10 ms" in text
     fixed = {"full": {"repeats": 7, "max_repeats": 7}, "quick": {"repeats": 5, "max_repeats": 5}}
-    assert "at least 7 repeats (5 on the quick grid)" in protocol_text(fixed)
+    assert "; 7 repeats (5 on the quick grid);" in protocol_text(fixed)
 
 
 def test_a_phase_family_pools_the_repeats_of_its_runs():

@@ -59,9 +59,10 @@ STUDY_REPEATS = {
 }
 
 #: Timed repeats of the studies whose runs take seconds (each repeat then spans many of the
-#: scheduler's time slices): fewer, so that their cost stays that of a few runs.
+#: scheduler's time slices, and their verdicts are on gaps of several times): the fewest that
+#: give a verdict, so that their cost stays that of a few runs.
 LONG_RUN_REPEATS = {
-    "full": {"repeats": MIN_REPEATS, "max_repeats": 2 * MIN_REPEATS},
+    "full": {"repeats": MIN_REPEATS, "max_repeats": MIN_REPEATS},
     "quick": {"repeats": MIN_REPEATS, "max_repeats": MIN_REPEATS},
 }
 
@@ -70,9 +71,9 @@ def protocol_text(repeats: dict[str, dict[str, int]]) -> str:
     """What a timing study's description says of its wall times and verdicts, for its
     ``repeats`` (:data:`STUDY_REPEATS` or :data:`LONG_RUN_REPEATS`)."""
     full, quick = repeats["full"], repeats["quick"]
-    counts = f"at least {full['repeats']} repeats"
+    counts = f"{full['repeats']} repeats"
     if full["max_repeats"] > full["repeats"]:
-        counts += (
+        counts = f"at least {counts}" + (
             f", more until the 95 % interval of their median is within "
             f"{MEDIAN_PRECISION * 100:g} % of it, at most {full['max_repeats']}"
         )
