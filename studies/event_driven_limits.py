@@ -20,16 +20,19 @@ The event-driven method (compiled DOP853 at rtol ``EVENT_RTOL``) is swept over i
 ``rest_velocity``, the time-steppers over h, and the third family, time-stepping with step-size
 control (:mod:`._adaptive`: MoreauJean and CatchingUp under :class:`impactbench.Adaptive`, h_max
 the coarsest fixed step), over rtol, on the same error and the same clock. Each row gives the
-wall time (minimum of the repeats, after a warm-up, with the largest repeat as its spread), the
-impact events resolved and the error; the report sets each event-driven run against the cheapest
-fixed-step run of at least its accuracy (equal error), each adaptive run against the cheapest
-fixed-step and the cheapest event-driven run of at least its accuracy, and calls one faster only
-where the two timings' ranges do not overlap. The adaptive runs store their accepted steps at
-:data:`STEP_SIZE_TOLERANCES` (h(t) figures) and their rejected steps at every rtol.
+wall time (the fastest and the slowest of its repeats of at least 10 ms after a warm-up,
+:data:`impactbench.analysis.timing.PROTOCOL_TEXT`), the impact events resolved and the error;
+the report sets each event-driven run against the cheapest fixed-step run of at least its
+accuracy (equal error), each adaptive run against the cheapest fixed-step and the cheapest
+event-driven run of at least its accuracy, and calls one faster by the ratio of median times
+where its 95 % bootstrap interval excludes 1 (:func:`impactbench.analysis.timing.compare`).
+The adaptive runs store their accepted steps at :data:`STEP_SIZE_TOLERANCES` (h(t) figures) and
+their rejected steps at every rtol.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -39,12 +42,16 @@ from impactbench.analysis.timing import (
     ADAPTIVE_STEPPING,
     EVENT_DRIVEN,
     FASTER,
+    MIN_REPEATS,
+    PROTOCOL_TEXT,
     SLOWER,
+    STUDY_REPEATS,
+    TIE,
     TIME_STEPPING,
-    Timing,
+    compare,
     comparison_families,
+    row_timing,
 )
-from impactbench.analysis.timing import verdict as timing_verdict
 from impactbench.bench.report import (
     capped_flags,
     count_text,
@@ -74,7 +81,7 @@ REST_VELOCITIES = {
 }
 STEPS = {"full": [1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5], "quick": [1e-2, 1e-3]}
 TIME_STEPPERS = {"full": (MoreauJean, PaoliSchatzman, CatchingUp), "quick": (MoreauJean,)}
-REPEATS = {"full": 3, "quick": 1}
+REPEATS = STUDY_REPEATS
 BALL = "BouncingBall[e=0.8] through t_inf"
 PENDULUM = "DoublePendulum settling on the wall"
 COLUMN = "ColumnOfBeads falling"
@@ -152,7 +159,7 @@ def runs(quick: bool) -> list[Run]:
         common = {
             "problem_kwargs": kwargs,
             "problem_name": label,
-            "repeats": REPEATS[grid],
+            **REPEATS[grid],
             **options,
         }
         for method in TIME_STEPPERS[grid]:
@@ -179,7 +186,7 @@ def runs(quick: bool) -> list[Run]:
             [Case(factory, t_end, kwargs, label)],
             grids,
             metrics=options.get("metrics", ()),
-            repeats=REPEATS[grid],
+            **REPEATS[grid],
             reference=options.get("reference"),
             artefact=record,
         )
@@ -203,24 +210,24 @@ def _with_errors(table: pd.DataFrame, folder: Path) -> pd.DataFrame:
 
 
 def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
-    """The cheapest run of ``others`` at least as accurate as ``run``, with the verdict of
-    ``run`` against it: the project's rule (:func:`impactbench.analysis.timing.verdict`):
-    "faster" only where the gap exceeds the spread (slowest minus fastest repeat) of both runs,
-    "tie" otherwise, "-" where no run of ``others`` reaches ``run``'s error or where a run was
-    timed once (no spread to compare with). Columns named after ``name``."""
+    """The cheapest run (least minimum time) of ``others`` at least as accurate as ``run``, with
+    the verdict of ``run`` against it by the project's rule
+    (:func:`impactbench.analysis.timing.compare`): the ratio of median times with its 95 %
+    bootstrap interval (column ``ratio``: how many times ``run`` is faster or slower), "faster"
+    where the interval excludes 1, "tie" where it holds 1; "-" where no run of ``others``
+    reaches ``run``'s error, or where a run has too few repeats for a verdict. Columns named
+    after ``name``."""
     accurate = others[others[ERROR] <= run[ERROR]]
     if accurate.empty:
         return {name: "none reaches it", f"{name} ms": np.nan, f"{name} ms max": np.nan,
-                "verdict": "-"}  # fmt: skip
+                "verdict": "-", "ratio": "-"}  # fmt: skip
     best = accurate.loc[accurate["wall_time"].idxmin()]
-    if min(run["repeats"], best["repeats"]) < 2:
-        verdict = "- (one repeat: no spread)"
+    result = compare(row_timing(run), row_timing(best))
+    if not math.isfinite(result.low):
+        verdict = f"- (fewer than {MIN_REPEATS} repeats)"
     else:
-        mine, theirs = (
-            Timing(row["wall_time"], row["wall_time_max"] - row["wall_time"]) for row in (run, best)
-        )
         verdict = {FASTER: f"{run['family']} faster", SLOWER: f"{name} faster"}.get(
-            timing_verdict(mine, theirs), "tie"
+            result.verdict, TIE
         )
     setting = f"h = {best['h']:.3g}" if best["h"] == best["h"] else f"{best['tolerance']:g}"
     return {
@@ -228,6 +235,7 @@ def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
         f"{name} ms": 1e3 * best["wall_time"],
         f"{name} ms max": 1e3 * best["wall_time_max"],
         "verdict": verdict,
+        "ratio": result.text,
     }
 
 
@@ -260,7 +268,7 @@ def adaptive_equal_error(frame: pd.DataFrame) -> pd.DataFrame:
         row = {"method": run["method"], **_timed(run, "adaptive", "rtol")}
         for family, name in ((TIME_STEPPING, "fixed step"), (EVENT_DRIVEN, "event-driven")):
             against = _cheapest(run, frame[frame["family"] == family], name)
-            row.update({f"{key} (vs {name})" if key == "verdict" else key: value
+            row.update({f"{key} (vs {name})" if key in ("verdict", "ratio") else key: value
                         for key, value in against.items()})  # fmt: skip
         rows.append(row)
     return pd.DataFrame(rows)
@@ -339,7 +347,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "rejected steps: the fraction of the adaptive runs' attempts).\n\n"
             + markdown_table(runs_shown)
             + "\nEach event-driven run against the cheapest fixed-step run at least as "
-            "accurate (times in ms, the fastest and the slowest repeat).\n\n"
+            "accurate (times in ms, the fastest and the slowest repeat; ratio: of the median "
+            "times, with its 95 % bootstrap interval; a tie where it holds 1).\n\n"
             + markdown_table(compared)
             + "\nEach step-size-controlled run against the cheapest fixed-step and the cheapest "
             "event-driven run at least as accurate.\n\n"
@@ -388,7 +397,7 @@ STUDY = Study(
         "t_inf, the double pendulum settling on the wall) and cascades of near-simultaneous "
         "impacts (a falling column of beads): the event-driven method's cost and error against "
         "its Zeno threshold and the impacts it resolves, beside the time-steppers' cost at "
-        "equal error (module `studies/event_driven_limits.py`)."
+        "equal error (module `studies/event_driven_limits.py`). " + PROTOCOL_TEXT
     ),
     runs=runs,
     report=report,

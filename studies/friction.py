@@ -10,8 +10,9 @@ Five parts in one table, one row per run:
   method by rtol, step-size-controlled time-stepping (:class:`impactbench.Adaptive` with
   MoreauJean, the settings of :mod:`._adaptive`, the scheme's friction law) by rtol too;
 * **work-precision** on the same runs (the cost and error grid of :mod:`.work_precision`:
-  wall time, the minimum over repeats after a warm-up with its spread, compiled integration
-  time beside it, force evaluations);
+  wall time, the minimum over repeats of at least 10 ms after a warm-up with its spread,
+  compiled integration time beside it, force evaluations; verdicts by the ratio of median
+  times with its bootstrap interval, :data:`impactbench.analysis.timing.PROTOCOL_TEXT`);
 * the **woodpecker**'s limit cycle: period (between the sleeve's two jams), phi_S's extremes
   and the drop per cycle against h and rtol, beside Siconos' run of the same example;
 * **Housner**'s law on the rocking block: omega+ / omega- at the first impacts against
@@ -37,7 +38,15 @@ import pandas as pd
 from impactbench.analysis.fitting import FIT_COLUMNS, fit_order, fit_row, phase_medians
 from impactbench.analysis.metrics import ERROR_GRID_TEXT, error_floor
 from impactbench.analysis.reference import Reference
-from impactbench.analysis.timing import comparison_families, crossover, crossover_text, with_spreads
+from impactbench.analysis.timing import (
+    PROTOCOL_TEXT,
+    STUDY_REPEATS,
+    VERDICT_TEXT,
+    comparison_families,
+    crossover,
+    crossover_text,
+    with_spreads,
+)
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
@@ -95,7 +104,7 @@ TOLERANCES = {"full": [10.0**-k for k in range(3, 11)], "quick": [1e-4, 1e-6]}
 #: compiled loop less in the suite's quick run).
 ADAPTIVE_TOLERANCES = {"full": [10.0 ** (-k / 2) for k in range(4, 15)], "quick": []}
 ADAPTIVE_H_MAX = 1e-2
-REPEATS = {"full": 3, "quick": 1}
+REPEATS = STUDY_REPEATS
 #: Error targets of the work-precision comparison.
 TARGETS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6)
 
@@ -279,7 +288,7 @@ def runs(quick: bool) -> list[Run]:
     grid = "quick" if quick else "full"
     cases = ORDER_CASES[1:] if quick else ORDER_CASES
     others = QUICK_SCHEMES if quick else CASE_SCHEMES
-    options = {"metrics": (*METRICS, *LAW_ENERGY), "repeats": REPEATS[grid]}
+    options = {"metrics": (*METRICS, *LAW_ENERGY), **REPEATS[grid]}
     law = {"metrics": LAW_ENERGY}
     result = expand(
         cases,
@@ -561,8 +570,8 @@ def _findings(table, orders, medians, cycles, ratios, rods) -> list[str]:
         answers = crossover(group, "max_position_error", TARGETS)
         if answers:
             findings.append(
-                f"{problem}: faster family to a max position error (median wall time; a "
-                f"verdict only beyond the spread of both): {crossover_text(answers)}."
+                f"{problem}: faster family to a max position error ({VERDICT_TEXT}): "
+                f"{crossover_text(answers)}."
             )
     for row in cycles.to_dict("records"):
         where = f"Woodpecker, {row['method']} at {row['at']}"
@@ -670,8 +679,11 @@ STUDY = Study(
         "event-driven method by rtol, on the block launched down a gentle incline "
         "(it stops and sticks) and the friction oscillator (stick-slip into its final stick), "
         "against their closed forms: position error and Hausdorff distance of the velocity "
-        "graphs, fitted orders, and the cost of each error (wall time, minimum over repeats "
-        "after a warm-up, runs one at a time). " + ERROR_GRID_TEXT + " The woodpecker's limit "
+        "graphs, fitted orders, and the cost of each error. "
+        + PROTOCOL_TEXT
+        + " "
+        + ERROR_GRID_TEXT
+        + " The woodpecker's limit "
         "cycle against h and rtol beside Siconos' run; Housner's law on the rocking block; "
         "what each family reports on the Painleve rod; step-size-controlled time-stepping "
         "(Adaptive with MoreauJean, by rtol) on each. Failed runs are findings (their "

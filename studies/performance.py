@@ -6,7 +6,9 @@ accumulation time, about 4 s, it rests on the floor and every step applies an im
 tight joint (two constraints) and on the double pendulum (configuration-dependent mass matrix,
 nonlinear gap), once compiled by numba and once as plain Python
 (``compiled=False``, the path of user problems); the horizon of the plain runs is shorter. The
-wall time is the minimum over repeats after a warm-up run, and the runs execute one at a time.
+wall time follows :func:`impactbench.analysis.timing.protocol_text` of :data:`REPEATS`
+(repeats of at least 10 ms after a warm-up run, compared by the ratio of median times with a
+bootstrap interval), and the runs execute one at a time.
 Output is decimated (``output_every``) so that the loops, not the output, are timed.
 """
 
@@ -17,7 +19,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from impactbench.analysis.timing import FASTER, Timing, verdict, with_spreads
+from impactbench.analysis.timing import (
+    FASTER,
+    LONG_RUN_REPEATS,
+    Timing,
+    compare,
+    protocol_text,
+    row_timing,
+    with_spreads,
+)
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     capped_flags,
@@ -44,7 +54,7 @@ H = 1e-3
 #: Steps per run: compiled loops, plain-Python loops; horizon of the event-driven runs.
 STEPS = {"full": (1_000_000, 20_000), "quick": (100_000, 2_000)}
 EVENT_DRIVEN_HORIZON = {"full": 10.0, "quick": 3.0}
-REPEATS = {"full": 5, "quick": 2}
+REPEATS = LONG_RUN_REPEATS
 OUTPUT_EVERY = 1000
 
 #: (factory, parameters, label): the label tells the two bouncing-ball cases apart in tables.
@@ -76,7 +86,7 @@ def runs(quick: bool) -> list[Run]:
     methods = study_methods()
     grid = "quick" if quick else "full"
     compiled_steps, plain_steps = STEPS[grid]
-    options = {"repeats": REPEATS[grid], "output_every": OUTPUT_EVERY}
+    options = {**REPEATS[grid], "output_every": OUTPUT_EVERY}
     result = []
     for compiled, steps in ((True, compiled_steps), (False, plain_steps)):
         grids = [
@@ -87,7 +97,7 @@ def runs(quick: bool) -> list[Run]:
         result += expand(_cases(quick, steps * H), grids, steps=[H], **options)
     if "EventDriven" in methods:
         cases = _cases(quick, EVENT_DRIVEN_HORIZON[grid])
-        result += expand(cases, [Grid(methods["EventDriven"])], repeats=REPEATS[grid])
+        result += expand(cases, [Grid(methods["EventDriven"])], **REPEATS[grid])
     return result
 
 
@@ -97,7 +107,8 @@ def _plain(table: pd.DataFrame) -> pd.Series:
 
 def step_costs(table: pd.DataFrame) -> pd.DataFrame:
     """Time-stepping runs: ns per step (wall time: min, median, max of the repeats; and of the
-    integration loop alone, min), steps per second and the spread of the repeats (s)."""
+    integration loop alone, min), steps per second, the spread of the repeats (s) and the
+    repeats per step (``ns_repeats``, a :class:`impactbench.analysis.timing.Timing`)."""
     done = table[(table["status"] != FAILED) & (table["family"] == TIME_STEPPING)]
     frame = done[["problem", "method", "steps", "wall_time"]].copy()
     frame["ns_per_step"] = 1e9 * frame["wall_time"] / frame["steps"]
@@ -107,6 +118,10 @@ def step_costs(table: pd.DataFrame) -> pd.DataFrame:
     timed = with_spreads(done)
     frame["ns_integration"] = 1e9 * timed["integration_time"] / frame["steps"]
     frame["ns_spread"] = 1e9 * timed["wall_time_spread"] / frame["steps"]
+    frame["ns_repeats"] = [
+        Timing(tuple(1e9 * t / int(row["steps"]) for t in row_timing(row).repeats))
+        for _, row in done.iterrows()
+    ]
     frame["compiled"] = ~_plain(done)
     frame["base"] = frame["method"].str.split("[").str[0]
     return frame
@@ -123,18 +138,19 @@ def _speedups(costs: pd.DataFrame) -> pd.DataFrame:
     )
     frame.columns.name = None
     if {"compiled ns/step", "plain ns/step"} <= set(frame.columns):
-        frame["speedup"] = frame["plain ns/step"] / frame["compiled ns/step"]
-        spreads = costs.pivot_table(
-            index=["problem", "base"], columns="compiled", values="ns_spread", sort=False,
-            dropna=False,
-        ).reindex(pivot.index)  # fmt: skip
-        frame["verdict"] = [
-            verdict(Timing(fast, fast_spread), Timing(slow, slow_spread))
-            for fast, slow, fast_spread, slow_spread in zip(
-                frame["compiled ns/step"], frame["plain ns/step"],
-                spreads.get(True, np.nan), spreads.get(False, np.nan), strict=True,
+        repeats = {
+            (row.problem, row.base, row.compiled): row.ns_repeats
+            for row in costs.itertuples(index=False)
+        }
+        results = [
+            compare(
+                *(repeats.get((problem, base, compiled), Timing(())) for compiled in (True, False))
             )
-        ]  # fmt: skip
+            for problem, base in zip(frame["problem"], frame["method"], strict=True)
+        ]
+        frame["speedup"] = [result.ratio for result in results]
+        frame["verdict"] = [result.verdict for result in results]
+        frame["compiled against plain"] = [result.text for result in results]
     return frame
 
 
@@ -234,14 +250,15 @@ def _findings(
         faster = speedups[speedups["verdict"] == FASTER]
         text = (
             f"Compiled loops are {faster['speedup'].min():.3g} to "
-            f"{faster['speedup'].max():.3g} times faster than the same loops in plain Python"
+            f"{faster['speedup'].max():.3g} times faster than the same loops in plain Python "
+            "(ratios of median ns per step; their 95 % bootstrap intervals exclude 1)"
             if not faster.empty
-            else "No compiled loop is faster than its plain-Python loop beyond the spread of "
-            "the repeats"
+            else "No compiled loop is faster than its plain-Python loop (every 95 % bootstrap "
+            "interval of the ratio of median ns per step holds 1 or lies below it)"
         )
         tied = len(speedups[speedups["speedup"].notna()]) - len(faster)
         if tied and not faster.empty:
-            text += f"; {tied} pairs within the spread of the repeats (a tie)"
+            text += f"; {tied} pairs not faster (an interval that holds 1 or lies below)"
         findings.append(text + ".")
     if not ratios.empty:
         column = ratios["PaoliSchatzman / MoreauJean"]
@@ -286,9 +303,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         ),
         Section(
             "Compiled against plain Python",
-            "verdict: faster where the gap in ns per step exceeds the spread of the repeats of "
-            "both runs, tie otherwise (impactbench.analysis.timing).\n\n"
-            + markdown_table(speedups),
+            "speedup: plain over compiled median ns per step; compiled against plain: that "
+            "ratio with its 95 % bootstrap interval, faster where the interval excludes 1, tie "
+            "otherwise (impactbench.analysis.timing).\n\n" + markdown_table(speedups),
         ),
         Section("Compiled PaoliSchatzman against MoreauJean", markdown_table(ratios)),
         Section(
@@ -310,8 +327,7 @@ STUDY = Study(
         f"Nanoseconds per step and steps per second of every time-stepping method (h = {H:g}) "
         "on problems with sustained impacts, compiled by numba and as plain Python "
         "(`compiled=False`, the path of user problems); event-driven runs at their default "
-        "tolerance in milliseconds per run and per impact. Wall time is the minimum over "
-        "repeats after a warm-up run; the runs execute one at a time."
+        "tolerance in milliseconds per run and per impact. " + protocol_text(REPEATS)
     ),
     runs=runs,
     report=report,

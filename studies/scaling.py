@@ -42,7 +42,16 @@ import numpy as np
 import pandas as pd
 
 from impactbench.analysis.cost_scaling import fit_cost_exponent
-from impactbench.analysis.timing import FASTER, SLOWER, Timing, verdict, with_spreads
+from impactbench.analysis.timing import (
+    FASTER,
+    LONG_RUN_REPEATS,
+    SLOWER,
+    Timing,
+    compare,
+    protocol_text,
+    row_timing,
+    with_spreads,
+)
 from impactbench.bench.report import (
     markdown_table,
     method_style,
@@ -94,7 +103,7 @@ COLUMN_STEPS = {"full": 20_000, "quick": 2_000}
 #: Fewest steps of every run of a (problem, method) for its cost per step to be fitted or drawn
 #: (below, a run's fixed cost, e.g. the engine's set-up, is not negligible).
 MIN_FIT_STEPS = 20
-REPEATS = {"full": 2, "quick": 1}
+REPEATS = LONG_RUN_REPEATS
 OUTPUT_EVERY = 1_000_000
 BAR = "ImpactingBar"
 COLUMN = "ColumnOfBeads (settled)"
@@ -130,7 +139,7 @@ def runs(quick: bool) -> list[Run]:
                     h,
                     problem_kwargs={"n_elements": n - 1},
                     output_every=OUTPUT_EVERY,
-                    repeats=REPEATS[grid],
+                    **REPEATS[grid],
                     metrics=("work_bytes",),
                 )
             )
@@ -150,7 +159,7 @@ def runs(quick: bool) -> list[Run]:
                 h,
                 problem_kwargs={"n_beads": n},
                 output_every=OUTPUT_EVERY,
-                repeats=REPEATS[grid],
+                **REPEATS[grid],
                 metrics=metrics,
                 problem_name=COLUMN,
             )
@@ -165,7 +174,7 @@ def runs(quick: bool) -> list[Run]:
                 None,
                 problem_kwargs={"n_elements": n - 1},
                 output_every=OUTPUT_EVERY,
-                repeats=REPEATS[grid],
+                **REPEATS[grid],
             )
         )
     return result
@@ -173,8 +182,9 @@ def runs(quick: bool) -> list[Run]:
 
 def costs(table: pd.DataFrame) -> pd.DataFrame:
     """ns per step and memory bytes per DOF of each finished run, with its problem and n; the
-    wall time per run (minimum over the repeats), the spread of the repeats (max - min) and the
-    time spent in the integration loop (:mod:`impactbench.analysis.timing`)."""
+    wall time per run (minimum over the repeats), the spread of the repeats (max - min), the
+    time spent in the integration loop and the repeats in ms (``ms_repeats``, a
+    :class:`impactbench.analysis.timing.Timing`; :mod:`impactbench.analysis.timing`)."""
     done = table[table["status"] != FAILED]
     n = pd.Series(np.nan, index=done.index)
     if "problem.n_elements" in done:
@@ -194,6 +204,10 @@ def costs(table: pd.DataFrame) -> pd.DataFrame:
             "ms_spread": 1e3 * timed["wall_time_spread"],
             "ms_integration": 1e3 * timed["integration_time"],
             "bytes_per_dof": memory / n,
+            "ms_repeats": [
+                Timing(tuple(1e3 * t for t in row_timing(row).repeats))
+                for _, row in done.iterrows()
+            ],
         }
     )
     return frame.sort_values(["problem", "method", "n"]).reset_index(drop=True)
@@ -295,13 +309,13 @@ def _event_driven_finding(frame: pd.DataFrame, problem: str) -> str | None:
             f"; the fastest time-stepping run at n = {near.n}, {near.method}: {near.steps} "
             f"steps, {near.ns_per_step / 1e3:.3g} us per step, {near.ms_per_run:.3g} ms per run"
         )
-        outcome = verdict(
-            Timing(largest.ms_per_run, largest.ms_spread), Timing(near.ms_per_run, near.ms_spread)
-        )
+        result = compare(largest.ms_repeats, near.ms_repeats)
         line += {
-            FASTER: " (the engine's run is the faster, beyond the spread of the repeats)",
-            SLOWER: " (the engine's run is the slower, beyond the spread of the repeats)",
-        }.get(outcome, " (a tie: the gap is within the spread of the repeats)")
+            FASTER: f" (the engine's run is {result.text}: the ratio of median times with its "
+            "95 % bootstrap interval)",
+            SLOWER: f" (the engine's run is {result.text}: the ratio of median times with its "
+            "95 % bootstrap interval)",
+        }.get(result.verdict, f" (a {result.text})")
     if problem == BAR:
         return line + (
             ": the engine factors the dense M at every force evaluation and its explicit steps "
@@ -355,7 +369,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Cost per step and memory per DOF",
             "ms_per_run: minimum of the repeats' wall times; ms_spread: maximum minus minimum; "
             "ms_integration: the time spent in the integration loop (minimum).\n\n"
-            + markdown_table(frame),
+            + markdown_table(frame.drop(columns="ms_repeats")),
         ),
         Section("Fitted exponents", markdown_table(fits)),
         Section("Figure", _figure(frame, fits, folder)),
@@ -376,8 +390,7 @@ STUDY = Study(
         " on the settled column (3 and 10 beads, cost per run) and on the bar at 11 to 41 DOF, "
         "where it does not apply (a run of a few steps has a cost per run, not per step: "
         f"fitted and drawn are the pairs whose runs all take {MIN_FIT_STEPS} steps or more). "
-        "Wall time is the minimum over"
-        " repeats after a warm-up run; the runs execute one at a time."
+        + protocol_text(REPEATS)
     ),
     runs=runs,
     report=report,

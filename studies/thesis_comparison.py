@@ -13,10 +13,11 @@ the copies. Every run is measured against the cached DOP853 event-driven referen
 (:func:`._reference.event_driven_reference`): max position error and error at T, L1 and Hausdorff
 velocity errors, impact-time error, isolated reference impacts found / missed and spurious impacts
 (the matching rules of :mod:`impactbench.analysis.metrics`), penetration (on the nominal run of each
-step only: reported, never fitted), force evaluations and wall time (minimum of the repeats after a
-warm-up; the runs execute one at a time). Orders in h are fitted on the medians with their 95 %
-intervals, errors below ten times the reference's claimed accuracy excluded
-(:mod:`impactbench.analysis.fitting`).
+step only: reported, never fitted), force evaluations and wall time (repeats of at least 10 ms after
+a warm-up, compared by the ratio of median times with a bootstrap interval:
+:data:`impactbench.analysis.timing.PROTOCOL_TEXT`; the runs execute one at a time). Orders in h
+are fitted on the medians with their 95 % intervals, errors below ten times the reference's
+claimed accuracy excluded (:mod:`impactbench.analysis.fitting`).
 
 The report writes the reference curves it plots as tables next to the run table
 (``reference_curves.csv``, ``references.csv``, from the cached reference) and draws every figure
@@ -42,13 +43,16 @@ from impactbench.analysis.metrics import ERROR_GRID_TEXT, error_floor
 from impactbench.analysis.timing import (
     ADAPTIVE_STEPPING,
     COMPARED_FAMILIES,
-    FASTER,
+    PROTOCOL_TEXT,
+    STUDY_REPEATS,
+    TIE,
+    VERDICT_TEXT,
+    compare,
     comparison_families,
     crossover,
     crossover_text,
     row_timing,
     ties,
-    verdict,
     with_spreads,
 )
 from impactbench.bench.report import (
@@ -106,7 +110,7 @@ STEPS = {"full": _FULL_STEPS, "quick": _FULL_STEPS[[0, 2, 4]]}
 #: Runs per nominal step: the step itself and perturbed copies (phase averaging).
 PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [10.0**-k for k in range(3, 11)], "quick": [1e-5, 1e-8]}
-REPEATS = {"full": 3, "quick": 1}
+REPEATS = STUDY_REPEATS
 #: rtol of the step-size-controlled schemes, their largest step (the coarsest fixed step), and
 #: the tolerances whose runs store their accepted steps for the h(t) figure.
 ADAPTIVE_TOLERANCES = {"full": [10.0**-k for k in range(2, 8)], "quick": [1e-3, 1e-5]}
@@ -148,7 +152,7 @@ def runs(quick: bool) -> list[Run]:
     grid = "quick" if quick else "full"
     options = {
         "metrics": METRICS,
-        "repeats": REPEATS[grid],
+        **REPEATS[grid],
         "reference": event_driven_reference,
     }
     result = expand(
@@ -374,13 +378,14 @@ def _tied_note(best: pd.Series, runs_of: pd.DataFrame, target: float) -> str:
     if tied.empty:
         return ""
     listed = ", ".join(f"{_run_label(row)}, {_ms(row['wall_time'])})" for _, row in tied.iterrows())
-    return f" (tied, within the spread of the repeats, with {listed})"
+    return f" (tied: the interval of the ratio of median times holds 1, with {listed})"
 
 
 def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
     """Which run reaches each max position error target fastest, and the other family's best:
-    "faster" only where the gap exceeds the spread of the repeats of both
-    (:func:`impactbench.analysis.timing.verdict`), a tie otherwise.
+    "faster by X [a, b]" (the ratio of median times with its bootstrap interval,
+    :func:`impactbench.analysis.timing.compare`; "slower" when the run of least minimum time
+    has the larger median) where the interval excludes 1, a tie otherwise.
 
     Consecutive targets with the same answer are merged into one clause.
     """
@@ -406,17 +411,16 @@ def _accuracy_finding(problem: str, group: pd.DataFrame) -> str | None:
                     f", no {family} run gets there (smallest error "
                     f"{format_number(closest['max_position_error'])}: {_run_label(closest)}))"
                 )
-            elif verdict(row_timing(best), row_timing(other)) == FASTER:
-                ratio = other["wall_time"] / best["wall_time"]
+            elif (result := compare(row_timing(best), row_timing(other))).verdict != TIE:
                 text += (
-                    f", {ratio:.3g}x faster than the fastest {family} run "
+                    f", {result.text} than the fastest {family} run "
                     f"{_run_label(other)}, {_ms(other['wall_time'])})"
                     + _tied_note(other, runs_of, target)
                 )
             else:
                 text += (
-                    f", a tie with the fastest {family} run {_run_label(other)}, "
-                    f"{_ms(other['wall_time'])}: the gap is within the spread of the repeats)"
+                    f", a {result.text} with the fastest {family} run {_run_label(other)}, "
+                    f"{_ms(other['wall_time'])})"
                 )
         if texts and texts[-1] == text:
             merged[-1].append(target)
@@ -441,8 +445,7 @@ def _crossover_finding(problem: str, group: pd.DataFrame) -> str | None:
     if not answers:
         return None
     return (
-        f"{problem}: faster family to a max position error (wall time; a verdict only where "
-        f"the gap exceeds the spread of the repeats of both runs, else a tie): "
+        f"{problem}: faster family to a max position error ({VERDICT_TEXT}): "
         f"{crossover_text(answers)}."
     )
 
@@ -741,8 +744,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "within the window, over their number; *spurious*: clusters of run impacts with no "
             "reference impact nearby; *impacts logged*: entries of the run's impact log; "
             "*penetration*: max(0, -min g) (on the nominal step's run only, - on its "
-            "perturbed copies); *wall time*: minimum of the repeats after a "
-            "warm-up; *spread*: maximum minus minimum of the repeats (- for a run timed once); "
+            "perturbed copies); *wall time*: minimum of the timed repeats after a "
+            "warm-up (each repeat at least 10 ms, the time per simulation); *spread*: maximum "
+            "minus minimum of the repeats (- for a run timed once); "
             "*integration*: the part of the wall time spent in the method's integration loop "
             "(the rest is the per-call work of `simulate`).\n\n"
             + markdown_table(summary(table, references)),
@@ -816,8 +820,9 @@ def _description() -> str:
         "rtol) and event detection (EventDriven, DOP853) by relative tolerance, all measured "
         "against a cached DOP853 event-driven reference at rtol 1e-12 (the scipy engine with "
         "dense output): "
-        "accuracy, impacts found, missed and spurious, force evaluations and wall time (minimum "
-        "of the repeats after a warm-up; the runs execute one at a time). The time-steppers run "
+        "accuracy, impacts found, missed and spurious, force evaluations and wall time. "
+        + PROTOCOL_TEXT
+        + " The time-steppers run "
         "as numba-compiled loops and EventDriven as the compiled event loop "
         "(EventDriven[...,compiled=True], the main line: both families compiled, so the wall "
         "times compare methods); EventDriven[...,compiled=False] is the same algorithm as "

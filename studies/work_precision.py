@@ -5,13 +5,14 @@ Fixed-step time-stepping methods are swept by their step h, step-size-controlled
 event-driven method by their relative tolerance, one run per tolerance. Time-stepping methods
 are swept by their step h, each nominal step run at ``PHASES`` perturbed
 copies h (1 + delta_j) (phase averaging, :mod:`impactbench.analysis.fitting`), the event-driven
-method by its relative tolerance; the cost is the wall time (min over repeats after a warm-up; the
-runs execute one at a time so that they do not compete for the machine) and the number of force
-evaluations, which does not depend on the machine. A step's error and cost are the medians over
-its copies, so a step that happens to put an impact at a lucky grid phase does not pass for a
-cheap accurate run; the slope of the error against the force evaluations, error ~
-evaluations^-p, is fitted with its 95 % interval and the same floor and flatness rules as an
-order.
+method by its relative tolerance; the cost is the wall time (repeats of at least 10 ms each,
+compared by the ratio of median times with a bootstrap interval,
+:data:`impactbench.analysis.timing.PROTOCOL_TEXT`; the runs execute one at a time so that they
+do not compete for the machine) and the number of force evaluations, which does not depend on
+the machine. A step's error and cost are the medians over its copies, so a step that happens to
+put an impact at a lucky grid phase does not pass for a cheap accurate run; the slope of the
+error against the force evaluations, error ~ evaluations^-p, is fitted with its 95 % interval
+and the same floor and flatness rules as an order.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from impactbench.analysis.fitting import ORDER, OrderFit, fit_order, phase_media
 from impactbench.analysis.metrics import ERROR_GRID_TEXT
 from impactbench.analysis.timing import (
     ADAPTIVE_STEPPING,
+    PROTOCOL_TEXT,
+    STUDY_REPEATS,
+    VERDICT_TEXT,
     comparison_families,
     crossover,
     crossover_text,
@@ -62,7 +66,7 @@ ADAPTIVE_TOLERANCES = {"full": [10.0**-k for k in range(2, 8)], "quick": [1e-3, 
 ADAPTIVE_H_MAX = 1e-2
 #: The adaptive runs whose accepted steps are stored for the h(t) figure (the ball).
 STEP_SIZE_TOLERANCES = (1e-3, 1e-5)
-REPEATS = {"full": 3, "quick": 1}
+REPEATS = STUDY_REPEATS
 #: Error levels of the "cheapest run" table.
 TARGETS = (1e-2, 1e-4, 1e-6, 1e-8)
 COSTS = {"wall_time": "wall time [s]", "force_evaluations": "force evaluations [-]"}
@@ -77,7 +81,7 @@ def runs(quick: bool) -> list[Run]:
     methods = study_methods()
     grid = "quick" if quick else "full"
     cases = exact_cases(quick)
-    options = {"metrics": [METRIC], "repeats": REPEATS[grid]}
+    options = {"metrics": [METRIC], **REPEATS[grid]}
     steppers = [Grid(method) for method in methods.values() if method.requires_step]
     result = expand(cases, steppers, steps=STEPS[grid].tolist(), phases=PHASES[grid], **options)
     if "EventDriven" in methods:
@@ -119,7 +123,7 @@ def cheapest(medians: pd.DataFrame, cost: str) -> pd.DataFrame:
 
     By wall time, the cell gives the spread of its repeats and its integration time, and lists
     the other methods' cheapest runs that tie with it (:func:`impactbench.analysis.timing.ties`:
-    a gap within the spread of the repeats of both).
+    the bootstrap interval of the ratio of median times holds 1).
     """
     rows = []
     for problem, group in medians.groupby("problem", sort=False):
@@ -218,9 +222,8 @@ def _findings(fastest: pd.DataFrame, rates: pd.DataFrame, medians: pd.DataFrame)
         answers = crossover(group, METRIC, TARGETS)
         if group["family"].nunique() > 1 and answers:
             findings.append(
-                f"{problem}: faster family to a max position error (median wall time; a "
-                f"verdict only where the gap exceeds the spread of the repeats of both runs, "
-                f"else a tie): {crossover_text(answers)}."
+                f"{problem}: faster family to a max position error ({VERDICT_TEXT}): "
+                f"{crossover_text(answers)}."
             )
     for row in fastest.to_dict("records"):
         reached = {k: v for k, v in row.items() if k != "problem" and v != "-"}
@@ -316,8 +319,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             median_note + "Among the steps (tolerances) with max position error at most the "
             "target, the one with the least wall time (its step or tolerance, the time, +/- the "
             "spread of its repeats (max - min; ? for a run timed once) and the time spent in its "
-            'integration loop); "tie:" lists the other methods\' fastest runs whose gap to it '
-            "is within the spread of the repeats of both.\n\n" + markdown_table(by_time),
+            'integration loop); "tie:" lists the other methods\' fastest runs whose ratio of '
+            "median times to it has a 95 % bootstrap interval holding 1.\n\n"
+            + markdown_table(by_time),
         ),
         Section(
             "Fewest force evaluations per error target",
@@ -367,9 +371,8 @@ STUDY = Study(
         "relative tolerance (" + _adaptive.settings_text(ADAPTIVE_H_MAX) + "; one run per "
         "rtol), the event-driven method by relative tolerance on its two engines (the "
         "compiled event loop, compiled=True, and the same algorithm as Python around scipy, "
-        "compiled=False, dotted), on one chart per problem. Wall time is the minimum over "
-        "repeats after a warm-up run; the runs execute one at a time. A run that fails is a "
-        "row with its status and NaN errors, not dropped. " + ERROR_GRID_TEXT
+        "compiled=False, dotted), on one chart per problem. " + PROTOCOL_TEXT + " A run that "
+        "fails is a row with its status and NaN errors, not dropped. " + ERROR_GRID_TEXT
     ),
     runs=runs,
     report=report,

@@ -46,6 +46,7 @@ from impactbench.analysis.metrics import (
     velocity_error_at_end,
 )
 from impactbench.analysis.reference import Reference
+from impactbench.analysis.timing import median_is_precise
 from impactbench.bench import runner
 from impactbench.core import compilation
 from impactbench.core.dense import DenseOutput, chebyshev_lobatto_nodes
@@ -466,12 +467,74 @@ def test_runner_reports_the_minimum_of_the_repeats(monkeypatch):
         "wall_time": 1.0,
         "wall_time_median": 2.0,
         "wall_time_max": 3.0,
+        "wall_time_repeats": [3.0, 1.0, 2.0],
+        "timed_repeats": 3,
+        "inner_runs": 1,  # the first simulation covers MIN_TIMED_SECONDS: it is a repeat
         "warmup_time": 9.0,
         "compile_time": 5.5,
         "integration_time": 0.25,
         "integration_time_median": 1.75,
         "integration_time_max": 2.5,
     }
+
+
+@pytest.mark.parametrize(
+    ("clock", "inner", "repeats"),
+    [
+        # 0.004 s per simulation: the first (alone, under 0.01 s) is dropped and the repeats
+        # take ceil(0.01 / 0.004) = 3 simulations; their times are per simulation
+        ([0.004, *([0.004, 0.004, 0.005] * 2)], 3, [0.013 / 3, 0.013 / 3]),
+        # a slow first simulation (0.02 s, over 0.01 s alone) is a repeat of one; the next one
+        # alone (0.0011 s) is dropped, and the repeats take ceil(0.01 / 0.0011) = 10
+        ([0.02, 0.0011, *([0.0011] * 10)], 10, [0.02, 0.0011]),
+    ],
+)
+def test_runner_times_a_short_run_several_times_per_repeat(monkeypatch, clock, inner, repeats):
+    clock = iter(clock)
+
+    def fake_simulate(problem, method, t_end, **options):
+        stats = {"wall_time": next(clock), "steps": 2, "force_evaluations": 2, "impacts": 0}
+        return _trajectory([0.0, 1.0], [1.0, 1.0], [0.0, 0.0], h=0.5, stats=stats)
+
+    monkeypatch.setattr(runner, "simulate", fake_simulate)
+    monkeypatch.setattr(compilation, "is_loaded", lambda code: True)  # no warm-up
+    outcome = runner.perform(runner.Run(BouncingBall, MoreauJean, 1.0, h=0.5, repeats=2))
+    assert outcome.timing["inner_runs"] == inner and outcome.timing["timed_repeats"] == 2
+    assert outcome.timing["wall_time_repeats"] == pytest.approx(repeats)
+    assert next(clock, None) is None  # every simulation made, no warm-up (code loaded)
+
+
+@pytest.mark.parametrize(
+    ("times", "expected"),
+    [
+        # ten equal repeats: the interval of the median is a point; stop at repeats = 10
+        ([1.0] * 30, 10),
+        # alternating 1 and 2: the order-statistic interval of the median spans [1, 2] for
+        # every count, never within 5 %: the repeats stop at max_repeats
+        ([1.0, 2.0] * 15, 20),
+        # ten repeats spread over [1, 2], then 1.5 only: the interval x_(j), x_(n+1-j) of the
+        # median closes on 1.5 once enough repeats equal it
+        ([1.0 + k / 9 for k in range(10)] + [1.5] * 20, None),
+    ],
+)
+def test_runner_repeats_until_the_median_is_precise(monkeypatch, times, expected):
+    clock = iter(times)
+
+    def fake_simulate(problem, method, t_end, **options):
+        stats = {"wall_time": next(clock), "steps": 2, "force_evaluations": 2, "impacts": 0}
+        return _trajectory([0.0, 1.0], [1.0, 1.0], [0.0, 0.0], h=0.5, stats=stats)
+
+    monkeypatch.setattr(runner, "simulate", fake_simulate)
+    monkeypatch.setattr(compilation, "is_loaded", lambda code: True)  # no warm-up
+    run = runner.Run(BouncingBall, MoreauJean, 1.0, h=0.5, repeats=10, max_repeats=20)
+    timing = runner.perform(run).timing
+    made = timing["timed_repeats"]
+    assert timing["wall_time_repeats"] == times[:made]
+    if expected is not None:
+        assert made == expected
+    else:
+        assert 10 < made < 20 and median_is_precise(times[:made])
+        assert not median_is_precise(times[: made - 1])
 
 
 def test_runner_integration_time_is_nan_when_the_method_does_not_report_it(monkeypatch):

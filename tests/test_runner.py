@@ -7,6 +7,7 @@ also in worker processes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -179,6 +180,8 @@ def test_expand_runs_phase_families_labelled_with_their_nominal_step():
         ({"method": MoreauJean, "h": 0.1, "metrics": ["nonsense"]}, "metrics"),
         ({"method": MoreauJean, "h": 0.1, "method_kwargs": {"theta": object()}}, "method_kwargs"),
         ({"method": MoreauJean, "h": 0.1, "repeats": 0}, "repeats"),
+        ({"method": MoreauJean, "h": 0.1, "repeats": 10, "max_repeats": 5}, "max_repeats"),
+        ({"method": MoreauJean, "h": 0.1, "max_repeats": 1.5}, "max_repeats"),
         ({"method": MoreauJean, "h": 0.1, "tolerance": "rtol"}, "tolerance"),
         ({"method": int, "h": 0.1}, "method"),
     ],
@@ -487,6 +490,10 @@ def _corrupt(entry: dict, how: str):
         entry["outcome"]["timing"]["wall_time"] = -1.0
     elif how == "NaN wall time":  # only a warm-up time may be NaN (no warm-up was needed)
         entry["outcome"]["timing"]["wall_time"] = float("nan")
+    elif how == "repeats not counted":
+        entry["outcome"]["timing"]["wall_time_repeats"].append(1.0)
+    elif how == "zero inner runs":
+        entry["outcome"]["timing"]["inner_runs"] = 0
     elif how == "another run":
         entry["run"]["t_end"] = 99.0
     elif how == "extra field":
@@ -506,6 +513,8 @@ def _corrupt(entry: dict, how: str):
         "boolean steps",
         "negative time",
         "NaN wall time",
+        "repeats not counted",
+        "zero inner runs",
         "another run",
         "extra field",
     ],
@@ -941,3 +950,34 @@ def test_an_overflowed_impact_log_marks_its_counts_as_lower_bounds(tmp_path):
     assert table["impacts_capped"].tolist() == [True, False]
     again = execute([capped], cache_dir=tmp_path, jobs=1, progress=False)[0]  # from the cache
     assert again.cached and again.cost["impacts_capped"] is True
+
+
+def test_interleaved_runs_are_timed_round_robin(monkeypatch, tmp_path):
+    """``interleave``: both runs performed untimed first, then one repeat (or one dropped
+    attempt shorter than 10 ms) of each per round; the outcomes and the cache are those of a
+    run timed alone."""
+    calls = []
+
+    def logged(problem, method, t_end, **options):
+        calls.append(options["h"])
+        return simulate(problem, method, t_end, **options)
+
+    monkeypatch.setattr(runner, "simulate", logged)
+    runs = [Run(BouncingBall, MoreauJean, 1.0, h=h, repeats=3, metrics=["max_position_error"])
+            for h in (0.1, 0.05)]  # fmt: skip
+    outcomes = execute(runs, cache_dir=tmp_path, interleave=True)
+    blocks = [h for h, _ in itertools.groupby(calls)]
+    # untimed: run 1, run 2; then at least three rounds of run 1, run 2
+    assert blocks[:8] == [0.1, 0.05] * 4
+    for outcome in outcomes:
+        assert outcome.status == "ok" and outcome.timing["timed_repeats"] == 3
+        repeats = outcome.timing["wall_time_repeats"]
+        assert outcome.timing["wall_time"] == min(repeats) and len(repeats) == 3
+        assert min(repeats) * outcome.timing["inner_runs"] >= 0.5 * runner.MIN_TIMED_SECONDS
+    alone = [runner.perform(run) for run in runs]
+    assert [o.metrics for o in outcomes] == [o.metrics for o in alone]
+    assert [o.cost for o in outcomes] == [o.cost for o in alone]
+    again = execute(runs, cache_dir=tmp_path, interleave=True)
+    assert all(outcome.cached for outcome in again)
+    stored = [json.dumps(o.timing, sort_keys=True) for o in again]
+    assert stored == [json.dumps(o.timing, sort_keys=True) for o in outcomes]  # NaN as NaN

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -108,23 +109,26 @@ def test_findings_state_the_figures_of_the_table(tmp_path):
         "steps, 0.8 us per step, 0.4 ms per run" in text
     )
     assert (tmp_path / "scaling.png").exists()
-    # no spread measured in this table: no verdict between the engine and the time-stepper
-    assert text.count("(a tie: the gap is within the spread of the repeats)") == 2
+    # no repeats in this table: no verdict between the engine and the time-stepper
+    assert text.count("(a tie (fewer than 5 repeats))") == 2
 
 
-def test_the_engine_against_a_time_stepper_is_a_verdict_beyond_the_spread_only(tmp_path):
-    # engine 2 ms +/- 0.5 ms against MoreauJean 0.5 ms +/- 0.1 ms at n = 100 and 11: gap 1.5 ms
-    # > 0.5 ms, the engine is the slower; with MoreauJean at 1.8 ms (gap 0.2 ms) a tie
+def test_the_engine_against_a_time_stepper_is_a_verdict_on_the_ratio_of_medians(tmp_path):
+    # ten repeats spread evenly over [wall, wall + spread]: the engine's over [2, 2.5] ms
+    # against MoreauJean's over [0.5, 0.6] ms: medians 2.25 and 0.55 ms, the engine slower by
+    # 2.25 / 0.55 = 4.09; against MoreauJean's over [2, 2.5] ms too: a tie
     def timed(row, spread):
-        return {**row, "wall_time_max": row["wall_time"] + spread, "repeats": 3}
+        wall = row["wall_time"]
+        repeats = json.dumps(list(np.linspace(wall, wall + spread, 10)))
+        return {**row, "wall_time_max": wall + spread, "wall_time_repeats": repeats}
 
     engine = timed(_row(scaling.BAR, "EventDriven[rtol=1e-10]", 11, 100, 20000.0), 5e-4)
     slower = [engine, timed(_row(scaling.BAR, "MoreauJean", 100, 1000, 500.0), 1e-4)]
     text = "\n".join(scaling.report(pd.DataFrame(slower), tmp_path).findings)
-    assert "(the engine's run is the slower, beyond the spread of the repeats)" in text
-    tie = [engine, timed(_row(scaling.BAR, "MoreauJean", 100, 1000, 1800.0), 1e-4)]
+    assert "(the engine's run is slower by 4.09 [" in text
+    tie = [engine, timed(_row(scaling.BAR, "MoreauJean", 100, 1000, 2000.0), 5e-4)]
     text = "\n".join(scaling.report(pd.DataFrame(tie), tmp_path).findings)
-    assert "(a tie: the gap is within the spread of the repeats)" in text
+    assert "(a tie (ratio 1 [" in text
 
 
 def test_runs_of_each_grid():

@@ -32,6 +32,7 @@ one h to the next), and the interval's coverage on synthetic data is checked by 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -129,7 +130,11 @@ def phase_medians(
     DataFrame
         Columns ``problem``, ``method``, the ``keys``, ``h`` (the nominal step), ``tolerance``,
         ``runs`` (finished runs in the family), then for each value column ``<name>`` (median),
-        ``<name>_min`` and ``<name>_max``; rows in order of first appearance.
+        ``<name>_min`` and ``<name>_max``; rows in order of first appearance. When ``table``
+        has ``wall_time_repeats`` (the timed repeats of each run, JSON lists), the last column
+        ``wall_time_repeats`` pools those of the family's runs (JSON), so that a family's time
+        is compared with another's (:func:`impactbench.analysis.timing.compare`) over the
+        phases and the repeats of its runs.
     """
     done = table[table["status"] != Status.FAILED.value] if "status" in table else table
     done = done.assign(
@@ -151,10 +156,15 @@ def phase_medians(
             row[name] = column.median()
             row[f"{name}_min"] = column.min()
             row[f"{name}_max"] = column.max()
+        if "wall_time_repeats" in group:
+            pooled = [json.loads(t) for t in group["wall_time_repeats"] if isinstance(t, str)]
+            row["wall_time_repeats"] = json.dumps([t for times in pooled for t in times])
         rows.append(row)
     columns = ["problem", "method", *keys, "h", "tolerance", "runs"]
     for name in values:
         columns += [name, f"{name}_min", f"{name}_max"]
+    if "wall_time_repeats" in done:
+        columns.append("wall_time_repeats")
     return pd.DataFrame(rows, columns=columns)
 
 

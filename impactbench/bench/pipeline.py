@@ -227,7 +227,8 @@ def run_study(
     jobs, backend, scheduler, cache_dir, use_cache, retries
         As :func:`impactbench.bench.runner.execute`; ``jobs`` is capped by the study's
         ``max_jobs``, and a study capped to one job compiles its code on ``jobs`` workers first
-        (``compile_jobs`` of :func:`~impactbench.bench.runner.execute`).
+        (``compile_jobs`` of :func:`~impactbench.bench.runner.execute`) and times its runs
+        interleaved (``interleave``).
     run_timeout : float, optional
         Time limit in seconds of each run (as :func:`~impactbench.bench.runner.execute`);
         default: the study's ``run_timeout``.
@@ -296,6 +297,7 @@ def run_study(
         compile_jobs=compile_jobs,
         run_timeout=run_timeout if run_timeout is not None else study.run_timeout,
         progress=progress,
+        interleave=study.max_jobs == 1,
     )
     verified, differences = 0, []
     if verify_cache:

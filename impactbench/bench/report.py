@@ -275,8 +275,11 @@ def _provenance_section(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
             "- machine: " + ", ".join(f"{key.replace('_', ' ')} {machine[key]}" for key in machine)
         )
     lines.append(
-        "- timings: the minimum over the repeats after a warm-up (`wall_time`); "
-        "`wall_time_median` and `wall_time_max` in the table give their spread; a worker warms "
+        "- timings: the minimum over the repeats after a warm-up (`wall_time`), each repeat "
+        "covering at least 10 ms (`inner_runs` simulations of a shorter run, the time per "
+        "simulation kept); `wall_time_median` and `wall_time_max` give their spread, "
+        "`wall_time_repeats` every repeat and `timed_repeats` their number (more repeats until "
+        "the interval of the median is within 5 %); a worker warms "
         "up once per compiled code (`warmup_time`, NaN for the runs that needed none); "
         "`compile_time` is the time numba spent compiling or loading compiled code from its "
         "disk cache during the run, in none of the other timings; "

@@ -18,7 +18,9 @@ Columns, in this order:
 * ``status`` and ``error``;
 * provenance: ``key``, ``code_version``, ``git_revision`` and the versions ``python``,
   ``impactbench``, ``numpy``, ``scipy``, ``numba``;
-* timing, last: :data:`TIMING_COLUMNS`.
+* timing, last: :data:`TIMING_COLUMNS` (``wall_time_repeats``: the time of every timed repeat,
+  a JSON list; ``timed_repeats`` and ``inner_runs``: how many repeats, and simulations per
+  repeat, :mod:`impactbench.bench.runner`).
 
 Rows follow the order of the study's runs (:func:`impactbench.bench.runner.expand` order), which
 does not depend on the order in which the runs finished. Floats are written with the shortest repr
@@ -44,6 +46,9 @@ from ..analysis.metrics import METRICS
 from ..core._files import CacheWarning, read_regular, write_atomic
 from .files import check_study_folder, replace_group
 from .runner import FAILED, PACKAGES, TIMING_FIELDS, Outcome, Run
+
+#: The timing columns that count (integers).
+TIMING_COUNTS = ("timed_repeats", "inner_runs")
 
 RUN_COLUMNS = (
     "study",
@@ -124,6 +129,7 @@ def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) ->
         row.update(key=outcome.key, code_version=outcome.code_version)
         row.update(outcome.provenance)
         row.update(outcome.timing)
+        row["wall_time_repeats"] = _cell(row["wall_time_repeats"])  # a list, as JSON
         rows.append(row)
     problem_params = [name for name in parameters if name.startswith("problem.")]
     method_params = [name for name in parameters if name.startswith("method.")]
@@ -146,10 +152,11 @@ def build_table(study: str, runs: Sequence[Run], outcomes: Sequence[Outcome]) ->
         "h_used",
         "contact_time",
         *metrics,
-        *TIMING_COLUMNS,
+        *(name for name in TIMING_COLUMNS if name not in ("wall_time_repeats", *TIMING_COUNTS)),
     ):
         table[name] = table[name].astype(float)
-    for name in ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases"):
+    counts = ("steps", "force_evaluations", "impacts", "impact_log_entries", "contact_phases")
+    for name in (*counts, *TIMING_COUNTS):
         table[name] = table[name].astype("Int64")
     table["impacts_capped"] = table["impacts_capped"].astype("boolean")
     return table

@@ -37,15 +37,32 @@ first-call costs: numba compiles a helper called from plain Python only when a b
 reaches it, e.g. at the first impact, so a shortened warm-up would not do), unless its process
 has run the same compiled code before (:func:`impactbench.core.compilation.compiled_code`: a
 compiled time loop or event-driven engine; the plain-Python and scipy paths are always warmed
-up). Then the run is simulated ``repeats`` times; ``wall_time`` is the minimum over the
-repeats, ``wall_time_median`` and ``wall_time_max`` their spread (``warmup_time`` the time of the
-warm-up, NaN when there was none; ``compile_time`` the time numba spent compiling or loading
-compiled code in the run's simulations, kept out of every other timing); ``integration_time``
-(and ``_median``, ``_max``) the same for the time spent in the method's integration loop
-(``Trajectory.stats["integration_time"]``: the compiled loop where one runs; NaN for a method
-that does not report it), so that a table gives the method's cost next to the per-call cost of
-:func:`impactbench.simulate`. The metrics are those of the last repeat (the repeats are
-identical).
+up). Then the run is timed in repeats. A repeat simulates the run ``inner_runs`` times and
+records the time per simulation (the sum of the simulations' wall times over ``inner_runs``);
+it counts only when that sum covers :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`,
+else it is dropped and ``inner_runs`` raised to cover it at the pace measured (starting from
+one simulation; at most :data:`MAX_INNER_RUNS`), so that a repeat of a short run is not
+dominated by the clock's resolution, the per-call overheads and the scheduler's slices
+(``inner_runs`` records the last count: the repeats before a raise, which covered the time
+too, are kept). The repeats go on until there are ``repeats``
+of them and the 95 % interval of their median lies within
+:data:`impactbench.analysis.timing.MEDIAN_PRECISION` of it
+(:func:`impactbench.analysis.timing.median_is_precise`), and stop at ``max_repeats``
+(``timed_repeats`` records how many were made). ``wall_time`` is the minimum over the repeats,
+``wall_time_median`` and ``wall_time_max`` their median and maximum, ``wall_time_repeats``
+every repeat (the studies' verdicts are bootstrap comparisons of these,
+:func:`impactbench.analysis.timing.compare`); ``warmup_time`` the time of the warm-up, NaN
+when there was none; ``compile_time`` the time numba spent compiling or loading compiled code
+in the run's simulations, kept out of every other timing; ``integration_time`` (and
+``_median``, ``_max``) the same per simulation for the time spent in the method's integration
+loop (``Trajectory.stats["integration_time"]``: the compiled loop where one runs; NaN for a
+method that does not report it), so that a table gives the method's cost next to the per-call
+cost of :func:`impactbench.simulate`. The metrics are those of the last simulation (the
+simulations are identical). Timed runs should have the machine to themselves: the timing
+studies run one job at a time (``Study.max_jobs``), their compilation runs done before, and
+time their runs interleaved (``interleave`` of :func:`execute`: all runs performed untimed
+first, then timed round-robin, one repeat of each per round), so that a slow stretch of the
+machine falls on all the runs compared alike.
 
 Compilation. In parallel, one run per compiled-code group
 (:func:`impactbench.core.compilation.one_per_group`) goes first and the others follow when
@@ -88,6 +105,7 @@ from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
 from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
+from ..analysis.timing import MIN_TIMED_SECONDS, median_is_precise
 from ..core import _checks, compilation
 from ..core._files import CacheWarning, read_regular, write_atomic
 from ..core.method import Method
@@ -119,7 +137,10 @@ MAX_RETRIES = 10
 #: Largest number of local jobs per CPU (each is a process holding a Python interpreter).
 MAX_JOBS_PER_CPU = 4
 
-_CACHE_FORMAT = 4
+#: Most simulations in one timed repeat (:func:`perform`).
+MAX_INNER_RUNS = 100_000
+
+_CACHE_FORMAT = 5
 _KEY_LENGTH = 20
 
 FAILED = Status.FAILED.value
@@ -182,7 +203,11 @@ class Run:
     metrics : sequence of str
         Names from :data:`impactbench.analysis.metrics.METRICS`.
     repeats : int
-        Number of timed repetitions after the warm-up run.
+        Fewest timed repeats after the warm-up run (see the module notes: each covers at least
+        :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`).
+    max_repeats : int or None
+        Most timed repeats: the repeats beyond ``repeats`` go on until the interval of their
+        median is precise (module notes). Default: ``repeats`` (a fixed number of repeats).
     tolerance : str or None
         Name of the method parameter swept as the accuracy axis of an adaptive method (e.g.
         ``"rtol"``); it is left out of :attr:`method_name`.
@@ -219,6 +244,7 @@ class Run:
     output_every: int = 1
     metrics: Sequence[str] = ()
     repeats: int = 1
+    max_repeats: int | None = None
     tolerance: str | None = None
     reference: ReferenceFactory | None = None
     problem_name: str = ""
@@ -245,6 +271,12 @@ class Run:
         set_field("method_kwargs", _canonical(dict(self.method_kwargs), "method_kwargs"))
         set_field("output_every", _checks.positive_int(self.output_every, "output_every"))
         set_field("repeats", _checks.positive_int(self.repeats, "repeats"))
+        most = self.repeats if self.max_repeats is None else self.max_repeats
+        set_field("max_repeats", _checks.positive_int(most, "max_repeats"))
+        if self.max_repeats < self.repeats:
+            raise ValueError(
+                f"max_repeats must be at least repeats ({self.repeats}), got {self.max_repeats!r}"
+            )
         unknown = [name for name in self.metrics if name not in METRICS]
         if isinstance(self.metrics, str) or unknown:
             raise ValueError(
@@ -302,6 +334,8 @@ class Run:
             "output_every": self.output_every,
             "metrics": list(self.metrics),
             "repeats": self.repeats,
+            "max_repeats": self.max_repeats,
+            "min_timed_seconds": MIN_TIMED_SECONDS,
             "reference": None if self.reference is None else _reference_name(self.reference),
             "artefact": None if self.artefact is None else _reference_name(self.artefact),
         }
@@ -339,6 +373,7 @@ def expand(
     metrics: Sequence[str] = (),
     output_every: int = 1,
     repeats: int = 1,
+    max_repeats: int | None = None,
     reference: ReferenceFactory | None = None,
     artefact: ArtefactFactory | None = None,
 ) -> list[Run]:
@@ -385,6 +420,7 @@ def expand(
                             output_every=output_every,
                             metrics=metrics,
                             repeats=repeats,
+                            max_repeats=max_repeats,
                             tolerance=grid.tolerance,
                             reference=reference,
                             problem_name=case.problem_name,
@@ -472,7 +508,9 @@ class Outcome:
         ``contact_phases`` and ``contact_time`` then count the stored entries only and are lower
         bounds; ``impact_log_entries`` counts every entry).
     timing : dict
-        ``wall_time`` (seconds, min over the repeats), ``wall_time_median``, ``wall_time_max``,
+        ``wall_time`` (seconds per simulation, min over the repeats), ``wall_time_median``,
+        ``wall_time_max``, ``wall_time_repeats`` (the list of the repeats' times),
+        ``timed_repeats`` (how many), ``inner_runs`` (simulations per repeat; module notes),
         ``warmup_time``, ``compile_time`` (numba's compilation and disk-cache loading in the
         run's warm-up and repeats, none of it in the other timings; NaN in a cache entry stored
         before it was measured) and ``integration_time`` (min), ``integration_time_median``,
@@ -493,7 +531,7 @@ class Outcome:
     error: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
     cost: dict[str, Any] = field(default_factory=dict)
-    timing: dict[str, float] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
     key: str = ""
     code_version: str = ""
@@ -560,7 +598,16 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
     one is run once more with it, untimed
     (:func:`impactbench.analysis.metrics.with_dense_output`).
     """
+    return _perform(run, interruptible, timed=True)[0]
+
+
+def _perform(run: Run, interruptible: bool, timed: bool) -> tuple[Outcome, _Repeats | None]:
+    """:func:`perform`, the repeats timed there (``timed``), or left to the caller: then the
+    outcome's timings are NaN but for ``warmup_time`` and ``compile_time``, its metrics are
+    those of one untimed simulation, and the returned :class:`_Repeats` (None for a failed
+    run) times the run (:meth:`_Execution.interleaved`)."""
     provenance = package_versions()
+    repeats = None
     try:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
@@ -571,14 +618,16 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             warmup = simulate(problem, method, run.t_end, **options).stats
             warmup_time, compile_time = warmup["wall_time"], warmup.get("compile_time", 0.0)
             compilation.mark_loaded(code)
-        times, integration = [], []
-        for _ in range(run.repeats):
+        repeats = _Repeats(run, problem, method, options)
+        if timed:
+            trajectory = repeats.attempt()
+            while not repeats.done:
+                trajectory = repeats.attempt()
+        else:
             trajectory = simulate(problem, method, run.t_end, **options)
             compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
-            times.append(trajectory.stats["wall_time"])
-            integration.append(trajectory.stats.get("integration_time", math.nan))
         if not trajectory.success:
-            return Outcome.failure(run, trajectory.message, provenance)
+            return Outcome.failure(run, trajectory.message, provenance), None
         reference = _reference(run, problem)
         artefacts = _artefacts(run, problem, trajectory)
         measured = trajectory
@@ -597,11 +646,13 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
     except KeyboardInterrupt as error:
         if interruptible:
             raise
-        return Outcome.failure(run, _describe(error), provenance)
+        return Outcome.failure(run, _describe(error), provenance), None
     except BaseException as error:  # SystemExit and the like from the run's code: a failed row
-        return Outcome.failure(run, _describe(error), provenance)
+        return Outcome.failure(run, _describe(error), provenance), None
     events = impact_events(trajectory)
-    return Outcome(
+    timing = dict.fromkeys(TIMING_FIELDS, math.nan)
+    timing.update(warmup_time=warmup_time, compile_time=compile_time)
+    outcome = Outcome(
         status=trajectory.status.value,
         metrics=values,
         cost={
@@ -614,17 +665,73 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
             "contact_time": events.contact_time,
             "impacts_capped": trajectory.impacts.truncated,
         },
-        timing={
-            "wall_time": min(times),
-            "wall_time_median": float(np.median(times)),
-            "wall_time_max": max(times),
-            "warmup_time": warmup_time,
-            "compile_time": compile_time,
-            **_spread("integration_time", integration),
-        },
+        timing=timing,
         provenance=provenance,
         artefacts=artefacts,
     )
+    if not timed:
+        return outcome, repeats
+    repeats.record(outcome)
+    return outcome, None
+
+
+class _Repeats:
+    """The timed repeats of one run (module notes): :meth:`attempt` one at a time until
+    :attr:`done`, then :meth:`record` them in the run's outcome."""
+
+    def __init__(self, run: Run, problem: Problem, method: Method, options: dict) -> None:
+        self.run, self.problem, self.method, self.options = run, problem, method, options
+        self.times: list[float] = []
+        self.integration: list[float] = []
+        self.inner = 1
+        self.compile_time = 0.0
+
+    @property
+    def done(self) -> bool:
+        """``max_repeats`` repeats made, or ``repeats`` with a precise median."""
+        made = len(self.times)
+        return made >= self.run.max_repeats or (
+            made >= self.run.repeats and median_is_precise(self.times)
+        )
+
+    def attempt(self) -> Trajectory:
+        """One repeat of ``inner`` simulations, dropped, and ``inner`` raised, when it does not
+        cover :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`; returns the last
+        simulation (not kept: the interleaved runs hold no trajectory while they wait)."""
+        wall = loop = 0.0
+        for _ in range(self.inner):
+            trajectory = simulate(self.problem, self.method, self.run.t_end, **self.options)
+            self.compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
+            wall += trajectory.stats["wall_time"]
+            loop += trajectory.stats.get("integration_time", math.nan)
+        if wall < MIN_TIMED_SECONDS and self.inner < MAX_INNER_RUNS:
+            self.inner = _covering(self.inner, wall)  # too short to count: more simulations
+        else:
+            self.times.append(wall / self.inner)
+            self.integration.append(loop / self.inner)
+        return trajectory
+
+    def record(self, outcome: Outcome) -> None:
+        """Put the repeats' timings in ``outcome`` (its compile time increased by theirs)."""
+        outcome.timing.update(
+            wall_time=min(self.times),
+            wall_time_median=float(np.median(self.times)),
+            wall_time_max=max(self.times),
+            wall_time_repeats=list(self.times),
+            timed_repeats=len(self.times),
+            inner_runs=self.inner,
+            compile_time=outcome.timing["compile_time"] + self.compile_time,
+            **_spread("integration_time", self.integration),
+        )
+
+
+def _covering(inner: int, seconds: float) -> int:
+    """The simulations per repeat after ``inner`` of them took ``seconds`` (less than
+    :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`): enough to cover it at that pace,
+    at least one more, at most :data:`MAX_INNER_RUNS` (twice as many when the clock did not
+    advance)."""
+    wanted = 2 * inner if seconds <= 0 else math.ceil(MIN_TIMED_SECONDS * inner / seconds)
+    return min(MAX_INNER_RUNS, max(inner + 1, wanted))
 
 
 def _spread(name: str, seconds: list[float]) -> dict[str, float]:
@@ -850,6 +957,9 @@ TIMING_FIELDS = (
     "wall_time",
     "wall_time_median",
     "wall_time_max",
+    "wall_time_repeats",
+    "timed_repeats",
+    "inner_runs",
     "warmup_time",
     "compile_time",
     "integration_time",
@@ -860,6 +970,11 @@ TIMING_FIELDS = (
 #: before it was measured, read as NaN).
 _OPTIONAL_TIMINGS = ("warmup_time", "compile_time", "integration_time",
                      "integration_time_median", "integration_time_max")  # fmt: skip
+
+
+#: Timing fields that are counts, and those that are not a number of seconds.
+_TIMING_COUNTS = ("timed_repeats", "inner_runs")
+_TIMING_LISTS_AND_COUNTS = ("wall_time_repeats", *_TIMING_COUNTS)
 
 
 def _is_number(value: Any) -> bool:
@@ -923,10 +1038,24 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
         timing = {**timing, "compile_time": math.nan}  # stored before it was measured
     if not isinstance(timing, dict) or set(timing) != set(TIMING_FIELDS):
         raise ValueError(f"timing must be an object with the fields {list(TIMING_FIELDS)}")
-    if not all(_is_timing(name, t) for name, t in timing.items()):
+    counts = {name: timing[name] for name in _TIMING_COUNTS}
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in counts.values()):
+        raise ValueError(f"timed_repeats and inner_runs must be positive integers, got {counts}")
+    repeats = timing["wall_time_repeats"]
+    if not (
+        isinstance(repeats, list)
+        and len(repeats) == timing["timed_repeats"]
+        and all(_is_timing("wall_time", t) for t in repeats)
+    ):
+        raise ValueError(
+            "wall_time_repeats must be a list of timed_repeats finite non-negative numbers, "
+            f"got {repeats!r:.200}"
+        )
+    seconds = {name: t for name, t in timing.items() if name not in _TIMING_LISTS_AND_COUNTS}
+    if not all(_is_timing(name, t) for name, t in seconds.items()):
         raise ValueError(
             f"timings must be finite non-negative numbers (warmup_time and integration_time "
-            f"NaN when there was none), got {timing}"
+            f"NaN when there was none), got {seconds}"
         )
     provenance = stored["provenance"]
     if not isinstance(provenance, dict) or not all(
@@ -936,7 +1065,8 @@ def _stored_outcome(data: Any, key: str, run: Run | None) -> Outcome:
     _check_artefacts(stored["artefacts"], run)
     outcome = Outcome(**stored, cached=True)
     outcome.metrics = {name: float(value) for name, value in metrics.items()}
-    outcome.timing = {name: float(value) for name, value in timing.items()}
+    outcome.timing = {**{name: float(t) for name, t in seconds.items()}, **counts}
+    outcome.timing["wall_time_repeats"] = [float(t) for t in repeats]
     return outcome
 
 
@@ -1084,6 +1214,7 @@ def execute(
     description: str = "runs",
     compile_jobs: int = 1,
     run_timeout: float | None = None,
+    interleave: bool = False,
 ) -> list[Outcome]:
     """Execute ``runs`` in parallel, reading and filling the run cache.
 
@@ -1128,6 +1259,14 @@ def execute(
         metrics): a run still going at its limit is killed and is a failed outcome whose error
         names the limit; the other runs go on (:mod:`impactbench.bench.timeout`: the run
         executes in a forked child process). Default: no limit.
+    interleave : bool
+        Time the runs interleaved when they execute in this process (``jobs=1``, the loky
+        backend, no ``run_timeout``; ignored otherwise): each run is first performed untimed
+        (warm-up, one simulation, metrics), then the runs are timed round-robin, one repeat of
+        each run still timing per round (module notes), so that every run's repeats, and
+        those of the runs a study compares, spread over the same stretch of the machine's
+        load. The runs are cached when their repeats are done: an interruption loses the runs
+        performed and not yet timed. Default False: each run timed when it is performed.
 
     Returns
     -------
@@ -1171,6 +1310,7 @@ def execute(
         if pending:
             execution = _Execution(runs, versions, outcomes, cache, backend, address, jobs, bar)
             execution.run_timeout = run_timeout
+            execution.interleave = interleave
             if jobs == 1 and compile_jobs != 1:
                 execution.compile(pending, compile_jobs)
             execution.run(pending)
@@ -1223,6 +1363,7 @@ class _Execution:
         self.folders = workers.import_roots(runs)
         self.in_process = backend == "loky" and jobs == 1
         self.run_timeout: float | None = None
+        self.interleave = False
 
     def _shipped(self, run: Run) -> Run | bytes:
         """``run`` as a task argument: itself in this process, else packed for a worker
@@ -1238,12 +1379,39 @@ class _Execution:
         from numba's disk cache (without this, the workers that start runs of the same loop
         together all compile it).
         """
+        if self.interleave and self.in_process and self.run_timeout is None:
+            self.interleaved(todo)
+            return
         if self.jobs == 1:
             self._pass(todo)
             return
         first = _one_per_compiled_code(self.runs, todo)
         self._pass(first)
         self._pass({key: positions for key, positions in todo.items() if key not in first})
+
+    def interleaved(self, todo: Mapping[str, list[int]]) -> None:
+        """Perform the runs of ``todo`` here, untimed, then time them round-robin (``interleave``
+        of :func:`execute`); a run whose repeats raise is a failed outcome."""
+        timing: dict[str, tuple[Outcome, _Repeats]] = {}
+        for key, positions in todo.items():
+            outcome, repeats = _perform(self.runs[positions[0]], True, timed=False)
+            if repeats is None:
+                self._finish(positions, key, outcome)
+            else:
+                timing[key] = (outcome, repeats)
+        while timing:
+            for key, (outcome, repeats) in list(timing.items()):
+                try:
+                    repeats.attempt()
+                except Exception as error:  # it ran untimed: only a flaky run's code gets here
+                    failure = Outcome.failure(repeats.run, _describe(error), outcome.provenance)
+                    self._finish(todo[key], key, failure)
+                    del timing[key]
+                    continue
+                if repeats.done:
+                    repeats.record(outcome)
+                    self._finish(todo[key], key, outcome)
+                    del timing[key]
 
     def compile(self, todo: Mapping[str, list[int]], jobs: int) -> None:
         """Compile the code of the runs of ``todo`` on ``jobs`` workers: :func:`_compile` of one
