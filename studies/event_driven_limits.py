@@ -231,10 +231,17 @@ def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
     }
 
 
+def _is_capped(run: pd.Series) -> bool:
+    """Whether the run's impact count hit the impact log's capacity (a lower bound)."""
+    flag = run.get("impacts_capped", False)
+    return bool(flag) if pd.notna(flag) else False
+
+
 def _timed(run: pd.Series, family: str, setting: str) -> dict:
     return {
         setting: run["tolerance"],
         "impacts": run["impacts"],
+        "impacts_capped": _is_capped(run),
         f"{family} error": run[ERROR],
         f"{family} ms": 1e3 * run["wall_time"],
         f"{family} ms max": 1e3 * run["wall_time_max"],
@@ -249,7 +256,15 @@ def equal_error(frame: pd.DataFrame) -> pd.DataFrame:
         {**_timed(run, "event-driven", "rest velocity"), **_cheapest(run, steppers, "time-stepper")}
         for _, run in frame[frame["family"] == EVENT_DRIVEN].iterrows()
     ]
-    return pd.DataFrame(rows)
+    return _counted(pd.DataFrame(rows))
+
+
+def _counted(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with their impact counts printed ">= N" where capped
+    (:func:`impactbench.bench.report.with_capped_counts`)."""
+    if rows.empty:
+        return rows
+    return with_capped_counts(rows).drop(columns="impacts_capped")
 
 
 def adaptive_equal_error(frame: pd.DataFrame) -> pd.DataFrame:
@@ -263,7 +278,7 @@ def adaptive_equal_error(frame: pd.DataFrame) -> pd.DataFrame:
             row.update({f"{key} (vs {name})" if key == "verdict" else key: value
                         for key, value in against.items()})  # fmt: skip
         rows.append(row)
-    return pd.DataFrame(rows)
+    return _counted(pd.DataFrame(rows))
 
 
 def _slug(text: str) -> str:
@@ -315,35 +330,38 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         )
     for label, group in frame.groupby("problem", sort=False):
         columns = ["method", "h", "tolerance", "impacts", "status", ERROR, "rejected_fraction"]
+        timed = ["wall time [ms]", "slowest repeat [ms]"]
         runs_shown = with_capped_counts(group)[columns].assign(
+            **{timed[0]: 1e3 * group["wall_time"], timed[1]: 1e3 * group["wall_time_max"]}
+        )
+        controlled_rows = _adaptive.is_adaptive(group)
+        runs_shown = runs_shown.assign(
             **{
-                "wall time [ms]": 1e3 * group["wall_time"],
-                "slowest repeat [ms]": 1e3 * group["wall_time_max"],
+                "rest velocity [m/s]": group["tolerance"].where(~controlled_rows),
+                "rtol [-]": group["tolerance"].where(controlled_rows),
             }
         )
         runs_shown = runs_shown.rename(
-            columns={
-                "h": "h [s]",
-                "tolerance": "rest velocity or rtol [-]",
-                "rejected_fraction": "rejected steps",
-            }
-        )
+            columns={"h": "h [s]", "rejected_fraction": "rejected steps"}
+        )[["method", "h [s]", "rest velocity [m/s]", "rtol [-]", *columns[3:], *timed]]
         compared = equal_error(group)
         controlled = adaptive_equal_error(group)
         steps = _adaptive.step_size_figure(
             table, folder, str(label), f"Accepted steps h(t): {label}",
             "steps_" + _slug(str(label)) + ".png", _marks(str(label)),
         )  # fmt: skip
+        q = coordinate_unit(str(label).split()[0])
+        units = {ERROR: q, "event-driven error": q, "adaptive error": q, "rest velocity": "m/s"}
         body = (
             f"Every run ({ERROR}: see the module docstring; impacts are impact events; "
             "rejected steps: the fraction of the adaptive runs' attempts).\n\n"
-            + markdown_table(runs_shown)
+            + markdown_table(runs_shown, units=units)
             + "\nEach event-driven run against the cheapest fixed-step run at least as "
             "accurate (times in ms, the fastest and the slowest repeat).\n\n"
-            + markdown_table(compared)
+            + markdown_table(compared, units=units)
             + "\nEach step-size-controlled run against the cheapest fixed-step and the cheapest "
             "event-driven run at least as accurate.\n\n"
-            + markdown_table(controlled)
+            + markdown_table(controlled, units=units)
             + f"\n![work-precision]({_figure(group, str(label), folder)})\n"
             + (steps or "")
         )

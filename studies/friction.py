@@ -609,6 +609,20 @@ def _findings(table, orders, medians, cycles, ratios, rods) -> list[str]:
     return findings
 
 
+#: Units of the columns of the woodpecker's, the rocking block's and the Painleve rod's tables
+#: (relative deviations and ratios of angular velocities dimensionless).
+TABLE_UNITS = {
+    "period": "s",
+    "phi_s_max": "rad",
+    "phi_s_min": "rad",
+    "drop": "m",
+    **{f"{name} vs Siconos": "-" for name in SICONOS_WOODPECKER},
+    **dict.fromkeys(("ratio", "Housner r", "ratio - r", "closed form", "ratio - closed form"), "-"),
+    **dict.fromkeys(("reached t", "at t", "leaves the floor at", "singular time"), "s"),
+    **dict.fromkeys(("largest U_T jump", "U_T after step 1"), "m/s"),
+}
+
+
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """Orders, work-precision, the woodpecker's cycle, Housner's ratios and the Painleve rod."""
     medians = families(table)
@@ -640,7 +654,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Period between the sleeve's first two jams, phi_S's extremes and the sleeve's "
             "drop over that cycle, and their relative deviation from Siconos' run "
             f"({SICONOS_WOODPECKER}; its output is sampled every {SICONOS_SAMPLING:g} s, so "
-            "its period is known to that).\n\n" + markdown_table(cycles),
+            "its period is known to that).\n\n" + markdown_table(cycles, units=TABLE_UNITS),
         ),
         Section(
             "Housner's law on the rocking block",
@@ -648,14 +662,15 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "of samples at the impact's time where the output stores one, event-driven, else "
             "the sample step of largest change of omega) against Housner's r = 1 - 1.5 sin^2 alpha "
             "and against the one-corner velocity-level law's closed form at the block's mu "
-            "(equal to r from the sticking friction 0.288 up).\n\n" + markdown_table(ratios),
+            "(equal to r from the sticking friction 0.288 up).\n\n"
+            + markdown_table(ratios, units=TABLE_UNITS),
         ),
         Section(
             "The Painleve rod",
             "What each family does: a failed run's status message (t, q, v included), or "
             f"the largest jump of the end's tangential velocity, the time the end rises "
             f"{LIFT_OFF:g} above the floor, and the sliding phase's singular time.\n\n"
-            + markdown_table(rods),
+            + markdown_table(rods, units=TABLE_UNITS),
         ),
     ]
     return StudyReport(sections, _findings(table, orders, medians, cycles, ratios, rods))

@@ -373,7 +373,7 @@ def summary_for_paper(rows: pd.DataFrame) -> Summary:
             "rtol [-]": shown["nominal"].where(~stepping),
         }
     )
-    columns = ["configuration", "method", "h [s]", "rtol [-]", "runs", *values]
+    columns = ["configuration", "method", "h [s]", "rtol [-]", "runs [-]", *values]
     note = summarised.note.replace("nominal", "nominal h or rtol")
     return Summary(shown[columns], f"nominal h: phase copies h (1 + delta_j); {note}")
 

@@ -119,7 +119,7 @@ def test_summary_gives_medians_and_ranges_per_nominal_setting():
         }
     )
     table = summarise(frame, ["method"], "h", ["error [m]"]).frame
-    assert table["runs"].tolist() == [3, 3, 3]
+    assert table["runs [-]"].tolist() == [3, 3, 3]
     assert table["error [m]"].tolist() == ["2 [1, 4]", "0.2 [0.1, 0.3]", "0.01"]
     assert interval_text([np.nan, 3.0, 1.0]) == "2 [1, 3]" and interval_text([np.nan]) == "-"
     sweeps = pd.DataFrame(

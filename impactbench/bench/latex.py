@@ -282,6 +282,7 @@ def summarise(
     *,
     digits: int = 3,
     max_rows: int = MAX_ROWS,
+    counted: str = "runs",
 ) -> Summary:
     """A table of at most ``max_rows`` rows from ``frame``: one row per nominal setting.
 
@@ -304,6 +305,8 @@ def summarise(
         Most rows: when the settings are more, each sweep keeps as many of its settings as
         ``max_rows`` allows for all sweeps, evenly spread from its first to its last in sorted
         order (the note says so).
+    counted
+        What a row of ``frame`` is (the name of the column counting them, ``[-]``).
 
     Raises
     ------
@@ -324,11 +327,11 @@ def summarise(
     rows = []
     for key, group in frame.groupby([*keys, setting], sort=False):
         row = dict(zip([*keys, setting], key, strict=True))
-        row["runs"] = len(group)
+        row[f"{counted} [-]"] = len(group)
         row.update({name: interval_text(group[name], digits) for name in values})
         rows.append(row)
-    table = pd.DataFrame(rows, columns=[*keys, setting, "runs", *values])
-    note = "per setting the median over its runs [smallest, largest]"
+    table = pd.DataFrame(rows, columns=[*keys, setting, f"{counted} [-]", *values])
+    note = f"per {setting} the median over its {counted} [smallest, largest]"
     if len(table) <= max_rows:
         return Summary(table, note)
     sweeps = [group for _, group in table.groupby(keys, sort=False)]
@@ -401,13 +404,18 @@ def _missing(value: object) -> bool:
 
 
 def _text_cell(value: object) -> str:
-    """A text cell: a method's name typeset (:func:`method_tex`), an interval's numbers by
-    siunitx, the rest escaped (a lower bound ``">= N"`` of a capped count as ``$\\ge$ N``)."""
+    """A text cell: a method's name typeset (:func:`method_tex`; also before a parenthesis,
+    ``MoreauJean (h = 0.01)``), an interval's numbers by siunitx, the rest escaped (a lower
+    bound ``">= N"`` of a capped count as ``$\\ge$ N``)."""
     text = _text(value)
     interval = _INTERVAL.match(text)
     if interval:
         return "\\num{{{}}} [\\num{{{}}}, \\num{{{}}}]".format(*interval.groups())
-    return method_tex(text) or escape(text)
+    name, _, rest = text.partition(" ")
+    typeset = method_tex(name)
+    if typeset is not None and (not rest or rest.startswith("(")):  # "Name[...] (h = 0.01)"
+        return typeset + (" " + escape(rest) if rest else "")
+    return escape(text)
 
 
 def _text(value: object) -> str:
