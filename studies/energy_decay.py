@@ -76,6 +76,7 @@ from impactbench.analysis.long_time import (
     thinning_indices,
 )
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
+from impactbench.bench.latex import thin
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -785,6 +786,32 @@ def _law_sentence(problem: str, law: tuple[float, float]) -> str:
     return text + "."
 
 
+#: Units of the adaptive runs' step counts (their fixed-step counterparts: T / h steps).
+COUNT_UNITS = {"fixed steps (coarsest h)": "-", "fixed steps (finest h)": "-"}
+#: The column of the rates tables naming a run's setting: its nominal step h or its rtol.
+SETTING = "h or rtol"
+#: Units of the rates tables' columns (decay rates per second; relative errors, deviations and
+#: the fits' residuals, in natural log, dimensionless; the final energy error in J).
+RATE_UNITS = {
+    SETTING: "s or -",
+    "fitted": "1/s",
+    "exact": "1/s",
+    "reference": "1/s",
+    "relative error": "-",
+    "fit residual": "-",
+    "max deviation": "-",
+    "final energy error": "J",
+    "final excess rel. error": "-",
+}
+
+
+def _rates_table(frame: pd.DataFrame) -> str:
+    """A rates table in Markdown; its LaTeX copy keeps at most
+    :data:`impactbench.bench.latex.MAX_ROWS` of its rows (settings evenly spread per
+    method)."""
+    return markdown_table(frame, units=RATE_UNITS, latex=thin(frame, ["method"], SETTING))
+
+
 def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]]) -> str:
     parts = []
     for problem, group in families.groupby("problem", sort=False):
@@ -797,11 +824,11 @@ def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]])
         frame = pd.DataFrame(
             {
                 "method": group["method"],
-                "h or rtol": group["h"].fillna(group["tolerance"]),
+                SETTING: group["h"].fillna(group["tolerance"]),
                 "runs": group["runs"],
                 "fitted": group["fitted"],
                 exact: group["exact"],
-                "relative error [min, max]": [
+                "relative error": [
                     _spread(*values)
                     for values in zip(
                         group["error"], group["error_min"], group["error_max"], strict=True
@@ -815,16 +842,16 @@ def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]])
             }
         )
         if problem in (SPRING, FREE):
-            parts.append(f"### {problem}: {group['law'].iloc[0]}\n\n" + markdown_table(frame))
+            parts.append(f"### {problem}: {group['law'].iloc[0]}\n\n" + _rates_table(frame))
             continue
-        rate_columns = ["fitted", exact, "relative error [min, max]", "fit residual"]
+        rate_columns = ["fitted", exact, "relative error", "fit residual"]
         if law is None or law[1] > LAW_RESIDUAL:
             frame = frame.drop(columns=rate_columns)
         else:  # a law that holds: every run's rate against the one fitted on the reference
             frame[exact] = law[0]
-            frame["relative error [min, max]"] = group["fitted"].to_numpy() / law[0] - 1.0
+            frame["relative error"] = group["fitted"].to_numpy() / law[0] - 1.0
         intro = _law_sentence(str(problem), law) if law is not None else "No reference curve."
-        parts.append(f"### {problem}\n\n{intro}\n\n" + markdown_table(frame))
+        parts.append(f"### {problem}\n\n{intro}\n\n" + _rates_table(frame))
     return "\n".join(parts) if parts else "None (no run finished).\n"
 
 
@@ -994,7 +1021,7 @@ def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]
         "finest nominal step. The figures draw h(t) in "
         f"{_adaptive.STEP_BINS} bins of time (line: the bin's smallest accepted step; band: up "
         "to its largest), impacts as ticks.\n\n"
-        + markdown_table(counts)
+        + markdown_table(counts, units=COUNT_UNITS)
         + "\n"
         + "\n".join(figures)
     )

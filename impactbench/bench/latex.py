@@ -331,21 +331,41 @@ def summarise(
         row.update({name: interval_text(group[name], digits) for name in values})
         rows.append(row)
     table = pd.DataFrame(rows, columns=[*keys, setting, f"{counted} [-]", *values])
+    thinned = thin(table, keys, setting, max_rows=max_rows)
     note = f"per {setting} the median over its {counted} [smallest, largest]"
-    if len(table) <= max_rows:
-        return Summary(table, note)
-    sweeps = [group for _, group in table.groupby(keys, sort=False)]
+    return Summary(thinned.frame, "; ".join(filter(None, [note, thinned.note])))
+
+
+def thin(
+    frame: pd.DataFrame, keys: Sequence[str], setting: str, *, max_rows: int = MAX_ROWS
+) -> Summary:
+    """``frame`` (one row per sweep and setting) in at most ``max_rows`` rows: unchanged when
+    it fits, else each sweep (the rows sharing ``keys``) keeps as many settings as fit for all
+    sweeps, evenly spread from its smallest ``setting`` to its largest (the note says so; ""
+    when unchanged).
+
+    Raises
+    ------
+    ValueError
+        If ``setting`` has missing values, or the sweeps are more than ``max_rows / 2`` (no
+        two settings of each fit).
+    """
+    if frame[setting].isna().any():
+        raise ValueError(f"thin: setting column {setting!r} has missing values")
+    if len(frame) <= max_rows:
+        return Summary(frame, "")
+    sweeps = [group for _, group in frame.groupby(list(keys), sort=False)]
     keep = max_rows // len(sweeps)
     if keep < 2:
         raise ValueError(
-            f"summarise: {len(sweeps)} sweeps do not fit {max_rows} rows with two settings each"
+            f"thin: {len(sweeps)} sweeps do not fit {max_rows} rows with two settings each"
         )
     kept = []
     for sweep in sweeps:
         ordered = sweep.sort_values(setting, kind="stable")
         kept.append(ordered.iloc[_evenly(len(ordered), min(keep, len(ordered)))])
-    note += (
-        f"; at most {keep} settings of each sweep, evenly spread from its smallest {setting} to "
+    note = (
+        f"at most {keep} settings of each sweep, evenly spread from its smallest {setting} to "
         "its largest"
     )
     return Summary(pd.concat(kept, ignore_index=True), note)
