@@ -210,8 +210,8 @@ def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
     timed once (no spread to compare with). Columns named after ``name``."""
     accurate = others[others[ERROR] <= run[ERROR]]
     if accurate.empty:
-        return {name: "none reaches it", f"{name} ms": np.nan, f"{name} ms max": np.nan,
-                "verdict": "-"}  # fmt: skip
+        return {name: "none reaches it", f"{name} time [ms]": np.nan,
+                f"{name} slowest [ms]": np.nan, "verdict": "-"}  # fmt: skip
     best = accurate.loc[accurate["wall_time"].idxmin()]
     if min(run["repeats"], best["repeats"]) < 2:
         verdict = "- (one repeat: no spread)"
@@ -225,8 +225,8 @@ def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
     setting = f"h = {best['h']:.3g}" if best["h"] == best["h"] else f"{best['tolerance']:g}"
     return {
         name: f"{best['method']} ({setting})",
-        f"{name} ms": 1e3 * best["wall_time"],
-        f"{name} ms max": 1e3 * best["wall_time_max"],
+        f"{name} time [ms]": 1e3 * best["wall_time"],
+        f"{name} slowest [ms]": 1e3 * best["wall_time_max"],
         "verdict": verdict,
     }
 
@@ -243,8 +243,8 @@ def _timed(run: pd.Series, family: str, setting: str) -> dict:
         "impacts": run["impacts"],
         "impacts_capped": _is_capped(run),
         f"{family} error": run[ERROR],
-        f"{family} ms": 1e3 * run["wall_time"],
-        f"{family} ms max": 1e3 * run["wall_time_max"],
+        f"{family} time [ms]": 1e3 * run["wall_time"],
+        f"{family} slowest [ms]": 1e3 * run["wall_time_max"],
     }
 
 

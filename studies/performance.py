@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from impactbench.analysis.timing import FASTER, Timing, verdict, with_spreads
+from impactbench.bench.latex import Summary, interval_text, summarise
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     capped_flags,
@@ -136,6 +137,48 @@ def _speedups(costs: pd.DataFrame) -> pd.DataFrame:
             )
         ]  # fmt: skip
     return frame
+
+
+#: Units of the performance tables' columns (the others named by :func:`with_unit`).
+UNITS = {
+    "wall_time": "s",
+    "PaoliSchatzman": "ns/step",
+    "MoreauJean": "ns/step",
+    "PaoliSchatzman / MoreauJean": "-",
+}
+
+
+def costs_for_paper(costs: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the cost-per-step table: per method and compiled or plain, the median
+    over the problems of the ns per step (wall time and integration loop) and of the steps per
+    second, with their range (:func:`impactbench.bench.latex.summarise`)."""
+    frame = costs.rename(
+        columns={"base": "method", "method": "spec", "ns_per_step": "ns per step [ns]",
+                 "ns_integration": "ns integration [ns]", "steps_per_s": "steps per s [1/s]"}
+    )  # fmt: skip
+    values = ["ns per step [ns]", "ns integration [ns]", "steps per s [1/s]"]
+    return summarise(frame, ["method"], "compiled", values, counted="problems")
+
+
+def speedups_for_paper(speedups: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the compiled-against-plain table: per method, over the problems, the
+    median speedup with its range and the number of problems where the compiled code is
+    faster beyond the spread of the repeats."""
+    if speedups.empty or "speedup" not in speedups:
+        return Summary(speedups, "")
+    rows = []
+    for method, group in speedups.groupby("method", sort=False):
+        rows.append(
+            {
+                "method": method,
+                "problems [-]": len(group),
+                "speedup [-]": interval_text(group["speedup"]),
+                "compiled faster [-]": int((group["verdict"] == FASTER).sum()),
+            }
+        )
+    return Summary(
+        pd.DataFrame(rows), "per method the median over the problems [smallest, largest]"
+    )
 
 
 def _ratios(costs: pd.DataFrame) -> pd.DataFrame:
@@ -282,21 +325,22 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "ns_per_step, ns_median, ns_max: the minimum, median and maximum over the repeats "
             "of the wall time per step; ns_integration: the minimum of the time spent in the "
             "integration loop per step (the rest of the wall time is the per-call work of "
-            "`simulate`).\n\n" + markdown_table(costs[columns]),
+            "`simulate`).\n\n"
+            + markdown_table(costs[columns], units=UNITS, latex=costs_for_paper(costs)),
         ),
         Section(
             "Compiled against plain Python",
             "verdict: faster where the gap in ns per step exceeds the spread of the repeats of "
             "both runs, tie otherwise (impactbench.analysis.timing).\n\n"
-            + markdown_table(speedups),
+            + markdown_table(speedups, units=UNITS, latex=speedups_for_paper(speedups)),
         ),
-        Section("Compiled PaoliSchatzman against MoreauJean", markdown_table(ratios)),
+        Section("Compiled PaoliSchatzman against MoreauJean", markdown_table(ratios, units=UNITS)),
         Section(
             "Event-driven: cost per run and per impact",
             "ms_per_run: minimum over the repeats; ms_spread: maximum minus minimum; "
             "ms_integration: the time spent in the integration loop (minimum); impacts >= N: the "
             "impact log overflowed (a lower bound; ms_per_impact left blank).\n\n"
-            + markdown_table(events),
+            + markdown_table(events, units=UNITS),
         ),
         Section("Figure", _figure(costs, folder)),
     ]

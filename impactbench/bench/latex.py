@@ -394,7 +394,13 @@ def tabular(frame: pd.DataFrame, digits: int) -> str:
     specs, headers, columns = [], [], []
     for name in frame.columns:
         column = frame[name]
-        header = method_tex(str(name)) or _header(name)
+        header = _header(name)
+        bare, unit = str(name), unit_of(str(name))
+        if unit is not None:
+            bare = bare[: bare.rindex("[")].rstrip()
+        typeset = method_tex(bare)
+        if typeset is not None:  # a method's column: "MoreauJean [ns/step]"
+            header = typeset + (f" [{escape(unit)}]" if unit is not None else "")
         if _is_numeric(column):
             cells = [number_cell(v, digits) for v in column]
             numbers = [c for c in cells if c is not None]
