@@ -156,8 +156,9 @@ def costs_for_paper(costs: pd.DataFrame) -> Summary:
         columns={"base": "method", "method": "spec", "ns_per_step": "ns per step [ns]",
                  "ns_integration": "ns integration [ns]", "steps_per_s": "steps per s [1/s]"}
     )  # fmt: skip
+    frame["code"] = frame["compiled"].map({True: "compiled", False: "plain Python"})
     values = ["ns per step [ns]", "ns integration [ns]", "steps per s [1/s]"]
-    return summarise(frame, ["method"], "compiled", values, counted="problems")
+    return summarise(frame, ["method"], "code", values, counted="problems")
 
 
 def speedups_for_paper(speedups: pd.DataFrame) -> Summary:
