@@ -48,6 +48,7 @@ def test_headers_keep_their_mathematics_and_escape_the_rest():
     assert escape("order [95 %] of a_b") == "order [95 \\%] of a\\_b"
     assert escape("error <= 0.01") == "error $\\le$ 0.01"
     assert escape(">= 7, a < b > c, 3 +/- 1") == "$\\ge$ 7, a $<$ b $>$ c, 3 $\\pm$ 1"
+    assert escape("depth / (alpha h^2)") == "depth / (alpha h$^{2}$)"
 
 
 def test_numbers_are_siunitx_columns_and_counts_integers():
@@ -121,7 +122,8 @@ def test_summary_gives_medians_and_ranges_per_nominal_setting():
     table = summarise(frame, ["method"], "h", ["error [m]"]).frame
     assert table["runs [-]"].tolist() == [3, 3, 3]
     assert table["error [m]"].tolist() == ["2 [1, 4]", "0.2 [0.1, 0.3]", "0.01"]
-    assert interval_text([np.nan, 3.0, 1.0]) == "2 [1, 3]" and interval_text([np.nan]) == "-"
+    assert interval_text([np.nan, 3.0, 1.0, np.inf]) == "2 [1, 3]"
+    assert interval_text([np.nan]) == "-" and interval_text([-0.0, 1.0]) == "0.5 [0, 1]"
     sweeps = pd.DataFrame(
         {
             "method": np.repeat(["MJ", "PS", "CU"], 20),

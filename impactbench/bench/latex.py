@@ -88,7 +88,7 @@ _SPECIAL = {
 }
 #: Relations written in plain text and their mathematics.
 _RELATIONS = {"<=": r"$\le$", ">=": r"$\ge$", "+/-": r"$\pm$", "<": "$<$", ">": "$>$"}
-_RELATION = re.compile(r"(<=|>=|\+/-|<|>)")
+_RELATION = re.compile(r"(<=|>=|\+/-|<|>|\^\d+)")
 _MATH = re.compile(r"(\$[^$]+\$)")
 _UNIT = re.compile(r"\[([^\[\]]+)\]$")
 _NUMBER = re.compile(r"^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?)(\d+))?$")
@@ -158,7 +158,7 @@ def with_unit(header: str, units: Mapping[str, str] | None = None) -> str:
 
 def escape(text: str) -> str:
     """``text`` for LaTeX: ``$...$`` segments kept as mathematics, the relations ``<=``, ``>=``,
-    ``<``, ``>``, ``+/-`` set as mathematics, the rest escaped."""
+    ``<``, ``>``, ``+/-`` and powers ``^2`` set as mathematics, the rest escaped."""
     out = []
     for part in _MATH.split(str(text)):
         if _MATH.fullmatch(part):
@@ -167,6 +167,8 @@ def escape(text: str) -> str:
         for piece in _RELATION.split(part):
             if piece in _RELATIONS:
                 out.append(_RELATIONS[piece])
+            elif piece.startswith("^"):  # a power: h^2
+                out.append(f"$^{{{piece[1:]}}}$")
             else:
                 out.append("".join(_SPECIAL.get(c, c) for c in piece))
     return "".join(out)
@@ -258,10 +260,10 @@ def table_format(cells: list[str]) -> str:
 
 def interval_text(values: Sequence[float] | pd.Series, digits: int = 3) -> str:
     """The median of ``values`` and their range as a cell, ``median [smallest, largest]``
-    (``digits`` significant digits; one value alone; NaN values left out, "-" when none is
-    left)."""
-    array = np.asarray(values, dtype=float)
-    array = array[~np.isnan(array)]
+    (``digits`` significant digits; one value alone; NaN and infinite values left out, "-" when
+    none is left)."""
+    array = np.asarray(values, dtype=float) + 0.0  # -0.0 printed as 0
+    array = array[np.isfinite(array)]
     if array.size == 0:
         return "-"
     if array.size == 1 or array.min() == array.max():
