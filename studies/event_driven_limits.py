@@ -329,21 +329,22 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             f"{first[0]}: {': '.join(first[1:])[:160]}"
         )
     for label, group in frame.groupby("problem", sort=False):
-        columns = ["method", "h", "tolerance", "impacts", "status", ERROR, "rejected_fraction"]
-        timed = ["wall time [ms]", "slowest repeat [ms]"]
-        runs_shown = with_capped_counts(group)[columns].assign(
-            **{timed[0]: 1e3 * group["wall_time"], timed[1]: 1e3 * group["wall_time_max"]}
-        )
         controlled_rows = _adaptive.is_adaptive(group)
-        runs_shown = runs_shown.assign(
-            **{
+        counted = with_capped_counts(group)
+        runs_shown = pd.DataFrame(
+            {
+                "method": group["method"],
+                "h [s]": group["h"],
                 "rest velocity [m/s]": group["tolerance"].where(~controlled_rows),
                 "rtol [-]": group["tolerance"].where(controlled_rows),
+                "impacts": counted["impacts"],
+                "status": group["status"],
+                ERROR: group[ERROR],
+                "rejected steps": group["rejected_fraction"],
+                "wall time [ms]": 1e3 * group["wall_time"],
+                "slowest repeat [ms]": 1e3 * group["wall_time_max"],
             }
         )
-        runs_shown = runs_shown.rename(
-            columns={"h": "h [s]", "rejected_fraction": "rejected steps"}
-        )[["method", "h [s]", "rest velocity [m/s]", "rtol [-]", *columns[3:], *timed]]
         compared = equal_error(group)
         controlled = adaptive_equal_error(group)
         steps = _adaptive.step_size_figure(
