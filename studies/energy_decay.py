@@ -798,13 +798,10 @@ def _law_sentence(problem: str, law: tuple[float, float]) -> str:
 COUNT_UNITS = {"fixed steps (coarsest h)": "-", "fixed steps (finest h)": "-"}
 #: The column of the rates tables naming a run's setting: its nominal step h or its rtol.
 SETTING = "h or rtol"
-#: Units of the rates tables' columns (decay rates per second; relative errors, deviations and
-#: the fits' residuals, in natural log, dimensionless; the final energy error in J).
+#: Units of the rates tables' columns (relative errors, deviations and the fits' residuals, in
+#: natural log, dimensionless; the final energy error in J; the fitted values: :func:`_law_unit`).
 RATE_UNITS = {
     SETTING: "s or -",
-    "fitted": "1/s",
-    "exact": "1/s",
-    "reference": "1/s",
     "relative error": "-",
     "fit residual": "-",
     "max deviation": "-",
@@ -813,11 +810,26 @@ RATE_UNITS = {
 }
 
 
-def _rates_table(frame: pd.DataFrame) -> str:
-    """A rates table in Markdown; its LaTeX copy keeps at most
-    :data:`impactbench.bench.latex.MAX_ROWS` of its rows (settings evenly spread per
-    method)."""
-    return markdown_table(frame, units=RATE_UNITS, latex=thin(frame, ["method"], SETTING))
+def _count(value: float) -> str:
+    """A count (a median over phase copies may be a half) in full, "-" when missing."""
+    return "-" if pd.isna(value) else f"{value:g}" if value != int(value) else f"{value:.0f}"
+
+
+def _law_unit(law: str) -> str:
+    """The unit of a fitted decay law's value: a log-contraction per impact is dimensionless,
+    the coefficient C of E = C t^-2 is in J s^2, a rate lambda of exp(-lambda t) in 1/s."""
+    if "per impact" in law:
+        return "-"
+    return "J s^2" if "t^-2" in law else "1/s"
+
+
+def _rates_table(frame: pd.DataFrame, law: str) -> str:
+    """A rates table in Markdown (``law``: the law fitted, which gives the unit of its values);
+    its LaTeX copy keeps at most :data:`impactbench.bench.latex.MAX_ROWS` of its rows (settings
+    evenly spread per method)."""
+    unit = _law_unit(law)
+    units = {**RATE_UNITS, "fitted": unit, "exact": unit, "reference": unit}
+    return markdown_table(frame, units=units, latex=thin(frame, ["method"], SETTING))
 
 
 def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]]) -> str:
@@ -826,7 +838,7 @@ def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]])
         exact = "exact" if problem in (SPRING, FREE) else "reference"
         law = laws.get(str(problem))
         impacts = [
-            f"{format_number(a)} ({format_number(b)})"
+            f"{_count(a)} ({_count(b)})"
             for a, b in zip(group["impacts"], group["impacts_exact"], strict=True)
         ]
         frame = pd.DataFrame(
@@ -850,7 +862,8 @@ def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]])
             }
         )
         if problem in (SPRING, FREE):
-            parts.append(f"### {problem}: {group['law'].iloc[0]}\n\n" + _rates_table(frame))
+            law_name = str(group["law"].iloc[0])
+            parts.append(f"### {problem}: {law_name}\n\n" + _rates_table(frame, law_name))
             continue
         rate_columns = ["fitted", exact, "relative error", "fit residual"]
         if law is None or law[1] > LAW_RESIDUAL:
@@ -859,7 +872,9 @@ def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]])
             frame[exact] = law[0]
             frame["relative error"] = group["fitted"].to_numpy() / law[0] - 1.0
         intro = _law_sentence(str(problem), law) if law is not None else "No reference curve."
-        parts.append(f"### {problem}\n\n{intro}\n\n" + _rates_table(frame))
+        parts.append(
+            f"### {problem}\n\n{intro}\n\n" + _rates_table(frame, str(group["law"].iloc[0]))
+        )
     return "\n".join(parts) if parts else "None (no run finished).\n"
 
 
