@@ -124,6 +124,8 @@ def test_summary_gives_medians_and_ranges_per_nominal_setting():
     assert table["error [m]"].tolist() == ["2 [1, 4]", "0.2 [0.1, 0.3]", "0.01"]
     assert interval_text([np.nan, 3.0, 1.0, np.inf]) == "2 [1, 3]"
     assert interval_text([np.nan]) == "-" and interval_text([-0.0, 1.0]) == "0.5 [0, 1]"
+    assert interval_text([2553.0, 2428.0, 2817.0]) == "2553 [2428, 2817]"  # counts in full
+    assert interval_text([1.23456e-5, 2e-5], digits=2) == "1.6e-05 [1.2e-05, 2e-05]"
     sweeps = pd.DataFrame(
         {
             "method": np.repeat(["MJ", "PS", "CU"], 20),

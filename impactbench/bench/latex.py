@@ -260,15 +260,20 @@ def table_format(cells: list[str]) -> str:
 
 def interval_text(values: Sequence[float] | pd.Series, digits: int = 3) -> str:
     """The median of ``values`` and their range as a cell, ``median [smallest, largest]``
-    (``digits`` significant digits; one value alone; NaN and infinite values left out, "-" when
-    none is left)."""
+    (``digits`` significant digits, integer values in full; one value alone; NaN and infinite
+    values left out, "-" when none is left)."""
     array = np.asarray(values, dtype=float) + 0.0  # -0.0 printed as 0
     array = array[np.isfinite(array)]
     if array.size == 0:
         return "-"
+    counts = bool(np.all(array == np.round(array)) and np.all(np.abs(array) < 1e15))
+
+    def text(x: float) -> str:  # counts in full (a median of two may end in .5)
+        return f"{x:.15g}" if counts else f"{x:.{digits}g}"
+
     if array.size == 1 or array.min() == array.max():
-        return f"{array[0]:.{digits}g}"
-    return f"{np.median(array):.{digits}g} [{array.min():.{digits}g}, {array.max():.{digits}g}]"
+        return text(array[0])
+    return f"{text(float(np.median(array)))} [{text(array.min())}, {text(array.max())}]"
 
 
 def _evenly(count: int, keep: int) -> list[int]:
