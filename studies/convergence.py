@@ -206,6 +206,19 @@ def _fits_summary(frame: pd.DataFrame) -> Summary:
 FINEST_UNITS = {"h or tol": "s or -", "penetration": "m", "energy increase": "J"}
 
 
+def _finest_units(finest: pd.DataFrame) -> dict[str, str]:
+    """:data:`FINEST_UNITS` and the unit of each error column
+    (:func:`impactbench.bench.style.metric_unit`; the problems' units joined by ", " where they
+    differ)."""
+    problems = list(dict.fromkeys(finest["problem"])) if "problem" in finest else []
+    units = dict(FINEST_UNITS)
+    for metric in FITTED:
+        found = dict.fromkeys(metric_unit(metric, str(problem)) for problem in problems)
+        if found:
+            units[LABELS[metric]] = ", ".join(found)
+    return units
+
+
 def _finest(medians: pd.DataFrame) -> pd.DataFrame:
     """Per problem and method, the phase-averaged errors at the finest resolution."""
     rows = []
@@ -334,7 +347,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Median over the phase copies [smallest, largest]; missed and spurious impacts: "
             "the largest over the copies; penetration and the largest energy increase between "
             "consecutive samples: of the run at the nominal step (computed on it only).\n\n"
-            + markdown_table(finest, units=FINEST_UNITS),
+            + markdown_table(finest, units=_finest_units(finest)),
         ),
         Section("Figures", "\n".join(_figures(medians, limits, folder))),
     ]
