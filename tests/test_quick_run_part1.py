@@ -209,7 +209,7 @@ def test_thesis_reference_tables_figure_and_report(quick):
         "## Summary",
         f"]({thesis_comparison.FIGURE_FILE})",
         "fastest run to a max position error",
-        "| configuration | method | h or rtol |",
+        "| configuration | method | h [s] | rtol [-] |",
     ):
         assert text in readme, text
 
