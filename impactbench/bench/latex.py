@@ -33,7 +33,8 @@ MAX_ROWS = 40
 #: The packages the tables use.
 PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{siunitx}\n\\usepackage{adjustbox}\n"
 
-#: Units of the column names that recur across the studies ("-": a count or a ratio).
+#: Units of the column names that recur across the studies and of the result table's own
+#: columns (``_`` read as a space; "-": a count or a ratio).
 UNITS: dict[str, str] = {
     **dict.fromkeys(
         (
@@ -65,10 +66,23 @@ UNITS: dict[str, str] = {
         ),
         "-",
     ),
-    "h": "s",
-    "h used": "s",
+    **dict.fromkeys(("h", "h used", "h nominal", "t end"), "s"),
+    **dict.fromkeys(("tolerance", "repeats", "impact log entries", "contact phases"), "-"),
+    **dict.fromkeys(
+        (
+            "wall time",
+            "wall time median",
+            "wall time max",
+            "warmup time",
+            "compile time",
+            "integration time",
+            "integration time median",
+            "integration time max",
+            "contact time",
+        ),
+        "s",
+    ),
     "T": "s",
-    "t end": "s",
     "steps per s": "1/s",
 }
 #: Words of a column name that give its unit: a time in milliseconds or nanoseconds.
