@@ -25,6 +25,7 @@ from impactbench.analysis.fitting import (
     phase_medians,
 )
 from impactbench.analysis.metrics import ERROR_GRID_TEXT
+from impactbench.bench.latex import Summary, summarise
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     format_number,
@@ -184,7 +185,38 @@ def _fits_detail(orders: pd.DataFrame) -> str:
             "floor": fitted["floor"],
         }
     )
-    return markdown_table(frame)
+    units = {"residual": "decades", "floor": "units of the metric"}
+    return markdown_table(frame, units=units, latex=_fits_summary(frame))
+
+
+def _fits_summary(frame: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the fits' details: per problem and method, over its fitted orders
+    (one per metric), the median and range of the points used and excluded, of the decades
+    and of the residual (the floors, in each metric's unit, stay in the report)."""
+    values = {"points": "points [-]", "at floor": "at floor [-]", "decades": "decades [-]",
+              "residual": "residual [decades]"}  # fmt: skip
+    return summarise(
+        frame.rename(columns=values), ["problem"], "method", list(values.values()),
+        counted="fitted orders",
+    )  # fmt: skip
+
+
+#: Units of the columns of :func:`_finest` that are the same on every problem (the step h in
+#: s, the tolerance dimensionless; penetrations are distances; energies in J).
+FINEST_UNITS = {"h or tol": "s or -", "penetration": "m", "energy increase": "J"}
+
+
+def _finest_units(finest: pd.DataFrame) -> dict[str, str]:
+    """:data:`FINEST_UNITS` and the unit of each error column
+    (:func:`impactbench.bench.style.metric_unit`; the problems' units joined by ", " where they
+    differ)."""
+    problems = list(dict.fromkeys(finest["problem"])) if "problem" in finest else []
+    units = dict(FINEST_UNITS)
+    for metric in FITTED:
+        found = dict.fromkeys(metric_unit(metric, str(problem)) for problem in problems)
+        if found:
+            units[LABELS[metric]] = ", ".join(found)
+    return units
 
 
 def _finest(medians: pd.DataFrame) -> pd.DataFrame:
@@ -315,7 +347,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Median over the phase copies [smallest, largest]; missed and spurious impacts: "
             "the largest over the copies; penetration and the largest energy increase between "
             "consecutive samples: of the run at the nominal step (computed on it only).\n\n"
-            + markdown_table(finest),
+            + markdown_table(finest, units=_finest_units(finest)),
         ),
         Section("Figures", "\n".join(_figures(medians, limits, folder))),
     ]

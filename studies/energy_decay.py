@@ -23,7 +23,7 @@ the other studies, :mod:`studies._reference`). Neither has a closed-form decay l
 exponential law E - E_min ~ exp(-lambda t) is fitted once on the reference curve
 (:func:`reference_laws`) and shown with its residual, and where the residual exceeds
 :data:`LAW_RESIDUAL` the law does not hold and no decay rate is reported for any run (the
-per-run least-squares slopes stored in ``decay_rates.csv``, over each run's samples away from
+per-run least-squares slopes stored in ``decay_law.artefact.csv``, over each run's samples away from
 impacts, are summaries of the curve, not laws). The report compares these cases by the level of
 E - E_min at T, the deviation from the reference curve and the impact counts. The double pendulum is
 chaotic: two event-driven runs at different tolerances separate exponentially in time (the
@@ -47,9 +47,9 @@ and the runner stores them with the row: ``energy_curve.artefact.csv`` (the ener
 :data:`CURVE_POINTS` output samples of each nominal run) and ``decay_law.artefact.csv`` (one row
 of fitted laws per run), keyed by the run's cache key. The report reads them back, adds the
 exact, law and reference curves of each case (the references read from the reference cache,
-never computed), writes ``energy_curves.csv`` and ``decay_rates.csv`` and draws every figure from
-``energy_curves.csv`` as read back from disk; it simulates nothing, and a missing artefact or
-reference is an error that says which study to rerun.
+never computed) in ``case_curves.csv``, and draws every figure from these files as read back
+from disk (the artefacts are read where the runner stored them, never copied); it simulates
+nothing, and a missing artefact or reference is an error that says which study to rerun.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ from impactbench.analysis.long_time import (
     thinning_indices,
 )
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
+from impactbench.bench.latex import thin
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -83,7 +84,7 @@ from impactbench.bench.report import (
     new_figure,
     save_figure,
 )
-from impactbench.bench.results import read_artefact, read_table, write_table
+from impactbench.bench.results import ARTEFACT_SUFFIX, read_artefact, read_table, write_table
 from impactbench.bench.runner import FAILED, Case, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.core.energy import kinetic_energy, potential_energy
@@ -106,8 +107,12 @@ from ._reference import event_driven_reference, stored_event_driven_reference
 
 METRICS = ("energy_error_at_end", "max_energy_increase", "max_penetration")
 
-CURVES_FILE = "energy_curves.csv"
-RATES_FILE = "decay_rates.csv"
+#: The runs' energy curves and fitted laws: the artefacts the runner stores
+#: (:func:`energy_artefacts`), read and linked as they are, never copied.
+RUN_CURVES_FILE = "energy_curve" + ARTEFACT_SUFFIX
+RATES_FILE = "decay_law" + ARTEFACT_SUFFIX
+#: The exact, law and reference curves of each case, written by the report.
+CURVES_FILE = "case_curves.csv"
 #: Largest number of samples of one run kept in the curves file (values to 7 digits).
 CURVE_POINTS = 160
 #: Points of the exact, law and reference curves (half uniform, half geometric in time).
@@ -591,14 +596,15 @@ def _curve_key(problem: str, t_end: float) -> str:
 def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """The curves and fitted laws of every finished run of ``table``, from its artefacts.
 
-    Writes :data:`CURVES_FILE` (the runs' curves and the exact, law and reference curves of
-    each case, the references read from the reference cache) and :data:`RATES_FILE`, and
-    returns them as read back.
+    Writes :data:`CURVES_FILE` (the exact, law and reference curves of each case, the
+    references read from the reference cache) and returns, as read back from disk, every curve
+    (the runs' from their artefact :data:`RUN_CURVES_FILE`, then those of :data:`CURVES_FILE`)
+    and the fitted laws (the artefact :data:`RATES_FILE`, in the order of ``table``).
 
     Returns
     -------
     curves, rates : DataFrame
-        As stored in :data:`CURVES_FILE` and :data:`RATES_FILE`.
+        The curves of the runs and of the cases; the runs' fitted laws.
     unknown : int
         Cases of the table that are in neither the quick nor the full grid (their exact or
         reference curve is not drawn).
@@ -617,14 +623,17 @@ def stored_analysis(table: pd.DataFrame, folder: Path) -> tuple[pd.DataFrame, pd
     known = _known_cases()
     keys = sorted({_curve_key(p, t) for p, t in zip(done["problem"], done["t_end"], strict=True)})
     case_curves = [reference_curves(known[key]).assign(key=key) for key in keys if key in known]
-    curves = pd.concat([run_curves, *case_curves], ignore_index=True).reindex(columns=CURVE_COLUMNS)
+    cases = pd.concat(case_curves, ignore_index=True) if case_curves else pd.DataFrame()
+    write_table(_sorted_curves(cases.reindex(columns=CURVE_COLUMNS), table), folder / CURVES_FILE)
+    curves = pd.concat(
+        [run_curves.reindex(columns=CURVE_COLUMNS), read_table(folder / CURVES_FILE)],
+        ignore_index=True,
+    )
     rates = rates.reindex(columns=RATE_COLUMNS)
     order = {key: i for i, key in enumerate(table["key"])}
     rates = rates.sort_values("key", key=lambda k: k.map(order), kind="stable")
-    write_table(_sorted_curves(curves, table), folder / CURVES_FILE)
-    write_table(rates.reset_index(drop=True), folder / RATES_FILE)
     unknown = sum(key not in known for key in keys)
-    return read_table(folder / CURVES_FILE), read_table(folder / RATES_FILE), unknown
+    return curves, rates.reset_index(drop=True), unknown
 
 
 def _rounded(values: np.ndarray) -> np.ndarray:
@@ -785,23 +794,61 @@ def _law_sentence(problem: str, law: tuple[float, float]) -> str:
     return text + "."
 
 
+#: Units of the adaptive runs' step counts (their fixed-step counterparts: T / h steps).
+COUNT_UNITS = {"fixed steps (coarsest h)": "-", "fixed steps (finest h)": "-"}
+#: The column of the rates tables naming a run's setting: its nominal step h or its rtol.
+SETTING = "h or rtol"
+#: Units of the rates tables' columns (relative errors, deviations and the fits' residuals, in
+#: natural log, dimensionless; the final energy error in J; the fitted values: :func:`_law_unit`).
+RATE_UNITS = {
+    SETTING: "s or -",
+    "relative error": "-",
+    "fit residual": "-",
+    "max deviation": "-",
+    "final energy error": "J",
+    "final excess rel. error": "-",
+}
+
+
+def _count(value: float) -> str:
+    """A count (a median over phase copies may be a half) in full, "-" when missing."""
+    return "-" if pd.isna(value) else f"{value:g}" if value != int(value) else f"{value:.0f}"
+
+
+def _law_unit(law: str) -> str:
+    """The unit of a fitted decay law's value: a log-contraction per impact is dimensionless,
+    the coefficient C of E = C t^-2 is in J s^2, a rate lambda of exp(-lambda t) in 1/s."""
+    if "per impact" in law:
+        return "-"
+    return "J s^2" if "t^-2" in law else "1/s"
+
+
+def _rates_table(frame: pd.DataFrame, law: str) -> str:
+    """A rates table in Markdown (``law``: the law fitted, which gives the unit of its values);
+    its LaTeX copy keeps at most :data:`impactbench.bench.latex.MAX_ROWS` of its rows (settings
+    evenly spread per method)."""
+    unit = _law_unit(law)
+    units = {**RATE_UNITS, "fitted": unit, "exact": unit, "reference": unit}
+    return markdown_table(frame, units=units, latex=thin(frame, ["method"], SETTING))
+
+
 def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]]) -> str:
     parts = []
     for problem, group in families.groupby("problem", sort=False):
         exact = "exact" if problem in (SPRING, FREE) else "reference"
         law = laws.get(str(problem))
         impacts = [
-            f"{format_number(a)} ({format_number(b)})"
+            f"{_count(a)} ({_count(b)})"
             for a, b in zip(group["impacts"], group["impacts_exact"], strict=True)
         ]
         frame = pd.DataFrame(
             {
                 "method": group["method"],
-                "h or rtol": group["h"].fillna(group["tolerance"]),
+                SETTING: group["h"].fillna(group["tolerance"]),
                 "runs": group["runs"],
                 "fitted": group["fitted"],
                 exact: group["exact"],
-                "relative error [min, max]": [
+                "relative error": [
                     _spread(*values)
                     for values in zip(
                         group["error"], group["error_min"], group["error_max"], strict=True
@@ -815,16 +862,19 @@ def _rates_section(families: pd.DataFrame, laws: dict[str, tuple[float, float]])
             }
         )
         if problem in (SPRING, FREE):
-            parts.append(f"### {problem}: {group['law'].iloc[0]}\n\n" + markdown_table(frame))
+            law_name = str(group["law"].iloc[0])
+            parts.append(f"### {problem}: {law_name}\n\n" + _rates_table(frame, law_name))
             continue
-        rate_columns = ["fitted", exact, "relative error [min, max]", "fit residual"]
+        rate_columns = ["fitted", exact, "relative error", "fit residual"]
         if law is None or law[1] > LAW_RESIDUAL:
             frame = frame.drop(columns=rate_columns)
         else:  # a law that holds: every run's rate against the one fitted on the reference
             frame[exact] = law[0]
-            frame["relative error [min, max]"] = group["fitted"].to_numpy() / law[0] - 1.0
+            frame["relative error"] = group["fitted"].to_numpy() / law[0] - 1.0
         intro = _law_sentence(str(problem), law) if law is not None else "No reference curve."
-        parts.append(f"### {problem}\n\n{intro}\n\n" + markdown_table(frame))
+        parts.append(
+            f"### {problem}\n\n{intro}\n\n" + _rates_table(frame, str(group["law"].iloc[0]))
+        )
     return "\n".join(parts) if parts else "None (no run finished).\n"
 
 
@@ -994,7 +1044,7 @@ def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]
         "finest nominal step. The figures draw h(t) in "
         f"{_adaptive.STEP_BINS} bins of time (line: the bin's smallest accepted step; band: up "
         "to its largest), impacts as ticks.\n\n"
-        + markdown_table(counts)
+        + markdown_table(counts, units=COUNT_UNITS)
         + "\n"
         + "\n".join(figures)
     )
@@ -1002,7 +1052,8 @@ def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]
 
 
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """Decay-rate tables (``decay_rates.csv``), E(t) figures (from ``energy_curves.csv``) and
+    """Decay-rate tables (``decay_law.artefact.csv``), E(t) figures (from the runs' and the
+    cases' curves) and
     the step counts and h(t) of the adaptive runs."""
     folder = Path(folder)
     curves, rates, unknown = stored_analysis(table, folder)
@@ -1032,7 +1083,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "The decaying part of the energy (1-DOF with spring: E - k delta^2 / 2; without "
             "spring: E, log-log, with the t^-2 law; others: E - E_min) on a log scale, one panel "
             "per method (lighter: larger h or rtol; the nominal steps), drawn from "
-            f"[{CURVES_FILE}]({CURVES_FILE}) (at most {CURVE_POINTS} output samples per run). "
+            f"[{RUN_CURVES_FILE}]({RUN_CURVES_FILE}) (at most {CURVE_POINTS} output samples "
+            f"per run) and [{CURVES_FILE}]({CURVES_FILE}) (the exact, law and reference curves). "
             "The isolated dips of Paoli-Schatzman are samples that fall on a reflection, where "
             "its velocity (q^{k+1} - q^{k-1}) / (2h) straddles the impact.\n\n"
             + "\n".join(figures or ["None (no run finished).\n"]),

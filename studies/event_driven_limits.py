@@ -219,8 +219,8 @@ def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
     after ``name``."""
     accurate = others[others[ERROR] <= run[ERROR]]
     if accurate.empty:
-        return {name: "none reaches it", f"{name} ms": np.nan, f"{name} ms max": np.nan,
-                "verdict": "-", "ratio": "-"}  # fmt: skip
+        return {name: "none reaches it", f"{name} time [ms]": np.nan,
+                f"{name} slowest [ms]": np.nan, "verdict": "-", "ratio": "-"}  # fmt: skip
     best = accurate.loc[accurate["wall_time"].idxmin()]
     result = compare(row_timing(run), row_timing(best))
     if not math.isfinite(result.low):
@@ -232,20 +232,27 @@ def _cheapest(run: pd.Series, others: pd.DataFrame, name: str) -> dict:
     setting = f"h = {best['h']:.3g}" if best["h"] == best["h"] else f"{best['tolerance']:g}"
     return {
         name: f"{best['method']} ({setting})",
-        f"{name} ms": 1e3 * best["wall_time"],
-        f"{name} ms max": 1e3 * best["wall_time_max"],
+        f"{name} time [ms]": 1e3 * best["wall_time"],
+        f"{name} slowest [ms]": 1e3 * best["wall_time_max"],
         "verdict": verdict,
         "ratio": result.text,
     }
+
+
+def _is_capped(run: pd.Series) -> bool:
+    """Whether the run's impact count hit the impact log's capacity (a lower bound)."""
+    flag = run.get("impacts_capped", False)
+    return bool(flag) if pd.notna(flag) else False
 
 
 def _timed(run: pd.Series, family: str, setting: str) -> dict:
     return {
         setting: run["tolerance"],
         "impacts": run["impacts"],
+        "impacts_capped": _is_capped(run),
         f"{family} error": run[ERROR],
-        f"{family} ms": 1e3 * run["wall_time"],
-        f"{family} ms max": 1e3 * run["wall_time_max"],
+        f"{family} time [ms]": 1e3 * run["wall_time"],
+        f"{family} slowest [ms]": 1e3 * run["wall_time_max"],
     }
 
 
@@ -257,7 +264,15 @@ def equal_error(frame: pd.DataFrame) -> pd.DataFrame:
         {**_timed(run, "event-driven", "rest velocity"), **_cheapest(run, steppers, "time-stepper")}
         for _, run in frame[frame["family"] == EVENT_DRIVEN].iterrows()
     ]
-    return pd.DataFrame(rows)
+    return _counted(pd.DataFrame(rows))
+
+
+def _counted(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with their impact counts printed ">= N" where capped
+    (:func:`impactbench.bench.report.with_capped_counts`)."""
+    if rows.empty:
+        return rows
+    return with_capped_counts(rows).drop(columns="impacts_capped")
 
 
 def adaptive_equal_error(frame: pd.DataFrame) -> pd.DataFrame:
@@ -271,7 +286,7 @@ def adaptive_equal_error(frame: pd.DataFrame) -> pd.DataFrame:
             row.update({f"{key} (vs {name})" if key in ("verdict", "ratio") else key: value
                         for key, value in against.items()})  # fmt: skip
         rows.append(row)
-    return pd.DataFrame(rows)
+    return _counted(pd.DataFrame(rows))
 
 
 def _slug(text: str) -> str:
@@ -322,18 +337,20 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             f"{first[0]}: {': '.join(first[1:])[:160]}"
         )
     for label, group in frame.groupby("problem", sort=False):
-        columns = ["method", "h", "tolerance", "impacts", "status", ERROR, "rejected_fraction"]
-        runs_shown = with_capped_counts(group)[columns].assign(
-            **{
+        controlled_rows = _adaptive.is_adaptive(group)
+        counted = with_capped_counts(group)
+        runs_shown = pd.DataFrame(
+            {
+                "method": group["method"],
+                "h [s]": group["h"],
+                "rest velocity [m/s]": group["tolerance"].where(~controlled_rows),
+                "rtol [-]": group["tolerance"].where(controlled_rows),
+                "impacts": counted["impacts"],
+                "status": group["status"],
+                ERROR: group[ERROR],
+                "rejected steps": group["rejected_fraction"],
                 "wall time [ms]": 1e3 * group["wall_time"],
                 "slowest repeat [ms]": 1e3 * group["wall_time_max"],
-            }
-        )
-        runs_shown = runs_shown.rename(
-            columns={
-                "h": "h [s]",
-                "tolerance": "rest velocity or rtol [-]",
-                "rejected_fraction": "rejected steps",
             }
         )
         compared = equal_error(group)
@@ -342,17 +359,19 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             table, folder, str(label), f"Accepted steps h(t): {label}",
             "steps_" + _slug(str(label)) + ".png", _marks(str(label)),
         )  # fmt: skip
+        q = coordinate_unit(str(label).split()[0])
+        units = {ERROR: q, "event-driven error": q, "adaptive error": q, "rest velocity": "m/s"}
         body = (
             f"Every run ({ERROR}: see the module docstring; impacts are impact events; "
             "rejected steps: the fraction of the adaptive runs' attempts).\n\n"
-            + markdown_table(runs_shown)
+            + markdown_table(runs_shown, units=units)
             + "\nEach event-driven run against the cheapest fixed-step run at least as "
             "accurate (times in ms, the fastest and the slowest repeat; ratio: of the median "
             "times, with its 95 % bootstrap interval; a tie where it holds 1).\n\n"
-            + markdown_table(compared)
+            + markdown_table(compared, units=units)
             + "\nEach step-size-controlled run against the cheapest fixed-step and the cheapest "
             "event-driven run at least as accurate.\n\n"
-            + markdown_table(controlled)
+            + markdown_table(controlled, units=units)
             + f"\n![work-precision]({_figure(group, str(label), folder)})\n"
             + (steps or "")
         )

@@ -112,6 +112,15 @@ def _figure(table: pd.DataFrame, folder: Path) -> str:
     return "![Impacting bar: error against the mesh](bar_mesh_refinement.png)\n"
 
 
+#: Units of the tables' columns: the bar's displacements in m, N the number of elements.
+UNITS = {
+    "error on the finest mesh": "m",
+    "max_position_error": "m",
+    "position_error_at_end": "m",
+    "N": "-",
+}
+
+
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """Errors per mesh, fitted orders, one figure, findings."""
     done = table[table["status"] != FAILED]
@@ -126,9 +135,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Orders in the mesh",
             "Least-squares slope of log(error) on log(h_e) over the meshes, 95 % t-interval; "
             "errors below the round-off floor are not fitted.\n\n"
-            + markdown_table(fitted.drop(columns="order")),
+            + markdown_table(fitted.drop(columns="order"), units=UNITS),
         ),
-        Section("Errors per mesh", markdown_table(errors, 4)),
+        Section("Errors per mesh", markdown_table(errors, 4, units=UNITS)),
         Section("Figure", _figure(table, Path(folder))),
     ]
     findings = []

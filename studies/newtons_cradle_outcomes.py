@@ -41,14 +41,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from impactbench.bench.latex import Summary
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
+    capped_flags,
     format_number,
     markdown_table,
     method_style,
     new_figure,
     save_figure,
     shared_legend,
+    with_capped_counts,
 )
 from impactbench.bench.results import read_artefact, write_table
 from impactbench.bench.runner import FAILED, Run
@@ -172,6 +175,29 @@ def outcomes(balls: pd.DataFrame) -> pd.DataFrame:
         row["key"] = key
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: Units of the outcome table: velocities in units of v0, the energy ratio dimensionless.
+UNITS = {
+    "velocities": "v0",
+    **{f"deviation from {name}": "v0" for name in EXPECTATIONS},
+    "energy after / before": "-",
+}
+
+
+def matches_for_paper(per_run: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the outcome table: one row per method and step, one column per
+    configuration, each cell the expectations the run matches (:func:`outcomes`)."""
+    runs = per_run.assign(step=per_run["h"].fillna(-1.0))
+    wide = runs.pivot_table(
+        index=["method", "step"], columns="configuration", values="matches", aggfunc="first",
+        sort=False,
+    ).reset_index()  # fmt: skip
+    wide.columns.name = None
+    configurations = [c for c in wide.columns if c not in ("method", "step")]
+    wide[configurations] = wide[configurations].fillna("-")
+    wide.insert(1, "h [s]", wide.pop("step").where(lambda h: h >= 0))
+    return Summary(wide, "the expectations each run matches, by configuration")
 
 
 def expectations(balls: pd.DataFrame) -> pd.DataFrame:
@@ -300,7 +326,10 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     balls = read_artefact(done, folder, ARTEFACT)
     per_run = outcomes(balls)
     write_table(per_run, folder / OUTCOMES_FILE, timing=False)
-    shown = per_run.drop(columns="key")
+    capped = capped_flags(done).set_axis(done["key"])
+    shown = with_capped_counts(
+        per_run.assign(impacts_capped=per_run["key"].map(capped).fillna(False).astype(bool))
+    ).drop(columns=["key", "impacts_capped"])
     sections = [
         Section(
             "Expected outcomes",
@@ -316,7 +345,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             f"to end on t = {T_END:g}; impacts: "
             "entries of the impact log (event-driven: binary impacts located; time-steppers: "
             f"(step, contact) pairs with a positive impulse). Also in [{OUTCOMES_FILE}]"
-            f"({OUTCOMES_FILE}).\n\n" + markdown_table(shown, 4),
+            f"({OUTCOMES_FILE}).\n\n"
+            + markdown_table(shown, 4, units=UNITS, latex=matches_for_paper(per_run)),
         ),
         Section(
             "Figure",

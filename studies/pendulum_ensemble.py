@@ -46,6 +46,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 import impactbench
+from impactbench.bench.latex import Summary, unit_of
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -382,6 +383,25 @@ def _findings(distances: pd.DataFrame, members: pd.DataFrame) -> list[str]:
     return findings
 
 
+#: Units of the distance table (W1 in the unit of its statistic, named in the statistic's row).
+DISTANCE_UNITS = {"W1": "unit of the statistic", "KS": "-", "KS p": "-"}
+
+
+def distances_for_paper(distances: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the distance table: one row per method and setting, the W1 distance of
+    each statistic in its unit (a statistic's name carries it, "-" for a count) and the
+    smallest KS p-value over the statistics."""
+    wide = distances.pivot_table(
+        index=["method", "setting"], columns="statistic", values="W1", sort=False
+    )
+    wide.columns = [
+        f"W1 {name}" if unit_of(str(name)) else f"W1 {name} [-]" for name in wide.columns
+    ]
+    smallest = distances.groupby(["method", "setting"], sort=False)["KS p"].min()
+    frame = wide.assign(**{"smallest KS p [-]": smallest}).reset_index()
+    return Summary(frame, "W1 per statistic, the bootstrap intervals in the report")
+
+
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """Distances between ensembles, shadowing horizons, settling-time distributions."""
     members = _members(table, folder)
@@ -417,14 +437,16 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "1-Wasserstein distance W1 [95 % bootstrap interval] between each method's ensemble "
             "and the reference ensemble, per statistic (energies in J, times in s), with the "
             "two-sample Kolmogorov-Smirnov statistic and p-value.\n\n"
-            + markdown_table(shown)
+            + markdown_table(
+                shown, units={"W1": "unit of the statistic"}, latex=distances_for_paper(distances)
+            )
             + f"\n![W1 against h and rtol]({_figure(distances, last_energy, folder)})\n",
         ),
         Section(
             "Shadowing horizon",
             f"Time until a member leaves its reference trajectory by more than "
             f"{SHADOW_TOLERANCE:g} rad (capped at the comparison horizon), over the members.\n\n"
-            + markdown_table(shadow),
+            + markdown_table(shadow, units={"members": "-"}),
         ),
         Section(
             "Settling time",

@@ -28,6 +28,7 @@ from impactbench.analysis.timing import (
     row_timing,
     with_spreads,
 )
+from impactbench.bench.latex import Summary, interval_text, summarise
 from impactbench.bench.plugins import study_methods
 from impactbench.bench.report import (
     capped_flags,
@@ -152,6 +153,49 @@ def _speedups(costs: pd.DataFrame) -> pd.DataFrame:
         frame["verdict"] = [result.verdict for result in results]
         frame["compiled against plain"] = [result.text for result in results]
     return frame
+
+
+#: Units of the performance tables' columns (the others named by :func:`with_unit`).
+UNITS = {
+    "wall_time": "s",
+    "PaoliSchatzman": "ns/step",
+    "MoreauJean": "ns/step",
+    "PaoliSchatzman / MoreauJean": "-",
+}
+
+
+def costs_for_paper(costs: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the cost-per-step table: per method and compiled or plain, the median
+    over the problems of the ns per step (wall time and integration loop) and of the steps per
+    second, with their range (:func:`impactbench.bench.latex.summarise`)."""
+    frame = costs.rename(
+        columns={"base": "method", "method": "spec", "ns_per_step": "ns per step [ns]",
+                 "ns_integration": "ns integration [ns]", "steps_per_s": "steps per s [1/s]"}
+    )  # fmt: skip
+    frame["code"] = frame["compiled"].map({True: "compiled", False: "plain Python"})
+    values = ["ns per step [ns]", "ns integration [ns]", "steps per s [1/s]"]
+    return summarise(frame, ["method"], "code", values, counted="problems")
+
+
+def speedups_for_paper(speedups: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the compiled-against-plain table: per method, over the problems, the
+    median speedup with its range and the number of problems where the compiled code is
+    faster (the bootstrap interval of the ratio of medians above 1)."""
+    if speedups.empty or "speedup" not in speedups:
+        return Summary(speedups, "")
+    rows = []
+    for method, group in speedups.groupby("method", sort=False):
+        rows.append(
+            {
+                "method": method,
+                "problems [-]": len(group),
+                "speedup [-]": interval_text(group["speedup"]),
+                "compiled faster [-]": int((group["verdict"] == FASTER).sum()),
+            }
+        )
+    return Summary(
+        pd.DataFrame(rows), "per method the median over the problems [smallest, largest]"
+    )
 
 
 def _ratios(costs: pd.DataFrame) -> pd.DataFrame:
@@ -299,21 +343,23 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "ns_per_step, ns_median, ns_max: the minimum, median and maximum over the repeats "
             "of the wall time per step; ns_integration: the minimum of the time spent in the "
             "integration loop per step (the rest of the wall time is the per-call work of "
-            "`simulate`).\n\n" + markdown_table(costs[columns]),
+            "`simulate`).\n\n"
+            + markdown_table(costs[columns], units=UNITS, latex=costs_for_paper(costs)),
         ),
         Section(
             "Compiled against plain Python",
             "speedup: plain over compiled median ns per step; compiled against plain: that "
             "ratio with its 95 % bootstrap interval, faster where the interval excludes 1, tie "
-            "otherwise (impactbench.analysis.timing).\n\n" + markdown_table(speedups),
+            "otherwise (impactbench.analysis.timing).\n\n"
+            + markdown_table(speedups, units=UNITS, latex=speedups_for_paper(speedups)),
         ),
-        Section("Compiled PaoliSchatzman against MoreauJean", markdown_table(ratios)),
+        Section("Compiled PaoliSchatzman against MoreauJean", markdown_table(ratios, units=UNITS)),
         Section(
             "Event-driven: cost per run and per impact",
             "ms_per_run: minimum over the repeats; ms_spread: maximum minus minimum; "
             "ms_integration: the time spent in the integration loop (minimum); impacts >= N: the "
             "impact log overflowed (a lower bound; ms_per_impact left blank).\n\n"
-            + markdown_table(events),
+            + markdown_table(events, units=UNITS),
         ),
         Section("Figure", _figure(costs, folder)),
     ]

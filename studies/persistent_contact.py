@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from impactbench.analysis.fitting import ORDER, error_floor, fit_order, phase_medians
+from impactbench.bench.latex import Summary, interval_text
 from impactbench.bench.report import (
     capped_flags,
     count_text,
@@ -279,6 +280,65 @@ def depth_against_step(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+#: Units of the tables' columns: gaps in m (every built-in gap is a distance), alpha the
+#: gap's acceleration, energies in J.
+UNITS = {
+    "contact persists after": "s",
+    "alpha": "m/s^2",
+    "largest depth": "m",
+    "largest depth / (alpha h^2)": "-",
+    "largest increase": "J",
+    "bound": "J",
+    "impact events": "-",
+    "depth": "m",
+}
+
+
+def _horizon_units(by_time: pd.DataFrame) -> dict[str, str]:
+    """The depth at each horizon (the columns ``T = ...`` of :func:`depth_against_time`), in m."""
+    return {name: "m" for name in by_time.columns if str(name).startswith("T = ")}
+
+
+def growth_for_paper(by_time: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the depth against the horizon: per method, over the problems, the
+    depth at the longest horizon over the depth at the shortest (1 where the contact holds),
+    median and range."""
+    horizons = [c for c in by_time.columns if str(c).startswith("T = ")]
+    rows = []
+    if len(horizons) >= 2:
+        ratio = by_time[horizons[-1]] / by_time[horizons[0]]
+        for method, values in ratio.groupby(by_time["method"], sort=False):
+            rows.append(
+                {
+                    "method": method,
+                    "problems [-]": int(values.notna().sum()),
+                    f"depth ({horizons[-1]}) / depth ({horizons[0]}) [-]": interval_text(values),
+                }
+            )
+    note = "per method the median over the problems [smallest, largest]; the depths in the report"
+    return Summary(pd.DataFrame(rows), note)
+
+
+def orders_for_paper(by_step: pd.DataFrame) -> Summary:
+    """The LaTeX copy of the depth against the step: per method, over the problems, the fitted
+    order (where the sweep gives one) and the largest depth / (alpha h^2), median and range."""
+    rows = []
+    for method, group in by_step.groupby("method", sort=False):
+        rows.append(
+            {
+                "method": method,
+                "problems [-]": len(group),
+                "fitted [-]": int(group["order"].notna().sum()),
+                "order in h [-]": interval_text(group["order"]),
+                "largest depth / (alpha h^2) [-]": interval_text(
+                    group["largest depth / (alpha h^2)"]
+                ),
+            }
+        )
+    note = "per method the median over the problems [smallest, largest]; each fit in the report"
+    return Summary(pd.DataFrame(rows), note)
+
+
 def energy_increases(table: pd.DataFrame) -> pd.DataFrame:
     """Largest per-step energy increase (every step stored) against the position rule's bound."""
     done = _ok(table)
@@ -512,12 +572,14 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         ]
     )
     sections = [
-        Section("Problems", markdown_table(cases)),
+        Section("Problems", markdown_table(cases, units=UNITS)),
         Section(
             "Depth below the constraint against the horizon",
             f"max(0, -min g) over the second half [T/2, T] of a run of horizon T, h = {STEP:g} "
             "(gap units). A persistent contact that holds keeps the same depth for every T.\n\n"
-            + markdown_table(by_time),
+            + markdown_table(
+                by_time, units=_horizon_units(by_time), latex=growth_for_paper(by_time)
+            ),
         ),
         Section(
             "Depth against the step",
@@ -525,7 +587,10 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "at a phase family h (1 + delta_j); order = least-squares slope of the median depth "
             "per family on h in log scale with its 95 % t-interval; depths below 100 eps times "
             "the largest |q| of the case are round-off and are not fitted "
-            "(impactbench.analysis.fitting).\n\n" + markdown_table(by_step.drop(columns="order")),
+            "(impactbench.analysis.fitting).\n\n"
+            + markdown_table(
+                by_step.drop(columns="order"), units=UNITS, latex=orders_for_paper(by_step)
+            ),
         ),
         Section(
             "Largest energy increase per step",
@@ -536,7 +601,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "and Paoli-Schatzman's velocity is a central difference, not a state. The pin on "
             "the clearance wall is pushed by a load that has no potential in TightJoint (its "
             "energy is the spring's): its energy changes by the load's work.\n\n"
-            + markdown_table(energy),
+            + markdown_table(energy, units=UNITS),
         ),
         Section(
             "Chatter and capped impact logs",
@@ -546,7 +611,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "the most events per step ("
             f"{len(chattering)} in all). A count printed >= N comes from an impact log that "
             "overflowed its capacity (column impacts_capped of the results): a lower bound.\n\n"
-            + markdown_table(chattering.head(CHATTER_ROWS)),
+            + markdown_table(chattering.head(CHATTER_ROWS), units=UNITS),
         ),
         Section("Figures", "\n".join(_figures(table, folder))),
     ]

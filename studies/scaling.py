@@ -52,6 +52,7 @@ from impactbench.analysis.timing import (
     row_timing,
     with_spreads,
 )
+from impactbench.bench.latex import thin
 from impactbench.bench.report import (
     markdown_table,
     method_style,
@@ -360,6 +361,15 @@ def _findings(frame: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
     return findings
 
 
+#: Units of the tables' columns (the others named by
+#: :func:`impactbench.bench.latex.with_unit`): memory in bytes, exponents and ratios
+#: dimensionless.
+UNITS = {
+    "bytes_per_dof": "B",
+    **dict.fromkeys(("p", "p_low", "p_high", "p_last", "cost(1e4) / cost(1e3)"), "-"),
+}
+
+
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     """The cost and memory table, the fitted exponents and the log-log figure."""
     frame = costs(table)
@@ -369,9 +379,13 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Cost per step and memory per DOF",
             "ms_per_run: minimum of the repeats' wall times; ms_spread: maximum minus minimum; "
             "ms_integration: the time spent in the integration loop (minimum).\n\n"
-            + markdown_table(frame.drop(columns="ms_repeats")),
+            + markdown_table(
+                frame.drop(columns="ms_repeats"),
+                units=UNITS,
+                latex=thin(frame.drop(columns="ms_repeats"), ["problem", "method"], "n"),
+            ),
         ),
-        Section("Fitted exponents", markdown_table(fits)),
+        Section("Fitted exponents", markdown_table(fits, units=UNITS)),
         Section("Figure", _figure(frame, fits, folder)),
     ]
     return StudyReport(sections, _findings(frame, fits))

@@ -55,6 +55,7 @@ from impactbench.analysis.timing import (
     ties,
     with_spreads,
 )
+from impactbench.bench.latex import Summary, summarise
 from impactbench.bench.report import (
     format_number,
     markdown_table,
@@ -64,10 +65,12 @@ from impactbench.bench.report import (
     save_figure,
     shared_legend,
     whole_decades,
+    with_capped_counts,
 )
 from impactbench.bench.results import read_artefact, read_table, write_table
 from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.style import coordinate_unit
 from impactbench.bench.trajectory_figure import (
     stored_trajectory,
     trajectory_artefact,
@@ -314,9 +317,12 @@ def _axis(row: pd.Series | dict) -> str:
 
 
 def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: configuration, method, h or rtol, accuracy, impacts and cost."""
+    """One row per run: configuration, method, h or rtol, accuracy, impacts and cost (headers
+    with their units: the coordinates' for the position errors and the L1 velocity error, an
+    integral over time of the velocity error)."""
     impacts = _impact_times(references)
     t0 = dict(zip(references["problem"], references["t0"], strict=True))
+    q = coordinate_unit(DoublePendulum())
     rows = []
     for _, row in table.iterrows():
         found = "-"
@@ -325,28 +331,60 @@ def summary(table: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
             found = f"{checked - int(row['missed_impacts'])}/{checked}"
         wall, loop = row["wall_time"], row.get("integration_time", np.nan)
         spread = row["wall_time_max"] - wall if row["repeats"] >= 2 else np.nan
+        stepping = _axis(row) == "h"
         rows.append(
             {
                 "configuration": row["problem"],
                 "method": row["method"],
-                "h or rtol": row["h"] if _axis(row) == "h" else row["tolerance"],
-                "max error q": row["max_position_error"],
-                "error q(T)": row["position_error_at_end"],
-                "L1 error v": row["l1_velocity_error"],
-                "Hausdorff v": row["hausdorff_velocity_distance"],
-                "impact time error": row["impact_time_error"],
+                "h [s]": row["h"] if stepping else np.nan,
+                "rtol [-]": np.nan if stepping else row["tolerance"],
+                f"max error q [{q}]": row["max_position_error"],
+                f"error q(T) [{q}]": row["position_error_at_end"],
+                f"L1 error v [{q}]": row["l1_velocity_error"],
+                "Hausdorff v [-]": row["hausdorff_velocity_distance"],
+                "impact time error [s]": row["impact_time_error"],
                 "found": found,
-                "missed": row["missed_impacts"],
-                "spurious": row["spurious_impacts"],
-                "impacts": row["impacts"],
-                "penetration": row["max_penetration"],
-                "force evaluations": row["force_evaluations"],
-                "wall time (ms)": wall * 1e3 if pd.notna(wall) else np.nan,
-                "spread (ms)": spread * 1e3 if pd.notna(spread) else np.nan,
-                "integration (ms)": loop * 1e3 if pd.notna(loop) else np.nan,
+                "missed [-]": row["missed_impacts"],
+                "spurious [-]": row["spurious_impacts"],
+                "impacts [-]": row["impacts"],
+                "impacts_capped": row.get("impacts_capped", False),
+                "penetration [m]": row["max_penetration"],
+                "force evaluations [-]": row["force_evaluations"],
+                "wall time [ms]": wall * 1e3 if pd.notna(wall) else np.nan,
+                "spread [ms]": spread * 1e3 if pd.notna(spread) else np.nan,
+                "integration [ms]": loop * 1e3 if pd.notna(loop) else np.nan,
+                "nominal": row["h_nominal"] if stepping else row["tolerance"],
             }
         )
-    return pd.DataFrame(rows)
+    shown = with_capped_counts(pd.DataFrame(rows), ("impacts [-]",))
+    return shown.drop(columns=["impacts_capped", "nominal"]).assign(nominal=shown["nominal"])
+
+
+def summary_for_paper(rows: pd.DataFrame) -> Summary:
+    """The LaTeX copy of :func:`summary`: per configuration, method and nominal step (or rtol)
+    the median over its phase copies of the accuracy and the cost, with their range
+    (:func:`impactbench.bench.latex.summarise`), at most
+    :data:`impactbench.bench.latex.MAX_ROWS` rows."""
+    q = [c for c in rows.columns if c.startswith(("max error q [", "error q(T) ["))]
+    values = [*q, "impact time error [s]", "force evaluations [-]", "wall time [ms]"]
+    frame = rows.assign(axis=np.where(rows["h [s]"].notna(), "h", "rtol"))
+    summarised = summarise(frame, ["configuration", "method", "axis"], "nominal", values)
+    shown = summarised.frame
+    stepping = shown["axis"] == "h"
+    shown = shown.assign(
+        **{
+            "h [s]": shown["nominal"].where(stepping),
+            "rtol [-]": shown["nominal"].where(~stepping),
+        }
+    )
+    columns = ["configuration", "method", "h [s]", "rtol [-]", "runs [-]", *values]
+    note = summarised.note.replace("nominal", "nominal h or rtol")
+    return Summary(shown[columns], f"nominal h: phase copies h (1 + delta_j); {note}")
+
+
+def _summary_table(rows: pd.DataFrame) -> str:
+    """The per-run table in Markdown (its nominal setting left to the LaTeX summary)."""
+    return markdown_table(rows.drop(columns="nominal"), latex=summary_for_paper(rows))
 
 
 def _ms(seconds: float) -> str:
@@ -749,7 +787,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "minus minimum of the repeats (- for a run timed once); "
             "*integration*: the part of the wall time spent in the method's integration loop "
             "(the rest is the per-call work of `simulate`).\n\n"
-            + markdown_table(summary(table, references)),
+            + _summary_table(summary(table, references)),
         ),
         Section(
             "Observed orders",

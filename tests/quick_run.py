@@ -18,6 +18,7 @@ from matplotlib import image as mpl_image
 
 from impactbench import Method
 from impactbench.bench.cli import main
+from impactbench.bench.latex import MAX_ROWS
 from impactbench.studies import STUDIES
 
 from conftest import assert_study_table
@@ -58,6 +59,32 @@ def run_part(root: Path, part: int) -> QuickRun:
     return QuickRun(code, output, cache, studies)
 
 
+def assert_one_table_of_a_page(text: str) -> None:
+    """A LaTeX table of a report: one ``tabular`` of at most MAX_ROWS body rows."""
+    assert text.count("\\begin{tabular}") == 1
+    body = text.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+    assert body.count("\\\\") <= MAX_ROWS
+
+
+def _content(path: Path) -> tuple[str, ...]:
+    """What a table holds, whatever the order of its rows and of its CSV columns."""
+    if path.suffix == ".csv":
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = frame[sorted(frame.columns)]
+        return (",".join(frame.columns), *sorted(",".join(row) for row in frame.to_numpy()))
+    return tuple(sorted(path.read_text(encoding="utf-8").splitlines()))
+
+
+def assert_nothing_stored_twice(folder: Path) -> None:
+    """No two tables (CSV, LaTeX, Markdown) of a study's report folder hold the same content (a
+    table copied under another name, its rows or columns in another order)."""
+    seen: dict[tuple[str, ...], Path] = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix in {".csv", ".tex", ".md"}:
+            twin = seen.setdefault(_content(path), path)
+            assert twin == path, f"{path.relative_to(folder)} repeats {twin.relative_to(folder)}"
+
+
 def check_every_study_succeeds(quick: QuickRun) -> None:
     """Exit code 0; the index links every study's report, whose figures (PNG, PDF, SVG) are
     linked and not blank, whose LaTeX tables are linked, and whose table has no failed run."""
@@ -79,6 +106,8 @@ def check_every_study_succeeds(quick: QuickRun) -> None:
         assert not (folder / "results.parquet").exists(), name
         for tex in (folder / "tables").glob("*.tex"):
             assert "\\toprule" in tex.read_text() and f"](tables/{tex.name})" in readme
+            assert_one_table_of_a_page(tex.read_text())
+        assert_nothing_stored_twice(folder)
         table = pd.read_csv(folder / "results.csv")
         assert (table["status"] != "failed").all(), table["error"].dropna().tolist()
         assert_study_table(table)

@@ -96,3 +96,27 @@ def test_each_adaptive_run_meets_the_cheapest_run_of_both_other_families():
     assert list(compared["event-driven"]) == ["EventDriven (0.01)", "none reaches it"]
     assert list(compared["verdict (vs fixed step)"]) == ["adaptive time-stepping faster", "-"]
     assert list(compared["verdict (vs event-driven)"]) == ["adaptive time-stepping faster", "-"]
+
+
+def test_a_capped_impact_count_is_a_lower_bound_in_the_equal_error_tables():
+    """An event-driven or adaptive run whose impact log filled up shows ">= N" in both
+    equal-error tables; the other counts stay as they are."""
+    nan = np.nan
+    frame = pd.DataFrame(
+        [
+            _row("MoreauJean", 1e-3, nan, 1e-2, 5.0e-3, 5.5e-3),
+            _row("EventDriven", nan, 1e-2, 2e-2, 2.0e-3, 2.2e-3, impacts=203),
+            _row("EventDriven", nan, 1e-10, 1e-3, 9.0e-3, 9.5e-3, impacts=100_000),
+            _row("Adaptive[scheme=MoreauJean]", nan, 1e-3, 2e-2, 0.5e-3, 0.6e-3, impacts=50),
+        ]
+    ).assign(
+        impacts_capped=[False, False, True, True],
+        family=lambda f: f["family"].where(
+            ~f["method"].str.startswith("Adaptive"), ADAPTIVE_STEPPING
+        ),
+    )
+    assert list(limits.equal_error(frame)["impacts"]) == ["203", ">= 100000"]
+    assert list(limits.adaptive_equal_error(frame)["impacts"]) == [">= 50"]
+    assert "impacts_capped" not in limits.equal_error(frame)
+    plain = limits.equal_error(frame.assign(impacts_capped=False))
+    assert list(plain["impacts"]) == [203, 100_000]

@@ -15,9 +15,12 @@ from impactbench.bench.latex import (
     PREAMBLE,
     LatexTable,
     escape,
+    interval_text,
+    method_tex,
     number_cell,
-    parts,
+    summarise,
     table_format,
+    with_unit,
 )
 from impactbench.bench.report import count_text, latex_table, with_capped_counts
 
@@ -43,7 +46,9 @@ def test_latex_table_has_booktabs_rules_caption_label_and_escapes():
 def test_headers_keep_their_mathematics_and_escape_the_rest():
     assert escape("$\\max_t |q - q_{\\mathrm{ex}}|$ [m]") == "$\\max_t |q - q_{\\mathrm{ex}}|$ [m]"
     assert escape("order [95 %] of a_b") == "order [95 \\%] of a\\_b"
-    assert escape("error <= 0.01") == "error \\textless{}= 0.01"
+    assert escape("error <= 0.01") == "error $\\le$ 0.01"
+    assert escape(">= 7, a < b > c, 3 +/- 1") == "$\\ge$ 7, a $<$ b $>$ c, 3 $\\pm$ 1"
+    assert escape("depth / (alpha h^2)") == "depth / (alpha h$^{2}$)"
 
 
 def test_numbers_are_siunitx_columns_and_counts_integers():
@@ -51,33 +56,92 @@ def test_numbers_are_siunitx_columns_and_counts_integers():
         {
             "method": ["PS", "MJ", "ED"],
             "impacts": [1000.0, 12.0, np.nan],
-            "error": [1.234e-5, -0.5, 2.0e3 + 0.5],
+            "error [m]": [1.234e-5, -0.5, 2.0e3 + 0.5],
         }
     )
     text = latex_table(_table(frame))
     assert "l S[table-format=4] S[table-format=-1.2e-2]" in text
-    assert "{impacts} & {error}" in text
+    assert "{impacts [-]} & {error [m]}" in text
     assert "PS & 1000 & 1.23e-05 \\\\" in text  # a count in full, never 1e+03
     assert "ED & {--} & 2e03" in text
     assert table_format(["1.5", "-12", "3.25e-7"]) == "-2.2e-1"
     assert number_cell(True, 3) is None and number_cell(np.nan, 3) is None
 
 
-def test_a_long_table_is_split_into_parts_of_a_page():
-    frame = pd.DataFrame(
-        {"problem": ["A"] * 30 + ["B"] * 30 + ["C"] * 5, "value": np.arange(65.0) + 0.5}
+def test_every_numeric_header_names_its_unit():
+    """Units come from the header, the given map, the recurring names or the words ms/ns; a
+    numeric column (or a column of counts as text) without one is refused."""
+    assert with_unit("wall time [ms]") == "wall time [ms]"
+    assert with_unit("impacts") == "impacts [-]" and with_unit("h") == "h [s]"
+    assert with_unit("force_evaluations") == "force_evaluations [-]"
+    assert with_unit("adaptive ms max") == "adaptive ms max [ms]"
+    assert with_unit("compiled ns/step") == "compiled ns/step [ns]"
+    assert with_unit("depth", {"depth": "m"}) == "depth [m]"
+    assert with_unit("depth") == "depth"
+    with pytest.raises(ValueError, match=r"without a unit.*'depth'"):
+        latex_table(_table(pd.DataFrame({"method": ["MJ"], "depth": [1.5]})))
+    with pytest.raises(ValueError, match=r"without a unit.*'events'"):
+        latex_table(_table(pd.DataFrame({"method": ["MJ", "PS"], "events": [">= 100", "3"]})))
+    text = latex_table(_table(pd.DataFrame({"method": ["MJ"], "order": ["1.01 [0.9, 1.1]"]})))
+    assert "order \\\\" in text  # a text column needs none
+
+
+def test_method_names_are_typeset_in_cells_and_headers():
+    assert method_tex("MoreauJean[theta=0.5]") == "Moreau--Jean ($\\theta = \\num{0.5}$)"
+    assert method_tex("EventDriven[compiled=False]") == "event-driven (not compiled)"
+    assert (
+        method_tex("Adaptive[scheme=CatchingUp[activation=approaching],h_max=0.01]")
+        == "adaptive (scheme catching-up (activation approaching), h max $=$ \\num{0.01})"
     )
-    pieces = parts(frame)
-    assert [len(p) for p in pieces] == [30, 35]  # by the first column's groups
-    assert pd.concat(pieces).equals(frame)
-    one_group = pd.DataFrame({"problem": ["A"] * 95, "value": np.arange(95.0)})
-    assert [len(p) for p in parts(one_group)] == [40, 40, 15]
+    assert method_tex("BouncingBall") is None and method_tex("tie") is None
+    frame = pd.DataFrame({"problem": ["Ball"], "PaoliSchatzman": ["1.0 [0.9, 1.1]"]})
     text = latex_table(_table(frame))
-    assert text.count("\\begin{table}") == 2
-    assert "(part 2 of 2; the full table is in results.csv)" in text
-    assert "\\label{tab:convergence-1-2}" in text
-    for body in text.split("\\midrule")[1:]:
-        assert body.split("\\bottomrule")[0].count("\\\\") <= MAX_ROWS
+    assert "problem & Paoli--Schatzman \\\\" in text
+    assert "\\num{1.0} [\\num{0.9}, \\num{1.1}]" in text
+    assert "[" not in text.split("\\midrule")[0].split("Paoli")[1].split("\\\\")[0]
+
+
+def test_a_table_longer_than_a_page_is_refused():
+    frame = pd.DataFrame({"problem": ["A"] * (MAX_ROWS + 1), "h": np.arange(MAX_ROWS + 1.0)})
+    with pytest.raises(ValueError, match=rf"{MAX_ROWS + 1} rows, more than {MAX_ROWS}"):
+        latex_table(_table(frame))
+    assert latex_table(_table(frame.iloc[:MAX_ROWS])).count("\\begin{table}") == 1
+
+
+def test_summary_gives_medians_and_ranges_per_nominal_setting():
+    """Phase copies of a nominal step make one row (median [min, max]); with more settings
+    than the rows allow, each sweep keeps its first, its last and evenly spread ones."""
+    h = np.repeat([0.1, 0.01, 0.001], 3)
+    frame = pd.DataFrame(
+        {
+            "method": ["MoreauJean"] * 9,
+            "h": h,
+            "error [m]": [1.0, 2.0, 4.0, 0.1, 0.2, 0.3, 0.01, 0.01, 0.01],
+        }
+    )
+    table = summarise(frame, ["method"], "h", ["error [m]"]).frame
+    assert table["runs [-]"].tolist() == [3, 3, 3]
+    assert table["error [m]"].tolist() == ["2 [1, 4]", "0.2 [0.1, 0.3]", "0.01"]
+    assert interval_text([np.nan, 3.0, 1.0, np.inf]) == "2 [1, 3]"
+    assert interval_text([np.nan]) == "-" and interval_text([-0.0, 1.0]) == "0.5 [0, 1]"
+    assert interval_text([2553.0, 2428.0, 2817.0]) == "2553 [2428, 2817]"  # counts in full
+    assert interval_text([1.23456e-5, 2e-5], digits=2) == "1.6e-05 [1.2e-05, 2e-05]"
+    sweeps = pd.DataFrame(
+        {
+            "method": np.repeat(["MJ", "PS", "CU"], 20),
+            "h": np.tile(np.arange(20.0), 3),
+            "error [m]": np.arange(60.0),
+        }
+    )
+    thinned = summarise(sweeps, ["method"], "h", ["error [m]"], max_rows=10)
+    assert len(thinned.frame) <= 10
+    for _, sweep in thinned.frame.groupby("method"):
+        assert sweep["h"].min() == 0.0 and sweep["h"].max() == 19.0 and len(sweep) == 3
+    assert "at most 3 settings of each sweep" in thinned.note
+    with pytest.raises(ValueError, match="two settings each"):
+        summarise(sweeps, ["method"], "h", ["error [m]"], max_rows=5)
+    with pytest.raises(ValueError, match="name no unit"):
+        summarise(sweeps.rename(columns={"error [m]": "error"}), ["method"], "h", ["error"])
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,10 +170,11 @@ def _compile(tmp_path: Path, body: str) -> str:
 def test_latex_tables_compile_and_fit_the_page(tmp_path):
     frame = pd.DataFrame(
         {
-            "method": ["MoreauJean[theta=0.5]", "EventDriven"],
-            "$\\max_t |q - q_{\\mathrm{ex}}|$": [1.5e-3, np.nan],
+            "method": ["MoreauJean[theta=0.5]", "Adaptive[scheme=CatchingUp,h_max=0.01]"],
+            "$\\max_t |q - q_{\\mathrm{ex}}|$ [m]": ["1.5e-03 [1.2e-03, 1.9e-03]", "-"],
             "order [95 %]": ["0.99 [0.80, 1.17]", "not controlled"],
-            "impacts": [1000, 12],
+            "error <= 0.01": ["yes", "no"],
+            "impacts": [">= 1000", "12"],
         }
     )
     log = _compile(tmp_path, latex_table(_table(frame)))

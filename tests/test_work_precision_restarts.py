@@ -47,3 +47,24 @@ def test_restart_table_takes_the_ball_s_event_driven_runs():
     frame = work_precision.restart_steps(table)
     assert list(frame["rtol"]) == [1e-3]
     assert frame["steps per impact"].iloc[0] == 348 / 62
+
+
+def test_restart_table_prints_a_capped_count_as_a_lower_bound():
+    """A run whose impact log filled up: its count ">= N", its steps per impact not given (the
+    count is a lower bound)."""
+    table = pd.DataFrame(
+        {
+            "problem": ["BouncingBall", "BouncingBall"],
+            "method": ["EventDriven", "EventDriven"],
+            "tolerance": [1e-3, 1e-9],
+            "steps": [348, 166],
+            "force_evaluations": [5449, 2719],
+            "impacts": [62, 100_000],
+            "impacts_capped": [False, True],
+            "status": ["ok", "ok"],
+        }
+    )
+    frame = work_precision.restart_steps(table)
+    assert list(frame["impacts"]) == [">= 100000", "62"]  # sorted by rtol
+    assert np.isnan(frame["steps per impact"].iloc[0])
+    assert frame["steps per impact"].iloc[1] == 348 / 62

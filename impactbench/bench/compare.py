@@ -51,6 +51,7 @@ from ..core.method import TIME_STEPPING, Method
 from ..core.problem import Problem
 from . import workers
 from .arguments import finite_number, jobs_count, positive_int, positive_number
+from .latex import Summary, thin
 from .pipeline import StudyResult, run_study
 from .plotting import solution_of
 from .report import (
@@ -357,9 +358,15 @@ def compare(
         medians.to_csv(folder / SUMMARY_FILE, index=False)
         _figure(medians, metric, floor_of(), folder, title, instance.name)
         shown = orders[["method", "versus", "text"]].rename(columns={"text": "order [95 %]"})
+        unit = metric_unit(metric, instance.name)
+        units = {name: unit for name in (metric, f"{metric}_min", f"{metric}_max")}
+        setting = medians.assign(setting=medians["h"].fillna(medians["tolerance"]))
+        latex = thin(setting, ["method"], "setting")
+        note = latex.note.replace("setting", "h or tolerance")
+        latex = Summary(latex.frame.drop(columns="setting"), note)
         sections = [
             Section("Observed orders", markdown_table(shown)),
-            Section("Errors and costs", markdown_table(medians)),
+            Section("Errors and costs", markdown_table(medians, units=units, latex=latex)),
             Section("Figure", f"![comparison]({FIGURE_FILE})\n"),
         ]
         findings = [

@@ -11,7 +11,7 @@ PNG with the PDF next to it); figures use matplotlib's Agg renderer through
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from ..analysis.reference import reference_archive
 from ..core._files import write_atomic
 from . import style
 from .files import check_ours, check_study_folder, replace_group
-from .latex import LatexTable, latex_tables
+from .latex import LatexTable, Summary, latex_table_text, with_unit
 from .results import PROVENANCE_COLUMNS, read_provenance, read_table
 from .runner import FAILED
 from .study import Study, StudyReport
@@ -41,8 +41,9 @@ LATEX_FOLDER = "tables"
 REFERENCES_FOLDER = "references"
 
 #: Tables made by :func:`markdown_table` while a report is being written (LaTeX copies): the
-#: values, their significant digits and the Markdown written.
-_tables: ContextVar[list[tuple[pd.DataFrame, int, str]] | None] = ContextVar(
+#: values of the LaTeX copy, their significant digits, the Markdown written and the note of a
+#: summary ("" for a full copy).
+_tables: ContextVar[list[tuple[pd.DataFrame, int, str, str]] | None] = ContextVar(
     "_tables", default=None
 )
 PROVENANCE_FILE = "provenance.json"
@@ -91,13 +92,24 @@ def with_capped_counts(rows: pd.DataFrame, columns: Sequence[str] = ("impacts",)
     return rows.assign(**texts)
 
 
-def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
+def markdown_table(
+    frame: pd.DataFrame,
+    digits: int = 3,
+    *,
+    units: Mapping[str, str] | None = None,
+    latex: Summary | None = None,
+) -> str:
     """A DataFrame as a Markdown table (numbers right-aligned); "None." when it has no rows.
 
-    While :func:`write_study_report` runs, the table is also kept for its LaTeX copy.
+    Each header is followed by its unit (:func:`impactbench.bench.latex.with_unit`: the one it
+    names, else the one of ``units`` or of the recurring names). While
+    :func:`write_study_report` runs, the table is also kept for its LaTeX copy: ``frame``
+    itself, or ``latex`` (the summary of a table longer than
+    :data:`impactbench.bench.latex.MAX_ROWS`, its headers given units the same way).
     """
     if frame.empty:
         return "None.\n"
+    frame = frame.rename(columns=lambda name: with_unit(str(name), units))
     header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     align = ["---:" if pd.api.types.is_numeric_dtype(frame[c]) else ":---" for c in frame.columns]
     lines = [header, "| " + " | ".join(align) + " |"]
@@ -106,7 +118,11 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     text = "\n".join(lines) + "\n"
     recorded = _tables.get()
     if recorded is not None:
-        recorded.append((frame.reset_index(drop=True).copy(), digits, text))
+        copy, note = frame, ""
+        if latex is not None:
+            copy = latex.frame.rename(columns=lambda name: with_unit(str(name), units))
+            note = latex.note
+        recorded.append((copy.reset_index(drop=True).copy(), digits, text, note))
     return text
 
 
@@ -344,7 +360,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     check_ours(folder / README_FILE, report_header(study))
     table = read_table(folder / TABLE_FILE)
     provenance = read_provenance(folder / PROVENANCE_FILE)
-    recorded: list[tuple[pd.DataFrame, int, str]] = []
+    recorded: list[tuple[pd.DataFrame, int, str, str]] = []
     token = _tables.set(recorded)
     try:
         # every artist of the study's figures in the house style; the references it reads kept
@@ -381,7 +397,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
         parts += [
             "## Tables for a paper\n",
             "Every table above as LaTeX (booktabs and siunitx, with its caption and label; "
-            "a table longer than a page in parts), in order: "
+            "a table longer than a page as a summary of it), in order: "
             + ", ".join(f"[{name}]({LATEX_FOLDER}/{name})" for name in latex)
             + "; the full table is [results.csv](results.csv).\n",
         ]
@@ -392,29 +408,41 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
 
 
 def _captioned(
-    study: Study, report: StudyReport, recorded: list[tuple[pd.DataFrame, int, str]]
+    study: Study, report: StudyReport, recorded: list[tuple[pd.DataFrame, int, str, str]]
 ) -> list[LatexTable]:
-    """Each recorded table with the title of the report section that shows it as caption."""
+    """Each recorded table with the title of the report section that shows it as caption (and,
+    for a summary, what it summarises)."""
     tables = []
-    for k, (frame, digits, text) in enumerate(recorded):
+    for k, (frame, digits, text, note) in enumerate(recorded):
         titles = [section.title for section in report.sections if text in section.body]
         caption = f"{study.title}: {titles[0]}" if titles else study.title
+        if note:
+            caption += f" ({note}; every run in results.csv)"
         tables.append(LatexTable(frame, digits, caption, f"tab:{study.name}-{k + 1}"))
     return tables
 
 
 def latex_table(table: LatexTable) -> str:
-    """The LaTeX of one report table (one ``table`` float, or several for a long table)."""
-    return "\n".join(latex_tables(table))
+    """The LaTeX of one report table: one ``table`` float
+    (:func:`impactbench.bench.latex.latex_table_text`)."""
+    return latex_table_text(table)
 
 
 def _write_latex(tables: list[LatexTable], folder: Path) -> list[str]:
     """Write each table as ``<folder>/tables/table<k>.tex``; remove those this function wrote
     before and not now (and no other file: :func:`impactbench.bench.files.replace_group`);
-    return the names written."""
+    return the names written.
+
+    Raises
+    ------
+    ValueError
+        For a table a page does not take (:func:`impactbench.bench.latex.check`), before any
+        file is written.
+    """
+    texts = [latex_table(table) for table in tables]
     names = [f"table{k + 1}.tex" for k in range(len(tables))]
-    for name, frame in zip(names, tables, strict=True):
-        write_atomic(folder / LATEX_FOLDER / name, latex_table(frame))
+    for name, text in zip(names, texts, strict=True):
+        write_atomic(folder / LATEX_FOLDER / name, text)
     replace_group(folder, "latex", [f"{LATEX_FOLDER}/{name}" for name in names])
     return names
 
