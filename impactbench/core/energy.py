@@ -65,13 +65,21 @@ def energy_gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float,
     index : int
         The sample k where the gain is largest.
     """
+    gain, scale, index, _, _ = _gain(problem, trajectory)
+    return gain, scale, index
+
+
+def _gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float, int, float, float]:
+    """:func:`energy_gain`'s gain, scale and index, with E_0 and max_k |V_k|."""
     potential = potential_energy(problem, trajectory.q)
     total = kinetic_energy(problem, trajectory.q, trajectory.v) + potential
-    index = int(np.argmax(total))
-    admissible = np.all(problem.gaps(trajectory.q) >= 0.0, axis=1)
+    index = int(total.argmax())
+    admissible = (problem.gaps(trajectory.q) >= 0.0).all(axis=1)
     admissible[0] = True
-    scale = float(total[0] - potential[admissible].min())
-    return float(total[index] - total[0]), scale, index
+    initial = float(total[0])
+    scale = initial - float(potential[admissible].min())
+    largest = float(abs(potential).max())
+    return float(total[index]) - initial, scale, index, initial, largest
 
 
 def is_conservative(problem: Problem) -> bool:
@@ -109,20 +117,15 @@ def check_energy_gain(problem: Problem, trajectory: Trajectory, name: str) -> No
         method on the problem), the gain, the bound and the sample where it is largest; the
         error carries the trajectory.
     """
-    gain, scale, index = energy_gain(problem, trajectory)
-    q0, v0 = trajectory.q[0], trajectory.v[0]
-    initial = float(problem.energy(q0, v0))
+    gain, scale, index, initial, largest = _gain(problem, trajectory)
     # max |F(t0, q0, v0)|, as Problem.check kept it for the divergence bounds: the gate makes
     # no call of the problem's forces of its own (stats["force_evaluations"] counts them all)
     scales = getattr(problem, "_initial_scales", None)
     if scales is None:
+        q0, v0 = trajectory.q[0], trajectory.v[0]
         scales = (0.0, 0.0, float(np.abs(problem.forces(float(trajectory.t[0]), q0, v0)).max()))
     force = float(scales[2])
-    magnitude = max(
-        abs(initial),
-        float(np.abs(potential_energy(problem, trajectory.q)).max()),
-        force * max(1.0, float(np.abs(trajectory.q).max())),
-    )
+    magnitude = max(abs(initial), largest, force * max(1.0, float(abs(trajectory.q).max())))
     roundoff = ENERGY_ROUNDOFF_ULPS * float(np.finfo(float).eps) * magnitude
     allowed = ENERGY_GAIN_BOUND * scale + roundoff + _step_allowance(force, trajectory)
     trajectory.stats["energy_gain"] = gain / scale if scale > 0.0 else float(gain > roundoff)

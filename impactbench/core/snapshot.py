@@ -9,13 +9,19 @@ alone (e.g. a problem's ``kernel_parameters()``, a method's parameter vector) is
 Values of other mutable types (a list, a dict, an object of a user class) could change unseen:
 an object holding one has no snapshot (:meth:`Snapshot.take` returns None) and its callers
 compute everything again. One exception, compared by identity only: the attributes whose name
-ends with ``_memo`` hold what was derived from the other attributes (caches, and the values
-:func:`keep` keeps for the object's callers).
+ends with ``_memo`` hold what was derived from the other attributes (caches).
+
+Values derived from an object's attributes alone are kept by value: :func:`value_key` is the
+object's class with the types and the bits of its attributes (an array by shape, dtype and
+bytes), equal for two objects exactly when they hold equal values, and :func:`keep` keeps what
+a method derives from itself and a problem's checked state under the value keys of both, so
+that a new instance with the same parameters finds it (:func:`kept`).
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -35,6 +41,55 @@ def _immutable(value: Any) -> bool:
     return False
 
 
+class _Mutable(Exception):
+    """Raised by :func:`_image` for a value that could change unseen."""
+
+
+def _image(value: Any) -> Hashable:
+    """A hashable image of ``value``, equal for two values exactly when they have the same
+    types and bits (so that 1, 1.0 and True differ, and so do 0.0 and -0.0): a NumPy array by
+    shape, dtype and bytes; :class:`_Mutable` for a value that could change unseen."""
+    kind = type(value)
+    if kind is float:
+        return kind, value.hex()
+    if kind is int or kind is str or kind is bool or value is None or kind is bytes:
+        return kind, value
+    if kind is np.ndarray and value.dtype.kind in "biufc":
+        return kind, value.shape, value.dtype.str, value.tobytes()
+    if kind is tuple or kind is frozenset:
+        return kind, kind(map(_image, value))
+    if kind is complex:
+        return kind, value.real.hex(), value.imag.hex()
+    if isinstance(value, np.generic):
+        return kind, value.tobytes()
+    raise _Mutable
+
+
+def typed(value: Any) -> Hashable | None:
+    """The hashable image of ``value`` by its types and bits (:func:`_image`), or None when it
+    could change unseen (a list, a dict, an object of a user class, an array of objects)."""
+    try:
+        return _image(value)
+    except _Mutable:
+        return None
+
+
+def value_key(obj: Any) -> Hashable | None:
+    """The class of ``obj`` with the names, types and bits of its attributes (those ending
+    with ``_memo`` left out: they are derived from the others), or None when one holds a value
+    that could change unseen. Two objects of one class have equal keys exactly when their
+    attributes hold equal values: what is computed from the attributes alone is then equal."""
+    attributes = getattr(obj, "__dict__", None)
+    if type(attributes) is not dict:
+        return None
+    try:
+        return type(obj), tuple(
+            (key, _image(value)) for key, value in attributes.items() if not key.endswith("_memo")
+        )
+    except _Mutable:
+        return None
+
+
 class Snapshot:
     """The state of an object's attributes (module docstring): take one with :meth:`take`,
     test it with :meth:`matches`.
@@ -43,7 +98,16 @@ class Snapshot:
     ``KERNELS``): their values are compared by identity too.
     """
 
-    __slots__ = ("cls", "keys", "values", "arrays", "fingerprints", "extras", "extra_values")
+    __slots__ = (
+        "cls",
+        "keys",
+        "values",
+        "arrays",
+        "fingerprints",
+        "extras",
+        "extra_values",
+        "_value",
+    )
 
     def __init__(self, obj: Any, attributes: dict[str, Any], extras: tuple[str, ...]) -> None:
         self.cls = type(obj)
@@ -54,6 +118,21 @@ class Snapshot:
         # attrgetter of two names or more returns a tuple; one name is read twice to have one
         self.extras = operator.attrgetter(*extras, *extras[:1]) if extras else None
         self.extra_values = self.extras(obj) if extras else None
+        self._value: Hashable | None = None
+
+    @property
+    def value(self) -> Hashable:
+        """The values of the snapshot's attributes by their types and bits, with the class and
+        the extras (:func:`value_key`; computed at the first call): equal for two snapshots of
+        objects holding equal values, whatever their identity."""
+        if self._value is None:
+            images = tuple(
+                (key, _image(value))
+                for key, value in zip(self.keys, self.values, strict=True)
+                if not key.endswith("_memo")
+            )
+            self._value = (self.cls, images, self.extra_values)
+        return self._value
 
     @classmethod
     def take(cls, obj: Any, extras: tuple[str, ...] = ()) -> Snapshot | None:
@@ -89,41 +168,38 @@ def _fingerprints(arrays: tuple[np.ndarray, ...]) -> list[tuple[Any, ...]]:
     return [(array.shape, array.dtype, array.tobytes()) for array in arrays]
 
 
-#: The attribute of an owner (e.g. a method) holding what :func:`keep` kept for it.
-_KEPT = "_kept_memo"
+#: What :func:`keep` kept, by the value keys of its owner and of the state it was derived from.
+_KEPT: dict[tuple[Hashable, Hashable], Any] = {}
 
-#: Values kept per owner, one per state: a new one beyond them forgets the others.
-MAX_KEPT = 16
+#: Values kept at most: a new one beyond them forgets the oldest.
+MAX_KEPT = 64
 
 
 def kept(owner: Any, state: Snapshot | None) -> Any:
-    """What :func:`keep` kept for ``owner`` and ``state`` (e.g. a method and the checked state
-    of a problem, :func:`impactbench.core.problem.checked_state`), if ``owner``'s attributes
-    have not changed since; None otherwise."""
-    memo = None if state is None else owner.__dict__.get(_KEPT)
-    if memo is None:
+    """What :func:`keep` kept for an owner (e.g. a method) whose attributes hold the values of
+    ``owner``'s now, and a state (e.g. the checked state of a problem,
+    :func:`impactbench.core.problem.checked_state`) of the same values as ``state``; None when
+    nothing was kept for them, or either has no value key."""
+    if state is None:
         return None
-    snapshot, values = memo[0]
-    entry = values.get(id(state))
-    if entry is None or entry[0] is not state or not snapshot.matches(owner):
+    key = value_key(owner)
+    if key is None:
         return None
-    return entry[1]
+    return _KEPT.get((key, state.value))
 
 
 def keep(owner: Any, state: Snapshot | None, value: Any) -> None:
     """Keep ``value``, derived from the attributes of ``owner`` and from ``state`` alone, for
-    :func:`kept` (not kept when ``state`` is None or ``owner`` has no snapshot).
-
-    The values live in an attribute of ``owner`` (ending with ``_memo``: its snapshots compare
-    it by identity), replaced as a whole so that a concurrent :func:`kept` sees the old values
-    or the new ones."""
+    :func:`kept` (not kept when ``state`` is None or ``owner`` has no value key). ``value``
+    must hold no reference to an array of either that could change later (copies only)."""
     if state is None:
         return
-    memo = owner.__dict__.setdefault(_KEPT, [(None, {})])
-    snapshot, values = memo[0]
-    if snapshot is None or not snapshot.matches(owner):
-        snapshot, values = Snapshot.take(owner), {}
-    values = {} if len(values) >= MAX_KEPT else dict(values)
-    if snapshot is not None:
-        values[id(state)] = (state, value)  # the state is kept alive: its id is not reused
-    memo[0] = (snapshot, values)
+    key = value_key(owner)
+    if key is None:
+        return
+    if len(_KEPT) >= MAX_KEPT:
+        try:
+            del _KEPT[next(iter(_KEPT))]
+        except (KeyError, RuntimeError, StopIteration):  # taken by a concurrent keep
+            pass
+    _KEPT[key, state.value] = value
