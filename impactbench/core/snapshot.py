@@ -20,25 +20,12 @@ that a new instance with the same parameters finds it (:func:`kept`).
 
 from __future__ import annotations
 
+import functools
 import operator
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
-
-#: Types whose instances cannot change (a tuple or a frozenset of them neither).
-_IMMUTABLE = frozenset({int, float, complex, bool, str, bytes, type(None)})
-
-
-def _immutable(value: Any) -> bool:
-    """Whether ``value`` cannot change: an instance of an immutable built-in type or a NumPy
-    scalar, or a tuple or a frozenset of such values."""
-    kind = type(value)
-    if kind in _IMMUTABLE or isinstance(value, np.generic):
-        return True
-    if kind is tuple or kind is frozenset:
-        return all(map(_immutable, value))
-    return False
 
 
 class _Mutable(Exception):
@@ -92,7 +79,8 @@ def value_key(obj: Any) -> Hashable | None:
 
 class Snapshot:
     """The state of an object's attributes (module docstring): take one with :meth:`take`,
-    test it with :meth:`matches`.
+    test it with :meth:`matches`; its :attr:`value` is the object's :func:`value_key` with the
+    extras.
 
     ``extras`` names attributes read through the class (a class attribute such as a problem's
     ``KERNELS``): their values are compared by identity too.
@@ -106,33 +94,29 @@ class Snapshot:
         "fingerprints",
         "extras",
         "extra_values",
-        "_value",
+        "value",
     )
 
-    def __init__(self, obj: Any, attributes: dict[str, Any], extras: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        obj: Any,
+        attributes: dict[str, Any],
+        images: tuple[tuple[str, Hashable], ...],
+        arrays: tuple[np.ndarray, ...],
+        fingerprints: list[Hashable],
+        extras: tuple[str, ...],
+    ) -> None:
         self.cls = type(obj)
         self.keys = tuple(attributes)
         self.values = tuple(attributes.values())
-        self.arrays = tuple(value for value in self.values if type(value) is np.ndarray)
-        self.fingerprints = _fingerprints(self.arrays)
-        # attrgetter of two names or more returns a tuple; one name is read twice to have one
-        self.extras = operator.attrgetter(*extras, *extras[:1]) if extras else None
+        self.arrays = arrays
+        self.fingerprints = fingerprints
+        self.extras = _getter(extras) if extras else None
         self.extra_values = self.extras(obj) if extras else None
-        self._value: Hashable | None = None
-
-    @property
-    def value(self) -> Hashable:
-        """The values of the snapshot's attributes by their types and bits, with the class and
-        the extras (:func:`value_key`; computed at the first call): equal for two snapshots of
-        objects holding equal values, whatever their identity."""
-        if self._value is None:
-            images = tuple(
-                (key, _image(value))
-                for key, value in zip(self.keys, self.values, strict=True)
-                if not key.endswith("_memo")
-            )
-            self._value = (self.cls, images, self.extra_values)
-        return self._value
+        #: The values of the attributes by their types and bits (:func:`value_key`), with the
+        #: extras: equal for two snapshots of objects holding equal values, whatever their
+        #: identity.
+        self.value: Hashable = (self.cls, images, self.extra_values)
 
     @classmethod
     def take(cls, obj: Any, extras: tuple[str, ...] = ()) -> Snapshot | None:
@@ -143,12 +127,19 @@ class Snapshot:
         attributes = getattr(obj, "__dict__", None)
         if type(attributes) is not dict:
             return None
-        for key, value in attributes.items():
-            if _immutable(value) or key.endswith("_memo"):
-                continue
-            if type(value) is not np.ndarray or value.dtype.kind not in "biufc":
-                return None
-        return cls(obj, attributes, extras)
+        images, arrays, fingerprints = [], [], []
+        try:
+            for key, value in attributes.items():
+                if key.endswith("_memo"):  # compared by identity only
+                    continue
+                image = _image(value)
+                images.append((key, image))
+                if type(value) is np.ndarray:
+                    arrays.append(value)
+                    fingerprints.append(image)
+        except _Mutable:
+            return None
+        return cls(obj, attributes, tuple(images), tuple(arrays), fingerprints, extras)
 
     def matches(self, obj: Any) -> bool:
         """Whether ``obj`` is in the state this snapshot was taken in (module docstring)."""
@@ -158,14 +149,16 @@ class Snapshot:
             and len(attributes) == len(self.values)
             and all(map(operator.is_, attributes.values(), self.values))
             and tuple(attributes) == self.keys
-            and (not self.arrays or _fingerprints(self.arrays) == self.fingerprints)
+            and (not self.arrays or list(map(_image, self.arrays)) == self.fingerprints)
             and (self.extras is None or all(map(operator.is_, self.extras(obj), self.extra_values)))
         )
 
 
-def _fingerprints(arrays: tuple[np.ndarray, ...]) -> list[tuple[Any, ...]]:
-    """The shape, dtype and bytes of each array."""
-    return [(array.shape, array.dtype, array.tobytes()) for array in arrays]
+@functools.cache
+def _getter(extras: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The reader of the attributes ``extras`` of an object, as a tuple (kept per names)."""
+    # attrgetter of two names or more returns a tuple; one name is read twice to have one
+    return operator.attrgetter(*extras, *extras[:1])
 
 
 #: What :func:`keep` kept, by the value keys of its owner and of the state it was derived from.
