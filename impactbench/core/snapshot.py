@@ -37,8 +37,8 @@ def _image(value: Any) -> Hashable:
     types and bits (so that 1, 1.0 and True differ, and so do 0.0 and -0.0): a NumPy array by
     shape, dtype and bytes; :class:`_Mutable` for a value that could change unseen."""
     kind = type(value)
-    if kind is float:
-        return kind, value.hex()
+    if kind is float:  # equal nonzero floats have equal bits; the sign of a zero by its text
+        return kind, value if value else value.hex()
     if kind is int or kind is str or kind is bool or value is None or kind is bytes:
         return kind, value
     if kind is np.ndarray and value.dtype.kind in "biufc":
@@ -46,7 +46,7 @@ def _image(value: Any) -> Hashable:
     if kind is tuple or kind is frozenset:
         return kind, kind(map(_image, value))
     if kind is complex:
-        return kind, value.real.hex(), value.imag.hex()
+        return kind, _image(value.real), _image(value.imag)
     if isinstance(value, np.generic):
         return kind, value.tobytes()
     raise _Mutable
@@ -70,11 +70,26 @@ def value_key(obj: Any) -> Hashable | None:
     if type(attributes) is not dict:
         return None
     try:
-        return type(obj), tuple(
-            (key, _image(value)) for key, value in attributes.items() if not key.endswith("_memo")
-        )
+        return type(obj), _images(attributes)
     except _Mutable:
         return None
+
+
+def _images(attributes: dict[str, Any]) -> tuple[tuple[str, Hashable], ...]:
+    """The name and the :func:`_image` of each attribute but the ``_memo`` ones (a float, an
+    int or a str imaged here, without a call: the common case)."""
+    images = []
+    for key, value in attributes.items():
+        if key.endswith("_memo"):
+            continue
+        kind = type(value)
+        if kind is float:
+            images.append((key, (kind, value if value else value.hex())))
+        elif kind is int or kind is str:
+            images.append((key, (kind, value)))
+        else:
+            images.append((key, _image(value)))
+    return tuple(images)
 
 
 class Snapshot:
@@ -127,19 +142,17 @@ class Snapshot:
         attributes = getattr(obj, "__dict__", None)
         if type(attributes) is not dict:
             return None
-        images, arrays, fingerprints = [], [], []
         try:
-            for key, value in attributes.items():
-                if key.endswith("_memo"):  # compared by identity only
-                    continue
-                image = _image(value)
-                images.append((key, image))
-                if type(value) is np.ndarray:
-                    arrays.append(value)
-                    fingerprints.append(image)
+            images = _images(attributes)  # the _memo attributes are compared by identity only
         except _Mutable:
             return None
-        return cls(obj, attributes, tuple(images), tuple(arrays), fingerprints, extras)
+        fingerprints = [image for _, image in images if image[0] is np.ndarray]
+        arrays = tuple(
+            value
+            for key, value in attributes.items()
+            if type(value) is np.ndarray and not key.endswith("_memo")
+        )
+        return cls(obj, attributes, images, arrays, fingerprints, extras)
 
     def matches(self, obj: Any) -> bool:
         """Whether ``obj`` is in the state this snapshot was taken in (module docstring)."""
