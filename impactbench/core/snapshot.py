@@ -77,7 +77,7 @@ def value_key(obj: Any) -> Hashable | None:
 
 def _images(attributes: dict[str, Any]) -> tuple[tuple[str, Hashable], ...]:
     """The name and the :func:`_image` of each attribute but the ``_memo`` ones (a float, an
-    int or a str imaged here, without a call: the common case)."""
+    int, a str or a bool imaged here, without a call: the common case)."""
     images = []
     for key, value in attributes.items():
         if key.endswith("_memo"):
@@ -85,7 +85,7 @@ def _images(attributes: dict[str, Any]) -> tuple[tuple[str, Hashable], ...]:
         kind = type(value)
         if kind is float:
             images.append((key, (kind, value if value else value.hex())))
-        elif kind is int or kind is str:
+        elif kind is int or kind is str or kind is bool:
             images.append((key, (kind, value)))
         else:
             images.append((key, _image(value)))
