@@ -649,7 +649,7 @@ class CompiledProblem(Problem):
                 f"kernel_parameters() of this {type(self).__name__} must keep the shape "
                 f"{built.shape} of construction, got shape {now.shape}: build a new problem"
             )
-        if not np.array_equal(now, built, equal_nan=True):
+        if now.tobytes() != built.tobytes():  # another vector (its bits: a zero's sign too)
             self._p = now
 
     def _check_gap_size(self) -> None:

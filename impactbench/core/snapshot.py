@@ -41,8 +41,11 @@ def _image(value: Any) -> Hashable:
         return kind, value if value else value.hex()
     if kind is int or kind is str or kind is bool or value is None or kind is bytes:
         return kind, value
-    if kind is np.ndarray and value.dtype.kind in "biufc":
-        return kind, value.shape, value.dtype.str, value.tobytes()
+    if kind is np.ndarray:
+        dtype = value.dtype
+        if dtype.kind in "biufc":
+            return kind, value.shape, dtype, value.tobytes()
+        raise _Mutable
     if kind is tuple or kind is frozenset:
         return kind, kind(map(_image, value))
     if kind is complex:
@@ -75,9 +78,12 @@ def value_key(obj: Any) -> Hashable | None:
         return None
 
 
-def _images(attributes: dict[str, Any]) -> tuple[tuple[str, Hashable], ...]:
+def _images(
+    attributes: dict[str, Any], arrays: list[np.ndarray] | None = None
+) -> tuple[tuple[str, Hashable], ...]:
     """The name and the :func:`_image` of each attribute but the ``_memo`` ones (a float, an
-    int, a str or a bool imaged here, without a call: the common case)."""
+    int, a str or a bool imaged here, without a call: the common case); the NumPy arrays among
+    them appended to ``arrays`` when given."""
     images = []
     for key, value in attributes.items():
         if key.endswith("_memo"):
@@ -89,6 +95,8 @@ def _images(attributes: dict[str, Any]) -> tuple[tuple[str, Hashable], ...]:
             images.append((key, (kind, value)))
         else:
             images.append((key, _image(value)))
+            if kind is np.ndarray and arrays is not None:
+                arrays.append(value)
     return tuple(images)
 
 
@@ -142,17 +150,13 @@ class Snapshot:
         attributes = getattr(obj, "__dict__", None)
         if type(attributes) is not dict:
             return None
+        arrays: list[np.ndarray] = []
         try:
-            images = _images(attributes)  # the _memo attributes are compared by identity only
+            images = _images(attributes, arrays)  # the _memo attributes: by identity only
         except _Mutable:
             return None
         fingerprints = [image for _, image in images if image[0] is np.ndarray]
-        arrays = tuple(
-            value
-            for key, value in attributes.items()
-            if type(value) is np.ndarray and not key.endswith("_memo")
-        )
-        return cls(obj, attributes, images, arrays, fingerprints, extras)
+        return cls(obj, attributes, images, tuple(arrays), fingerprints, extras)
 
     def matches(self, obj: Any) -> bool:
         """Whether ``obj`` is in the state this snapshot was taken in (module docstring)."""
