@@ -218,14 +218,19 @@ class SlantedWall(CompiledProblem):
         self._tq0 = proj @ q0
         self._tv0 = proj @ v0
         self._ta = proj @ self.acceleration
-        self._gap_args = dict(
+        self._finish_init()
+
+    def _gap_args(self) -> dict[str, float]:
+        """The arguments of :func:`bouncing_gap` for the gap s = n^T q - offset: its initial
+        value and rate, the effective gravity and the restitution."""
+        s0 = float(self.normal @ self.q0) - self.offset
+        return dict(
             t0=self.t0,
             s0=max(s0, 0.0),
-            u0=float(normal @ v0),
+            u0=float(self.normal @ self.v0),
             gravity=self.effective_gravity,
             restitution=self.restitution,
         )
-        self._finish_init()
 
     def kernel_parameters(self) -> np.ndarray:
         """The vector of :data:`PARAMETERS`."""
@@ -247,15 +252,19 @@ class SlantedWall(CompiledProblem):
         """-F^T q."""
         return -float(self.force @ np.asarray(q, dtype=float))
 
+    def potential_energies(self, q: np.ndarray) -> np.ndarray:
+        """-F^T q at each sample, q (N, 2) -> (N,)."""
+        return -(np.atleast_2d(np.asarray(q, dtype=float)) @ self.force)
+
     @property
     def first_impact_time(self) -> float:
         """Time t_1 of the first impact (inf if there is none)."""
-        return bouncing_key_times(**self._gap_args)[0]
+        return bouncing_key_times(**self._gap_args())[0]
 
     @property
     def accumulation_time(self) -> float:
         """t_inf, from which the particle slides on the wall (inf if it never does)."""
-        return bouncing_key_times(**self._gap_args)[1]
+        return bouncing_key_times(**self._gap_args())[1]
 
     def exact_solution(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact (q, v) at times ``t`` >= t0, each of shape (len(t), 2).
@@ -263,7 +272,7 @@ class SlantedWall(CompiledProblem):
         See the class docstring; post-impact velocity at an impact instant.
         """
         t = checks.times(t, self.t0)
-        s, u = bouncing_gap(t, **self._gap_args)
+        s, u = bouncing_gap(t, **self._gap_args())
         tau = (t - self.t0)[:, None]
         w = self.impulse_weight
         q = self._tq0 + tau * (self._tv0 + 0.5 * tau * self._ta) + (s + self.offset)[:, None] * w
@@ -276,4 +285,4 @@ class SlantedWall(CompiledProblem):
         For e < 1 and g_eff > 0, only the first ``max_count`` impacts before the round-off
         cut-off of ``bouncing_gap`` (infinitely many accumulate at t_inf).
         """
-        return bouncing_impact_times(t_end, max_count=max_count, **self._gap_args)
+        return bouncing_impact_times(t_end, max_count=max_count, **self._gap_args())

@@ -22,6 +22,7 @@ def full_checks(monkeypatch):
         original(self)
 
     monkeypatch.setattr(problem_module.Problem, "check", counted)
+    monkeypatch.setattr(problem_module, "_PASSED_VALUES", {})  # no contract passed before
     return calls
 
 
@@ -35,6 +36,74 @@ def test_an_unchanged_compiled_problem_is_not_checked_again(full_checks):
     simulate(ball, MoreauJean(), 0.01, h=1e-3)
     simulate(ball, MoreauJean(), 0.01, h=1e-3)
     assert full_checks == ["BouncingBall"] * 2
+
+
+def test_a_new_problem_of_the_values_of_a_checked_one_is_not_checked_in_full(full_checks):
+    BouncingBall(restitution=1.0, q0=2.0)
+    assert full_checks == ["BouncingBall"]
+    BouncingBall(restitution=1.0, q0=2.0)  # equal parameters: the check of the first holds
+    simulate(BouncingBall(restitution=1.0, q0=2.0), MoreauJean(), 0.01, h=1e-3)
+    assert full_checks == ["BouncingBall"]
+    BouncingBall(restitution=1.0, q0=2.5)  # another initial state: checked in full
+    BouncingBall(restitution=1.0, q0=2.0, gravity=5.0)  # another parameter vector
+    BouncingBall(restitution=1.0, q0=2.0, t0=-0.0)  # another t0 (its sign bit)
+    assert full_checks == ["BouncingBall"] * 4
+
+
+@pytest.mark.parametrize(
+    ("mutate", "name"),
+    [
+        (lambda ball: ball.q0.__setitem__(0, -1.0), "q0"),
+        (lambda ball: setattr(ball, "restitution", 2.0), "restitution"),
+        (lambda ball: setattr(ball, "stable_step", -1.0), "stable_step"),
+        (lambda ball: setattr(ball, "state_scale", (1.0, 0.0)), "state_scale"),
+    ],
+)
+def test_a_problem_built_equal_to_a_checked_one_and_then_mutated_is_refused(mutate, name):
+    simulate(BouncingBall(restitution=0.9), MoreauJean(), 0.01, h=1e-3)
+    ball = BouncingBall(restitution=0.9)  # its check is that of the equal problem above
+    simulate(ball, MoreauJean(), 0.01, h=1e-3)
+    mutate(ball)
+    with pytest.raises(ValueError, match=name):
+        simulate(ball, MoreauJean(), 0.01, h=1e-3)
+    simulate(BouncingBall(restitution=0.9), MoreauJean(), 0.01, h=1e-3)  # the values still run
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [(MoreauJean, {"h": 1e-3}), (EventDriven, {})],
+    ids=["time-stepping", "event-driven"],
+)
+def test_what_is_prepared_is_shared_by_equal_parameters_only(method, options):
+    from impactbench.core.problem import checked_state
+    from impactbench.core.snapshot import kept
+
+    def prepared(problem, instance):
+        problem.check()
+        return kept(instance, checked_state(problem))
+
+    simulate(BouncingBall(restitution=0.85), method(), 0.5, **options)
+    first = prepared(BouncingBall(restitution=0.85), method())
+    assert first is not None  # a new problem and a new method of the same parameters find it
+    assert prepared(BouncingBall(restitution=0.85), method()) is first
+    assert prepared(BouncingBall(restitution=0.85, mass=2.0), method()) is None
+    assert prepared(BouncingBall(restitution=0.86), method()) is None
+    other = method(theta=1.0) if method is MoreauJean else method(rtol=1e-8)
+    assert prepared(BouncingBall(restitution=0.85), other) is None
+    moved = method()
+    simulate(BouncingBall(restitution=0.85), moved, 0.5, **options)
+    assert prepared(BouncingBall(restitution=0.85), moved) is first
+    if method is MoreauJean:
+        moved.theta = 0.75  # set after construction: the instance's values now differ
+    else:
+        moved.rtol = 1e-7
+    assert prepared(BouncingBall(restitution=0.85), moved) is None
+    # and runs of fresh instances are those of reused ones
+    ball, instance = BouncingBall(restitution=0.85), method()
+    reused = [_run(ball, instance, 0.5, **options) for _ in range(2)]
+    fresh = _run(BouncingBall(restitution=0.85), method(), 0.5, **options)
+    _same(reused[0], fresh)
+    _same(reused[1], fresh)
 
 
 @pytest.mark.parametrize(

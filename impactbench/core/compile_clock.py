@@ -17,9 +17,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from . import _jit
 
@@ -32,7 +31,8 @@ class _State(threading.local):
         self.depth = 0  # nesting of the compiler lock in this thread
         self.start = 0.0
         self.total = 0.0  # seconds held or awaited in this thread, since it started
-        self.pending_notice: str | None = None  # what the next compilation compiles
+        # what the next compilation compiles (a callable: formatted when it is printed)
+        self.pending_notice: str | Callable[[], str] | None = None
 
 
 _STATE = _State()
@@ -56,6 +56,8 @@ def _compiling() -> None:
     what = _STATE.pending_notice
     if what is not None and os.environ.get(NOTICE_VARIABLE) == "1":
         _STATE.pending_notice = None
+        if callable(what):
+            what = what()
         print(
             f"compiling {what} (numba; once per machine, then loaded from its disk cache)",
             file=sys.stderr,
@@ -66,26 +68,32 @@ def _compiling() -> None:
 _jit.watch_compilation(_lock_taken, _lock_released, _compiling)
 
 
-@dataclass
 class Clock:
     """Seconds spent compiling or loading compiled code since :func:`clock` started."""
 
-    seconds: float = 0.0
+    __slots__ = ("seconds", "_what", "_outer", "_before")
+
+    def __init__(self, what: str | Callable[[], str]) -> None:
+        self.seconds = 0.0
+        self._what = what
+
+    def __enter__(self) -> Clock:
+        self._outer = _STATE.pending_notice
+        _STATE.pending_notice = self._what
+        self._before = _STATE.total
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = _STATE.total - self._before
+        _STATE.pending_notice = self._outer
 
 
-@contextmanager
-def clock(what: str) -> Iterator[Clock]:
-    """Time the compilation (and disk-cache loading) of the block in this thread; ``what``
-    names the code for the notice (e.g. ``"MoreauJean[theta=0.5] for BouncingBall"``)."""
-    result = Clock()
-    outer = _STATE.pending_notice
-    _STATE.pending_notice = what
-    before = _STATE.total
-    try:
-        yield result
-    finally:
-        result.seconds = _STATE.total - before
-        _STATE.pending_notice = outer
+def clock(what: str | Callable[[], str]) -> Clock:
+    """Time the compilation (and disk-cache loading) of the block (``with clock(what) as c``)
+    in this thread, into ``c.seconds``; ``what`` names the code for the notice (e.g.
+    ``"MoreauJean[theta=0.5] for BouncingBall"``), or returns that name (called only to print
+    a notice)."""
+    return Clock(what)
 
 
 @contextmanager

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from collections.abc import Callable
 
+import numpy as np
+from numpy import ndarray
+
+from ._jit import kernel
 from .problem import Problem
 from .trajectory import SimulationError, Trajectory
 
@@ -46,6 +51,9 @@ ENERGY_GAIN_BOUND = 0.5
 ENERGY_ROUNDOFF_ULPS = 64.0
 
 
+_EPS = float(np.finfo(float).eps)
+
+
 def energy_gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float, int]:
     """The largest rise of the energy above its initial value, over the samples of a run.
 
@@ -65,13 +73,76 @@ def energy_gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float,
     index : int
         The sample k where the gain is largest.
     """
-    potential = potential_energy(problem, trajectory.q)
-    total = kinetic_energy(problem, trajectory.q, trajectory.v) + potential
-    index = int(np.argmax(total))
-    admissible = np.all(problem.gaps(trajectory.q) >= 0.0, axis=1)
-    admissible[0] = True
-    scale = float(total[0] - potential[admissible].min())
-    return float(total[index] - total[0]), scale, index
+    gain, scale, index, _, _ = _gain(problem, trajectory)
+    return gain, scale, index
+
+
+def _gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float, int, float, ndarray]:
+    """:func:`energy_gain`'s gain, scale and index, with E_0 and the figures of
+    :func:`_gate_figures` (max |V_k|, max |q|, max |v| at [2], [3], [4])."""
+    q, v = trajectory.q, trajectory.v
+    potential = np.ascontiguousarray(potential_energy(problem, q), dtype=float)
+    kinetic = np.ascontiguousarray(kinetic_energy(problem, q, v), dtype=float)
+    gaps = np.ascontiguousarray(problem.gaps(q), dtype=float)
+    figures = np.empty(7)
+    _gate_figures(
+        kinetic,
+        potential,
+        gaps,
+        np.ascontiguousarray(q, dtype=float),
+        np.ascontiguousarray(v, dtype=float),
+        figures,
+    )
+    initial = float(figures[6])
+    gain, scale = float(figures[5]) - initial, initial - float(figures[1])
+    return gain, scale, int(figures[0]), initial, figures
+
+
+@kernel
+def _nan_max(value, best):
+    """max(best, value), NaN once either is NaN (numpy's max over the values seen)."""
+    if best != best or value != value:
+        return math.nan
+    return value if value > best else best
+
+
+@kernel
+def _gate_figures(kinetic, potential, gaps, q, v, out):
+    """The figures of the energy gate over the N >= 1 samples, E_k = T_k + V_k (``kinetic``
+    T_k, ``potential`` V_k, ``gaps`` g(q_k) of shape (N, m), ``q``, ``v`` of shape (N, n)):
+    out[0] the first k of largest E_k (of the first NaN, as numpy's argmax), out[1] the least
+    V_k over k = 0 and the admissible samples (every g_i(q_k) >= 0), out[2] max |V_k|, out[3]
+    max |q|, out[4] max |v| (each NaN when a value it reads is), out[5] E at out[0], out[6] E_0.
+    """
+    n_samples = kinetic.shape[0]
+    index = 0
+    top = kinetic[0] + potential[0]
+    lowest = potential[0]
+    largest = abs(potential[0])
+    for k in range(n_samples):
+        total = kinetic[k] + potential[k]
+        if top == top and (total != total or total > top):
+            index, top = k, total
+        admissible = True
+        for i in range(gaps.shape[1]):
+            if not gaps[k, i] >= 0.0:
+                admissible = False
+        if admissible or k == 0:
+            lowest = -_nan_max(-potential[k], -lowest)
+        largest = _nan_max(abs(potential[k]), largest)
+    position = 0.0
+    for x in q.ravel():
+        position = _nan_max(abs(x), position)
+    velocity = 0.0
+    for x in v.ravel():
+        velocity = _nan_max(abs(x), velocity)
+    out[0] = index
+    out[1] = lowest
+    out[2] = largest
+    out[3] = position
+    out[4] = velocity
+    out[5] = top
+    out[6] = kinetic[0] + potential[0]
 
 
 def is_conservative(problem: Problem) -> bool:
@@ -83,7 +154,7 @@ def is_conservative(problem: Problem) -> bool:
     return declared
 
 
-def _step_allowance(force: float, trajectory: Trajectory) -> float:
+def _step_allowance(force: float, trajectory: Trajectory, largest_v: float) -> float:
     """h n max|F(t0, q0, v0)| max_k |v_k|_inf (0 for a run without a step): the oscillation of the
     mechanical energy of a first-order scheme, O(h |F^T v|) (catching-up conserves E - (h/2)
     F^T v for constant M and F), which S does not bound on a start from rest (after k steps
@@ -92,10 +163,12 @@ def _step_allowance(force: float, trajectory: Trajectory) -> float:
     if h is None or trajectory.v.size == 0:
         return 0.0
     n = trajectory.v.shape[1]
-    return float(h) * n * force * float(np.abs(trajectory.v).max())
+    return float(h) * n * force * largest_v
 
 
-def check_energy_gain(problem: Problem, trajectory: Trajectory, name: str) -> None:
+def check_energy_gain(
+    problem: Problem, trajectory: Trajectory, name: str | Callable[[], str]
+) -> None:
     """The energy gate of a run of a conservative problem (``problem.conservative``): records
     ``trajectory.stats["energy_gain"]``, (max_k E_k - E_0) / S (:func:`energy_gain`; 0 when S
     is 0 and no energy was gained), and raises when it exceeds :data:`ENERGY_GAIN_BOUND`.
@@ -106,27 +179,25 @@ def check_energy_gain(problem: Problem, trajectory: Trajectory, name: str) -> No
         If max_k E_k - E_0 > ENERGY_GAIN_BOUND S plus the round-off allowance
         (:data:`ENERGY_ROUNDOFF_ULPS`) plus, for a time-stepping run, the O(h) oscillation of a
         first-order scheme's energy (:func:`_step_allowance`): the message names ``name`` (the
-        method on the problem), the gain, the bound and the sample where it is largest; the
-        error carries the trajectory.
+        method on the problem; or a callable returning it, called for the message only), the
+        gain, the bound and the sample where it is largest; the error carries the trajectory.
     """
-    gain, scale, index = energy_gain(problem, trajectory)
-    q0, v0 = trajectory.q[0], trajectory.v[0]
-    initial = float(problem.energy(q0, v0))
+    gain, scale, index, initial, figures = _gain(problem, trajectory)
     # max |F(t0, q0, v0)|, as Problem.check kept it for the divergence bounds: the gate makes
     # no call of the problem's forces of its own (stats["force_evaluations"] counts them all)
     scales = getattr(problem, "_initial_scales", None)
     if scales is None:
+        q0, v0 = trajectory.q[0], trajectory.v[0]
         scales = (0.0, 0.0, float(np.abs(problem.forces(float(trajectory.t[0]), q0, v0)).max()))
     force = float(scales[2])
-    magnitude = max(
-        abs(initial),
-        float(np.abs(potential_energy(problem, trajectory.q)).max()),
-        force * max(1.0, float(np.abs(trajectory.q).max())),
-    )
-    roundoff = ENERGY_ROUNDOFF_ULPS * float(np.finfo(float).eps) * magnitude
-    allowed = ENERGY_GAIN_BOUND * scale + roundoff + _step_allowance(force, trajectory)
+    largest_potential, largest_q, largest_v = figures[2:5].tolist()
+    magnitude = max(abs(initial), largest_potential, force * max(1.0, largest_q))
+    roundoff = ENERGY_ROUNDOFF_ULPS * _EPS * magnitude
+    allowed = ENERGY_GAIN_BOUND * scale + roundoff + _step_allowance(force, trajectory, largest_v)
     trajectory.stats["energy_gain"] = gain / scale if scale > 0.0 else float(gain > roundoff)
     if gain > allowed:
+        if callable(name):
+            name = name()
         raise SimulationError(
             f"{name}: the energy of a conservative problem grew by {gain:.6g} above its initial "
             f"value {initial:.6g}, more than {ENERGY_GAIN_BOUND} times its kinetic-energy scale "

@@ -25,6 +25,8 @@ problems are held to it by ``tests/test_layout.py``).
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,6 +75,16 @@ def _checked_names(names: Any) -> tuple[str, ...]:
     if repeated:
         raise ValueError(f"names must be distinct, got {repeated} more than once in {names!r}")
     return names
+
+
+@functools.lru_cache(maxsize=256)
+def _valid_names(names: tuple[str, ...]) -> bool:
+    """:func:`_checked_names` of a tuple passed (kept per tuple; a tuple cannot change)."""
+    return bool(_checked_names(names))
+
+
+#: The types of the values :func:`parameter_vector` takes without converting them.
+_FLOAT_TYPES = frozenset({float, np.float64})
 
 
 def parameter_indices(names: Sequence[str]) -> tuple[int, ...]:
@@ -126,6 +138,11 @@ def parameter_vector(names: Sequence[str], **values: Any) -> np.ndarray:
         If a name has no value, a value has no name, or a value is not finite real (booleans
         included); the message names it.
     """
+    if type(names) is tuple and len(values) == len(names) and _valid_names(names):
+        row = [values.get(name) for name in names]
+        # every value a finite float: the vector of them (anything else is checked below)
+        if _FLOAT_TYPES.issuperset(map(type, row)) and all(map(math.isfinite, row)):
+            return np.array(row, dtype=float)
     names = _checked_names(names)
     missing = [name for name in names if name not in values]
     unknown = sorted(set(values) - set(names))

@@ -158,7 +158,7 @@ class Method(ABC):
         output_every = _checks.positive_int(output_every, "output_every")
         conservative = is_conservative(problem)
         start = time.perf_counter()
-        with compile_clock.clock(f"{self.name} for {problem.name}") as compiling:
+        with compile_clock.clock(lambda: f"{self.name} for {problem.name}") as compiling:
             trajectory = self._solve_impl(problem, t_end, h, output_every)
         elapsed = time.perf_counter() - start
         trajectory.stats["compile_time"] = compiling.seconds
@@ -168,7 +168,7 @@ class Method(ABC):
             integration = trajectory.stats["integration_time"]
             trajectory.stats["integration_time"] = min(integration, trajectory.stats["wall_time"])
         if conservative:
-            check_energy_gain(problem, trajectory, f"{self.name} on {problem.name}")
+            check_energy_gain(problem, trajectory, lambda: f"{self.name} on {problem.name}")
         return trajectory
 
     @abstractmethod

@@ -4,8 +4,9 @@ A run of :class:`impactbench.TimeStepping` calls its loop with the arguments lis
 :mod:`impactbench.core.timestepping`. All of them but the output arrays depend on the method,
 the problem and ``(t_end, h, output_every)`` alone: :class:`PreparedLoop` converts and checks
 the method's and the problem's parts once, :class:`Plan` those of one ``(t_end, h,
-output_every)``, and the time-stepping front end keeps them while neither the method nor the
-problem changes (:func:`impactbench.core.snapshot.keep`, under the problem's checked state).
+output_every)``, and the time-stepping front end keeps them by the values of the method and of
+the problem's checked state (:func:`impactbench.core.snapshot.keep`: a new method and problem
+of equal parameters reuse them; the prepared loop holds copies of the problem's arrays only).
 
 Each run takes a set of argument arrays from its plan's pool (or a new one) and sets what the
 loop reads before it writes: the initial state, the two parameter vectors and the growth bounds

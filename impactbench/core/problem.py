@@ -28,7 +28,7 @@ from ._jit import kernel
 from .contact import ldl_factor
 from .divergence import declared_stable_step, declared_state_scale, initial_frequency
 from .sampled import sample_gaps, sample_kinetic_energies
-from .snapshot import Snapshot
+from .snapshot import Snapshot, typed
 from .trajectory import SimulationError
 
 #: Tolerance on g(q0) >= 0, relative to max(1, |q0|).
@@ -539,10 +539,13 @@ class CompiledProblem(Problem):
         """Float64 parameter vector read by the kernels."""
 
     def _finish_init(self) -> None:
-        self._p = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
-        self._built_constraints = None
+        self._p = None  # taken from kernel_parameters() by the check (_refresh_parameters)
+        # the count the kernel parameters are computed for, set before the check so that the
+        # check's snapshot is that of the built problem (None: taken from gap(q0) by the check)
+        self._built_constraints = getattr(self, "n_constraints", None)
         self.check()
-        self._built_constraints = self.n_constraints
+        if self._built_constraints is None:
+            self._built_constraints = self.n_constraints
 
     def check(self) -> None:
         """:meth:`Problem.check`; a diagonal declaration needs ``KERNELS.mass_diagonal``, and the
@@ -554,7 +557,10 @@ class CompiledProblem(Problem):
         and that vector are unchanged: it is skipped then (:func:`_contract_key`; first
         tested by the cheaper :class:`impactbench.core.snapshot.Snapshot`: no attribute changed
         at all), and run in full after any change. A subclass that overrides a method of the
-        contract in Python is checked in full every time. After any change of an attribute,
+        contract in Python is checked in full every time. A new instance, or one changed, whose
+        contract has the values of one that passed before (with the same ``_built_constraints``)
+        is not checked in full again either: it takes the scales that check found
+        (:data:`_PASSED_VALUES`). After any change of an attribute,
         the vector is taken again from ``kernel_parameters()`` (what a run integrates, so a
         parameter set after construction is validated at the next check:
         :meth:`_refresh_parameters`).
@@ -568,6 +574,8 @@ class CompiledProblem(Problem):
             if key is not None and passed[1] == key:  # another attribute changed
                 _PASSED[id(self)] = (passed[0], key, Snapshot.take(self, _CLASS_READ))
                 return
+        else:
+            self._refresh_parameters()
         kernels = self.KERNELS
         if (kernels.tangent_gradient is None) != (kernels.friction is None):
             raise ValueError(
@@ -596,10 +604,21 @@ class CompiledProblem(Problem):
                 f"{type(self).__name__}.KERNELS, got mass_diagonal=None"
             )
         _PASSED.pop(id(self), None)
-        self._refresh_parameters()
-        self._check_gap_size()
-        super().check()
+        # a contract of the same values passed before (another instance, or this one before a
+        # change): the check is a function of those values, it passes again with the same scales
         key = _contract_key(self)
+        built = getattr(self, "_built_constraints", None)
+        scales = None if key is None else _PASSED_VALUES.get((key, built))
+        if scales is None:
+            self._check_gap_size()
+            super().check()
+            key = _contract_key(self)
+            if key is not None:
+                if len(_PASSED_VALUES) >= MAX_PASSED_VALUES:
+                    _PASSED_VALUES.clear()
+                _PASSED_VALUES[key, built] = self._initial_scales
+        else:
+            self._initial_scales = scales
         if key is not None:
             forget = functools.partial(_PASSED.pop, id(self), None)
             reference = weakref.ref(self, lambda _: forget())
@@ -621,7 +640,8 @@ class CompiledProblem(Problem):
             construction).
         """
         built = getattr(self, "_p", None)
-        if built is None:  # within _finish_init
+        if built is None:  # within _finish_init: the vector of construction
+            self._p = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
             return
         now = np.ascontiguousarray(self.kernel_parameters(), dtype=float)
         if now.shape != built.shape:
@@ -629,7 +649,7 @@ class CompiledProblem(Problem):
                 f"kernel_parameters() of this {type(self).__name__} must keep the shape "
                 f"{built.shape} of construction, got shape {now.shape}: build a new problem"
             )
-        if not np.array_equal(now, built, equal_nan=True):
+        if now.tobytes() != built.tobytes():  # another vector (its bits: a zero's sign too)
             self._p = now
 
     def _check_gap_size(self) -> None:
@@ -761,6 +781,13 @@ class CompiledProblem(Problem):
 #: :func:`impactbench.analysis.reference.problem_fingerprint`).
 _PASSED: dict[int, tuple[weakref.ref, tuple[Any, ...], Snapshot | None]] = {}
 
+#: The contracts that passed :meth:`CompiledProblem.check`, by value: (:func:`_contract_key`,
+#: ``_built_constraints``) -> the ``_initial_scales`` the check found for them.
+_PASSED_VALUES: dict[tuple[Any, ...], tuple[float, float, float, float]] = {}
+
+#: Contracts kept in :data:`_PASSED_VALUES` at most (all are forgotten beyond them).
+MAX_PASSED_VALUES = 1024
+
 #: What :func:`_contract_key` reads through the class (compared by the snapshots too).
 _CLASS_READ = ("KERNELS", "mass_structure")
 
@@ -819,11 +846,12 @@ def initial_penetration_tolerance(problem: Problem) -> float:
 
 
 def _contract_key(problem: CompiledProblem) -> tuple[Any, ...] | None:
-    """What :meth:`CompiledProblem.check` reads: the sizes, ``mass_structure``, ``restitution``,
-    ``t0`` and ``initial_penetration_tolerance`` with their types, ``q0``, ``v0`` and the
-    parameter vector by shape and bytes; None when a check cannot be skipped (a subclass
-    overriding a contract method, a ``q0``, ``v0`` or parameter vector that is not a float64
-    ndarray)."""
+    """What :meth:`CompiledProblem.check` reads: the class and its kernels, the sizes,
+    ``mass_structure``, ``restitution``, ``t0``, ``initial_penetration_tolerance``,
+    ``stable_step`` and ``state_scale`` by their types and bits, ``q0``, ``v0`` and the
+    parameter vector by shape and bytes (hashable); None when a check cannot be skipped (a
+    subclass overriding a contract method, a ``q0``, ``v0`` or parameter vector that is not a
+    float64 ndarray, a scalar that could change unseen)."""
     cls = type(problem)
     if not _kernels_only(cls):
         return None
@@ -833,16 +861,22 @@ def _contract_key(problem: CompiledProblem) -> tuple[Any, ...] | None:
     for array in (q0, v0, p):
         if type(array) is not np.ndarray or array.dtype is not _FLOAT64:
             return None
-    scalars = (
-        problem.n_dof,
-        problem.n_constraints,
-        problem.mass_structure,
-        getattr(problem, "restitution", None),
-        problem.t0,
-        problem.initial_penetration_tolerance,
+    scalars = typed(
+        (
+            problem.n_dof,
+            problem.n_constraints,
+            problem.mass_structure,
+            getattr(problem, "restitution", None),
+            problem.t0,
+            problem.initial_penetration_tolerance,
+            problem.stable_step,
+            problem.state_scale,
+        )
     )
+    if scalars is None:
+        return None
     arrays = (q0.shape, q0.tobytes(), v0.shape, v0.tobytes())
-    return (cls, cls.KERNELS, scalars, tuple(map(type, scalars)), arrays, p.tobytes())
+    return (cls, cls.KERNELS, scalars, arrays, p.tobytes())
 
 
 # --------------------------------------------------------------------------------------------

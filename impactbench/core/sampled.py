@@ -48,6 +48,9 @@ def _kinetic_loop(Q, V, p, M, out):  # noqa: N803
 _LOOPS: dict[tuple, Callable] = {}
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def _loop(template: Callable, bindings: dict, key: tuple) -> Callable:
     loop = _LOOPS.get(key)
     if loop is None:
@@ -56,6 +59,14 @@ def _loop(template: Callable, bindings: dict, key: tuple) -> Callable:
 
 
 def _samples(values: np.ndarray, n: int, name: str) -> np.ndarray:
+    if (
+        type(values) is np.ndarray
+        and values.dtype is _FLOAT64
+        and values.ndim == 2
+        and values.shape[1] == n
+        and values.flags.c_contiguous
+    ):
+        return values  # a trajectory's samples: the array the loops take
     array = np.ascontiguousarray(np.atleast_2d(values), dtype=float)
     if array.ndim != 2 or array.shape[1] != n:
         raise ValueError(f"{name} must have shape (N, {n}), got {np.shape(values)}")

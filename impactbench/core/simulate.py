@@ -32,10 +32,11 @@ def simulate(
         (``n_dof``, ``n_constraints``, ``restitution``, ``t0``, ``q0``, ``v0``, and the mass
         matrix, gap and forces at q0) are checked again here, so a mutated invalid value is a
         ValueError naming it (a built-in problem's check is skipped while these attributes are
-        unchanged since its last check passed: :meth:`CompiledProblem.check`). A built-in
-        problem's model parameters (a mass, a length, the gravity) are checked by its
-        constructor only: build a new problem rather than mutate them. What a run derives
-        from the problem and the method is kept while neither changes (any attribute
+        unchanged since its last check passed, or hold the values of a contract that passed:
+        :meth:`CompiledProblem.check`). A built-in problem's model parameters (a mass, a
+        length, the gravity) are checked by its constructor only: build a new problem rather
+        than mutate them. What a run derives from the problem and the method is kept by their
+        values (a new problem and method of equal parameters reuse it; any attribute
         reassigned, or an array attribute changed in place, prepares it again:
         :mod:`impactbench.core.snapshot`).
     method : Method

@@ -244,8 +244,9 @@ class TimeStepping(Method):
     def _solve_impl(
         self, problem: Problem, t_end: float, h: float | None, output_every: int
     ) -> Trajectory:
-        # the loop and its arguments are kept per problem state and (t_end, h, output_every)
-        # while this instance is unchanged (impactbench.core.prepared_loop)
+        # the loop and its arguments are kept by the values of this instance and of the
+        # problem's checked state, and per (t_end, h, output_every)
+        # (impactbench.core.prepared_loop)
         state = checked_state(problem)
         prepared = kept(self, state)
         key = (t_end, float(h), output_every) if type(h) in _STEP_TYPES else None

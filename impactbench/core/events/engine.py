@@ -430,8 +430,9 @@ def simulate_compiled(
 
 class PreparedEngine:
     """The compiled event loop on one problem and what its runs read that depends on neither
-    ``t_end`` nor ``output_every``, prepared once for many runs (an ``EventDriven`` instance
-    keeps one per problem state while neither changes, :func:`impactbench.core.snapshot.keep`);
+    ``t_end`` nor ``output_every``, prepared once for many runs (kept by the values of the
+    ``EventDriven`` instance and of the problem's checked state,
+    :func:`impactbench.core.snapshot.keep`: it holds copies of the problem's arrays only);
     the :class:`Run` and the initial float buffer (initial state, the state's bounds) of each
     ``(t_end, output_every)``, kept at its first run (at most ``MAX_RUNS``).
 

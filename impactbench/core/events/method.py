@@ -1,11 +1,12 @@
 """The base class of an event-driven method: a run on the compiled engine or the plain loop.
 
 :class:`EventMethod` runs the event loop with a compiled Runge-Kutta pair (the engine's
-preparation kept per method and problem state, :class:`impactbench.core.events.engine.
-PreparedEngine`) or as plain Python stepped by a :class:`impactbench.core.events.plain.Stepper`,
-and turns a failed run into a :class:`impactbench.SimulationError` with t, q, v and the
-trajectory up to there. A subclass gives its parameters and its steppers. A frictional problem
-with more constraints than degrees of freedom is refused, as by the time-stepping schemes
+preparation kept by the values of the method and of the problem's checked state,
+:class:`impactbench.core.events.engine.PreparedEngine`) or as plain Python stepped by a
+:class:`impactbench.core.events.plain.Stepper`, and turns a failed run into a
+:class:`impactbench.SimulationError` with t, q, v and the trajectory up to there. A subclass
+gives its parameters and its steppers. A frictional problem with more constraints than degrees
+of freedom is refused, as by the time-stepping schemes
 (:func:`impactbench.core.friction.check_friction_sizes`).
 """
 
@@ -75,8 +76,8 @@ class EventMethod(Method):
             )
         if problem.has_friction:  # as the time-stepping schemes (their frictional loop)
             check_friction_sizes(problem.n_dof, problem.n_constraints)
-        # the compiled engine's preparation is kept per problem state while this instance is
-        # unchanged (PreparedEngine)
+        # the compiled engine's preparation is kept by the values of this instance and of the
+        # problem's checked state (PreparedEngine)
         checked = checked_state(problem)
         engine = kept(self, checked)
         if engine is None:
