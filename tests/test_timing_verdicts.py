@@ -242,3 +242,15 @@ def test_a_phase_family_pools_the_repeats_of_its_runs():
     families = phase_medians(table, ["wall_time"])
     assert families["wall_time_repeats"].map(json.loads).tolist() == [[1.0, 1.5, 2.0], [3.0]]
     assert row_timing(families.iloc[0]).repeats == (1.0, 1.5, 2.0)
+
+
+def test_the_long_run_studies_can_stop_on_a_precise_median():
+    """The long-run studies' first precision test comes at a count whose median interval is
+    finite (so that it can trigger), and they stop by 10 repeats at the latest."""
+    from impactbench.analysis.timing import LONG_RUN_REPEATS, median_interval, median_is_precise
+
+    full = LONG_RUN_REPEATS["full"]
+    first = [1.0 + 0.001 * k for k in range(full["repeats"])]
+    assert all(math.isfinite(bound) for bound in median_interval(first))
+    assert median_is_precise(first)
+    assert full["max_repeats"] == 10
