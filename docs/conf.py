@@ -16,7 +16,6 @@ autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_validation_checks: set[str] = set()
 myst_heading_anchors = 3
-suppress_warnings = ["myst.xref_missing"]
 html_theme = "alabaster"
 
 
