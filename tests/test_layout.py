@@ -4,8 +4,9 @@ core <- analysis <- bench; methods and problems build on core and analysis and n
 bench (plug-in discovery is bench's); studies may import every layer; the package root (the
 public facade ``impactbench``) may import every layer and only studies import it. The import
 graph is read from the sources with ast: every ``import`` and ``from ... import`` statement,
-function-level ones included, but not those under ``if TYPE_CHECKING:`` (never executed);
-imports by name at run time (``importlib.import_module``) are not seen.
+function-level ones and those under ``if TYPE_CHECKING:`` included (a type-only import is a
+dependency a reader follows, and a cycle of them is a cycle of the design); imports by name at
+run time (``importlib.import_module``) are not seen.
 
 The problems are written as a user writes one: with public names only (no private module of
 the package: ``impactbench.core._jit`` and the like), and kernels that read their parameters by
@@ -72,21 +73,12 @@ def module_files(folders: dict[str, Path]) -> dict[str, Path]:
     return modules
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
-
-
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     """The modules of ``known`` that module ``name`` (source ``path``) imports."""
     package = name if path.stem == "__init__" else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -278,15 +270,17 @@ def test_the_numba_checker_sees_every_form_of_use(tmp_path):
 
 
 def test_the_checker_sees_a_forbidden_import_and_a_cycle(tmp_path):
-    """A function-level import closing a cycle, and relative imports across layers."""
+    """A function-level import closing a cycle, a type-only import, and relative imports across
+    layers."""
     for folder in ("core", "bench"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "__init__.py").write_text("")
     (tmp_path / "core" / "a.py").write_text("from . import b\nfrom ..bench.runner import run\n")
     (tmp_path / "core" / "b.py").write_text("def f():\n    from .a import g\n")
     (tmp_path / "core" / "c.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import g\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import g\n"
     )
+    (tmp_path / "core" / "d.py").write_text("from .c import h\n")
     (tmp_path / "bench" / "runner.py").write_text("import impactbench.core.c\n")
     graph = import_graph(
         {
@@ -295,9 +289,12 @@ def test_the_checker_sees_a_forbidden_import_and_a_cycle(tmp_path):
         }
     )
     assert graph["impactbench.core.a"] == {"impactbench.core.b", "impactbench.bench.runner"}
-    assert graph["impactbench.core.c"] == set()
+    assert graph["impactbench.core.c"] == {"impactbench.core.d"}  # a type-only import counts
     assert graph["impactbench.bench.runner"] == {"impactbench.core.c"}
-    assert cycles(graph) == [["impactbench.core.a", "impactbench.core.b"]]
+    assert sorted(cycles(graph)) == [
+        ["impactbench.core.a", "impactbench.core.b"],
+        ["impactbench.core.c", "impactbench.core.d"],
+    ]
     assert layer_of("impactbench.bench.runner") == "bench" not in ALLOWED["core"]
 
 

@@ -19,8 +19,9 @@ The bounds. A problem may declare ``Problem.state_scale`` = (Q, V), magnitudes i
 and velocities stay within. Otherwise they are taken from the initial data, with m the
 smallest diagonal entry of M(q0) (>= the smallest eigenvalue of M for an SPD M), E0 the
 initial energy, F0 = F(t0, q0, v0) and omega the fastest frequency of the forces at q0
-(:func:`initial_frequency`: 2 / ``Problem.stable_step`` when declared, else the square root of
-the spectral radius of D^-1 dF/dq, D the diagonal of M(q0)), over the horizon T = t_end - t0:
+(:func:`impactbench.core.problem.initial_frequency`: 2 / ``Problem.stable_step`` when
+declared, else the square root of the spectral radius of D^-1 dF/dq, D the diagonal of M(q0)),
+over the horizon T = t_end - t0:
 
     V = max(|v0|, sqrt(2 |E0| / m), min(T, 1 / omega) |F0| / m, 1),     Q = max(|q0|, V T, 1)
 
@@ -44,20 +45,15 @@ dozen steps of becoming visible.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from .problem import Problem, declared_stable_step, declared_state_scale
 from .trajectory import SimulationError
-
-if TYPE_CHECKING:
-    from .problem import Problem
 
 #: The bounds are this factor times the state's scale (module docstring).
 DIVERGENCE_FACTOR = 1e6
-
-#: Power iterations of :func:`initial_frequency` (one force evaluation each).
-FREQUENCY_ITERATIONS = 30
 
 #: The time loop checks the bounds every this many steps (a power of 2) and at the last step.
 CHECK_EVERY = 32
@@ -96,22 +92,6 @@ class DivergenceError(SimulationError):
         self.value = float(value)
         self.bound = float(bound)
         super().__init__(reason, t, q, v, trajectory)
-
-
-def declared_state_scale(problem: Problem) -> tuple[float, float] | None:
-    """``problem.state_scale`` checked: None, or two finite positive floats (else ValueError)."""
-    declared = getattr(problem, "state_scale", None)
-    if declared is None:
-        return None
-    try:
-        scale = tuple(float(value) for value in declared)
-    except (TypeError, ValueError):
-        scale = ()
-    if len(scale) != 2 or not all(math.isfinite(s) and s > 0.0 for s in scale):
-        raise ValueError(
-            f"state_scale must be None or two finite positive numbers (Q, V), got {declared!r}"
-        )
-    return scale
 
 
 def state_bounds(problem: Problem, t_end: float) -> np.ndarray:
@@ -158,53 +138,6 @@ def state_bounds(problem: Problem, t_end: float) -> np.ndarray:
     return growth
 
 
-def initial_frequency(problem: Problem, diagonal: np.ndarray, force: np.ndarray) -> float:
-    """omega, the fastest frequency of the forces at (t0, q0, v0) (module docstring).
-
-    2 / ``problem.stable_step`` when the problem declares it. Otherwise sqrt(rho), rho the
-    spectral radius of D^-1 J, J = dF/dq at (t0, q0, v0) by forward differences and D the
-    diagonal of M(q0), estimated by :data:`FREQUENCY_ITERATIONS` power iterations in the norm
-    |x|_D = sqrt(x^T D x) from a fixed start; the largest ratio |D^-1 J x|_D / |x|_D is kept.
-    For a symmetric J (a conservative force: J = -d^2 V / dq^2) D^-1 J is self-adjoint in that
-    norm, so every ratio is at most rho: omega is never overestimated, and the bound it gives is
-    never tighter than the one of the exact omega. 0 for a force that does not depend on q.
-
-    Parameters
-    ----------
-    problem : Problem
-        Its ``q0``, ``v0`` float64 arrays of shape (n,) (as :meth:`Problem.check` leaves them).
-    diagonal : ndarray, shape (n,)
-        The diagonal of M(q0), positive.
-    force : ndarray, shape (n,)
-        F(t0, q0, v0).
-
-    Returns
-    -------
-    float
-        omega >= 0 (an estimate from below where the iteration has not converged; it stops
-        early at a force that is not finite at a perturbed q).
-    """
-    stable = declared_stable_step(problem)
-    if stable is not None:
-        return 2.0 / stable
-    q0, v0, t0 = problem.q0, problem.v0, float(problem.t0)
-    offset = math.sqrt(np.finfo(float).eps) * max(1.0, float(np.abs(q0).max()))
-    x = np.random.default_rng(0).standard_normal(q0.shape[0])  # every mode, in general
-    rho = 0.0
-    for _ in range(FREQUENCY_ITERATIONS):
-        x = x / math.sqrt(float(x @ (diagonal * x)))
-        size = offset / float(np.abs(x).max())
-        perturbed = np.asarray(problem.forces(t0, q0 + size * x, v0), dtype=float)
-        if perturbed.shape != force.shape or not np.all(np.isfinite(perturbed)):
-            break
-        x = (perturbed - force) / (size * diagonal)  # D^-1 J x
-        ratio = math.sqrt(float(x @ (diagonal * x)))
-        rho = max(rho, ratio)
-        if ratio == 0.0:
-            break
-    return math.sqrt(rho)
-
-
 def divergence_error(
     prefix: str, growth: np.ndarray, t: float, q: np.ndarray, v: np.ndarray, trajectory: Any
 ) -> DivergenceError:
@@ -243,17 +176,6 @@ def check_step(method: Any, problem: Problem, h: float) -> None:
             f"(an explicit scheme grows without bound above it; problem.stable_step = "
             f"{problem.stable_step!r}), got h={h!r} ({h / limit:.3g} x the limit)"
         )
-
-
-def declared_stable_step(problem: Problem) -> float | None:
-    """``problem.stable_step`` checked: None, or a finite positive float (else ValueError)."""
-    declared = getattr(problem, "stable_step", None)
-    if declared is None:
-        return None
-    value = float(declared)
-    if not (math.isfinite(value) and value > 0.0):
-        raise ValueError(f"stable_step must be None or finite and positive, got {declared!r}")
-    return value
 
 
 def theta_scheme_limit(problem: Problem, theta: float) -> float | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._jit import specialize
 
 if TYPE_CHECKING:
-    from .problem import ProblemKernels
+    from .problem_kernels import ProblemKernels
 
 # Name bound per problem by mass_bindings.
 mass_diagonal = None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,9 +39,6 @@ from .status_codes import (
     STATUS_OK,
 )
 from .trajectory import ImpactLog, SimulationError, Status, Trajectory
-
-if TYPE_CHECKING:
-    from .timestepping import TimeStepping
 
 #: Impact logs of at most this many entries are kept with a plan's argument sets (64 KiB);
 #: a run that may log more allocates its log (its loop costs far more than the allocation).
@@ -79,6 +76,17 @@ class Plan:
         self.pool: list[tuple[Any, ...]] = []
 
 
+class MethodRecord(NamedTuple):
+    """What a prepared loop reads of its time-stepping method: its name, its parameter vector
+    (``TimeStepping._method_vector()``), the output its velocities are (``velocity_output``) and
+    its loop's failure statuses by code (``failure_reasons``)."""
+
+    name: str
+    vector: np.ndarray
+    velocity_output: str
+    failure_reasons: dict[int, str]
+
+
 class PreparedLoop:
     """What the runs of ``method`` on ``problem`` share: the loop (and the checked calls of
     the plain-Python path, None when it is compiled), the names, ``t0`` and the restitution,
@@ -93,7 +101,7 @@ class PreparedLoop:
 
     def __init__(
         self,
-        method: TimeStepping,
+        method: MethodRecord,
         problem: Problem,
         loop: Callable,
         calls: CheckedCalls | None,
@@ -113,7 +121,7 @@ class PreparedLoop:
             vector(problem.q0, "q0"),
             vector(problem.v0, "v0"),
             vector(problem.kernel_parameters(), "kernel_parameters()"),
-            vector(method._method_vector(), "_method_vector()"),
+            vector(method.vector, "_method_vector()"),
         )
         self.vectors = np.concatenate(vectors)
         self.ends = np.cumsum([0, *(len(array) for array in vectors), GROWTH_SIZE, 1 + 2 * n])

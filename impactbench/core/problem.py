@@ -18,7 +18,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from . import _checks
 from ._gradient_check import gradient_mismatch
 from ._jit import kernel
 from .contact import ldl_factor
-from .divergence import declared_stable_step, declared_state_scale, initial_frequency
+from .problem_kernels import ProblemKernels
 from .sampled import sample_gaps, sample_kinetic_energies
 from .snapshot import Snapshot, typed
 from .trajectory import SimulationError
@@ -51,69 +51,82 @@ def valid_mass_structure(value: Any) -> str:
     return value
 
 
-class ProblemKernels(NamedTuple):
-    """Numba-compilable versions of a problem's functions, all writing into preallocated output.
+#: Power iterations of :func:`initial_frequency` (one force evaluation each).
+FREQUENCY_ITERATIONS = 30
 
-    Each function takes the problem's parameter vector ``p`` (float64, 1-D) and writes its result
-    into ``out``; none allocates. Shapes: q, v (n,); ``mass_matrix(q, p, out)`` out (n, n);
-    ``forces(t, q, v, p, out)`` out (n,); ``gap(q, p, out)`` out (m,);
-    ``gap_gradient(q, p, out)`` out (m, n). ``affine_gap`` declares g(q) = G q + c with constant G
-    (the metric projection then needs no Newton iteration); ``constant_mass`` declares M(q) = M
-    (the loops then factorise it once per run instead of once per step).
 
-    ``mass_diagonal(q, p, out)``, out (n,), writes the diagonal of M(q) for a problem whose mass
-    matrix is diagonal (None if it has none); ``mass_structure`` (one of
-    :data:`MASS_STRUCTURES`) says which of the two mass kernels the time-stepping loops call:
-    with ``"diagonal"`` they keep M and its factor as length-n rows and every solve with M costs
-    O(n) (:func:`impactbench.core.contact.factor_mass`). :meth:`Problem.kernels` sets it from
-    the problem's declaration :attr:`Problem.mass_structure`.
+def declared_state_scale(problem: Problem) -> tuple[float, float] | None:
+    """``problem.state_scale`` checked: None, or two finite positive floats (else ValueError)."""
+    declared = getattr(problem, "state_scale", None)
+    if declared is None:
+        return None
+    try:
+        scale = tuple(float(value) for value in declared)
+    except (TypeError, ValueError):
+        scale = ()
+    if len(scale) != 2 or not all(math.isfinite(s) and s > 0.0 for s in scale):
+        raise ValueError(
+            f"state_scale must be None or two finite positive numbers (Q, V), got {declared!r}"
+        )
+    return scale
 
-    ``sizes_at_run_time`` declares a problem used at many sizes (the meshes of a bar): its
-    time-stepping loops read n and m at run time from ``impactbench.core.driver.WHOLE_ROWS_FROM``
-    DOF instead of ``GENERIC_FROM``, so that one compiled loop per scheme serves every mesh, at a
-    somewhat higher cost per step on small meshes (module docstring of
-    ``impactbench/core/driver.py``). A declaration, like the others here: whether a problem is
-    run at many sizes is known to its author only (:mod:`impactbench.core.compilation`).
 
-    The compiled loops pass row slices of one work buffer (so that the compiler can prove them
-    disjoint): a kernel must accept non-contiguous 2-D ``out`` arrays (index them; do not
-    ``reshape`` them) and must not keep references to its arguments.
+def initial_frequency(problem: Problem, diagonal: np.ndarray, force: np.ndarray) -> float:
+    """omega, the fastest frequency of the forces at (t0, q0, v0) (module docstring).
 
-    Planar Coulomb friction (docs/friction.md): a frictional problem gives both
-    ``tangent_gradient(q, p, out)``, out (m, n), whose row i is the tangent row W_T,i(q) of
-    contact i (its tangential velocity is W_T,i v), and ``friction(q, p, mu, e_t)``, writing
-    the Coulomb coefficient mu_i >= 0 and the tangential restitution e_T,i in [0, 1] of each
-    contact into ``mu`` and ``e_t`` (m each); a frictionless problem leaves both None.
-    ``tangent_rows`` is the number of tangent rows per contact: 1 (planar friction; spatial
-    contacts, two rows per contact and a circular friction cone, are a later extension that
-    will declare 2, with ``tangent_gradient`` writing (2 m, n)). A frictional problem whose
-    contacts have different normal restitutions gives ``normal_restitution(q, p, e_n)``,
-    writing e_N,i in [0, 1] of each contact into ``e_n`` (m); without it every contact takes
-    the problem's ``restitution``.
-    will declare 2, with ``tangent_gradient`` writing (2 m, n)).
+    2 / ``problem.stable_step`` when the problem declares it. Otherwise sqrt(rho), rho the
+    spectral radius of D^-1 J, J = dF/dq at (t0, q0, v0) by forward differences and D the
+    diagonal of M(q0), estimated by :data:`FREQUENCY_ITERATIONS` power iterations in the norm
+    |x|_D = sqrt(x^T D x) from a fixed start; the largest ratio |D^-1 J x|_D / |x|_D is kept.
+    For a symmetric J (a conservative force: J = -d^2 V / dq^2) D^-1 J is self-adjoint in that
+    norm, so every ratio is at most rho: omega is never overestimated, and the bound it gives is
+    never tighter than the one of the exact omega. 0 for a force that does not depend on q.
 
-    Linear forces (the implicit ``MoreauJean(theta, implicit=True)``): a problem whose forces
-    are F(t, q, v) = -K q - C v + F_rest(t, q, v) with constant matrices K (stiffness) and C
-    (damping) may declare them, ``stiffness_matrix(p, out)`` and ``damping_matrix(p, out)``,
-    out (n, n) (either, both or neither; None: not declared). They declare a part of
-    ``forces``, which still returns the whole F: a scheme that ignores them is unchanged.
+    Parameters
+    ----------
+    problem : Problem
+        Its ``q0``, ``v0`` float64 arrays of shape (n,) (as :meth:`Problem.check` leaves them).
+    diagonal : ndarray, shape (n,)
+        The diagonal of M(q0), positive.
+    force : ndarray, shape (n,)
+        F(t0, q0, v0).
+
+    Returns
+    -------
+    float
+        omega >= 0 (an estimate from below where the iteration has not converged; it stops
+        early at a force that is not finite at a perturbed q).
     """
+    stable = declared_stable_step(problem)
+    if stable is not None:
+        return 2.0 / stable
+    q0, v0, t0 = problem.q0, problem.v0, float(problem.t0)
+    offset = math.sqrt(np.finfo(float).eps) * max(1.0, float(np.abs(q0).max()))
+    x = np.random.default_rng(0).standard_normal(q0.shape[0])  # every mode, in general
+    rho = 0.0
+    for _ in range(FREQUENCY_ITERATIONS):
+        x = x / math.sqrt(float(x @ (diagonal * x)))
+        size = offset / float(np.abs(x).max())
+        perturbed = np.asarray(problem.forces(t0, q0 + size * x, v0), dtype=float)
+        if perturbed.shape != force.shape or not np.all(np.isfinite(perturbed)):
+            break
+        x = (perturbed - force) / (size * diagonal)  # D^-1 J x
+        ratio = math.sqrt(float(x @ (diagonal * x)))
+        rho = max(rho, ratio)
+        if ratio == 0.0:
+            break
+    return math.sqrt(rho)
 
-    mass_matrix: Callable
-    forces: Callable
-    gap: Callable
-    gap_gradient: Callable
-    affine_gap: bool = False
-    constant_mass: bool = False
-    mass_diagonal: Callable | None = None
-    mass_structure: str = "dense"
-    sizes_at_run_time: bool = False
-    tangent_gradient: Callable | None = None
-    friction: Callable | None = None
-    tangent_rows: int = 1
-    normal_restitution: Callable | None = None
-    stiffness_matrix: Callable | None = None
-    damping_matrix: Callable | None = None
+
+def declared_stable_step(problem: Problem) -> float | None:
+    """``problem.stable_step`` checked: None, or a finite positive float (else ValueError)."""
+    declared = getattr(problem, "stable_step", None)
+    if declared is None:
+        return None
+    value = float(declared)
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"stable_step must be None or finite and positive, got {declared!r}")
+    return value
 
 
 class Problem(ABC):

@@ -21,7 +21,7 @@ from ._jit import specialize
 from .mass import mass_bindings
 
 if TYPE_CHECKING:
-    from .problem import ProblemKernels
+    from .problem_kernels import ProblemKernels
 
 
 def _gaps_loop(Q, p, out):  # noqa: N803

@@ -119,7 +119,7 @@ from .contact import (
     solve_lcp_warm,
     solve_mass,
 )
-from .divergence import declared_stable_step, theta_scheme_limit
+from .divergence import theta_scheme_limit
 from .driver import (
     FIRST_SCHEME_ROW,
     IMPULSE,
@@ -140,7 +140,7 @@ from .friction import (
     problem_restitution,
 )
 from .mass import mass_bindings
-from .problem import Problem, ProblemKernels
+from .problem import Problem, ProblemKernels, declared_stable_step
 from .status_codes import (
     FAILURE_REASONS,
     STATUS_CONTACT_SOLVE_FAILED,
@@ -676,7 +676,7 @@ class Scheme(TimeStepping):
 
     def step_limit(self, problem: Problem) -> float | None:
         """``stable_step_factor`` times ``problem.stable_step`` (2 / omega_max), or None when
-        either is None (:func:`impactbench.core.divergence.declared_stable_step`)."""
+        either is None (:func:`impactbench.core.problem.declared_stable_step`)."""
         if self.stable_step_factor is None:
             return None
         stable = declared_stable_step(problem)

@@ -44,7 +44,7 @@ from . import _checks
 from .compilation import compiled_code
 from .divergence import check_step, state_bounds
 from .method import TIME_STEPPING, Method
-from .prepared_loop import PreparedLoop
+from .prepared_loop import MethodRecord, PreparedLoop
 from .problem import CheckedCalls, Problem, ProblemKernels, checked_state, python_kernels
 from .snapshot import keep, kept
 from .status_codes import FAILURE_REASONS
@@ -269,7 +269,14 @@ class TimeStepping(Method):
             )
         if prepared is None:
             loop, calls = self.loop_for(problem)
-            prepared = PreparedLoop(self, problem, loop, calls)
+            prepared = PreparedLoop(
+                MethodRecord(
+                    self.name, self._method_vector(), self.velocity_output, self.failure_reasons
+                ),
+                problem,
+                loop,
+                calls,
+            )
             if calls is None:  # the plain path's checked calls belong to one run
                 keep(self, state, prepared)
         capacity = min(self.log_capacity, n_steps * problem.n_constraints)
