@@ -19,8 +19,8 @@ Four cases, every method, several step sizes (event-driven: relative tolerances)
   wall; no closed form.
 
 For the last two the reference is the cached DOP853 event-driven run at rtol 1e-12 (shared with
-the other studies, :mod:`studies._reference`). Neither has a closed-form decay law: the
-exponential law E - E_min ~ exp(-lambda t) is fitted once on the reference curve
+the other studies, :mod:`impactbench.bench.study_reference`). Neither has a closed-form decay
+law: the exponential law E - E_min ~ exp(-lambda t) is fitted once on the reference curve
 (:func:`reference_laws`) and shown with its residual, and where the residual exceeds
 :data:`LAW_RESIDUAL` the law does not hold and no decay rate is reported for any run (the
 per-run least-squares slopes stored in ``decay_law.artefact.csv``, over each run's samples away from
@@ -87,6 +87,7 @@ from impactbench.bench.report import (
 from impactbench.bench.results import ARTEFACT_SUFFIX, read_artefact, read_table, write_table
 from impactbench.bench.runner import FAILED, Case, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.study_reference import event_driven_reference, stored_event_driven_reference
 from impactbench.core.energy import kinetic_energy, potential_energy
 from impactbench.core.method import TIME_STEPPING
 from impactbench.core.problem import Problem
@@ -103,7 +104,6 @@ from impactbench.methods import (
 from impactbench.problems import DoublePendulum, TightJoint, TightJoint2D
 
 from . import _adaptive
-from ._reference import event_driven_reference, stored_event_driven_reference
 
 METRICS = ("energy_error_at_end", "max_energy_increase", "max_penetration")
 

@@ -65,13 +65,13 @@ from impactbench.bench.report import (
 from impactbench.bench.results import read_artefact
 from impactbench.bench.runner import FAILED, Case, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.study_reference import event_driven_reference
 from impactbench.bench.style import coordinate_unit, method_style
 from impactbench.core.trajectory import Trajectory
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
 from impactbench.problems import BouncingBall, ColumnOfBeads, DoublePendulum
 
 from . import _adaptive
-from ._reference import event_driven_reference
 
 NAME = "event_driven_limits"
 EVENT_RTOL = 1e-10

@@ -70,6 +70,7 @@ from impactbench.bench.report import (
 from impactbench.bench.results import read_artefact, read_table, write_table
 from impactbench.bench.runner import FAILED, Case, Grid, Run, expand
 from impactbench.bench.study import Section, Study, StudyReport
+from impactbench.bench.study_reference import event_driven_reference, stored_event_driven_reference
 from impactbench.bench.style import coordinate_unit
 from impactbench.bench.trajectory_figure import (
     stored_trajectory,
@@ -81,7 +82,6 @@ from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatz
 from impactbench.problems import DoublePendulum
 
 from . import _adaptive
-from ._reference import event_driven_reference, stored_event_driven_reference
 
 #: Problem configurations by their label in the table: factory of the problem (its recommended
 #: horizon ``t_end`` is the horizon of the runs).

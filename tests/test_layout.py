@@ -48,7 +48,7 @@ ALLOWED = {
     "analysis": {"core"},
     "methods": {"core", "analysis"},
     "problems": {"core", "analysis"},
-    "bench": {"core", "analysis", "methods", "problems", "studies"},
+    "bench": {"core", "analysis", "methods", "problems"},
     "studies": {"core", "analysis", "bench", "methods", "problems", TOP},
     TOP: {"core", "analysis", "bench", "methods", "problems", "studies"},
 }

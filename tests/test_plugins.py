@@ -22,6 +22,7 @@ from impactbench.bench.plugins import Registry
 from impactbench.bench.validate_command import load_method
 from impactbench.core.names import parse_spec
 
+ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = Path(__file__).parent / "data" / "third_party_package"
 
 
@@ -305,3 +306,44 @@ def test_validate_finds_a_plugin_method_by_name(monkeypatch, tmp_path):
     assert type(method).__name__ == "CatchingUp" and method.activation == "approaching"
     with pytest.raises(ValueError, match="unknown method 'NoSuchScheme'.*ValidatedScheme"):
         load_method("NoSuchScheme")
+
+
+def test_the_built_in_studies_are_this_distributions_entry_points():
+    """Every module of studies/ that defines STUDY is declared in pyproject.toml under its
+    study's name, and every declared one is such a module: bench finds the built-in studies
+    through the registry, as it finds a plug-in's (it imports no study itself:
+    tests/test_layout.py)."""
+    import importlib
+    import pkgutil
+
+    import tomllib
+
+    import impactbench.studies as package
+    from impactbench.bench.study import Study
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][
+        "impactbench.studies"
+    ]
+    defined = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        study = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "STUDY", None)
+        if isinstance(study, Study):
+            defined[study.name] = f"{package.__name__}.{info.name}:STUDY"
+    assert declared == defined
+    assert plugins.STUDIES.names() == sorted(defined)
+    assert {name: study.name for name, study in plugins.STUDIES.items()} == {
+        name: name for name in defined
+    }
+
+
+def test_a_built_in_entry_that_fails_to_load_is_raised_not_left_out(monkeypatch, tmp_path):
+    """A built-in study that does not import is a defect of impactbench: the registry raises
+    its error where a plug-in's would be a warning."""
+    (tmp_path / "broken_builtin.py").write_text("raise RuntimeError('a defect')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = importlib.metadata.EntryPoint("broken", "broken_builtin:STUDY", "impactbench.studies")
+    monkeypatch.setattr(plugins, "_own_entry_points", lambda group: {"broken": entry})
+    registry = Registry("impactbench.studies", {}, lambda name, value: True, "a study")
+    assert registry.names() == ["broken"]
+    with pytest.raises(RuntimeError, match="a defect"):
+        registry["broken"]

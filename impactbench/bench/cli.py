@@ -32,7 +32,6 @@ from ..analysis.reference import default_reference_dir, reference_dir_set
 from ..core import compile_clock, names
 from ..core._files import CacheWarning
 from ..core.names import did_you_mean
-from ..studies import STUDIES
 from .arguments import Parser, integer_in, jobs_count, positive_int, positive_number
 from .cache_integrity import check_fraction, no_patching
 from .compare import add_parser as add_compare_parser
@@ -40,7 +39,7 @@ from .compile_command import add_parser as add_compile_parser
 from .files import check_ours, naming_write_failures
 from .list_command import add_parser as add_list_parser
 from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
-from .plugins import load_study_file
+from .plugins import STUDIES, load_study_file
 from .report import (
     INDEX_HEADER,
     PROVENANCE_FILE,

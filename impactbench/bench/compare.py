@@ -337,7 +337,7 @@ def compare(
     instance.check()
     reference = None
     if not instance.has_exact_solution:
-        from ..studies._reference import event_driven_reference
+        from .study_reference import event_driven_reference
 
         reference = event_driven_reference
     options = {"metrics": [metric], "repeats": repeats, "reference": reference}

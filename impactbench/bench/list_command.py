@@ -55,7 +55,7 @@ def _tables(kinds: set[str]) -> dict[str, Mapping[str, Any]]:
 
         tables["Methods"] = METHODS
     if not kinds or "Studies" in kinds:
-        from ..studies import STUDIES
+        from .plugins import STUDIES
 
         tables["Studies"] = STUDIES
     return tables

@@ -189,7 +189,7 @@ def warn_unmeasured(name: str, runs: Sequence[Run], outcomes: Sequence[Outcome])
 
 
 def _study(study: Study | str) -> Study:
-    from ..studies import STUDIES
+    from .plugins import STUDIES
 
     if isinstance(study, Study):
         return study

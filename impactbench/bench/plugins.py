@@ -48,6 +48,7 @@ from ..core.method import Method
 from ..core.problem import Problem
 from ..methods import METHODS as BUILTIN_METHODS
 from ..problems import PROBLEMS as BUILTIN_PROBLEMS
+from .study import Study
 
 #: Entry-point groups read by :class:`Registry`.
 GROUPS = ("impactbench.methods", "impactbench.problems", "impactbench.studies")
@@ -57,19 +58,40 @@ class PluginWarning(UserWarning):
     """A third-party plug-in was left out (the message says which and why)."""
 
 
+#: The distribution whose own entry points are built-ins (the studies of ``studies/``).
+DISTRIBUTION = "impactbench"
+
+
 def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
-    """The entry points of ``group``, by name (read from the packages' metadata: no plug-in code
-    runs)."""
-    return sorted(importlib.metadata.entry_points(group=group), key=lambda entry: entry.name)
+    """The third-party entry points of ``group``, by name (read from the packages' metadata: no
+    plug-in code runs)."""
+    return sorted(
+        (entry for entry in importlib.metadata.entry_points(group=group) if not _own(entry)),
+        key=lambda entry: entry.name,
+    )
+
+
+def _own_entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
+    """This distribution's entry points of ``group`` (its built-ins), by name."""
+    own = (entry for entry in importlib.metadata.entry_points(group=group) if _own(entry))
+    return {entry.name: entry for entry in sorted(own, key=lambda entry: entry.name)}
+
+
+def _own(entry: importlib.metadata.EntryPoint) -> bool:
+    dist = getattr(entry, "dist", None)
+    return dist is not None and dist.name == DISTRIBUTION
 
 
 class Registry(Mapping[str, Any]):
     """Built-ins by name, then the plug-ins of an entry-point group, each imported on first use.
 
-    Looking a name up (``registry[name]``, ``name in registry``) imports at most the plug-ins
-    declared under that name; iterating (``list(registry)``, ``.items()``, ``len``) imports every
-    plug-in of the group. :meth:`names` lists the names without importing anything. A plug-in
-    that cannot be used is left out with a :class:`PluginWarning`, once per process.
+    The built-ins are those given, then this distribution's own entry points of the group (the
+    built-in studies): imported on first use too, and an error in one of them is raised, not
+    warned about (it is a defect of impactbench, not a plug-in's). Looking a name up
+    (``registry[name]``, ``name in registry``) imports at most the entries declared under that
+    name; iterating (``list(registry)``, ``.items()``, ``len``) imports every entry of the
+    group. :meth:`names` lists the names without importing anything. A plug-in that cannot be
+    used is left out with a :class:`PluginWarning`, once per process.
 
     Parameters
     ----------
@@ -98,6 +120,7 @@ class Registry(Mapping[str, Any]):
         self.accept = accept
         self.what = what
         self._loaded: dict[tuple[str, str], Any] = {}  # (name, value) -> plug-in, or None
+        self._own_loaded: dict[str, Any] = {}  # name -> this distribution's entry, loaded
         self._shadowed: set[tuple[str, str]] = set()  # warned about: their name is taken
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -107,14 +130,31 @@ class Registry(Mapping[str, Any]):
     def __delitem__(self, name: str) -> None:
         del self.builtins[name]
 
+    def _own_names(self) -> list[str]:
+        return [name for name in _own_entry_points(self.group) if name not in self.builtins]
+
     def names(self) -> list[str]:
         """Every name, the plug-ins' as declared (none is imported, so none is checked)."""
+        own = [*self.builtins, *self._own_names()]
         declared = [entry.name for entry in _entry_points(self.group)]
-        return [*self.builtins, *sorted(set(declared) - set(self.builtins))]
+        return [*own, *sorted(set(declared) - set(own))]
+
+    def _own(self, name: str) -> Any:
+        """The built-in entry point ``name`` of this distribution, loaded and checked (an error
+        is raised: a built-in that does not load is a defect, not a plug-in to leave out)."""
+        if name not in self._own_loaded:
+            entry = _own_entry_points(self.group)[name]
+            value = entry.load()
+            if not self.accept(name, value):
+                raise TypeError(f"{_where(entry)} is not {self.what}: {value!r:.100}")
+            self._own_loaded[name] = value
+        return self._own_loaded[name]
 
     def __getitem__(self, name: str) -> Any:
         if name in self.builtins:
             return self.builtins[name]
+        if name in _own_entry_points(self.group):
+            return self._own(name)
         for entry in _entry_points(self.group):
             if entry.name == name:
                 value = self._load(entry)
@@ -124,15 +164,19 @@ class Registry(Mapping[str, Any]):
 
     def __iter__(self) -> Iterator[str]:
         yield from self.builtins
+        for name in self._own_names():
+            self._own(name)
+            yield name
         yield from self._plugins()
 
     def __len__(self) -> int:
-        return len(self.builtins) + len(self._plugins())
+        return len(self.builtins) + len(self._own_names()) + len(self._plugins())
 
     def _plugins(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
+        taken = set(self.builtins) | set(_own_entry_points(self.group))
         for entry in _entry_points(self.group):
-            if entry.name in self.builtins or entry.name in found:
+            if entry.name in taken or entry.name in found:
                 if (entry.name, entry.value) not in self._shadowed:
                     self._shadowed.add((entry.name, entry.value))
                     _warn(f"{_where(entry)}: the name {entry.name!r} is already used")
@@ -197,6 +241,17 @@ PROBLEMS = Registry(
     "an impactbench.Problem subclass or a module-level function returning one",
 )
 
+#: The studies: the built-in ones (this distribution's entry points of ``impactbench.studies``,
+#: declared in its pyproject.toml, one per module of ``studies/``), then the installed plug-in
+#: studies (group ``impactbench.studies``), each under its entry-point name, which must be its
+#: ``name``; each imported on first use.
+STUDIES = Registry(
+    "impactbench.studies",
+    {},
+    lambda name, value: isinstance(value, Study) and value.name == name,
+    "an impactbench.bench.study.Study named like its entry point",
+)
+
 _PLUGINS_IN_STUDIES: ContextVar[bool] = ContextVar("plugins_in_studies", default=False)
 
 
@@ -234,8 +289,6 @@ def load_study_file(path: Path | str) -> Any:
         ``SystemExit`` included: the message says which), or it defines no ``STUDY`` (an
         :class:`impactbench.bench.study.Study`), or its module name is taken by another module.
     """
-    from .study import Study
-
     path = Path(path)
     if path.suffix != ".py" or not path.is_file():
         raise ValueError(f"study file must be an existing .py file, got {str(path)!r}")

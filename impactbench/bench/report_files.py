@@ -19,7 +19,7 @@ def file_studies(output: Path, usage_error: type[Exception]) -> tuple[dict[str, 
 
     ``usage_error`` is raised for a recorded file that is not a valid study file.
     """
-    from ..studies import STUDIES
+    from .plugins import STUDIES
 
     found: dict[str, Any] = {}
     notes: list[str] = []

@@ -660,7 +660,7 @@ def _depth(problem: Problem, run: Trajectory, start: float, end: float) -> float
 
 
 def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Check]:
-    from ..studies.persistent_contact import CASES
+    from ..problems.persistent_contacts import CASES
 
     checks = []
     cases = [
