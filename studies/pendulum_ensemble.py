@@ -145,7 +145,7 @@ BOOTSTRAP = 1000
 SIGNIFICANCE = 0.05
 MEMBER_ARTEFACT = "member"
 #: The ``ensemble`` column of a member row: the main ensemble or the null ensemble.
-MAIN, NULL = "main", "null"
+MAIN, NULL = "main", "independent"  # ("null" would be read back as NaN)
 #: The method and setting labels of the null row.
 NULL_METHOD, NULL_SETTING = "reference vs reference", "disjoint seeds"
 SETTLING = "settling time [s]"
@@ -456,7 +456,9 @@ def ensemble_distances(
             }
             if floor is not None and statistic in floor.index:
                 row["null W1"] = float(floor.loc[statistic, "W1"])
-                row["W1 / null"] = w / row["null W1"]
+                # a statistic equal on both null ensembles (a count of few events) has null 0
+                zero = math.inf if w > 0 else math.nan
+                row["W1 / null"] = w / row["null W1"] if row["null W1"] > 0 else zero
                 row["above null"] = bool(low > floor.loc[statistic, "W1 high"])
             rows.append(row)
     return pd.DataFrame(rows)
