@@ -801,8 +801,10 @@ STUDY = Study(
         "Every method runs the same ensemble of perturbed initial conditions of the double "
         "pendulum against the wall; methods are compared with the reference ensemble by the "
         "distributions of the energy at fixed times, the settling time and the impact count "
-        "(Wasserstein distance with bootstrap intervals, Kolmogorov-Smirnov test), and by the "
-        "shadowing horizon of each member (module `studies/pendulum_ensemble.py`)."
+        "(Wasserstein distance with bootstrap intervals, read against the null distance between "
+        "two independent reference ensembles; Kolmogorov-Smirnov test), and by the shadowing "
+        "horizon of each member, a distance between graphs that a shift of the impact times by "
+        "a few steps does not end (module `studies/pendulum_ensemble.py`)."
     ),
     runs=runs,
     report=report,
