@@ -287,3 +287,21 @@ def test_a_method_with_the_references_distributions_is_indistinguishable():
     assert passing == {"Same": ["h = 0.001"], "Biased": []}
     members.loc[members.index[:3], "settled"] = 1.0  # some reference member settles
     assert ensemble.SETTLING in ensemble._statistics(members)
+
+
+def test_hermite_table_interpolates_to_fourth_order_and_is_right_continuous_at_an_impact():
+    t = np.linspace(0.0, 2.0, 41)  # steps of 0.05, the reference's largest
+    times = np.linspace(0.0, 2.0, 2001)
+    q = np.column_stack([np.sin(3 * t), np.cos(t)])
+    v = np.column_stack([3 * np.cos(3 * t), -np.sin(t)])
+    table = ensemble.hermite_table(t, q, v, times)
+    exact = np.column_stack([np.sin(3 * times), np.cos(times)])
+    assert np.abs(table - exact).max() < 0.05**4 * 81 / 384 * 1.01  # h^4 max|q''''| / 384
+    # an impact at t = 1: the state before it, then after it, at the same time
+    t = np.array([0.0, 1.0, 1.0, 2.0])
+    q = np.array([[1.0], [0.0], [0.0], [0.5]])
+    v = np.array([[-1.0], [-1.0], [0.5], [0.5]])
+    values = ensemble.hermite_table(t, q, v, np.array([0.5, 1.0, 1.5, 2.0]))[:, 0]
+    assert values == pytest.approx([0.5, 0.0, 0.25, 0.5])
+    with pytest.raises(ValueError, match="times"):
+        ensemble.hermite_table(t, q, v, np.array([2.5]))
