@@ -436,7 +436,8 @@ def null_distances(members: pd.DataFrame, statistics: list[str]) -> pd.DataFrame
                 "KS p": float(ks.pvalue),
             }
         )
-    return pd.DataFrame(rows)
+    columns = ["method", "setting", "statistic", "members", "W1", "W1 low", "W1 high"]
+    return pd.DataFrame(rows, columns=[*columns, "mean difference", "KS", "KS p"])
 
 
 def ensemble_distances(
@@ -637,9 +638,10 @@ def _settling_figure(members: pd.DataFrame, folder: Path) -> str:
 
 def growing_distances(distances: pd.DataFrame) -> pd.DataFrame:
     """The (time-stepper, statistic) pairs whose W1 at the finest step exceeds W1 at the
-    coarsest: one row each, with both distances, the null's interval, whether the finest lies
-    above the null, and the mean difference at both ends (a sign change: two biases of opposite
-    sign, one of which takes over as h shrinks)."""
+    coarsest: one row each, with both distances, the largest W1 and its step (a peak before
+    the finest step: the distance grows, then shrinks again), whether the finest lies above the
+    null, and the mean difference at both ends (a sign change: two biases of opposite sign, one
+    of which takes over as h shrinks)."""
     rows = []
     steppers = distances[distances["h"].notna()]
     for (method, statistic), group in steppers.groupby(["method", "statistic"], sort=False):
@@ -647,6 +649,7 @@ def growing_distances(distances: pd.DataFrame) -> pd.DataFrame:
         finest, coarsest = group.iloc[0], group.iloc[-1]
         if len(group) < 2 or finest["W1"] <= coarsest["W1"]:
             continue
+        largest = group.loc[group["W1"].idxmax()]
         rows.append(
             {
                 "method": method,
@@ -654,10 +657,12 @@ def growing_distances(distances: pd.DataFrame) -> pd.DataFrame:
                 "h coarsest": coarsest["h"],
                 "W1 coarsest": coarsest["W1"],
                 "mean difference coarsest": coarsest["mean difference"],
+                "h largest": largest["h"],
+                "W1 largest": largest["W1"],
                 "h finest": finest["h"],
                 "W1 finest": finest["W1"],
                 "mean difference finest": finest["mean difference"],
-                "above null": bool(finest.get("above null", False)),
+                "above null": finest.get("above null", math.nan),  # NaN: no null row
             }
         )
     return pd.DataFrame(rows)
@@ -697,14 +702,16 @@ def _findings(distances: pd.DataFrame, null: pd.DataFrame, members: pd.DataFrame
             f"{', '.join(passing) if passing else 'no setting'}{null_text}."
         )
     for row in growing_distances(distances).to_dict("records"):
-        verdict = (
-            "above the null"
-            if row["above null"]
-            else "within the null: sampling, not a trend, explains it"
-        )
+        if pd.isna(row["above null"]):
+            verdict = "no null to read it against"
+        elif row["above null"]:
+            verdict = "above the null"
+        else:
+            verdict = "within the null: sampling, not a trend, explains it"
         findings.append(
             f"{row['method']}, {row['statistic']}: W1 grows as h shrinks "
-            f"({format_number(row['W1 coarsest'])} at h = {row['h coarsest']:g}, "
+            f"({format_number(row['W1 coarsest'])} at h = {row['h coarsest']:g}, largest "
+            f"{format_number(row['W1 largest'])} at h = {row['h largest']:g}, "
             f"{format_number(row['W1 finest'])} at h = {row['h finest']:g}), {verdict}; mean "
             f"difference to the reference {format_number(row['mean difference coarsest'])} -> "
             f"{format_number(row['mean difference finest'])}."

@@ -259,6 +259,13 @@ def test_growing_distances_name_the_trend_and_read_it_against_the_null():
     row = growing.iloc[0]
     assert (row["h finest"], row["W1 finest"], row["h coarsest"]) == (3e-4, 0.06, 1e-2)
     assert row["above null"] and row["mean difference finest"] == 0.05
+    assert (row["h largest"], row["W1 largest"]) == (3e-4, 0.06)
+    rows.append({"method": "M", "statistic": "E", "h": 1e-4, "W1": 0.03, "mean difference": 0.02,
+                 "above null": False})  # fmt: skip
+    row = ensemble.growing_distances(pd.DataFrame(rows)).iloc[0]
+    assert (row["h largest"], row["h finest"], row["above null"]) == (3e-4, 1e-4, False)
+    without = pd.DataFrame(rows).drop(columns="above null")
+    assert ensemble.growing_distances(without)["above null"].isna().all()
 
 
 def test_a_method_with_the_references_distributions_is_indistinguishable():
@@ -305,3 +312,17 @@ def test_hermite_table_interpolates_to_fourth_order_and_is_right_continuous_at_a
     assert values == pytest.approx([0.5, 0.0, 0.25, 0.5])
     with pytest.raises(ValueError, match="times"):
         ensemble.hermite_table(t, q, v, np.array([2.5]))
+
+
+def test_without_a_null_ensemble_the_distances_have_no_null_columns():
+    """Every null run failed: an empty null row, the distances without null columns."""
+    members = pd.DataFrame(
+        [(i, ensemble.MAIN, "ref", np.nan, ensemble.REFERENCE_RTOL, 1.0 * i) for i in range(5)]
+        + [(i, ensemble.MAIN, "MJ", 1e-3, np.nan, 2.0 * i) for i in range(5)],
+        columns=["member", "ensemble", "method", "h", "tolerance", "E"],
+    ).assign(setting="h = 0.001")
+    null = ensemble.null_distances(members, ["E"])
+    assert null.empty and "statistic" in null
+    distances = ensemble.ensemble_distances(members, ["E"], null)
+    assert list(distances["method"]) == ["MJ"] and "above null" not in distances
+    assert ensemble.distances_for_paper(distances, null).frame["method"].tolist() == ["MJ"]
