@@ -133,7 +133,7 @@ SHADOW_TOLERANCE = 1e-2
 SHADOW_WINDOW = 2e-2
 #: Points of the window on each side of a sample (the window sampled at SHADOW_WINDOW / this).
 WINDOW_POINTS = 40
-#: Spacing [s] of the grid on which the reference's dense output is tabulated.
+#: Spacing [s] of the grid on which the reference member is tabulated (:func:`hermite_table`).
 REFERENCE_GRID = 1e-3
 #: A member is settled once E - E_wall <= SETTLING_FRACTION (E(0) - E_wall).
 SETTLING_FRACTION = 1e-3
