@@ -314,9 +314,10 @@ def test_pendulum_ensemble_figures(saved, tmp_path):
         distance = 0.1 if np.isnan(step) else step
         run = {"method": method, "h": step, "tolerance": tolerance, "statistic": statistic}
         rows.append({**run, "W1": distance, "W1 low": 0.5 * distance, "W1 high": 2 * distance})
-    pendulum_ensemble._figure(pd.DataFrame(rows), statistic, tmp_path)
+    null = pd.DataFrame([{"statistic": statistic, "W1": 0.01, "W1 low": 0.005, "W1 high": 0.02}])
+    pendulum_ensemble._figure(pd.DataFrame(rows), null, statistic, tmp_path)
     members = pd.DataFrame(rows)[["method", "h", "tolerance"]]
-    members = pd.concat([members] * 3, ignore_index=True)
+    members = pd.concat([members] * 3, ignore_index=True).assign(ensemble=pendulum_ensemble.MAIN)
     settling = members.assign(**{pendulum_ensemble.SETTLING: np.arange(len(members), dtype=float)})
     pendulum_ensemble._settling_figure(settling, tmp_path)
     assert saved == ["ensemble_distance.png", "settling_time_cdf.png"]
