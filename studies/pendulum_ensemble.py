@@ -420,24 +420,32 @@ def null_distances(members: pd.DataFrame, statistics: list[str]) -> pd.DataFrame
         x, y = x[np.isfinite(x)], y[np.isfinite(y)]
         if len(x) < 2 or len(y) < 2:
             continue
-        w, low, high = bootstrap_wasserstein(x, y, paired=False)
-        ks = stats.ks_2samp(x, y)
         rows.append(
             {
                 "method": NULL_METHOD,
                 "setting": NULL_SETTING,
                 "statistic": statistic,
                 "members": min(len(x), len(y)),
-                "W1": w,
-                "W1 low": low,
-                "W1 high": high,
-                "mean difference": float(x.mean() - y.mean()),
-                "KS": float(ks.statistic),
-                "KS p": float(ks.pvalue),
+                **_distance(x, y, paired=False),
             }
         )
     columns = ["method", "setting", "statistic", "members", "W1", "W1 low", "W1 high"]
     return pd.DataFrame(rows, columns=[*columns, "mean difference", "KS", "KS p"])
+
+
+def _distance(x: np.ndarray, y: np.ndarray, paired: bool) -> dict[str, float]:
+    """W1 between the samples x and y with its bootstrap interval (members resampled in pairs
+    when ``paired``), the mean difference x - y, and the two-sample KS statistic and p."""
+    w, low, high = bootstrap_wasserstein(x, y, paired=paired)
+    ks = stats.ks_2samp(x, y)
+    return {
+        "W1": w,
+        "W1 low": low,
+        "W1 high": high,
+        "mean difference": float(x.mean() - y.mean()),
+        "KS": float(ks.statistic),
+        "KS p": float(ks.pvalue),
+    }
 
 
 def ensemble_distances(
@@ -462,8 +470,6 @@ def ensemble_distances(
             x, y = x[defined], y[defined]
             if len(x) < 2:
                 continue
-            w, low, high = bootstrap_wasserstein(x, y)
-            ks = stats.ks_2samp(x, y)
             row = {
                 "method": method,
                 "setting": label,
@@ -471,19 +477,15 @@ def ensemble_distances(
                 "tolerance": group["tolerance"].iloc[0],
                 "statistic": statistic,
                 "members": len(x),
-                "W1": w,
-                "W1 low": low,
-                "W1 high": high,
-                "mean difference": float(x.mean() - y.mean()),
-                "KS": float(ks.statistic),
-                "KS p": float(ks.pvalue),
+                **_distance(x, y, paired=True),
             }
+            w = row["W1"]
             if floor is not None and statistic in floor.index:
                 row["null W1"] = float(floor.loc[statistic, "W1"])
                 # a statistic equal on both null ensembles (a count of few events) has null 0
                 zero = math.inf if w > 0 else math.nan
                 row["W1 / null"] = w / row["null W1"] if row["null W1"] > 0 else zero
-                row["above null"] = bool(low > floor.loc[statistic, "W1 high"])
+                row["above null"] = bool(row["W1 low"] > floor.loc[statistic, "W1 high"])
             rows.append(row)
     return pd.DataFrame(rows)
 
