@@ -209,7 +209,7 @@ class Crossover:
             return pair + f"no overlap of the error ranges ({spans}): no crossover located"
         low, high = self.crossing.overlap
         searched = f"[{_g(low)}, {_g(high)}]"
-        width = f"{self.decades:.2g} decades"
+        width = f"{self.decades:.3g} decades"
         if self.decades < MIN_DECADES:
             width += f", under the {MIN_DECADES:g} decades a comparison needs"
         if not self.crossing.errors:
