@@ -75,6 +75,7 @@ from impactbench.problems import (
 )
 
 from . import _adaptive
+from ._crossover import crossover_section
 
 METRICS = ("max_position_error", "hausdorff_velocity_distance")
 #: The impact law's energy record, a column of every run (docs/friction.md: the Newton-Coulomb
@@ -108,6 +109,8 @@ ADAPTIVE_H_MAX = 1e-2
 REPEATS = STUDY_REPEATS
 #: Error targets of the work-precision comparison.
 TARGETS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6)
+#: The file of the crossovers of the families' cost curves (:mod:`._crossover`).
+CROSSOVERS_FILE = "crossovers.csv"
 
 #: The convergence cases: the block launched down an incline flatter than the friction angle
 #: (stops at t* = 0.700 s, then sticks), the oscillator through its arcs into the stick.
@@ -671,6 +674,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     write_table(medians, folder / "errors.csv")
     cycles, ratios = woodpecker(table, folder), housner(table, folder)
     rods = painleve(table, folder)
+    crossing, crossing_findings = crossover_section(
+        medians, "max_position_error", folder, CROSSOVERS_FILE
+    )
     rules = (
         "Each cell: the least-squares slope of log(error) against log(h) (fixed steps: the "
         "median over the phase copies of each nominal step) or log(rtol) (event-driven), "
@@ -687,6 +693,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "the repeats and the compiled integration time.\n\n"
             + markdown_table(cheapest(medians), latex=cheapest_for_paper(medians)),
         ),
+        crossing,
         Section("Figures", "\n".join(_figures(medians, limits, folder))),
         Section(
             "The woodpecker's limit cycle",
@@ -712,7 +719,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + markdown_table(rods, units=TABLE_UNITS),
         ),
     ]
-    return StudyReport(sections, _findings(table, orders, medians, cycles, ratios, rods))
+    findings = _findings(table, orders, medians, cycles, ratios, rods) + crossing_findings
+    return StudyReport(sections, findings)
 
 
 STUDY = Study(

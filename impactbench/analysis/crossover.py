@@ -157,8 +157,8 @@ class Crossover:
         The crossing of the fronts of the measured medians.
     low, high : float
         The bootstrap interval of the crossover error (the loosest crossing when the fronts
-        cross more than once); NaN without a crossing, without resamples that cross, or with
-        too few repeats.
+        cross more than once): the quantiles of the resamples that cross; NaN when the fronts
+        do not cross, when no resample does, or with too few repeats.
     resamples : int
         Bootstrap resamples drawn (0: too few repeats for an interval).
     without : int
@@ -308,7 +308,7 @@ def crossover_of(
             found.append(result.errors[-1])
     tail = (1 - CONFIDENCE) / 2
     low = high = math.nan
-    if found:
+    if found and measured.errors:
         low, high = (float(q) for q in np.exp(np.quantile(np.log(found), [tail, 1 - tail])))
     without = resamples - len(found) if measured.errors else len(found)
     return Crossover(problem, first, second, ranges, measured, low, high, resamples, without)
