@@ -20,6 +20,8 @@ from impactbench.analysis.crossover import (
     pareto_front,
 )
 from impactbench.analysis.timing import MIN_REPEATS
+from impactbench.bench.style import metric_unit
+from impactbench.studies._crossover import crossover_section
 
 TS, ED = "time-stepping", "event-driven"
 
@@ -176,3 +178,30 @@ def test_crossovers_pairs_every_family_present_and_tables_them():
         crossovers(runs, "error", resamples=0)
     with pytest.raises(ValueError, match="metric"):
         crossovers(runs, "missing")
+
+
+def test_crossover_section_states_each_problem_and_stores_the_table(tmp_path):
+    """The studies' section (studies/_crossover.py) on two problems: a crossing at 10^-2.5
+    and a pair without overlap; each problem has its sentence, in the findings and the
+    section, and crossovers.csv holds every pair with its statement."""
+    crossing_runs = _laws(noise=0.05)
+    apart = _laws(ts_errors=np.geomspace(1e-3, 1e-1, 5), ed_errors=np.geomspace(1e-9, 1e-6, 4))
+    runs = pd.concat([crossing_runs, apart.assign(problem="BouncingBall")])
+    runs = runs.rename(columns={"error": "max_position_error"})
+    section, findings = crossover_section(runs, "max_position_error", tmp_path, "crossovers.csv")
+    assert section.title == "Crossover accuracy"
+    assert [finding.split(":")[0] for finding in findings] == ["P", "BouncingBall"]
+    assert "cross at error 0.0032 [" in findings[0]
+    assert "no overlap of the error ranges" in findings[1]
+    for finding in findings:
+        assert f"- {finding}\n" in section.body
+    stored = pd.read_csv(tmp_path / "crossovers.csv")
+    assert list(stored["problem"]) == ["P", "BouncingBall"]
+    # a problem without a coordinate unit and the ball (metres): one unit column per row
+    assert list(stored["error unit"]) == [metric_unit("max_position_error", "P"), "m"]
+    first = stored.iloc[0]
+    assert first["interval low [error unit]"] < 10**-2.5 < first["interval high [error unit]"]
+    assert first["interval low [error unit]"] < first["crossover error [error unit]"]
+    assert stored["overlap [decades]"].tolist() == pytest.approx([3.0, 0.0])
+    assert stored["statement"].iloc[0] in findings[0]
+    assert stored["statement"].iloc[1] in findings[1]
