@@ -369,16 +369,14 @@ CROSSOVER_NOTE = (
 
 
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """Cheapest-family tables (by wall time and by force evaluations), slopes and charts."""
+    """Cheapest-family tables (by wall time and by force evaluations), the crossovers of the
+    families' cost curves (:mod:`._crossover`, ``crossovers.csv``), slopes and charts."""
     table = _adaptive.with_rejections(table, folder)
     medians = families(table)
     floors = exact_floors(table, (METRIC,))
     by_time = cheapest(medians, "wall_time")
     by_force = cheapest(medians, "force_evaluations")
     rates = slopes(medians, floors)
-    crossing, crossing_findings = crossover_section(
-        medians, METRIC, folder, CROSSOVERS_FILE, CROSSOVER_NOTE
-    )
     median_note = (
         "Time-steppers: each nominal step h stands for its phase copies h (1 + delta_j), with "
         "the median error and the median cost over them. "
@@ -398,6 +396,12 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "As above with the number of force evaluations as the cost.\n\n"
             + markdown_table(by_force, latex=cheapest_for_paper(medians, "force_evaluations")),
         ),
+    ]
+    # after the tables above: the LaTeX copies are numbered in the order of the report
+    crossing, crossing_findings = crossover_section(
+        medians, METRIC, folder, CROSSOVERS_FILE, CROSSOVER_NOTE
+    )
+    sections += [
         crossing,
         Section(
             "Error against force evaluations",
