@@ -127,8 +127,8 @@ def test_a_narrow_or_empty_overlap_is_stated():
     found = crossover_of("P", apart, "error", TS, ED)
     assert found.crossing.overlap is None and found.decades == 0.0
     assert found.text == (
-        f"{TS} vs {ED}: no overlap of the error ranges ({TS} [0.001, 0.1], {ED} [1e-09, 1e-06]): "
-        "no crossover located"
+        f"{TS} vs {ED}: the error ranges share no interval ({TS} [0.001, 0.1], "
+        f"{ED} [1e-09, 1e-06]): no crossover located"
     )
 
 
@@ -192,7 +192,7 @@ def test_crossover_section_states_each_problem_and_stores_the_table(tmp_path):
     assert section.title == "Crossover accuracy"
     assert [finding.split(":")[0] for finding in findings] == ["P", "BouncingBall"]
     assert "cross at error 0.0032 [" in findings[0]
-    assert "no overlap of the error ranges" in findings[1]
+    assert "the error ranges share no interval" in findings[1]
     for finding in findings:
         assert f"- {finding}\n" in section.body
     stored = pd.read_csv(tmp_path / "crossovers.csv")
