@@ -92,6 +92,20 @@ def test_crossing_off_the_knots_is_exact_in_log_log():
     assert found.error == pytest.approx((2e-2) ** 1.25, rel=1e-12)
 
 
+def test_a_dominated_loose_run_extends_the_range_at_the_front_s_cost():
+    """Event-driven runs of errors 1e-9, 1e-6, 5e-2 costing 3e-4, 1e-4, 2e-4: the loosest is
+    dominated, so the family reaches any error up to 5e-2 at 1e-4, the cost of its run of error
+    1e-6; the time-stepper's 1e-6 / e meets that flat curve at e = 1e-2."""
+    rows = _points(TS, np.geomspace(1e-5, 1e-1, 9), 1e-6, 1.0, seed=1)
+    for error, cost in ((1e-9, 3e-4), (1e-6, 1e-4), (5e-2, 2e-4)):
+        rows += _points(ED, [error], cost, 0.0, seed=2)
+    found = crossover_of("P", pd.DataFrame(rows), "error", TS, ED)
+    assert found.ranges[1] == pytest.approx((1e-9, 5e-2))
+    assert found.crossing.overlap == pytest.approx((1e-5, 5e-2))
+    assert found.error == pytest.approx(1e-2, rel=1e-12)
+    assert found.family(found.crossing.cheaper_loose) == TS
+
+
 def test_interval_holds_the_crossing_and_widens_with_the_noise():
     expected = 10**-2.5
     quiet = crossover_of("P", _laws(noise=0.02), "error", TS, ED, resamples=400)

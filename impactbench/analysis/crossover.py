@@ -3,8 +3,10 @@
 A family's cost curve is the lower envelope (Pareto front) of its runs' points (error, median
 wall time): a run is on it when no other run of the family has both a smaller or equal error and
 a smaller or equal median time. Sorted by error, the front's times decrease; between its points
-the curve is the piecewise linear interpolation of log(cost) against log(error), defined over the
-family's error range [e_min, e_max] (its most and least accurate runs on the front).
+the curve is the piecewise linear interpolation of log(cost) against log(error). It is defined
+over the family's error range [e_min, e_max], from its most to its least accurate run: above the
+front's loosest point (runs of larger error that cost more, dominated) the curve is flat at that
+point's cost, which is the least cost of a run of the family reaching any error up to e_max.
 
 Two families are compared over the overlap [a, b] of their error ranges. The difference
 d(e) = log C_1(e) - log C_2(e) is piecewise linear in log(e) between the union of both fronts'
@@ -50,15 +52,18 @@ class Front:
 
     errors: np.ndarray
     costs: np.ndarray
+    #: The largest error of the family's points (at least the front's last error).
+    reach: float
 
     @property
     def span(self) -> tuple[float, float]:
-        """The smallest and the largest error on the front."""
-        return float(self.errors[0]), float(self.errors[-1])
+        """The family's error range: the front's smallest error and :attr:`reach`."""
+        return float(self.errors[0]), float(self.reach)
 
     def log_cost(self, log_errors: np.ndarray) -> np.ndarray:
         """log(cost) at ``log_errors`` (natural logarithms, inside :attr:`span`): the piecewise
-        linear interpolation of log(cost) against log(error) between the front's points."""
+        linear interpolation of log(cost) against log(error) between the front's points, flat
+        above its last point."""
         return np.interp(log_errors, np.log(self.errors), np.log(self.costs))
 
 
@@ -88,11 +93,14 @@ def pareto_front(errors: Sequence[float], costs: Sequence[float]) -> np.ndarray:
 
 
 def front(errors: Sequence[float], costs: Sequence[float]) -> Front | None:
-    """The :class:`Front` of the points (None when none is valid, :func:`pareto_front`)."""
+    """The :class:`Front` of the points, its reach the largest error of the valid points (None
+    when none is valid, :func:`pareto_front`)."""
     kept = pareto_front(errors, costs)
     if kept.size == 0:
         return None
-    return Front(np.asarray(errors, float)[kept], np.asarray(costs, float)[kept])
+    e, c = np.asarray(errors, float), np.asarray(costs, float)
+    reach = np.max(e[np.isfinite(e) & np.isfinite(c) & (e > 0) & (c > 0)])
+    return Front(e[kept], c[kept], float(reach))
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,7 @@ class Crossover:
     problem, first, second : str
         The problem and the two families.
     ranges : tuple of (float, float)
-        Each family's error range (its front's span).
+        Each family's error range (:attr:`Front.span`).
     crossing : Crossing
         The crossing of the fronts of the measured medians.
     low, high : float
