@@ -12,6 +12,8 @@ import pytest
 
 from impactbench.analysis.crossover import (
     MIN_DECADES,
+    _log_fronts,
+    _loosest_crossings,
     crossing,
     crossover_of,
     crossover_table,
@@ -219,3 +221,31 @@ def test_crossover_section_states_each_problem_and_stores_the_table(tmp_path):
     assert stored["overlap [decades]"].tolist() == pytest.approx([3.0, 0.0])
     assert stored["statement"].iloc[0] in findings[0]
     assert stored["statement"].iloc[1] in findings[1]
+
+
+def test_the_bootstrap_s_crossings_are_those_of_the_fronts_drawn_one_by_one():
+    """The resamples' loosest crossings, computed for all rows at once, equal those of
+    :func:`front` and :func:`crossing` row by row: random costs about two crossing laws, with
+    points of equal error (two engines of one method) and dominated points."""
+    rng = np.random.default_rng(7)
+    first = np.geomspace(1e-5, 1e-1, 9)
+    second = np.concatenate([np.geomspace(1e-9, 1e-2, 6), np.geomspace(1e-9, 1e-2, 6)])
+    rows = 300
+    costs = (
+        1e-6 / first * np.exp(0.6 * rng.standard_normal((rows, first.size))),
+        1e-4 * second**-0.2 * np.exp(0.6 * rng.standard_normal((rows, second.size))),
+    )
+    low, high = 1e-5, 1e-2
+    grid = np.concatenate([first, second, [low, high]])
+    x = np.unique(np.log(grid[(grid >= low) & (grid <= high)]))
+    d = _log_fronts(first, costs[0], x) - _log_fronts(second, costs[1], x)
+    at_once = _loosest_crossings(x, d)
+    crossed = 0
+    for k in range(rows):
+        found = crossing(front(first, costs[0][k]), front(second, costs[1][k]))
+        if found.errors:
+            crossed += 1
+            assert at_once[k] == pytest.approx(found.errors[-1], rel=1e-9)
+        else:
+            assert math.isnan(at_once[k])
+    assert 0 < crossed < rows  # both cases met

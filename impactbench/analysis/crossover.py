@@ -309,18 +309,70 @@ def crossover_of(
         np.stack([np.median(rng.choice(t, (resamples, t.size)), axis=1) for t in times], axis=1)
         for _, times in points
     ]
-    found = []
-    for k in range(resamples):
-        resampled = [front(e, c[k]) for (e, _), c in zip(points, costs, strict=True)]
-        result = crossing(resampled[0], resampled[1])  # type: ignore[arg-type]
-        if result.errors:
-            found.append(result.errors[-1])
+    low_end, high_end = measured.overlap
+    grid = np.concatenate([points[0][0], points[1][0], [low_end, high_end]])
+    x = np.unique(np.log(grid[(grid >= low_end) & (grid <= high_end)]))
+    d = _log_fronts(points[0][0], costs[0], x) - _log_fronts(points[1][0], costs[1], x)
+    loosest = _loosest_crossings(x, d)
+    found = loosest[np.isfinite(loosest)]
     tail = (1 - CONFIDENCE) / 2
     low = high = math.nan
-    if found and measured.errors:
+    if found.size and measured.errors:
         low, high = (float(q) for q in np.exp(np.quantile(np.log(found), [tail, 1 - tail])))
-    without = resamples - len(found) if measured.errors else len(found)
+    without = resamples - found.size if measured.errors else found.size
     return Crossover(problem, first, second, ranges, measured, low, high, resamples, without)
+
+
+def _log_fronts(errors: np.ndarray, costs: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """log C(x) of the front of each row of ``costs`` (resamples x points, the points' errors
+    ``errors``) at the log-errors ``x`` (at least the smallest error): :meth:`Front.log_cost`
+    of :func:`front` for every row at once. Points of equal error are merged (the cheaper
+    one); a point is on the front when it costs less than every more accurate one; between the
+    front's points log C is linear in log(error), flat above the last."""
+    order = np.argsort(errors, kind="stable")
+    unique, starts = np.unique(errors[order], return_index=True)
+    lc = np.log(np.minimum.reduceat(costs[:, order], starts, axis=1))
+    le = np.log(unique)
+    m = le.size
+    index = np.arange(m)
+    on = np.ones(lc.shape, dtype=bool)
+    on[:, 1:] = lc[:, 1:] < np.minimum.accumulate(lc, axis=1)[:, :-1]
+    before = np.maximum.accumulate(np.where(on, index, -1), axis=1)
+    after = np.minimum.accumulate(np.where(on, index, m)[:, ::-1], axis=1)[:, ::-1]
+    p = np.searchsorted(le, x, side="right") - 1  # the last point of error <= x
+    rows = np.arange(lc.shape[0])[:, None]
+    a = before[:, p]
+    b = np.where(p + 1 < m, after[:, np.minimum(p + 1, m - 1)], m)
+    flat = b == m
+    b = np.where(flat, a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = (lc[rows, b] - lc[rows, a]) / (le[b] - le[a])
+    return np.where(flat, lc[rows, a], lc[rows, a] + slope * (x - le[a]))
+
+
+def _loosest_crossings(x: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """The loosest crossing error of each row of ``d`` (log-cost differences at the
+    log-errors ``x``) by the rule of :func:`crossing`, NaN for a row without one: after the
+    last knot whose sign is opposite to the last nonzero sign, the root of the segment when the
+    next nonzero knot follows it, else the first (zero) knot after it."""
+    signs = np.sign(np.where(np.abs(d) <= EQUAL_LOG_COST, 0.0, d))
+    count, knots = signs.shape
+    index = np.arange(knots)
+    rows = np.arange(count)
+    nonzero = signs != 0
+    last = np.max(np.where(nonzero, index, -1), axis=1)
+    final = signs[rows, np.maximum(last, 0)]
+    opposite = (signs == -final[:, None]) & (last >= 0)[:, None]
+    i = np.max(np.where(opposite, index, -1), axis=1)
+    crosses = i >= 0
+    i = np.where(crosses, i, 0)
+    following = np.minimum.accumulate(np.where(nonzero, index, knots)[:, ::-1], axis=1)[:, ::-1]
+    nxt = np.minimum(i + 1, knots - 1)
+    j = np.minimum(following[rows, nxt], knots - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = x[i] - d[rows, i] * (x[j] - x[i]) / (d[rows, j] - d[rows, i])
+    root = np.where(crosses, np.where(j == i + 1, root, x[nxt]), np.nan)
+    return np.exp(root)
 
 
 def crossovers(
