@@ -23,9 +23,10 @@ from impactbench.bench.style import metric_unit
 METHOD_TEXT = (
     "Per problem and pair of families: each family's cost curve is the lower envelope (Pareto "
     "front) of its points (error, median wall time), interpolated piecewise linearly in log-log "
-    "over the family's error range; the crossover accuracy is the error where the two curves' "
-    "log-cost difference changes sign inside the overlap of their error ranges (the loosest "
-    "such error when they cross more than once). Its interval is the "
+    "over the family's error range (to its least accurate run; flat above the envelope's "
+    "loosest point, whose cost reaches those errors); the crossover accuracy is the error "
+    "where the two curves' log-cost difference changes sign inside the overlap of their error "
+    "ranges (the loosest such error when they cross more than once). Its interval is the "
     f"{CONFIDENCE * 100:g} % percentile bootstrap over {RESAMPLES} resamples (each run's timed "
     "repeats resampled apart, seeded; the share of resamples that do not cross is given). "
     '"outside [a, b]": the curves do not cross over the overlap [a, b] searched, the family '
