@@ -75,6 +75,7 @@ from impactbench.problems import (
 )
 
 from . import _adaptive
+from ._crossover import crossover_section
 
 METRICS = ("max_position_error", "hausdorff_velocity_distance")
 #: The impact law's energy record, a column of every run (docs/friction.md: the Newton-Coulomb
@@ -108,6 +109,8 @@ ADAPTIVE_H_MAX = 1e-2
 REPEATS = STUDY_REPEATS
 #: Error targets of the work-precision comparison.
 TARGETS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6)
+#: The file of the crossovers of the families' cost curves (:mod:`._crossover`).
+CROSSOVERS_FILE = "crossovers.csv"
 
 #: The convergence cases: the block launched down an incline flatter than the friction angle
 #: (stops at t* = 0.700 s, then sticks), the oscillator through its arcs into the stick.
@@ -687,6 +690,13 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "the repeats and the compiled integration time.\n\n"
             + markdown_table(cheapest(medians), latex=cheapest_for_paper(medians)),
         ),
+    ]
+    # after the tables above: the LaTeX copies are numbered in the order of the report
+    crossing, crossing_findings = crossover_section(
+        medians, "max_position_error", folder, CROSSOVERS_FILE
+    )
+    sections += [
+        crossing,
         Section("Figures", "\n".join(_figures(medians, limits, folder))),
         Section(
             "The woodpecker's limit cycle",
@@ -712,7 +722,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + markdown_table(rods, units=TABLE_UNITS),
         ),
     ]
-    return StudyReport(sections, _findings(table, orders, medians, cycles, ratios, rods))
+    findings = _findings(table, orders, medians, cycles, ratios, rods) + crossing_findings
+    return StudyReport(sections, findings)
 
 
 STUDY = Study(

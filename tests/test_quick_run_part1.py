@@ -19,7 +19,13 @@ from impactbench.bench.cli import main
 from impactbench.bench.results import MissingArtefactError
 from impactbench.bench.trajectory_figure import ARTEFACT_SAMPLES
 from impactbench.methods import METHODS
-from impactbench.studies import STUDIES, convergence, energy_decay, thesis_comparison
+from impactbench.studies import (
+    STUDIES,
+    convergence,
+    energy_decay,
+    thesis_comparison,
+    work_precision,
+)
 
 from conftest import assert_study_table, plant_pickle
 from quick_run import (
@@ -244,6 +250,35 @@ def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(qu
     for figure in figures:
         assert f"]({figure.name})" in readme
         assert figure.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+
+
+# --------------------------------------------------------------------------------------------
+# work_precision's crossovers (from the quick run of part 1)
+
+
+def check_work_precision_crossovers(folder: Path) -> None:
+    """Every problem of the run has its crossover sentence in the report, one per pair of the
+    three families, each stored in crossovers.csv; on the ball the event-driven error stays at
+    the rounding level whatever rtol, so its pairs state that the error ranges do not overlap
+    and give no crossover error."""
+    readme = (folder / "README.md").read_text()
+    assert "## Crossover accuracy" in readme
+    table = pd.read_csv(folder / "results.csv")
+    stored = pd.read_csv(folder / work_precision.CROSSOVERS_FILE)
+    assert set(stored["problem"]) == set(table["problem"])
+    for problem, rows in stored.groupby("problem"):
+        assert len(rows) == 3  # time-stepping, adaptive time-stepping, event-driven: 3 pairs
+        head = f"- {problem}: crossover accuracy"
+        line = next(line for line in readme.splitlines() if line.startswith(head))
+        for statement in rows["statement"]:
+            assert statement in line
+    ball = stored[(stored["problem"] == "BouncingBall") & stored["families"].str.contains("event")]
+    assert ball["statement"].str.contains("the error ranges share no interval").all()
+    assert ball["crossover error [m]"].isna().all()
+
+
+def test_work_precision_states_the_crossover_per_problem(quick):
+    check_work_precision_crossovers(quick.output / "work_precision")
 
 
 # --------------------------------------------------------------------------------------------
