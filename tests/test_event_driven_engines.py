@@ -84,7 +84,7 @@ def test_name_and_engine_choice():
     assert EventDriven(compiled=True).uses_compiled_engine(ball)
     assert not EventDriven(compiled=False).uses_compiled_engine(ball)
     assert not EventDriven(compiled=True, integrator="Radau").uses_compiled_engine(ball)
-    assert not EventDriven(compiled=True, dense_output=True).uses_compiled_engine(ball)
+    assert EventDriven(compiled=True, dense_output=True).uses_compiled_engine(ball)
     run = ib.simulate(ball, EventDriven(compiled=True, integrator="Radau"), 1.0)
     assert run.stats["engine"] == "scipy"
 
