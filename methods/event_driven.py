@@ -6,7 +6,7 @@ detection on the dense output, root search, impact law, accumulation (Zeno) test
 contact, restart) is :mod:`impactbench.core.events`, written once. This module holds the method
 (its parameters) and its two steppers: the compiled engine's scipy-identical RK45 / DOP853 pairs
 (the event loop compiled with numba), and on the scipy path (``compiled=False``, the other
-integrators, a problem without kernels, dense output) one of scipy's ODE solvers stepped by
+integrators, a problem without kernels) one of scipy's ODE solvers stepped by
 hand as :func:`scipy.integrate.solve_ivp` does (:class:`ScipyStepper`), the event loop running
 as plain Python (:mod:`impactbench.core.events.plain`); a run on either path stops with
 :class:`impactbench.SimulationError` when its steps stall (:mod:`impactbench.core.stall`).
@@ -86,7 +86,7 @@ class EventDriven(EventMethod):
     compiled : bool
         Run the event loop compiled, stepped by scipy-identical RK45/DOP853 pairs
         (:mod:`impactbench.core.events`), where it applies: a problem with compiled kernels,
-        integrator "RK45" or "DOP853", no dense output. Elsewhere, and with ``compiled=False``,
+        integrator "RK45" or "DOP853". Elsewhere, and with ``compiled=False``,
         the same event loop runs as plain Python, stepped by scipy's solver.
         ``stats["engine"]`` says which ran ("compiled" or "scipy"). Always part of the name, so
         that tables and charts say which engine a run asked for.
@@ -119,7 +119,10 @@ class EventDriven(EventMethod):
 
     Dense output
         With ``dense_output=True`` every accepted solver step becomes a piece of an
-        :class:`impactbench.DenseOutput` (``Trajectory.dense``), cut at the events: ``dense(t)``
+        :class:`impactbench.DenseOutput` (``Trajectory.dense``), cut at the events, in the run
+        itself (on either engine: its samples, counts and dense output are one trajectory; the
+        compiled engine keeps each step's interpolant coefficients, which its event location
+        computes anyway, and turns them into nodes after the loop): ``dense(t)``
         is the solver's own interpolant at any t in [t0, t_end] (right-continuous: the
         post-impact state at an impact time), ``dense.left(t)`` the left limit (the pre-impact
         state), ``dense.impacts`` the impact times. Each piece stores the interpolant at
@@ -180,7 +183,6 @@ class EventDriven(EventMethod):
         """Whether :meth:`solve` runs the compiled event loop on ``problem`` (see ``compiled``)."""
         return (
             self.compiled
-            and not self.dense_output
             and self.integrator in COMPILED_INTEGRATORS
             and problem.kernels() is not None
         )

@@ -84,7 +84,7 @@ def test_name_and_engine_choice():
     assert EventDriven(compiled=True).uses_compiled_engine(ball)
     assert not EventDriven(compiled=False).uses_compiled_engine(ball)
     assert not EventDriven(compiled=True, integrator="Radau").uses_compiled_engine(ball)
-    assert not EventDriven(compiled=True, dense_output=True).uses_compiled_engine(ball)
+    assert EventDriven(compiled=True, dense_output=True).uses_compiled_engine(ball)
     run = ib.simulate(ball, EventDriven(compiled=True, integrator="Radau"), 1.0)
     assert run.stats["engine"] == "scipy"
 
@@ -312,21 +312,23 @@ def test_max_step_bounds_every_step_and_keeps_the_closed_form(compiled):
     )
 
 
-def test_compiled_run_is_measured_through_the_dense_output_of_the_same_algorithm():
-    """The compiled engine keeps no dense output: the error grid sees it through the scipy
-    path's (``with_dense_output``), which reproduces its samples to a few rtol."""
-    from impactbench.analysis.metrics import max_position_error, with_dense_output
+def test_compiled_run_is_measured_through_its_own_dense_output():
+    """The error grid sees a compiled run through the interpolants it kept itself
+    (``keeping_dense_output``): the same samples as without them, reproduced by them."""
+    from impactbench.analysis.metrics import keeping_dense_output, max_position_error
 
     ball, rtol = BouncingBall(), 1e-6
     method = EventDriven(compiled=True, rtol=rtol, atol=1e-8)
     run = ib.simulate(ball, method, 2.0)
     assert run.stats["engine"] == "compiled" and run.dense is None
-    measured = with_dense_output(ball, method, run, 2.0)
-    assert measured.dense is not None and measured.dense.t_end == 2.0
-    assert measured.t is run.t and measured.impacts is run.impacts and run.dense is None
+    measured = ib.simulate(ball, keeping_dense_output(method), 2.0)
+    assert measured.stats["engine"] == "compiled" and measured.dense.t_end == 2.0
+    for name in ("t", "q", "v"):
+        np.testing.assert_array_equal(getattr(measured, name), getattr(run, name))
+    assert measured.stats["steps"] == run.stats["steps"]
     q, _ = measured.dense(run.t)
     np.testing.assert_allclose(q, run.q, rtol=0, atol=10 * rtol)
     # between the steps the interpolant of a parabola is exact: the error stays at the steps'
     assert max_position_error(ball, measured) < 10 * rtol
-    stepper = ib.simulate(ball, MoreauJean(), 0.5, h=0.1)
-    assert with_dense_output(ball, MoreauJean(), stepper, 0.5) is stepper
+    stepper = MoreauJean()
+    assert keeping_dense_output(stepper) is stepper

@@ -14,7 +14,8 @@ joined with the run's own sample times and the impact times of the run and of th
 
 * a run with a dense output (``Trajectory.dense``, e.g. ``EventDriven(dense_output=True)``) is
   evaluated through it: the event-driven method's solver interpolants across its restarts and
-  impacts, so its error between accepted steps is seen;
+  impacts, kept by the run itself (:func:`keeping_dense_output`), so its error between accepted
+  steps is seen;
 * any other run through the polyline of its samples: for a time-stepping scheme the
   piecewise-linear interpolant of (t_k, q_k, v_k), the continuous extension the scheme defines
   (a velocity jump inside a step is the ramp between the two samples around it); at a pair of
@@ -25,11 +26,10 @@ At an impact time (of the run or of the reference) both sides are evaluated: the
 before from the left limits of the run and of the reference, just after from their right
 limits. An impact located a time d late therefore costs its jump times d in the L1 velocity
 error (the trapezoidal rule on these nodes integrates exactly across the mismatch), and the max
-position error, position being continuous, is not affected by the side. With a dense output
-attached to a run whose samples come from another engine of the same algorithm (the runner
-measures the compiled event-driven engine through the scipy path's dense output,
-:func:`impactbench.bench.runner.perform`), the max position error also covers the run's own
-samples.
+position error, position being continuous, is not affected by the side. The dense output and
+the samples are one run's (:func:`impactbench.bench.runner.perform` times the run that keeps
+its dense output and measures that run), so the dense output reproduces the samples.
+
 Impact matching
 ---------------
 The run's impacts are the times in its impact log (time-stepping: the end of each step with a
@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -66,7 +65,6 @@ from ..core.dense import DenseOutput
 from ..core.energy import energy
 from ..core.method import Method
 from ..core.problem import Problem
-from ..core.simulate import simulate
 from ..core.trajectory import Trajectory
 from . import fitting
 from .impact_events import impact_events, isolated_impacts, matching_window, nearest_impacts
@@ -220,9 +218,9 @@ ERROR_GRID_TEXT = (
     f"are measured on one grid for every method: {ERROR_GRID_POINTS} uniform times over "
     "[t0, T], joined with the run's own samples and the impact times of the run and of the "
     "reference, through each method's continuous extension -- the event-driven method's dense "
-    "output (its solver interpolants across restarts and impacts; for the compiled engine, "
-    "which keeps none, the dense output of the same algorithm's scipy path, rerun untimed), "
-    "the time-steppers' piecewise-linear interpolant of their steps."
+    "output (its solver interpolants across restarts and impacts, kept by the timed run "
+    "itself: errors, costs and counts come from one trajectory), the time-steppers' "
+    "piecewise-linear interpolant of their steps."
 )
 
 
@@ -231,38 +229,21 @@ ERROR_GRID_TEXT = (
 GRID_METRICS = frozenset({"max_position_error", "l1_velocity_error", "hausdorff_velocity_distance"})
 
 
-def with_dense_output(
-    problem: Problem,
-    method: Method,
-    trajectory: Trajectory,
-    t_end: float,
-    h: float | None = None,
-    output_every: int = 1,
-) -> Trajectory:
-    """``trajectory`` with its method's dense output, for the error metrics.
+def keeping_dense_output(method: Method) -> Method:
+    """``method`` set to keep its dense output in its own run, for the error metrics.
 
     A method that offers a dense output (a ``dense_output`` parameter, as
-    :class:`impactbench.methods.EventDriven`) and ran without one is run once more with
-    ``dense_output=True`` and the same other parameters, and that run's dense output is attached
-    to a copy of ``trajectory`` (samples, impacts and stats unchanged). For EventDriven this
-    rerun takes the scipy path (the compiled engine keeps no dense output): the same algorithm,
-    whose impacts and final state agree with the compiled engine's to 10 rtol
-    (tests/test_event_driven_engines.py). Any other trajectory is returned as it is (a
-    time-stepping run's continuous extension is the polyline of its samples).
-
-    Raises
-    ------
-    RuntimeError
-        If the rerun fails (its message says where).
+    :class:`impactbench.methods.EventDriven`) set to False is returned as a new instance with
+    ``dense_output=True`` and the same other parameters: the same algorithm on the same engine,
+    whose run is the same trajectory (samples, impacts, counts) with its interpolants kept as
+    ``Trajectory.dense``. Measure and time that run, so that the errors, the cost and the counts
+    are one trajectory's. Any other method is returned as it is (a time-stepping run's
+    continuous extension is the polyline of its samples).
     """
     parameters = method.parameters()
-    if trajectory.dense is not None or parameters.get("dense_output", True) is not False:
-        return trajectory
-    dense_method = type(method)(**{**parameters, "dense_output": True})
-    rerun = simulate(problem, dense_method, t_end, h=h, output_every=output_every)
-    if not rerun.success or rerun.dense is None:
-        raise RuntimeError(f"the rerun with dense_output=True failed: {rerun.message}")
-    return replace(trajectory, dense=rerun.dense)
+    if parameters.get("dense_output", True) is not False:
+        return method
+    return type(method)(**{**parameters, "dense_output": True})
 
 
 def _or_exact(problem: Problem, trajectory: Trajectory, reference: Reference | None) -> Reference:

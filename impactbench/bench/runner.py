@@ -103,7 +103,7 @@ import pandas as pd
 
 from ..analysis.fitting import perturbed_steps
 from ..analysis.impact_events import impact_events
-from ..analysis.metrics import GRID_METRICS, METRICS, with_dense_output
+from ..analysis.metrics import GRID_METRICS, METRICS, keeping_dense_output
 from ..analysis.reference import Reference, default_reference_dir, reference_dir_set
 from ..analysis.timing import MIN_TIMED_SECONDS, median_is_precise
 from ..core import _checks, compilation
@@ -594,9 +594,11 @@ def perform(run: Run, *, interruptible: bool = True) -> Outcome:
     Notes
     -----
     The metrics of the error grid (:data:`impactbench.analysis.metrics.GRID_METRICS`) see the
-    run through its continuous extension: a method that offers a dense output and ran without
-    one is run once more with it, untimed
-    (:func:`impactbench.analysis.metrics.with_dense_output`).
+    run through its continuous extension: a method that offers a dense output is run with it
+    kept (:func:`impactbench.analysis.metrics.keeping_dense_output`), in the warm-up and the
+    timed simulations alike, so that the errors, the cost and the counts are those of the timed
+    run. Every simulation of the run must give the same trajectory (:func:`_fingerprint`; the
+    metrics are those of the last one): one that differs fails the run.
     """
     return _perform(run, interruptible, timed=True)[0]
 
@@ -611,6 +613,10 @@ def _perform(run: Run, interruptible: bool, timed: bool) -> tuple[Outcome, _Repe
     try:
         problem = run.problem(**run.problem_kwargs)
         method = run.method(**run.method_kwargs)
+        if GRID_METRICS.intersection(run.metrics) and (
+            run.reference is not None or problem.has_exact_solution
+        ):  # the errors on the grid through the timed run's own dense output
+            method = keeping_dense_output(method)
         options = {"h": run.h, "output_every": run.output_every}
         code = compilation.compiled_code(method, problem)
         warmup_time, compile_time = math.nan, 0.0
@@ -626,13 +632,12 @@ def _perform(run: Run, interruptible: bool, timed: bool) -> tuple[Outcome, _Repe
         else:
             trajectory = simulate(problem, method, run.t_end, **options)
             compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
+            repeats.measured = _fingerprint(trajectory)
         if not trajectory.success:
             return Outcome.failure(run, trajectory.message, provenance), None
         reference = _reference(run, problem)
         artefacts = _artefacts(run, problem, trajectory)
         measured = trajectory
-        if reference is not None and GRID_METRICS.intersection(run.metrics):
-            measured = with_dense_output(problem, method, trajectory, run.t_end, **options)
         values = {}
         for name in run.metrics:
             metric = METRICS[name]
@@ -685,6 +690,9 @@ class _Repeats:
         self.integration: list[float] = []
         self.inner = 1
         self.compile_time = 0.0
+        #: the :func:`_fingerprint` every simulation must have (that of the first, or of the
+        #: untimed simulation whose metrics the outcome reports)
+        self.measured: str | None = None
 
     @property
     def done(self) -> bool:
@@ -697,11 +705,25 @@ class _Repeats:
     def attempt(self) -> Trajectory:
         """One repeat of ``inner`` simulations, dropped, and ``inner`` raised, when it does not
         cover :data:`impactbench.analysis.timing.MIN_TIMED_SECONDS`; returns the last
-        simulation (not kept: the interleaved runs hold no trajectory while they wait)."""
+        simulation (not kept: the interleaved runs hold no trajectory while they wait).
+
+        Raises
+        ------
+        RuntimeError
+            If a simulation's trajectory differs from the measured one (:func:`_fingerprint`).
+        """
         wall = loop = 0.0
         for _ in range(self.inner):
             trajectory = simulate(self.problem, self.method, self.run.t_end, **self.options)
             self.compile_time += trajectory.stats.get("compile_time", 0.0)  # a patched simulate
+            fingerprint = _fingerprint(trajectory)
+            if self.measured is None:
+                self.measured = fingerprint
+            elif fingerprint != self.measured:
+                raise RuntimeError(
+                    "the run is not deterministic: a timed simulation gave another trajectory "
+                    "than the measured one (samples, impacts, counts or dense output differ)"
+                )
             wall += trajectory.stats["wall_time"]
             loop += trajectory.stats.get("integration_time", math.nan)
         if wall < MIN_TIMED_SECONDS and self.inner < MAX_INNER_RUNS:
@@ -723,6 +745,21 @@ class _Repeats:
             compile_time=outcome.timing["compile_time"] + self.compile_time,
             **_spread("integration_time", self.integration),
         )
+
+
+def _fingerprint(trajectory: Trajectory) -> str:
+    """A digest of what a run's outcome reports from its trajectory: status, samples, impact
+    log, step and force-evaluation counts and dense output (bit for bit; not the timings)."""
+    digest = hashlib.blake2b(digest_size=16)
+    stats = trajectory.stats
+    counts = (stats.get("steps"), stats.get("force_evaluations"), trajectory.impacts.total)
+    digest.update(repr((trajectory.status.value, counts)).encode())
+    arrays = [trajectory.t, trajectory.q, trajectory.v, trajectory.impacts.t]
+    if trajectory.dense is not None:
+        arrays += [trajectory.dense.breaks, trajectory.dense.values, trajectory.dense.impacts]
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 def _covering(inner: int, seconds: float) -> int:

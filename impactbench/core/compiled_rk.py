@@ -283,6 +283,49 @@ def _dense_evaluate(t, t_old, h, y_old, dense, out):
         )
 
 
+#: Degree in x = (t - t_old) / h of each pair's interpolant (:func:`_dense_evaluate`).
+DENSE_DEGREE = {"RK45": 4, "DOP853": 7}
+
+
+def dense_values(
+    method: str, x: np.ndarray, h: np.ndarray, y_old: np.ndarray, dense: np.ndarray
+) -> np.ndarray:
+    """:func:`_dense_evaluate` for many steps at once (numpy, the same operations).
+
+    Parameters
+    ----------
+    method : {"RK45", "DOP853"}
+    x : ndarray, shape (k, s)
+        Normalised times (t - t_old) / h in the k steps.
+    h : ndarray, shape (k,)
+        The steps' sizes.
+    y_old : ndarray, shape (k, n)
+        The states at the steps' starts.
+    dense : ndarray, shape (k, 7, n)
+        The steps' coefficients from :func:`_dense_prepare`.
+
+    Returns
+    -------
+    ndarray, shape (k, s, n)
+        The interpolants at the times.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    x = x[:, :, None]
+    value = np.zeros((x.shape[0], x.shape[1], y_old.shape[1]))
+    if method == "DOP853":
+        for r in range(7):
+            value += dense[:, None, 6 - r, :]
+            value *= x if r % 2 == 0 else 1.0 - x
+        return value + y_old[:, None, :]
+    x2 = x * x
+    x3 = x2 * x
+    x4 = x3 * x
+    c = dense[:, None, :, :]
+    polynomial = c[:, :, 0] * x + c[:, :, 1] * x2 + c[:, :, 2] * x3 + c[:, :, 3] * x4
+    return h[:, None, None] * polynomial + y_old[:, None, :]
+
+
 def _integrate(t0, y0, t_bound, max_step, rtol, atol, p, times, states, K, state, ws):
     """Steps from ``(t0, y0)`` to ``t_bound``, recording every accepted step.
 

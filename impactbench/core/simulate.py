@@ -61,8 +61,8 @@ def simulate(
         Times at which to store the state, strictly increasing in [t0, t_end] (solve_ivp's
         ``t_eval``): the trajectory's samples are then the continuous state at these times,
         right-continuous (post-impact at an impact time). An event-driven method gives it from
-        its dense output (a method given without ``dense_output=True`` is run with it, on the
-        scipy path), exact to the solver's tolerance; a time-stepping method from its
+        its dense output (a method given without ``dense_output=True`` is run with it, on its
+        own engine), exact to the solver's tolerance; a time-stepping method from its
         continuous extension (:mod:`impactbench.core.extension`: q linear between steps, v
         linear in a step without impulse and held at the step's start value up to the logged
         impact time in a step with one), which needs ``output_every=1``.

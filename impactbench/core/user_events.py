@@ -3,7 +3,7 @@
 ``simulate(..., t_eval=times, events=functions)`` runs the method, then evaluates the run on its
 continuous state: the event-driven method's dense output (``EventDriven(dense_output=True)``:
 the solver's own interpolants, as accurate as the run's tolerances; a method given without it
-is run with it, on the scipy path) or a time-stepping run's continuous extension
+is run with it, on its own engine) or a time-stepping run's continuous extension
 (:mod:`impactbench.core.extension`: linear interpolation between steps, the impact's velocity
 jump at its logged time).
 

@@ -62,6 +62,8 @@ STATUS_STALLED = 27
 COUNTER_EVENTS = 6
 COUNTER_SEGMENTS = 7
 COUNTER_STALLED = 8
+#: Counter slot of the pieces of the dense output recorded (:class:`Output` ``piece_*``).
+COUNTER_PIECES = 9
 
 #: The run's constants: ``p`` the kernel parameters, ``e`` the restitution, ``every`` the output
 #: decimation, ``length`` the length scale L, ``impact_interval`` = min_impact_interval
@@ -72,8 +74,14 @@ Run = namedtuple(
     "impact_interval tolerance",
 )
 #: Samples (t, q, v), impact log (log_t, log_i, log_u), counters, the stop state (t, y), info;
-#: ``growth`` the state's bounds and what exceeded them (impactbench.core.divergence).
-Output = namedtuple("Output", "t q v log_t log_i log_u counters state info growth")
+#: ``growth`` the state's bounds and what exceeded them (impactbench.core.divergence); the
+#: pieces of the compiled engine's dense output (none without one): ``piece_t`` (t_old, h,
+#: t_stop) of piece k, the solution on [t_old, t_stop] being the interpolant of the accepted
+#: step [t_old, t_old + h], ``piece_y`` its states at t_old and t_stop, ``piece_c`` the
+#: interpolant's coefficients (the stepper's ``dense`` array of that step).
+Output = namedtuple(
+    "Output", "t q v log_t log_i log_u counters state info growth piece_t piece_y piece_c"
+)
 #: Scratch of the loop: the stepper's (K, dense, rws), the states (y and its slope f at the
 #: start of the step, y_new and f_new at its end, a probe of the dense output, a shifted state,
 #: v after an impact, y before an event), the dense-output check (tau, gs, rs, ls), the event
@@ -183,6 +191,8 @@ class Buffers:
         Output samples.
     friction : bool
         Room for the friction scratch (a frictional problem).
+    pieces : int
+        Room for the pieces of a dense output (0: the run keeps none).
     """
 
     def __init__(
@@ -193,6 +203,7 @@ class Buffers:
         m: int,
         capacity: int,
         friction: bool = False,
+        pieces: int = 0,
     ) -> None:
         f, i, b = np.float64, np.int64, np.bool_
         heads = (
@@ -234,7 +245,8 @@ class Buffers:
             np.empty(capacity), np.empty((capacity, n)), np.empty((capacity, n)),
             np.empty(IMPACT_LOG_CAPACITY), np.empty(IMPACT_LOG_CAPACITY, dtype=np.int64),
             np.empty((IMPACT_LOG_CAPACITY, 2)), views["counters"], np.empty(1 + 2 * n),
-            views["info"], views["growth"],
+            views["info"], views["growth"], np.empty((pieces, 3)), np.empty((pieces, 2, 2 * n)),
+            np.empty((pieces, *dense)),
         )  # fmt: skip
         self.work = Work(**{name: views[name] for name in Work._fields})
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from impactbench.core import _checks, compiled_rk
 from impactbench.core._jit import specialize
+from impactbench.core.dense import DenseOutput, chebyshev_lobatto_nodes
 from impactbench.core.divergence import state_bounds
 from impactbench.core.entry import DirectCall
 from impactbench.core.problem import Problem
@@ -62,6 +63,7 @@ from . import coulomb, dynamics, location, loop, resolution, stepping
 from . import kernels as first_class
 from .buffers import (
     COUNTER_EVENTS,
+    COUNTER_PIECES,
     COUNTER_SEGMENTS,
     INFO_CONTACT_DURATION,
     INFO_CONTACT_PHASES,
@@ -225,7 +227,7 @@ def _rk_stepper(integrator: str, compile: bool) -> Callable[[dict[str, Any], Cal
         add("start_segment", stepping.start_segment, False)
         add("take_step", stepping.take_step, "ir")
         add("prepare_dense", stepping.prepare_dense, "ir")
-        add("record_piece", stepping.no_record, True)
+        add("record_piece", stepping.record_piece, True)
 
     return bind_rk
 
@@ -369,6 +371,7 @@ def simulate_compiled(
     min_impact_interval: float = 1e-12,
     compile: bool = True,
     capacity: int = 4096,
+    dense_output: bool = False,
 ) -> Trajectory:
     """Run the compiled event-driven engine from the problem's initial state to ``t_end``.
 
@@ -391,16 +394,19 @@ def simulate_compiled(
     compile : bool
         numba (cached on disk) or the same source as plain Python.
     capacity : int
-        Initial number of output samples; the run is repeated with twice the capacity when the
-        output fills up.
+        Initial number of output samples (and of pieces of the dense output); the run is
+        repeated with twice the capacity when the output fills up.
+    dense_output : bool
+        Keep the pair's interpolant of every accepted step, cut at the events, as
+        ``Trajectory.dense`` (:func:`dense_output`).
 
     Returns
     -------
     Trajectory
         As ``EventDriven``'s (status ZENO_HANDLED, OK or FAILED with the reason; the samples up
-        to a failure are kept); ``stats`` also has ``events``, ``t_stop``, ``state_stop``,
-        ``status_code`` (:mod:`impactbench.core.status_codes`) and ``growth`` (the state's
-        bounds, :func:`impactbench.core.divergence.state_bounds`).
+        to a failure are kept, and so is the dense output); ``stats`` also has ``events``,
+        ``t_stop``, ``state_stop``, ``status_code`` (:mod:`impactbench.core.status_codes`) and
+        ``growth`` (the state's bounds, :func:`impactbench.core.divergence.state_bounds`).
     """
     if problem.kernels() is None:
         raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
@@ -423,7 +429,7 @@ def simulate_compiled(
     name = f"CompiledEventDriven(integrator={integrator}, rtol={rtol:g}, atol={atol:g})"
     engine = PreparedEngine(
         problem, rtol, atol, integrator, max_step, rest_velocity, min_impact_interval, compile,
-        name,
+        name, bool(dense_output),
     )  # fmt: skip
     return engine.run(problem, t_end, output_every, int(capacity))
 
@@ -434,11 +440,14 @@ class PreparedEngine:
     ``EventDriven`` instance and of the problem's checked state,
     :func:`impactbench.core.snapshot.keep`: it holds copies of the problem's arrays only);
     the :class:`Run` and the initial float buffer (initial state, the state's bounds) of each
-    ``(t_end, output_every)``, kept at its first run (at most ``MAX_RUNS``).
+    ``(t_end, output_every)``, kept at its first run (at most ``MAX_RUNS``), with the output
+    capacity its last run needed: a later run of it starts there, so that it integrates once
+    (a run whose output fills up is repeated with twice the room).
 
     Parameters are those of :func:`simulate_compiled`, validated; ``name`` the trajectories'
-    ``method``. The loop copies the initial state into its work arrays and reads the kernel
-    parameters only (the kernel contract): one copy of each serves every run.
+    ``method``; ``dense`` keep the run's dense output (``dense_output`` of
+    :func:`simulate_compiled`). The loop copies the initial state into its work arrays and
+    reads the kernel parameters only (the kernel contract): one copy of each serves every run.
 
     Raises
     ------
@@ -457,6 +466,7 @@ class PreparedEngine:
         min_impact_interval: float,
         compile: bool,
         name: str,
+        dense: bool = False,
     ) -> None:
         #: the run's settings but t_end, every and impact_interval (set by each run's Run)
         base = run_settings(
@@ -476,8 +486,12 @@ class PreparedEngine:
             (np.asarray(problem.q0, dtype=float), np.asarray(problem.v0, dtype=float))
         )
         self.name = name
+        self.integrator = integrator
+        self.dense = bool(dense)
         #: the Run and the fresh float buffer (:meth:`Buffers.image`) of each (t_end, every)
         self.runs: dict[tuple[Any, Any], tuple[Run, np.ndarray]] = {}
+        #: the output capacity the last run of each (t_end, every) needed
+        self.capacities: dict[tuple[Any, Any], int] = {}
 
     def run(
         self, problem: Problem, t_end: float, output_every: int, capacity: int = 4096
@@ -501,16 +515,18 @@ class PreparedEngine:
                 self.runs.clear()
             self.runs[t_end, output_every] = kept
         run, image = kept
+        capacity = max(capacity, self.capacities.get((t_end, output_every), capacity))
         integration_time = 0.0
         while True:
-            key = (*self.key, capacity)
+            key = (*self.key, capacity, self.dense)
             free = _FREE_BUFFERS.get(key)
             if free is None:
                 free = _FREE_BUFFERS.setdefault(key, [])
             try:
                 buffers = free.pop()
             except IndexError:
-                buffers = Buffers(*self.shapes, capacity, friction=self.friction)
+                pieces = capacity if self.dense else 0
+                buffers = Buffers(*self.shapes, capacity, friction=self.friction, pieces=pieces)
             out, w = buffers.fresh(image)
             work = buffers.packed if self.compile else w
             call = self.call.entry or self.call  # the entry point once selected
@@ -521,10 +537,47 @@ class PreparedEngine:
                 break
             free.append(buffers)
             capacity *= 2
+        if len(self.capacities) >= MAX_RUNS:
+            self.capacities.clear()
+        self.capacities[t_end, output_every] = capacity
         result = trajectory(problem, run, out, self.name)
         result.stats["integration_time"] = integration_time
+        if self.dense:
+            result.dense = dense_output(self.integrator, out, result)
         free.append(buffers)  # every array the trajectory keeps is a copy
         return result
+
+
+def dense_output(integrator: str, out: Output, result: Trajectory) -> DenseOutput | None:
+    """The dense output of a compiled run from the pieces in ``out`` (None without a piece).
+
+    Piece k is the interpolant of the pair ``integrator`` on its accepted step [t_old,
+    t_old + h] (:func:`impactbench.core.compiled_rk._dense_evaluate`, the polynomial the run's
+    event location evaluated), restricted to [t_old, t_stop] (t_stop < t_old + h where the step
+    was cut at an event) and stored at the ``DENSE_DEGREE + 1`` Chebyshev-Lobatto nodes of that
+    interval (:mod:`impactbench.core.dense`: exact up to round-off), its end nodes the run's
+    states (the state after a restart or a projection at its start, the step's end or the
+    located event at its end); the last node is the final state of a run that reached t_end
+    (projected onto the closed contacts), the impacts those of ``result``'s log, as on the
+    scipy path (:class:`impactbench.core.events.plain.PlainRun`).
+    """
+    k = int(out.counters[COUNTER_PIECES])
+    if k == 0:
+        return None
+    t_old, h, t_stop = out.piece_t[:k, 0], out.piece_t[:k, 1], out.piece_t[:k, 2]
+    nodes, _ = chebyshev_lobatto_nodes(compiled_rk.DENSE_DEGREE[integrator])
+    times = t_old[:, None] + (t_stop - t_old)[:, None] * nodes[None, :]
+    times[:, -1] = t_stop
+    x = (times - t_old[:, None]) / h[:, None]
+    y_start, y_end = out.piece_y[:k, 0], out.piece_y[:k, 1]
+    values = compiled_rk.dense_values(integrator, x, h, y_start, out.piece_c[:k])
+    values[:, 0] = y_start
+    values[:, -1] = y_end
+    if result.status is not Status.FAILED:
+        values[-1, -1] = out.state[1:]
+    breaks = np.append(t_old, t_stop[-1])
+    impacts = np.unique(result.impacts.t)
+    return DenseOutput(breaks, values, impacts[impacts <= breaks[-1]])
 
 
 def trajectory(

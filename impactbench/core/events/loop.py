@@ -16,7 +16,8 @@ The stepper is bound per engine: ``start_segment``, ``take_step``, ``prepare_den
 ``dense_evaluate`` (the compiled Runge-Kutta pairs of :mod:`impactbench.core.events.stepping`, or
 a :class:`~impactbench.core.events.plain.Stepper` run by :mod:`impactbench.core.events.plain`,
 e.g. scipy's solvers) and ``record_piece``, told of each piece of the solution between two
-states of the run (the plain loop keeps its dense output).
+states of the run (each engine keeps them as its dense output when the run has one; a full
+output stops the run with ``STATUS_OUTPUT_FULL``, as a full sample buffer does).
 Counters and the number of samples live in ``out.counters`` throughout, so that a run stopped by
 an exception (the plain-Python path) still has its output up to there.
 """
@@ -156,7 +157,7 @@ def _segment(t, start, k_closed, first_step, run, out, work):
             return _contact_status(control), t, -1, -1, 0.0
         if event >= 0 or released >= 0:
             return locate(t, t_event, h, run, out, work), t_event, event, released, 0.0
-        status, first_step = accept(t, t_new, k_closed, run, out, work)
+        status, first_step = accept(t, t_new, h, k_closed, run, out, work)
         t = t_new
         if status != STATUS_OK or first_step > 0.0:
             return status, t, -1, -1, first_step
@@ -245,20 +246,23 @@ def _locate(t, t_event, h, run, out, work):
     if counters[COUNTER_STALLED] > 2 * N_CONSTRAINTS + 2:
         return STATUS_NO_PROGRESS
     dense_evaluate(t_event, t, h, w.y, w.dense, w.probe)
-    record_piece(t, t_event, w.probe, work)
+    if not record_piece(t, h, t_event, w.probe, out, work):
+        return STATUS_OUTPUT_FULL
     for j in range(2 * N_DOF):
         w.y[j] = w.probe[j]
     return STATUS_STALLED if stalled(t, t_event, run, out) else STATUS_OK
 
 
-def _accept(t, t_new, k_closed, run, out, work):
-    """Moves ``w.y`` to the end of the accepted step [t, t_new], projects a drifted contact and
-    samples; returns (status, the step to resume with after a projection or 0)."""
+def _accept(t, t_new, h, k_closed, run, out, work):
+    """Moves ``w.y`` to the end of the accepted step [t, t_new] (of size ``h``), projects a
+    drifted contact and samples; returns (status, the step to resume with after a projection
+    or 0)."""
     w = views(work)
     n = N_DOF
     for i in range(N_CONSTRAINTS):
         w.armed[i] = w.armed_next[i]
-    record_piece(t, t_new, w.y_new, work)
+    if not record_piece(t, h, t_new, w.y_new, out, work):
+        return STATUS_OUTPUT_FULL, 0.0
     for j in range(2 * n):
         w.y[j] = w.y_new[j]
         w.f[j] = w.f_new[j]

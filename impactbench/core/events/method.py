@@ -44,9 +44,10 @@ class EventMethod(Method):
 
     A subclass stores its parameters (as every :class:`impactbench.Method`) and gives
     :meth:`settings`, :meth:`stepper` and, to run the compiled engine where it applies,
-    :meth:`compiled_pair`; with ``dense_output`` True a run on the plain loop attaches the
-    stepper's interpolants as ``Trajectory.dense``. ``h`` is rejected: the method is adaptive.
-    A run's ``stats["engine"]`` says which engine ran ("compiled" or "scipy").
+    :meth:`compiled_pair`; with ``dense_output`` True a run attaches its interpolants as
+    ``Trajectory.dense`` (on the compiled engine the pair's, on the plain loop the stepper's).
+    ``h`` is rejected: the method is adaptive. A run's ``stats["engine"]`` says which engine
+    ran ("compiled" or "scipy").
     """
 
     family: ClassVar[str] = EVENT_DRIVEN
@@ -86,7 +87,7 @@ class EventMethod(Method):
                 rtol, atol, max_step, rest_velocity, min_impact_interval = self.settings()
                 engine = PreparedEngine(
                     problem, rtol, atol, pair, max_step, rest_velocity, min_impact_interval,
-                    True, self.name,
+                    True, self.name, self.dense_output,
                 )  # fmt: skip
                 keep(self, checked, engine)
         if engine is not None:

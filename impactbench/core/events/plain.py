@@ -283,7 +283,10 @@ class PlainRun:
         out[:] = self.sol(s) if y is None else y
         self.where[0], self.where[1] = s, out[self.n :].copy()
 
-    def record_piece(self, t_old: float, t_new: float, y_end: np.ndarray, w: Work) -> None:
-        """The piece [t_old, t_new] of the dense output."""
+    def record_piece(
+        self, t_old: float, h: float, t_stop: float, y_end: np.ndarray, out: Any, w: Work
+    ) -> bool:
+        """The piece [t_old, t_stop] of the dense output (the builder grows: never full)."""
         if self.dense is not None:
-            self.dense.add(t_old, t_new, self.sol, w.y.copy(), y_end.copy())
+            self.dense.add(t_old, t_stop, self.sol, w.y.copy(), y_end.copy())
+        return True
