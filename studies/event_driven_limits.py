@@ -98,7 +98,7 @@ PENDULUM = "DoublePendulum settling on the wall (control: no accumulation)"
 COLUMN = "ColumnOfBeads falling"
 #: The cases of each grid: the accumulations, and in the full grid the pendulum as a control.
 CASES = {"full": (BALL, ROCKING, COLUMN, PENDULUM), "quick": (BALL, ROCKING, COLUMN)}
-HORIZON = {PENDULUM: {"full": 30.0, "quick": 5.0}, COLUMN: {"full": 3.0, "quick": 1.5}}
+HORIZON = {PENDULUM: {"full": 30.0, "quick": 5.0}, COLUMN: {"full": 3.0, "quick": 3.0}}
 #: The cases whose error is the distance from their exact rest state at T (:func:`rest_error`).
 AT_REST = (ROCKING, COLUMN)
 #: Errors at or below this (m) are round-off of positions of order 1 to 10 m: such a run
