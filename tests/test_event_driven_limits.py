@@ -7,10 +7,12 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from impactbench import Adaptive
+from impactbench import Adaptive, simulate
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
-from impactbench.methods import EventDriven
+from impactbench.methods import EventDriven, MoreauJean
+from impactbench.problems import BouncingBall
 from impactbench.studies import STUDIES
 from impactbench.studies import event_driven_limits as limits
 
@@ -41,7 +43,7 @@ def test_each_event_driven_run_meets_the_cheapest_time_stepper_at_least_as_accur
             _row("PaoliSchatzman", 1e-3, nan, 8e-3, 4.0e-3, 4.2e-3),
             _row("EventDriven", nan, 1e-2, 2e-2, 2.0e-3, 2.2e-3),  # MJ h=1e-3 or PS: PS cheaper
             _row("EventDriven", nan, 1e-4, 9e-3, 4.0e-3, 4.4e-3),  # PS only; medians close
-            _row("EventDriven", nan, 1e-6, 1e-9, 1.0e-3, 1.0e-3),  # nothing reaches it
+            _row("EventDriven", nan, 1e-6, 1e-9, 1.0e-3, 1.0e-3),  # no time-stepper reaches it
             _row("EventDriven", nan, 1e-8, 1e-1, 9.0e-3, 9.0e-3, repeats=1),  # one repeat
         ]
     )
@@ -55,7 +57,7 @@ def test_each_event_driven_run_meets_the_cheapest_time_stepper_at_least_as_accur
     assert list(compared["verdict"]) == [
         "event-driven faster",  # medians 2.1 and 4.1 ms: faster by about 1.95
         "tie",  # medians 4.2 and 4.1 ms, repeats spread over [4.0, 4.4] and [4.0, 4.2]
-        "-",
+        "no time-stepper as accurate",
         "- (fewer than 5 repeats)",
     ]
     assert compared["ratio"].iloc[0].startswith("faster by 1.95 [")
@@ -65,7 +67,8 @@ def test_each_event_driven_run_meets_the_cheapest_time_stepper_at_least_as_accur
 def test_the_study_runs_both_families_on_every_case():
     assert STUDIES[limits.NAME] is limits.STUDY
     runs = limits.runs(quick=True)
-    for label in (limits.BALL, limits.PENDULUM, limits.COLUMN):
+    assert {run.problem_name for run in runs} == set(limits.CASES["quick"])
+    for label in limits.CASES["quick"]:
         mine = [run for run in runs if run.problem_name == label]
         assert {run.method.requires_step for run in mine} == {True, False}
         events = [run for run in mine if run.method is EventDriven]
@@ -74,7 +77,10 @@ def test_the_study_runs_both_families_on_every_case():
         controlled = sorted(run.tolerance_value for run in mine if run.method is Adaptive)
         quick = label in limits.ADAPTIVE_CASES["quick"]
         assert controlled == (limits.ADAPTIVE_TOLERANCES["quick"] if quick else [])
-    assert set(limits.ADAPTIVE_CASES["full"]) == {limits.BALL, limits.PENDULUM, limits.COLUMN}
+    assert set(limits.ADAPTIVE_CASES["full"]) == set(limits.CASES["full"])
+    accumulations = {limits.BALL, limits.ROCKING, limits.COLUMN}
+    assert set(limits.CASES["full"]) == accumulations | {limits.PENDULUM}
+    assert "control" in limits.PENDULUM
 
 
 def test_each_adaptive_run_meets_the_cheapest_run_of_both_other_families():
@@ -94,8 +100,14 @@ def test_each_adaptive_run_meets_the_cheapest_run_of_both_other_families():
     # rtol 1e-3 (error 2e-2): MJ h = 1e-3 and the event-driven run reach it; faster than both
     assert list(compared["fixed step"]) == ["MoreauJean (h = 0.001)", "none reaches it"]
     assert list(compared["event-driven"]) == ["EventDriven (0.01)", "none reaches it"]
-    assert list(compared["verdict (vs fixed step)"]) == ["adaptive time-stepping faster", "-"]
-    assert list(compared["verdict (vs event-driven)"]) == ["adaptive time-stepping faster", "-"]
+    assert list(compared["verdict (vs fixed step)"]) == [
+        "adaptive time-stepping faster",
+        "no fixed step as accurate",
+    ]
+    assert list(compared["verdict (vs event-driven)"]) == [
+        "adaptive time-stepping faster",
+        "no event-driven as accurate",
+    ]
 
 
 def test_a_capped_impact_count_is_a_lower_bound_in_the_equal_error_tables():
@@ -120,3 +132,87 @@ def test_a_capped_impact_count_is_a_lower_bound_in_the_equal_error_tables():
     assert "impacts_capped" not in limits.equal_error(frame)
     plain = limits.equal_error(frame.assign(impacts_capped=False))
     assert list(plain["impacts"]) == [203, 100_000]
+
+
+def test_an_error_at_round_off_reaches_the_exact_answer():
+    """The column's case: the event-driven runs meet the rest stack exactly (error 0),
+    PaoliSchatzman to round-off (1e-15); both are the exact answer, so PaoliSchatzman reaches
+    the event-driven runs' error (it used to print "none reaches it": 1e-15 > 0), and the runs
+    at round-off are named."""
+    nan = np.nan
+    frame = pd.DataFrame(
+        [
+            _row("MoreauJean", 1e-2, nan, 2e-5, 1.0e-3, 1.1e-3),
+            _row("PaoliSchatzman", 1e-2, nan, 1e-15, 2.0e-3, 2.2e-3),
+            _row("PaoliSchatzman", 1e-3, nan, 3e-16, 9.0e-3, 9.9e-3),
+            _row("EventDriven", nan, 1e-2, 0.0, 1.0e-3, 1.0e-3),
+            _row("EventDriven", nan, 1e-4, 0.0, 2.0e-3, 2.4e-3),
+            _row("EventDriven", nan, 1e-6, nan, 1.5e-3, 1.6e-3),  # an error not computed
+        ]
+    )
+    compared = limits.equal_error(frame)
+    assert list(compared["time-stepper"]) == ["PaoliSchatzman (h = 0.01)"] * 2 + ["-"]
+    assert list(compared["verdict"]) == [
+        "event-driven faster",
+        "tie",
+        "- (no error)",
+    ]  # medians 1.0 and 2.2 ms against 2.1 ms, the latter repeats over [2.0, 2.4] and [2.0, 2.2]
+    assert limits.exact_runs(frame) == "EventDriven (0.01, 0.0001), PaoliSchatzman (all 2 settings)"
+    assert limits.exact_runs(frame[frame["method"] == "MoreauJean"]) == "no run"
+    slightly_off = frame.assign(
+        error=lambda f: f["error"].where(f["method"] != "PaoliSchatzman", 1e-9)
+    )
+    assert (
+        list(limits.equal_error(slightly_off)["verdict"])[:2] == ["no time-stepper as accurate"] * 2
+    )
+
+
+def test_the_verdict_counts_name_every_verdict():
+    """The key findings' counts: a run no other family reaches is counted under that verdict,
+    never as a bare "-" ("- in 7" was printed)."""
+    verdicts = pd.Series(["no time-stepper as accurate"] * 7 + ["tie", "event-driven faster"])
+    text = limits.verdict_counts(verdicts, "event-driven settings")
+    assert text == (
+        "no time-stepper as accurate in 7, tie in 1, event-driven faster in 1 "
+        "of 9 event-driven settings"
+    )
+    assert "- in" not in text
+
+
+def test_housner_accumulation_time_bounds_the_rocking_impacts():
+    """The rocking block's accumulation time against the event-driven run (rtol 1e-10): the
+    first impact where the fall from the tilt takes tau(omega_1), every impact before t_inf,
+    and the last one, with angular speeds below the Zeno threshold, within 1e-4 s of it (the
+    half cycles shrink geometrically); the speeds' ratio at each impact is Housner's r."""
+    block = limits._rocking()
+    t_inf = limits.housner_accumulation_time(block)
+    run = simulate(block, EventDriven(rtol=1e-10, rest_velocity=1e-6), t_inf + 1.0)
+    times = run.impacts.t
+    assert times.size >= 10
+    assert np.all(times < t_inf)
+    assert t_inf - times[-1] < 1e-4
+    radius = np.hypot(block.half_width, block.half_height)
+    first = limits._rocking_quarter(0.75 * block.gravity / radius, block.slenderness,
+                                    block.impact_speed())  # fmt: skip
+    assert abs(times[0] - first) < 1e-8
+    half_cycles = np.diff(times)
+    ratios = half_cycles[1:6] / half_cycles[:5]
+    assert np.all(ratios < 1.0) and np.all(ratios > block.housner_ratio**2)
+
+
+def test_the_rocking_block_comes_to_rest_where_its_corners_stuck():
+    """MoreauJean (h = 1e-4) through the rocking block's accumulation ends within 1e-6 m of
+    :func:`rest_state` (flat, its first pivot unmoved, the other corner where it stuck), and
+    the displacement is that of the block's farthest point: a translation by d gives d, a
+    rotation by a about the centre moves the corners by 2 R sin(a / 2)."""
+    block = limits._rocking()
+    t_end = limits.housner_accumulation_time(block) + 1.0
+    run = simulate(block, MoreauJean(), t_end, h=1e-4)
+    assert limits._displacement(block, run.q[-1]) < 1e-6
+    rest = limits.rest_state(block)
+    assert limits._displacement(block, rest + [3e-3, -4e-3, 0.0]) == pytest.approx(5e-3)
+    radius = np.hypot(block.half_width, block.half_height)
+    turned = limits._displacement(block, rest + [0.0, 0.0, 0.2])
+    assert turned == pytest.approx(2.0 * radius * np.sin(0.1))
+    with pytest.raises(TypeError, match="problem"):
+        limits.rest_state(BouncingBall())
