@@ -667,6 +667,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     medians = families(table)
     limits = floors(medians)
     orders = fit_orders(medians, limits)
+    control = _adaptive.error_control(medians, "max_position_error", limits)
+    medians = _adaptive.marked(medians, control)
+    judged = _adaptive.controlled_only(medians, control)  # the rows the verdicts use
     write_table(orders, folder / "orders.csv")
     write_table(medians, folder / "errors.csv")
     cycles, ratios = woodpecker(table, folder), housner(table, folder)
@@ -685,8 +688,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Fastest run per error target",
             "Median wall time (minimum over the repeats after a warm-up) with the spread of "
             "the repeats and the compiled integration time.\n\n"
-            + markdown_table(cheapest(medians), latex=cheapest_for_paper(medians)),
+            + markdown_table(cheapest(judged), latex=cheapest_for_paper(judged)),
         ),
+        Section("Error control of the adaptive family", _adaptive.control_section(control)),
         Section("Figures", "\n".join(_figures(medians, limits, folder))),
         Section(
             "The woodpecker's limit cycle",
@@ -712,7 +716,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + markdown_table(rods, units=TABLE_UNITS),
         ),
     ]
-    return StudyReport(sections, _findings(table, orders, medians, cycles, ratios, rods))
+    findings = _findings(table, orders, judged, cycles, ratios, rods)
+    return StudyReport(sections, findings + _adaptive.control_findings(control))
 
 
 STUDY = Study(

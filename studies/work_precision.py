@@ -349,8 +349,11 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     table = _adaptive.with_rejections(table, folder)
     medians = families(table)
     floors = exact_floors(table, (METRIC,))
-    by_time = cheapest(medians, "wall_time")
-    by_force = cheapest(medians, "force_evaluations")
+    control = _adaptive.error_control(medians, METRIC, floors)
+    medians = _adaptive.marked(medians, control)
+    judged = _adaptive.controlled_only(medians, control)  # the rows the verdicts use
+    by_time = cheapest(judged, "wall_time")
+    by_force = cheapest(judged, "force_evaluations")
     rates = slopes(medians, floors)
     median_note = (
         "Time-steppers: each nominal step h stands for its phase copies h (1 + delta_j), with "
@@ -378,6 +381,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "excluded; flat or unresolved sweeps reported as such).\n\n" + markdown_table(rates),
         ),
         Section("Figures", "\n".join(_figures(medians, floors, folder))),
+        Section("Error control of the adaptive family", _adaptive.control_section(control)),
         Section(
             "Rejected steps of the adaptive schemes",
             "Rejected / attempted steps of each step-size-controlled run (each attempt costs "
@@ -399,7 +403,11 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
                 RESTART_NOTE + "\n\n" + markdown_table(restarts),
             )
         )
-    findings = _findings(by_time, rates, medians) + _adaptive.rejection_findings(medians)
+    findings = (
+        _findings(by_time, rates, judged)
+        + _adaptive.control_findings(control)
+        + _adaptive.rejection_findings(medians)
+    )
     return StudyReport(sections, findings)
 
 

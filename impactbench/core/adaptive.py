@@ -148,16 +148,18 @@ def _adaptive_loop(
     n = N_DOF
     m = N_CONSTRAINTS
     # keep: the saved buffer, the buffer after the half steps, their candidates (q, v),
-    # the full step's, the accepted state, the gaps at its start and end, the first half
-    # step's impulses and normal velocities, the second half step's impulses, the impulses
-    # of the last accepted step's second half step, the gaps of the extrapolated candidate
+    # the full step's, the accepted state, the first half step's (q, v) at the midpoint, the
+    # gaps at its start and end, the first half step's impulses and normal velocities, the
+    # second half step's impulses, the impulses of the last accepted step's second half step,
+    # the gaps of the extrapolated candidate
     saved = keep[:size]
     halved = keep[size : 2 * size]
     zh = keep[2 * size : 2 * size + 2 * n]
     zf = keep[2 * size + 2 * n : 2 * size + 4 * n]
     qc = keep[2 * size + 4 * n : 2 * size + 5 * n]
     vc = keep[2 * size + 5 * n : 2 * size + 6 * n]
-    base = 2 * size + 6 * n
+    zm = keep[2 * size + 6 * n : 2 * size + 8 * n]
+    base = 2 * size + 8 * n
     g0 = keep[base : base + WIDTH]
     g1 = keep[base + WIDTH : base + 2 * WIDTH]
     i1 = keep[base + 2 * WIDTH : base + 3 * WIDTH]
@@ -218,6 +220,9 @@ def _adaptive_loop(
         evaluations += evaluated
         if status != STATUS_OK:
             break
+        for j in range(n):
+            zm[j] = Z[NEXT_Q, j]
+            zm[n + j] = Z[NEXT_V, j]
         for i in range(m):
             i1[i] = X[IMPULSE, i] if c1 else 0.0
         if c1:
@@ -275,6 +280,14 @@ def _adaptive_loop(
             ratio = (zh[j] - zf[j]) / scale
             total += ratio * ratio
         error = math.sqrt(total / terms) / richardson
+        # the continuous extension's error: the midpoint state against the chord of the step
+        total = 0.0
+        for j in range(terms):
+            previous = qc[j] if j < n else vc[j - n]
+            scale = atol + rtol * max(abs(zh[j]), abs(previous))
+            ratio = (zm[j] - 0.5 * (previous + zh[j])) / scale
+            total += ratio * ratio
+        error = max(error, math.sqrt(total / terms))
         too_deep = growth > gap_tolerance
         if error <= 1.0 and not too_deep:
             for i in range(size):
@@ -592,7 +605,7 @@ class Adaptive(Method):
         loop, calls = self.loop_for(problem)
         n, m = problem.n_dof, problem.n_constraints
         width = max(n, m, 1)
-        keep = np.zeros(2 * loop.buffer_size + 6 * n + 8 * width)
+        keep = np.zeros(2 * loop.buffer_size + 8 * n + 8 * width)
         capacity = self.stepper.log_capacity
         log_t = np.empty(capacity)
         log_i = np.empty(capacity, dtype=np.int64)
