@@ -112,8 +112,9 @@ def settings_text(h_max: float | str) -> str:
     if not isinstance(h_max, str):
         h_max = f"{h_max:g}"
     return (
-        f"Step-size control (impactbench.Adaptive: Studer's extrapolation estimate, velocities "
-        f"excluded on contact-change steps, gap control) over {', '.join(SCHEMES)}, by rtol with "
+        f"Step-size control (impactbench.Adaptive: Studer's extrapolation estimate and the "
+        f"error of the chord between steps, velocities excluded on contact-change steps, gap "
+        f"control) over {', '.join(SCHEMES)}, by rtol with "
         f"atol = {ATOL_RATIO:g} rtol and gap_tolerance = rtol, steps at most h_max = {h_max}; "
         "drawn in its scheme's colour, dashed with open markers"
     )

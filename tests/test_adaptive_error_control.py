@@ -121,3 +121,17 @@ def test_the_polyline_of_an_exactly_integrated_flight_converges_in_rtol():
         {"problem": "ball", "method": CONVERGING, "tolerance": rtols, "error": errors}
     )
     assert _adaptive.error_control(frame, "error")["controlled"].all()
+    # Richardson's estimate alone is zero on the parabola: h_max at every rtol, the polyline's
+    # error g h_max^2 / 8 whatever rtol, a flat sweep the criterion does not accept
+    flat, counts = [], []
+    for rtol in rtols:
+        method = Adaptive(
+            "MoreauJean", rtol=rtol, atol=1e-2 * rtol, h_max=h_max, extension_control=False
+        )
+        run = method.solve(FLIGHT, BEFORE_IMPACT)
+        flat.append(max_position_error(FLIGHT, run))
+        counts.append(run.stats["steps"])
+    assert len(set(counts)) == 1 and np.ptp(flat) <= 1e-3 * max(flat)
+    assert max(flat) == pytest.approx(9.81 * h_max**2 / 8, rel=0.05)
+    frame = frame.assign(error=flat)
+    assert not _adaptive.error_control(frame, "error")["controlled"].any()
