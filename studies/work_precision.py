@@ -62,9 +62,9 @@ STEPS = {"full": np.geomspace(1e-4, 1e-2, 9), "quick": np.geomspace(1e-3, 1e-2, 
 #: Runs per nominal step: the step itself and perturbed copies (phase averaging).
 PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [10.0**-k for k in range(3, 12)], "quick": [1e-4, 1e-6, 1e-8]}
-#: rtol of the step-size-controlled schemes, and their largest step (the coarsest fixed step:
-#: a flight the scheme integrates exactly is not taken in steps longer than the fixed-step
-#: sweep's, whose polyline would miss the parabola between them by g h^2 / 8).
+#: rtol of the step-size-controlled schemes, and their largest step (the coarsest fixed step;
+#: a flight the scheme integrates exactly is taken in steps set by the controller's test of
+#: the chord between steps, which misses the parabola by g h^2 / 8).
 ADAPTIVE_TOLERANCES = {"full": [10.0**-k for k in range(2, 8)], "quick": [1e-3, 1e-5]}
 ADAPTIVE_H_MAX = 1e-2
 #: The adaptive runs whose accepted steps are stored for the h(t) figure (the ball).

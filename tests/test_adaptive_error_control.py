@@ -135,3 +135,23 @@ def test_the_polyline_of_an_exactly_integrated_flight_converges_in_rtol():
     assert max(flat) == pytest.approx(9.81 * h_max**2 / 8, rel=0.05)
     frame = frame.assign(error=flat)
     assert not _adaptive.error_control(frame, "error")["controlled"].any()
+
+
+def test_energy_decay_judges_each_case_by_its_energy_error_at_the_end():
+    from studies import energy_decay
+
+    rtols = [1e-2, 1e-3, 1e-4, 1e-5]
+    # the run table's names: the parameters but rtol (atol follows it)
+    rows = [
+        {"problem": problem, "method": f"Adaptive[scheme=MoreauJean,atol={1e-2 * r:g}]",
+         "tolerance": r, "status": "ok", "energy_error_at_end": error(r)}
+        for r in rtols
+        for problem, error in ((energy_decay.SPRING, lambda r: 2.0 * r),
+                               (energy_decay.FREE, lambda r: 1e-3))
+    ]  # fmt: skip
+    rows.append({"problem": energy_decay.SPRING, "method": "MoreauJean", "tolerance": np.nan,
+                 "status": "ok", "energy_error_at_end": 1e-3})  # fmt: skip
+    control = energy_decay.error_control(pd.DataFrame(rows)).set_index("problem")
+    assert list(control["method"]) == ["Adaptive[scheme=MoreauJean]"] * 2
+    assert control.at[energy_decay.SPRING, "controlled"]
+    assert not control.at[energy_decay.FREE, "controlled"]
