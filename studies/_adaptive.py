@@ -7,6 +7,15 @@ the study. Every adaptive run stores the controller's counts (accepted, rejected
 contact-change steps: the artefact ``control``); the runs a study draws h(t) for store their
 accepted steps too (``step_sizes``: t and h of every accepted step, and the run's impact-log
 times in ``step_impacts``). The tables and figures read these stored artefacts only.
+
+Whether the family controls its error is decided from the data, per study, problem and scheme
+(:func:`error_control`): its error is *controlled* when the least-squares slope of log10(error)
+against log10(rtol) over the swept rtol (:func:`impactbench.analysis.fitting.fit_order`, at
+least :data:`CONTROL_MIN_POINTS` tolerances, errors at the round-off floor excluded) is an
+order (its 95 % interval excludes 0) of at least :data:`CONTROLLED_SLOPE` per decade with a
+root-mean-square residual of at most :data:`CONTROLLED_RESIDUAL` decades, or when every error
+lies at the floor. Otherwise its rows are marked :data:`NOT_CONTROLLED` and left out of every
+verdict (:func:`controlled_only` filters them before the verdict functions).
 """
 
 from __future__ import annotations
@@ -20,8 +29,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from impactbench.analysis.fitting import FLOOR, ORDER, OrderFit, fit_order
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
-from impactbench.bench.report import method_style, new_figure, save_figure, shared_legend
+from impactbench.bench.report import (
+    markdown_table,
+    method_style,
+    new_figure,
+    save_figure,
+    shared_legend,
+)
 from impactbench.bench.results import read_artefact
 from impactbench.bench.runner import Case, Grid, Run, expand
 from impactbench.core.adaptive import Adaptive
@@ -41,14 +57,17 @@ _CONTROL = re.compile(r",(atol|gap_tolerance|h_max|max_samples)=[^,\]]+")
 
 def grids(
     tolerances: list[float],
-    h_max: float,
+    h_max: float | None,
     schemes: tuple[str, ...] = SCHEMES,
     max_samples: int | None = None,
 ) -> list[Grid]:
-    """One grid per rtol (atol and gap_tolerance follow it) over ``schemes``; ``max_samples``
-    (None: Adaptive's default) bounds the samples of a run, every accepted step when it is
-    larger than their number (:func:`binned_step_artefact` needs them all)."""
+    """One grid per rtol (atol and gap_tolerance follow it) over ``schemes``, steps at most
+    ``h_max`` (None: Adaptive's default, a tenth of the horizon); ``max_samples`` (None:
+    Adaptive's default) bounds the samples of a run, every accepted step when it is larger
+    than their number (:func:`binned_step_artefact` needs them all)."""
     parameters = {} if max_samples is None else {"max_samples": [max_samples]}
+    if h_max is not None:
+        parameters["h_max"] = [h_max]
     return [
         Grid(
             Adaptive,
@@ -57,7 +76,6 @@ def grids(
                 "rtol": [rtol],
                 "atol": [ATOL_RATIO * rtol],
                 "gap_tolerance": [rtol],
-                "h_max": [h_max],
                 **parameters,
             },
             tolerance="rtol",
@@ -69,7 +87,7 @@ def grids(
 def recorded_runs(
     cases: list[Case],
     tolerances: list[float],
-    h_max: float,
+    h_max: float | None,
     stores_steps: Callable[[Run], bool],
     **options: Any,
 ) -> list[Run]:
@@ -94,8 +112,9 @@ def settings_text(h_max: float | str) -> str:
     if not isinstance(h_max, str):
         h_max = f"{h_max:g}"
     return (
-        f"Step-size control (impactbench.Adaptive: Studer's extrapolation estimate, velocities "
-        f"excluded on contact-change steps, gap control) over {', '.join(SCHEMES)}, by rtol with "
+        f"Step-size control (impactbench.Adaptive: Studer's extrapolation estimate and the "
+        f"error of the chord between steps, velocities excluded on contact-change steps, gap "
+        f"control) over {', '.join(SCHEMES)}, by rtol with "
         f"atol = {ATOL_RATIO:g} rtol and gap_tolerance = rtol, steps at most h_max = {h_max}; "
         "drawn in its scheme's colour, dashed with open markers"
     )
@@ -161,6 +180,131 @@ def binned_step_artefact(run: object, problem: Problem, trajectory: Trajectory) 
     impacts = pd.DataFrame({"t": trajectory.impacts.t})
     return {**control_artefact(run, problem, trajectory), "step_sizes": steps,
             "step_impacts": impacts}  # fmt: skip
+
+
+#: Smallest fitted slope of log10(error) against log10(rtol) (per decade) of a controlled error.
+CONTROLLED_SLOPE = 0.5
+#: Largest root-mean-square residual of that fit, in decades, for the slope to be accepted.
+CONTROLLED_RESIDUAL = 0.3
+#: Fewest tolerances of a sweep whose slope is judged (n - 2 = 1 degree of freedom left for
+#: the interval).
+CONTROL_MIN_POINTS = 3
+#: The mark of a family whose error is not controlled.
+NOT_CONTROLLED = "error not controlled"
+#: The mark of a family whose error is controlled.
+CONTROLLED = "controlled"
+#: Column of the mark in the tables.
+CONTROL_COLUMN = "error control"
+
+#: The criterion, as the reports state it.
+CONTROL_TEXT = (
+    f"The adaptive family's error counts as controlled on a problem when the least-squares "
+    f"slope of log10(error) against log10(rtol) over the swept rtol (at least "
+    f"{CONTROL_MIN_POINTS} tolerances, errors at the round-off floor excluded) has a 95 % "
+    f"interval excluding 0, is at least {CONTROLLED_SLOPE:g} per decade and leaves a "
+    f"root-mean-square residual of at most {CONTROLLED_RESIDUAL:g} decades (or when every error "
+    f"lies at the floor); otherwise its rows are marked '{NOT_CONTROLLED}' and are left out of "
+    "every verdict (fastest runs, crossovers, findings)."
+)
+
+
+def is_controlled(fit: OrderFit) -> bool:
+    """Whether the fit of an rtol sweep shows a controlled error (module docstring)."""
+    if fit.status == FLOOR:
+        return True
+    return (
+        fit.status == ORDER
+        and fit.order >= CONTROLLED_SLOPE
+        and fit.residual <= CONTROLLED_RESIDUAL
+    )
+
+
+def error_control(
+    medians: pd.DataFrame, metric: str, floors: dict[tuple[str, str], float] | None = None
+) -> pd.DataFrame:
+    """Per problem and adaptive method of ``medians``, the fit of ``metric`` against rtol and
+    whether the error is controlled (:func:`is_controlled`).
+
+    Parameters
+    ----------
+    medians : DataFrame
+        One row per rtol of each adaptive method (columns ``problem``, ``method``,
+        ``tolerance`` and ``metric``; rows of other methods are ignored).
+    metric : str
+        The error column judged.
+    floors : dict or None
+        The round-off floor of ``metric`` by (problem, metric) (None: no floor).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``problem``, ``method``, ``order``, ``low``, ``high``, ``residual``,
+        ``points``, ``fit`` (the fit's text), ``controlled`` (bool) and
+        :data:`CONTROL_COLUMN` (:data:`CONTROLLED` or :data:`NOT_CONTROLLED`).
+    """
+    if metric not in medians:
+        raise ValueError(f"metric {metric!r} is not a column of medians")
+    columns = ["problem", "method", "order", "low", "high", "residual", "points", "fit",
+               "controlled", CONTROL_COLUMN]  # fmt: skip
+    adaptive = medians[is_adaptive(medians)]
+    rows = []
+    for (problem, method), group in adaptive.groupby(["problem", "method"], sort=False):
+        floor = 0.0 if floors is None else floors[(problem, metric)]
+        fit = fit_order(
+            group["tolerance"].to_numpy(dtype=float),
+            group[metric].to_numpy(dtype=float),
+            floor=floor,
+            min_points=CONTROL_MIN_POINTS,
+        )
+        controlled = is_controlled(fit)
+        rows.append(
+            {
+                "problem": problem,
+                "method": method,
+                "order": fit.order,
+                "low": fit.low,
+                "high": fit.high,
+                "residual": fit.residual,
+                "points": fit.points,
+                "fit": fit.text("rtol"),
+                "controlled": controlled,
+                CONTROL_COLUMN: CONTROLLED if controlled else NOT_CONTROLLED,
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def marked(table: pd.DataFrame, control: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the column :data:`CONTROL_COLUMN`: the mark of :func:`error_control` on
+    the adaptive rows (by problem and method), empty on the others."""
+    mark = control.set_index(["problem", "method"])[CONTROL_COLUMN]
+    keys = pd.MultiIndex.from_frame(table[["problem", "method"]].astype(str))
+    values = mark.reindex(keys).fillna(NOT_CONTROLLED).to_numpy()
+    return table.assign(**{CONTROL_COLUMN: np.where(is_adaptive(table), values, "")})
+
+
+def controlled_only(table: pd.DataFrame, control: pd.DataFrame) -> pd.DataFrame:
+    """``table`` without the adaptive rows whose error is not controlled (:func:`error_control`;
+    an adaptive method without a judgement is left out too): the rows a verdict may use."""
+    kept = marked(table, control)[CONTROL_COLUMN] != NOT_CONTROLLED
+    return table[kept.to_numpy()]
+
+
+def control_findings(control: pd.DataFrame) -> list[str]:
+    """One finding per problem and adaptive method whose error is not controlled."""
+    return [
+        f"{row['problem']}, {row['method']}: {NOT_CONTROLLED} (error against rtol: "
+        f"{row['fit']}); its runs are left out of the verdicts."
+        for row in control.to_dict("records")
+        if not row["controlled"]
+    ]
+
+
+def control_section(control: pd.DataFrame) -> str:
+    """The criterion (:data:`CONTROL_TEXT`) and its judgement of each problem and adaptive
+    method (:func:`error_control`), as a report section's text."""
+    shown = control[["problem", "method", "fit", CONTROL_COLUMN]]
+    return CONTROL_TEXT + "\n\n" + markdown_table(shown.rename(columns={"fit": "error vs rtol"}))
 
 
 def is_adaptive(table: pd.DataFrame) -> pd.Series:

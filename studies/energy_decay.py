@@ -165,9 +165,11 @@ STEPS = {
 #: Runs per nominal step: the step itself and perturbed copies (phase averaging).
 PHASES = {"full": 5, "quick": 3}
 TOLERANCES = {"full": [1e-6, 1e-8], "quick": [1e-8]}
-#: rtol of the step-size-controlled schemes (:mod:`._adaptive`), their schemes and their
-#: largest step: the case's coarsest fixed step. Every accepted step is kept
-#: (``ADAPTIVE_SAMPLES``): the decay laws are fitted on them, and h(t) is stored binned.
+#: rtol of the step-size-controlled schemes (:mod:`._adaptive`) and their schemes, with
+#: Adaptive's default largest step (a tenth of the horizon): capped at the case's coarsest fixed
+#: step, the steps' error (local and between the steps) stays within every swept rtol there, so
+#: that h_max, not rtol, set the steps. Every accepted step is kept (``ADAPTIVE_SAMPLES``): the
+#: decay laws are fitted on them, and h(t) is stored binned.
 ADAPTIVE_TOLERANCES = {"full": [1e-2, 1e-3, 1e-4, 1e-5], "quick": [1e-3]}
 ADAPTIVE_SCHEMES = {"full": _adaptive.SCHEMES, "quick": ("MoreauJean",)}
 ADAPTIVE_SAMPLES = 2_000_000
@@ -265,8 +267,8 @@ def _output_every(case: Case, h: float, grid: str) -> int:
 
 def runs(quick: bool) -> list[Run]:
     """Every time-stepper at every step of its case (phase families), EventDriven at every
-    tolerance, the step-size-controlled schemes at every rtol (:mod:`._adaptive`, h_max the
-    case's coarsest step; their accepted steps stored binned, :func:`adaptive_artefacts`)."""
+    tolerance, the step-size-controlled schemes at every rtol (:mod:`._adaptive`, h_max
+    Adaptive's default; their accepted steps stored binned, :func:`adaptive_artefacts`)."""
     grid = "quick" if quick else "full"
     result = []
     for case in cases(quick):
@@ -310,7 +312,7 @@ def runs(quick: bool) -> list[Run]:
         if case.problem_name not in ADAPTIVE_CASES[grid]:
             continue
         grids = _adaptive.grids(
-            ADAPTIVE_TOLERANCES[grid], max(nominal), ADAPTIVE_SCHEMES[grid], ADAPTIVE_SAMPLES
+            ADAPTIVE_TOLERANCES[grid], None, ADAPTIVE_SCHEMES[grid], ADAPTIVE_SAMPLES
         )
         case_runs = expand([case], grids, metrics=METRICS, reference=reference)
         result += [replace(run, artefact=adaptive_artefacts) for run in case_runs]
@@ -465,10 +467,11 @@ def _family(run: Run) -> str:
 
 
 def _step_scale(run: Run, trajectory: Trajectory) -> float | None:
-    """The step the impact margins are counted in: h (fixed step), the largest step allowed
-    (step-size control: the steps near an impact are shorter), None (event-driven)."""
+    """The step the impact margins are counted in: h (fixed step), the largest accepted step
+    (step-size control, whose output keeps every accepted step: the steps near an impact are
+    shorter), None (event-driven)."""
     if _family(run) == ADAPTIVE_STEPPING:
-        return float(run.method_kwargs["h_max"])
+        return float(np.diff(trajectory.t).max())
     return trajectory.h
 
 
@@ -1014,11 +1017,22 @@ def _t0_of_case(problem: str) -> float:
     return float(case.problem(**case.problem_kwargs).t0)
 
 
+def error_control(table: pd.DataFrame) -> pd.DataFrame:
+    """Whether the adaptive family controls the energy error at T (``energy_error_at_end``)
+    on each case (:func:`studies._adaptive.error_control` on its finished runs, one per rtol)."""
+    done = table[_adaptive.is_adaptive(table) & (table["status"] != FAILED)]
+    done = done.assign(method=done["method"].map(_adaptive.short_name))
+    return _adaptive.error_control(done, "energy_error_at_end")
+
+
 def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]:
-    """The step counts of the adaptive runs, their h(t) figures, and a finding per case."""
+    """The step counts of the adaptive runs (marked by :func:`error_control`), their h(t)
+    figures, and a finding per case."""
     counts = step_counts(table, folder)
     if counts.empty:
         return "None (no adaptive run finished).\n", []
+    control = error_control(table)
+    counts = _adaptive.marked(counts, control)
     figures, findings = [], []
     for problem, group in counts.groupby("problem", sort=False):
         link = _adaptive.step_size_figure(
@@ -1037,7 +1051,7 @@ def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]
             "sweep."
         )
     body = (
-        _adaptive.settings_text("the case's coarsest fixed step")
+        _adaptive.settings_text("Adaptive's default, a tenth of the horizon")
         + "; every accepted step kept. Per run: its "
         "accepted, rejected and contact-change steps, the mean accepted step T / accepted and "
         "the steps of a fixed-step run over the same horizon at the case's coarsest and "
@@ -1045,10 +1059,12 @@ def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]
         f"{_adaptive.STEP_BINS} bins of time (line: the bin's smallest accepted step; band: up "
         "to its largest), impacts as ticks.\n\n"
         + markdown_table(counts, units=COUNT_UNITS)
+        + "\nError control (error: the energy error at T, |E(T) - E_ref(T)|): "
+        + _adaptive.control_section(control)
         + "\n"
         + "\n".join(figures)
     )
-    return body, findings
+    return body, findings + _adaptive.control_findings(control)
 
 
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:

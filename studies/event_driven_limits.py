@@ -499,6 +499,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         )
     for label, group in frame.groupby("problem", sort=False):
         controlled_rows = _adaptive.is_adaptive(group)
+        control = _adaptive.error_control(group, ERROR)
+        marks = _adaptive.marked(group, control)[_adaptive.CONTROL_COLUMN]
         counted = with_capped_counts(group)
         runs_shown = pd.DataFrame(
             {
@@ -510,12 +512,14 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
                 "status": group["status"],
                 ERROR: group[ERROR],
                 "rejected steps": group["rejected_fraction"],
+                _adaptive.CONTROL_COLUMN: marks,
                 "wall time [ms]": 1e3 * group["wall_time"],
                 "slowest repeat [ms]": 1e3 * group["wall_time_max"],
             }
         )
         compared = equal_error(group)
-        controlled = adaptive_equal_error(group)
+        # the verdicts on step-size control use only the rtol sweeps that control their error
+        controlled = adaptive_equal_error(_adaptive.controlled_only(group, control))
         steps = _adaptive.step_size_figure(
             table, folder, str(label), f"Accepted steps h(t): {label}",
             "steps_" + _slug(str(label)) + ".png", _marks(str(label)),
@@ -534,6 +538,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + "\nEach step-size-controlled run against the cheapest fixed-step and the cheapest "
             "event-driven run at least as accurate.\n\n"
             + markdown_table(controlled, units=units)
+            + "\n"
+            + _adaptive.control_section(control)
             + f"\n![work-precision]({_figure(group, str(label), folder)})\n"
             + (steps or "")
         )
@@ -562,6 +568,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
                 f"{label}: the runs at the exact rest state at T (error <= {ROUND_OFF:g} m, "
                 f"round-off): {exact_runs(group)}."
             )
+        findings += _adaptive.control_findings(control)
         for name in ("fixed step", "event-driven"):
             if controlled.empty:
                 break

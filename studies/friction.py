@@ -670,6 +670,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     medians = families(table)
     limits = floors(medians)
     orders = fit_orders(medians, limits)
+    control = _adaptive.error_control(medians, "max_position_error", limits)
+    medians = _adaptive.marked(medians, control)
+    judged = _adaptive.controlled_only(medians, control)  # the rows the verdicts use
     write_table(orders, folder / "orders.csv")
     write_table(medians, folder / "errors.csv")
     cycles, ratios = woodpecker(table, folder), housner(table, folder)
@@ -688,12 +691,14 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "Fastest run per error target",
             "Median wall time (minimum over the repeats after a warm-up) with the spread of "
             "the repeats and the compiled integration time.\n\n"
-            + markdown_table(cheapest(medians), latex=cheapest_for_paper(medians)),
+            + markdown_table(cheapest(judged), latex=cheapest_for_paper(judged)),
         ),
+        Section("Error control of the adaptive family", _adaptive.control_section(control)),
     ]
-    # after the tables above: the LaTeX copies are numbered in the order of the report
+    # after the tables above: the LaTeX copies are numbered in the order of the report; the
+    # adaptive family's rows only where its error is controlled
     crossing, crossing_findings = crossover_section(
-        medians, "max_position_error", folder, CROSSOVERS_FILE
+        judged, "max_position_error", folder, CROSSOVERS_FILE
     )
     sections += [
         crossing,
@@ -722,8 +727,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + markdown_table(rods, units=TABLE_UNITS),
         ),
     ]
-    findings = _findings(table, orders, medians, cycles, ratios, rods) + crossing_findings
-    return StudyReport(sections, findings)
+    findings = _findings(table, orders, judged, cycles, ratios, rods) + crossing_findings
+    return StudyReport(sections, findings + _adaptive.control_findings(control))
 
 
 STUDY = Study(

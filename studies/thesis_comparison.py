@@ -609,20 +609,33 @@ def findings(table: pd.DataFrame, references: pd.DataFrame) -> list[str]:
     """
     medians = families(table)
     fits = orders(medians)
+    control = error_control(medians)
+    judged = _adaptive.controlled_only(medians, control)  # the rows the verdicts use
     done = table[table["status"] != FAILED]
     counts = dict(zip(references["problem"], references["impacts"], strict=True))
     result = []
     for problem, group in medians.groupby("problem", sort=False):
+        verdict_rows = judged[judged["problem"] == problem]
         for finding in (
-            _accuracy_finding(problem, group),
-            _crossover_finding(problem, group),
+            _accuracy_finding(problem, verdict_rows),
+            _crossover_finding(problem, verdict_rows),
             _impacts_finding(problem, done[done["problem"] == problem], counts.get(problem, 0)),
             _finest_finding(problem, group),
             _order_finding(problem, fits, group),
         ):
             if finding:
                 result.append(finding)
-    return result
+    return result + _adaptive.control_findings(control)
+
+
+def error_control(medians: pd.DataFrame) -> pd.DataFrame:
+    """Whether the adaptive family controls its max position error on each configuration
+    (:func:`studies._adaptive.error_control`, the floor of :func:`_floors`)."""
+    floors = {}
+    for problem, group in medians.groupby("problem", sort=False):
+        floor = _floors(str(problem), float(group["t_end"].iloc[0]))["max_position_error"]
+        floors[(problem, "max_position_error")] = floor
+    return _adaptive.error_control(medians, "max_position_error", floors)
 
 
 # --------------------------------------------------------------------------------------------
@@ -818,6 +831,10 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             f"![Double pendulum: accuracy against cost]({FIGURE_FILE})\n",
         ),
         Section(
+            "Error control of the adaptive family",
+            _adaptive.control_section(error_control(families(table))),
+        ),
+        Section(
             "Rejected steps of the adaptive schemes",
             "Rejected / attempted steps of each step-size-controlled run (each attempt costs "
             "three steps of the scheme, rejected ones included in the force evaluations).\n\n"
@@ -843,8 +860,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         ),
     ]
     medians = families(table)
+    judged = _adaptive.controlled_only(medians, error_control(medians))  # as the verdicts
     crossing, crossing_findings = crossover_section(
-        medians, "max_position_error", folder, CROSSOVERS_FILE
+        judged, "max_position_error", folder, CROSSOVERS_FILE
     )
     sections.append(crossing)
     return StudyReport(

@@ -78,9 +78,9 @@ TOLERANCES = {
 }
 #: The file of the crossovers of the families' cost curves (:func:`crossover_section`).
 CROSSOVERS_FILE = "crossovers.csv"
-#: rtol of the step-size-controlled schemes, and their largest step (the coarsest fixed step:
-#: a flight the scheme integrates exactly is not taken in steps longer than the fixed-step
-#: sweep's, whose polyline would miss the parabola between them by g h^2 / 8).
+#: rtol of the step-size-controlled schemes, and their largest step (the coarsest fixed step;
+#: a flight the scheme integrates exactly is taken in steps set by the controller's test of
+#: the chord between steps, which misses the parabola by g h^2 / 8).
 ADAPTIVE_TOLERANCES = {"full": [10.0**-k for k in range(2, 8)], "quick": [1e-3, 1e-5]}
 ADAPTIVE_H_MAX = 1e-2
 #: The adaptive runs whose accepted steps are stored for the h(t) figure (the ball).
@@ -376,8 +376,11 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     table = _adaptive.with_rejections(table, folder)
     medians = families(table)
     floors = exact_floors(table, (METRIC,))
-    by_time = cheapest(medians, "wall_time")
-    by_force = cheapest(medians, "force_evaluations")
+    control = _adaptive.error_control(medians, METRIC, floors)
+    medians = _adaptive.marked(medians, control)
+    judged = _adaptive.controlled_only(medians, control)  # the rows the verdicts use
+    by_time = cheapest(judged, "wall_time")
+    by_force = cheapest(judged, "force_evaluations")
     rates = slopes(medians, floors)
     median_note = (
         "Time-steppers: each nominal step h stands for its phase copies h (1 + delta_j), with "
@@ -401,7 +404,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
     ]
     # after the tables above: the LaTeX copies are numbered in the order of the report
     crossing, crossing_findings = crossover_section(
-        medians, METRIC, folder, CROSSOVERS_FILE, CROSSOVER_NOTE
+        judged, METRIC, folder, CROSSOVERS_FILE, CROSSOVER_NOTE
     )
     sections += [
         crossing,
@@ -412,6 +415,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "excluded; flat or unresolved sweeps reported as such).\n\n" + markdown_table(rates),
         ),
         Section("Figures", "\n".join(_figures(medians, floors, folder))),
+        Section("Error control of the adaptive family", _adaptive.control_section(control)),
         Section(
             "Rejected steps of the adaptive schemes",
             "Rejected / attempted steps of each step-size-controlled run (each attempt costs "
@@ -433,8 +437,12 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
                 RESTART_NOTE + "\n\n" + markdown_table(restarts),
             )
         )
-    findings = _findings(by_time, rates, medians) + crossing_findings
-    findings += _adaptive.rejection_findings(medians)
+    findings = (
+        _findings(by_time, rates, judged)
+        + crossing_findings
+        + _adaptive.control_findings(control)
+        + _adaptive.rejection_findings(medians)
+    )
     return StudyReport(sections, findings)
 
 

@@ -38,12 +38,14 @@ def test_plain_python_and_compiled_agree_bit_for_bit(scheme, problem):
 
 
 def _errors(scheme, order, extrapolate, t_end, tolerances):
+    # the error at t_end alone, under Richardson's estimate alone (no test of the continuous
+    # extension, whose O(h^2) error would set the steps of a second-order scheme instead)
     errors, work = [], []
     exact = OSCILLATOR.exact_solution(np.array([t_end]))[0][-1]
     for rtol in tolerances:
         run = Adaptive(
             scheme, rtol=rtol, atol=1e-2 * rtol, order=order, extrapolate=extrapolate,
-            t_eval=[t_end],
+            extension_control=False, t_eval=[t_end],
         )  # fmt: skip
         trajectory = run.solve(OSCILLATOR, t_end)
         assert trajectory.t[-1] == t_end
@@ -105,10 +107,17 @@ def test_rejected_steps_are_counted_and_h_min_fails_with_the_state():
     run = Adaptive(MoreauJean(), rtol=1e-6, atol=1e-9).solve(BALL, 3.0)
     assert run.stats["rejected_steps"] > 0
     with pytest.raises(SimulationError, match="h_min") as caught:
-        Adaptive(MoreauJean(), rtol=1e-8, atol=1e-12, h_min=1e-3).solve(BALL, 3.0)
+        Adaptive(MoreauJean(), rtol=1e-8, atol=1e-12, h_min=1e-3, extension_control=False).solve(
+            BALL, 3.0
+        )
     error = caught.value
     assert 0.0 < error.t < 3.0 and error.q.shape == (1,) and error.v.shape == (1,)
     assert np.all(np.isfinite(error.q)) and np.all(np.isfinite(error.v))
+    # with the test of the continuous extension the free fall's chord misses the parabola by
+    # g h_min^2 / 8 > atol + rtol |q| at every step: rejected at h_min from the start
+    with pytest.raises(SimulationError, match="h_min") as caught:
+        Adaptive(MoreauJean(), rtol=1e-8, atol=1e-12, h_min=1e-3).solve(BALL, 3.0)
+    assert caught.value.t == BALL.t0 and np.array_equal(caught.value.q, BALL.q0)
 
 
 def test_gap_control_bounds_the_penetration():
@@ -159,6 +168,7 @@ def test_a_rejected_contact_step_is_shrunk_as_its_error_scales():
         ("gap_tolerance", 0.0),
         ("order", 0),
         ("extrapolate", 1),
+        ("extension_control", 1),
         ("t_eval", [2.0, 1.0]),
         ("max_samples", 2),
     ],
@@ -173,6 +183,7 @@ def test_bad_input_names_the_argument(argument, value):
 
 @pytest.mark.parametrize(("extrapolate", "expected"), [(False, 0.5), (True, 1.0)])
 def test_order_in_the_tolerance_through_an_impact(extrapolate, expected):
+    # Richardson's estimate alone (extension_control=False), the error at t = 3 alone.
     # The velocities are excluded on the impact step, whose length the positions' difference,
     # O(h^2), sets to h ~ tol^(1/2); the velocity after the impact is O(h) wrong: the error at
     # t = 3 (after the impact at pi / 2) goes as tol^(1/2), below the smooth phases' 2/3.
@@ -185,7 +196,7 @@ def test_order_in_the_tolerance_through_an_impact(extrapolate, expected):
     for index, rtol in np.ndenumerate(family):
         method = Adaptive(
             MoreauJean(), rtol=rtol, atol=1e-2 * rtol, order=2, gap_tolerance=rtol,
-            extrapolate=extrapolate,
+            extrapolate=extrapolate, extension_control=False,
         )  # fmt: skip
         errors[index] = np.max(np.abs(method.solve(OSCILLATOR, 3.0).q[-1] - exact))
     fit = fit_order(tolerances, np.median(errors, axis=1))

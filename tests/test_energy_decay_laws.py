@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,9 +46,9 @@ def test_the_quick_cases_run_the_adaptive_family_with_every_accepted_step_kept()
         if case.problem_name not in energy_decay.ADAPTIVE_CASES["quick"]:
             assert not mine
             continue
-        coarsest = max(energy_decay.STEPS["quick"][case.problem_name])
         assert sorted(r.tolerance_value for r in mine) == energy_decay.ADAPTIVE_TOLERANCES["quick"]
-        assert all(r.method_kwargs["h_max"] == coarsest for r in mine)
+        # Adaptive's default largest step (a tenth of the horizon): rtol, not h_max, sets it
+        assert all("h_max" not in r.method_kwargs for r in mine)
         assert all(r.method_kwargs["max_samples"] == energy_decay.ADAPTIVE_SAMPLES for r in mine)
         assert all(r.artefact is energy_decay.adaptive_artefacts for r in mine)
 
@@ -58,7 +60,8 @@ def test_an_adaptive_run_is_its_own_family_with_margins_in_its_largest_step():
         if r.problem_name == energy_decay.SPRING and r.method is Adaptive
     ]
     assert energy_decay._family(run) == ADAPTIVE_STEPPING
-    assert energy_decay._step_scale(run, None) == run.method_kwargs["h_max"]
+    steps = SimpleNamespace(t=np.array([0.0, 0.1, 0.3, 0.35]))  # every accepted step kept
+    assert energy_decay._step_scale(run, steps) == pytest.approx(0.2)
 
 
 def test_the_binned_step_record_keeps_every_accepted_step_in_its_bin():

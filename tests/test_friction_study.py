@@ -19,6 +19,7 @@ from impactbench.core.adaptive import Adaptive
 from impactbench.methods import EventDriven, MoreauJean
 from impactbench.problems import PainleveRod, RockingBlock, Woodpecker
 from impactbench.studies import STUDIES, friction
+from studies import _adaptive
 
 SICONOS = Path(__file__).parent / "data" / "siconos" / "Woodpecker10.ref"
 
@@ -256,3 +257,46 @@ def test_the_report_tables_list_every_run_of_each_part(made):
     assert rods.set_index("method").loc["EventDriven", "status"] == FAILED
     titles = [section.title for section in result.sections]
     assert "Housner's law on the rocking block" in titles and "The Painleve rod" in titles
+
+
+def test_an_adaptive_family_whose_error_is_not_controlled_is_left_out_of_the_verdicts(
+    tmp_path,
+):
+    """Two adaptive families on the oscillator, both the fastest to every target: one flat in
+    rtol (marked 'error not controlled', absent from the fastest-run table and the crossover
+    finding), one converging as rtol (controlled, in them)."""
+    table = _table_and_artefacts(tmp_path)
+    tolerances = [10.0 ** (-k / 2) for k in range(4, 15)]
+    flat = "Adaptive[scheme=MoreauJean]"
+    converging = "Adaptive[scheme=CatchingUp]"
+    rows = [
+        _row(
+            f"{name}{k}",
+            "FrictionOscillator",
+            method,
+            "time-stepping",
+            tolerance=rtol,
+            error=value,
+            wall_time=1e-6,
+            wall_time_max=1.1e-6,
+        )  # fmt: skip
+        for k, rtol in enumerate(tolerances)
+        for name, method, value in (("flat", flat, 1.2e-2), ("conv", converging, rtol))
+    ]
+    table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(friction, "_figures", lambda *args: [])
+        result = friction.report(table, tmp_path)
+    errors = pd.read_csv(tmp_path / "errors.csv", keep_default_na=False)
+    marks = errors.groupby("method")[_adaptive.CONTROL_COLUMN].unique()
+    assert list(marks[flat]) == [_adaptive.NOT_CONTROLLED]
+    assert list(marks[converging]) == [_adaptive.CONTROLLED]
+    assert list(marks["MoreauJean[theta=0.5]"]) == [""]
+    sections = {section.title: section.body for section in result.sections}
+    fastest = sections["Fastest run per error target"]
+    assert converging in fastest and flat not in fastest
+    assert _adaptive.NOT_CONTROLLED in sections["Error control of the adaptive family"]
+    text = " ".join(result.findings)
+    assert f"FrictionOscillator, {flat}: {_adaptive.NOT_CONTROLLED}" in text
+    (crossing,) = [f for f in result.findings if "faster family" in f]
+    assert "adaptive time-stepping" in crossing  # the controlled family takes part
