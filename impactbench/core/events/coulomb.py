@@ -25,7 +25,9 @@ forwards / backwards (lambda_T = -+ mu lambda_N, tangential acceleration >= 0 / 
 combination of states is solved (a linear system of order 2k) and checked against its
 inequalities (relative 1e-12, :data:`impactbench.core.friction.FRICTION_TOLERANCE`), the first
 feasible one taken (open before slip before stick: where two states give the same forces, at a
-lift-off or on the boundary of the friction cone, the contact opens or slips). This is Glocker's
+lift-off or on the boundary of the friction cone, the contact opens or slips; of feasible ones
+with the same motion, the first whose index-1 system has a positive determinant, see
+:func:`_solve_combinations`). This is Glocker's
 LCP at acceleration level, solved by enumeration so that its solutions are *counted*: none, or
 two with different forces, is a Painleve situation (e.g. a rod sliding on a rough floor with mu
 above the critical value, where W_N M^-1 (W_N - mu s W_T)^T < 0), reported as the failure
@@ -37,7 +39,9 @@ together).
 
 Impacts take the velocity-level Newton-Coulomb law (:func:`impactbench.core.friction.
 planar_friction`) on the active set of the frictionless law (:func:`impact_impulse`); sticking
-contacts keep W_T v = 0 through the velocity projections and the drift test.
+contacts, and sliding ones at zero tangential velocity, keep W_T v = 0 through the velocity
+projections (:func:`project_velocity`: the projection at the closing of contacts is then no
+frictionless impulse that sets them sliding), sticking ones through the drift test too.
 
 Templates: the problem's kernels (``tangent_gradient``, ``friction`` among them), its sizes and
 the rows of :func:`impactbench.core.events.dynamics.friction_layout` (``F_T``, ...) are free
@@ -355,7 +359,20 @@ def friction_drifted(y, k_closed, run, work):
 
 def project_velocity(y, rows, k, run, work):
     """v = y[n:] moved to G_rows v = 0 and W_T,i v = 0 for the sticking contacts among
-    ``rows[:k]``, in the metric of M; returns a status."""
+    ``rows[:k]``, and for those sliding with friction whose tangential velocity is at rest
+    (:func:`_at_rest_tangentially`), in the metric of M; returns a status.
+
+    The projection is the impulse W^T p of least kinetic energy onto these rows. Without the
+    rows of the contacts at rest tangentially it would be frictionless (p_T = 0) and could set
+    them sliding: at the accumulation of a rocking block's impacts the corners close with
+    W_T v = 0 (the impact law left the new pivot sticking) while the block still turns, and the
+    normal rows alone (G v = 0: no rotation) would leave the horizontal velocity x' = -c omega
+    of the turning block as sliding, with the two corners in the modes slip +1 and -1 that the
+    acceleration-level decision gives at rest (their friction forces cancel), so it would slide
+    without deceleration. Keeping W_T v = 0 projects onto the rest of the contacts that the
+    accumulation tends to. A tangential row dependent on the rows before it (a block resting
+    flat: both corners' rows (1, 0, c)) is already kept by them and left out
+    (:func:`_independent`)."""
     w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
@@ -364,7 +381,7 @@ def project_velocity(y, rows, k, run, work):
     R, Y = ws[F_RY : F_RY + 2 * m], ws[F_YF : F_YF + 2 * m]
     W, WF, x = ws[F_A : F_A + 2 * m], ws[F_RF : F_RF + 2 * m], ws[F_B]
     gap_gradient(q, run.p, G)
-    tangent_gradient(q, run.p, ws[F_T : F_T + m])
+    _tangent_rows(q, v, run.p, ws, 0.0)
     mass_matrix(q, run.p, w.M)
     if not ldl_factor_mass(w.M, n, w.F):
         return STATUS_MASS_NOT_SPD
@@ -373,25 +390,22 @@ def project_velocity(y, rows, k, run, work):
         i = rows[a]
         for j in range(n):
             R[size, j] = G[i, j]
-        size += 1
-        if ws[F_MODE, i] == STICK:
+        size = _add_row(R, Y, W, WF, size, w.F, False)
+        if size < 0:
+            return STATUS_DEGENERATE_GRADIENT
+    for a in range(k):
+        i = rows[a]
+        if ws[F_MODE, i] == STICK or _at_rest_tangentially(i, v, run, ws):
             for j in range(n):
                 R[size, j] = ws[F_T + i, j]
-            size += 1
+            size = _add_row(R, Y, W, WF, size, w.F, ws[F_MODE, i] != STICK)
+            if size < 0:
+                return STATUS_DEGENERATE_GRADIENT
     for r in range(size):
-        ldl_solve(w.F, n, R[r], Y[r])
         s = 0.0
         for j in range(n):
             s += R[r, j] * v[j]
         x[r] = s
-    for r in range(size):
-        for r2 in range(size):
-            s = 0.0
-            for j in range(n):
-                s += R[r, j] * Y[r2, j]
-            W[r, r2] = s
-    if not ldl_factor(W, size, WF):
-        return STATUS_DEGENERATE_GRADIENT
     ldl_solve(WF, size, x, x)
     for j in range(n):
         s = 0.0
@@ -399,6 +413,50 @@ def project_velocity(y, rows, k, run, work):
             s += Y[r, j] * x[r]
         v[j] -= s
     return STATUS_OK
+
+
+#: A row whose pivot in the projection's matrix is below this fraction of its diagonal entry
+#: depends on the rows before it (:func:`_add_row`).
+DEPENDENT_ROW = 1e-10
+
+
+def _at_rest_tangentially(i, v, run, ws):
+    """Whether the closed contact i, with friction and not sticking, has a tangential velocity
+    within the tolerance of a contact at rest of :func:`_rest_contacts`,
+    10 (atol + rtol |v|_inf) |W_T,i| (W_T and mu from :func:`_tangent_rows`)."""
+    if ws[F_MU, i] == 0.0:
+        return False
+    speed = 0.0
+    u = 0.0
+    norm = 0.0
+    for j in range(N_DOF):
+        speed = max(speed, abs(v[j]))
+        u += ws[F_T + i, j] * v[j]
+        norm += ws[F_T + i, j] * ws[F_T + i, j]
+    return abs(u) <= 10.0 * (run.atol + run.rtol * speed) * math.sqrt(norm)
+
+
+def _add_row(R, Y, W, WF, size, F, optional):  # noqa: N803
+    """Row ``size`` of ``R`` added to the projection: Y[size] = M^-1 R[size] (``F`` the factor
+    of M), the Gram matrix W = R M^-1 R^T grown by a row and a column and factored into ``WF``.
+    Returns the new size; the old one if ``optional`` and the row's pivot is below
+    :data:`DEPENDENT_ROW` of its diagonal entry (it depends on the rows before it), -1 if the
+    factorisation fails otherwise."""
+    n = N_DOF
+    ldl_solve(F, n, R[size], Y[size])
+    for r in range(size + 1):
+        s = 0.0
+        for j in range(n):
+            s += R[r, j] * Y[size, j]
+        W[r, size] = s
+        W[size, r] = s
+    if ldl_factor(W, size + 1, WF) and WF[size, size] * W[size, size] * DEPENDENT_ROW < 1.0:
+        return size + 1
+    if optional:
+        if size > 0:
+            ldl_factor(W, size, WF)
+        return size
+    return -1
 
 
 def impact_impulse(q, v, k, run, work):
@@ -595,28 +653,42 @@ def _solve_combinations(k, total, tol_a, ws):
     """Each combination of states (open, slipping, stuck) of the k contacts at rest in turn:
     its system solved and checked (``tol_a`` the tolerance on accelerations); the first feasible
     one's forces into ws[F_V]. Returns (the first feasible combination's code, -1 if none; the
-    number of distinct feasible solutions, counted up to 2)."""
+    number of distinct feasible solutions, counted up to 2).
+
+    Feasible combinations with the same motion (:func:`_different_motions`) are one solution;
+    of these the first whose system has a positive determinant is taken when the first has
+    not. The determinant of the combination's system has the sign of that of the index-1
+    contact dynamics in its modes (:func:`acceleration`: an open contact's rows are unit rows,
+    a slipping one's lambda_T = -mu s lambda_N is eliminated on a unit diagonal pivot), which
+    is integrated only where it is positive. Dependent contact rows give such duplicates: a
+    block resting flat with both corners at rest tangentially slips at one corner forwards and
+    at the other backwards (tangential forces that cancel), the same motion for either
+    assignment of the signs, but W_N M^-1 (W_N - mu s W_T)^T has a positive determinant for the
+    signs (+1, -1) of the (left, right) corners and, for the default block, a negative one for
+    (-1, +1)."""
     m = N_CONSTRAINTS
     kinds, best, state, sign = ws[F_KV + 3], ws[F_V], ws[F_V + 1], ws[F_V + 2]
     S, z = ws[F_A : F_A + 2 * m], ws[F_B]
     solutions = 0
     first = -1
+    first_det = 0.0
     for code in range(total):
         _decode(code, k, kinds, state, sign)
         _combination_system(k, ws)
-        if gauss_solve(S, z, 2 * k) == 0.0:
+        det = gauss_solve(S, z, 2 * k)
+        if det == 0.0:
             continue
         if not _feasible(k, tol_a, ws):
             continue
-        if first < 0:
+        if first >= 0 and _different_motions(k, z, best, ws):
+            solutions += 1
+            break
+        if first < 0 or (first_det < 0.0 < det):
             first = code
+            first_det = det
             solutions = 1
             for r in range(2 * k):
                 best[r] = z[r]
-            continue
-        if _different_motions(k, z, best, ws):
-            solutions += 1
-            break
     return first, solutions
 
 

@@ -135,6 +135,8 @@ _TEMPLATES = (
     ("project_position", resolution._project_position, False),
     ("_add_penetrated", resolution._add_penetrated, True),
     ("project_admissible", resolution._project_admissible, False),
+    ("_at_rest_tangentially", (None, coulomb._at_rest_tangentially), True),
+    ("_add_row", (None, coulomb._add_row), True),
     ("project_velocity", (resolution._project_velocity, coulomb.project_velocity), False),
     ("acceleration_lcp", resolution._acceleration_lcp, False),
     ("impact_impulse", (resolution._frictionless_impulse, coulomb.impact_impulse), "ir"),
