@@ -113,8 +113,9 @@ _FULL_STEPS = np.geomspace(1e-2, 1e-5, 10)
 STEPS = {"full": _FULL_STEPS, "quick": _FULL_STEPS[[0, 2, 4]]}
 #: Runs per nominal step: the step itself and perturbed copies (phase averaging).
 PHASES = {"full": 5, "quick": 3}
-#: rtol of the event-driven method: the loose 5e-2 and 1e-2 bring its errors into the
-#: time-steppers' range (the crossover of the cost curves, :mod:`._crossover`).
+#: rtol of the event-driven method: the loose 5e-2 and 1e-2 are meant to reach the
+#: time-steppers' error range (the crossover of the cost curves, :mod:`._crossover`, states
+#: the overlap the runs give).
 TOLERANCES = {
     "full": [5e-2, 1e-2, *(10.0**-k for k in range(3, 11))],
     "quick": [5e-2, 1e-5, 1e-8],

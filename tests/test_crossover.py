@@ -81,7 +81,7 @@ def test_crossing_of_two_power_laws_is_the_closed_form():
     assert found.low == pytest.approx(expected, rel=1e-12)
     assert found.high == pytest.approx(expected, rel=1e-12)
     assert found.text.startswith(f"{TS} vs {ED}: cross at error 0.0032 [0.0032, 0.0032]")
-    assert "time-stepping cheaper above, event-driven below" in found.text
+    assert "time-stepping cheaper above, event-driven just below" in found.text
 
 
 def test_crossing_off_the_knots_is_exact_in_log_log():
@@ -120,6 +120,36 @@ def test_interval_holds_the_crossing_and_widens_with_the_noise():
     # seeded: the same table gives the same interval
     again = crossover_of("P", _laws(noise=0.3), "error", TS, ED, resamples=400)
     assert (again.low, again.high) == (loud.low, loud.high)
+
+
+def test_resamples_that_do_not_cross_bound_the_interval_at_the_overlap_s_end():
+    """Time-stepping cost 2.2e-6 / e crosses the event-driven 1e-4 e^-0.2 at
+    e* = 0.022^(1 / 0.8) = 0.0085, near the loose end 0.01 of the overlap: with 30 % noise some
+    resamples leave the time-stepper cheaper over all of it (their crossing beyond 0.01). They
+    are counted at that end, so the interval reaches it and says so (">= 0.01"), where the
+    quantiles of the crossing resamples alone would end below it."""
+    found = crossover_of("P", _laws(ts_scale=2.2e-6, noise=0.3), "error", TS, ED, resamples=1000)
+    assert 0.5 * 0.022 ** (1 / 0.8) < found.error < 1e-2  # the noisy medians' crossing
+    assert found.without > 0.025 * found.resamples  # enough censored to reach the 97.5 % point
+    assert found.high == found.crossing.overlap[1] == pytest.approx(1e-2)
+    assert found.low < found.error
+    assert f"[{found.low:.2g}, >= 0.01]" in found.text
+
+
+def test_the_text_names_the_family_just_below_the_loosest_of_two_crossings():
+    """Fronts crossing twice (test below): the loose-end family is cheaper above the loosest
+    crossing and the other one just below it, though the loose-end family is cheaper again at
+    the accurate end."""
+    second = _points(ED, [1e-4, 1e-2], 1.0, 0.0)
+    first = _points(TS, [1e-4, 1e-3, 1e-2], 1.0, 0.0)
+    for row, cost in zip(first, [4.0, 0.16, 0.036], strict=True):
+        row["wall_time_repeats"] = json.dumps([cost] * 9)
+    for row, cost in zip(second, [2.0, 0.02], strict=True):
+        row["wall_time_repeats"] = json.dumps([cost] * 9)
+    found = crossover_of("P", pd.DataFrame(first + second), "error", TS, ED, resamples=10)
+    assert len(found.crossing.errors) == 2
+    assert found.family(found.crossing.cheaper_tight) == ED
+    assert f"({ED} cheaper above, {TS} just below;" in found.text
 
 
 def test_no_crossing_is_outside_the_range_searched():

@@ -165,8 +165,10 @@ class Crossover:
         The crossing of the fronts of the measured medians.
     low, high : float
         The bootstrap interval of the crossover error (the loosest crossing when the fronts
-        cross more than once): the quantiles of the resamples that cross; NaN when the fronts
-        do not cross, when no resample does, or with too few repeats.
+        cross more than once): quantiles over every resample, one whose fronts do not cross
+        counted at the end of the overlap its crossing left by (the accurate end when the
+        measured loose-end family stays cheaper over all of it, else the loose end); NaN when
+        the fronts do not cross or with too few repeats.
     resamples : int
         Bootstrap resamples drawn (0: too few repeats for an interval).
     without : int
@@ -203,12 +205,12 @@ class Crossover:
 
     @property
     def text(self) -> str:
-        """The statement of the crossover, e.g. ``"time-stepping vs event-driven: cross at
-        error 0.00031 [0.00012, 0.0006] (time-stepping cheaper above, event-driven below;
-        searched [5e-06, 0.02], 3.6 decades; 12 of 4000 resamples do not cross)"``, ``"... :
-        outside [5e-06, 0.02]: event-driven cheaper over all of it (3.6 decades); 0 of 4000
-        resamples cross"`` or ``"... : the error ranges share no
-        interval (...)"``; an overlap under :data:`MIN_DECADES` decades is said to be one."""
+        """The statement of the crossover, of the forms ``"A vs B: cross at error e [l, u] (A
+        cheaper above, B just below; searched [a, b], n decades; k of R resamples do not
+        cross)"`` (l written ``<= a`` and u ``>= b`` where the interval reaches an end of the
+        overlap: censored resamples), ``"A vs B: outside [a, b]: B cheaper over all of it (n
+        decades); k of R resamples cross"`` or ``"A vs B: the error ranges share no interval
+        (...)"``; an overlap under :data:`MIN_DECADES` decades is said to be one."""
         pair = f"{self.first} vs {self.second}: "
         if self.crossing.overlap is None:
             spans = ", ".join(
@@ -231,15 +233,18 @@ class Crossover:
             return pair + text
         text = f"cross at error {_g(self.error)}"
         if self.resamples:
-            if math.isfinite(self.low):
-                text += f" [{_g(self.low)}, {_g(self.high)}]"
-            else:
-                text += " [no resample crosses]"
+            # an end of the interval at an end of the overlap is a censored bound (resamples
+            # whose crossing left the overlap there)
+            lower = f"<= {_g(low)}" if self.low <= low else _g(self.low)
+            upper = f">= {_g(high)}" if self.high >= high else _g(self.high)
+            text += f" [{lower}, {upper}]"
         else:
             text += f" [no interval: fewer than {MIN_REPEATS} repeats]"
+        loose = self.crossing.cheaper_loose
+        below = None if loose is None else 1 - loose  # just below the loosest crossing
         text += (
-            f" ({self.family(self.crossing.cheaper_loose)} cheaper above, "
-            f"{self.family(self.crossing.cheaper_tight)} below; searched {searched}, {width}"
+            f" ({self.family(loose)} cheaper above, {self.family(below)} just below; "
+            f"searched {searched}, {width}"
         )
         if len(self.crossing.errors) > 1:
             others = ", ".join(_g(e) for e in self.crossing.errors[:-1])
@@ -314,12 +319,20 @@ def crossover_of(
     x = np.unique(np.log(grid[(grid >= low_end) & (grid <= high_end)]))
     d = _log_fronts(points[0][0], costs[0], x) - _log_fronts(points[1][0], costs[1], x)
     loosest = _loosest_crossings(x, d)
-    found = loosest[np.isfinite(loosest)]
+    crosses = np.isfinite(loosest)
     tail = (1 - CONFIDENCE) / 2
     low = high = math.nan
-    if found.size and measured.errors:
-        low, high = (float(q) for q in np.exp(np.quantile(np.log(found), [tail, 1 - tail])))
-    without = resamples - found.size if measured.errors else found.size
+    if measured.errors:
+        # a resample whose fronts do not cross has its crossing outside the overlap: beyond its
+        # accurate end when the measured loose-end family stays cheaper over all of it, beyond
+        # its loose end when the other one does (censored at that end, counted in the interval)
+        first_cheaper = d.mean(axis=1) < 0.0
+        same = first_cheaper == (measured.cheaper_loose == 0)
+        censored = np.where(same, low_end, high_end)
+        every = np.where(crosses, loosest, censored)
+        low, high = (float(q) for q in np.exp(np.quantile(np.log(every), [tail, 1 - tail])))
+        low, high = max(low, low_end), min(high, high_end)  # exp(log(.)) is not exact
+    without = resamples - int(crosses.sum()) if measured.errors else int(crosses.sum())
     return Crossover(problem, first, second, ranges, measured, low, high, resamples, without)
 
 
