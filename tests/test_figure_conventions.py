@@ -318,7 +318,10 @@ def test_pendulum_ensemble_figures(saved, tmp_path):
     pendulum_ensemble._figure(pd.DataFrame(rows), null, statistic, tmp_path)
     members = pd.DataFrame(rows)[["method", "h", "tolerance"]]
     members = pd.concat([members] * 3, ignore_index=True).assign(ensemble=pendulum_ensemble.MAIN)
-    settling = members.assign(**{pendulum_ensemble.SETTLING: np.arange(len(members), dtype=float)})
+    settling = members.assign(
+        **{pendulum_ensemble.SETTLING: np.arange(len(members), dtype=float)},
+        settled=np.arange(len(members)) % 2,  # the members not settled by T are censored
+    )
     pendulum_ensemble._settling_figure(settling, tmp_path)
     assert saved == ["ensemble_distance.png", "settling_time_cdf.png"]
 

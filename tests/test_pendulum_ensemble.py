@@ -201,6 +201,22 @@ def test_the_settling_criterion_triggers_on_a_reference_member_and_not_at_the_st
     # a member that starts below the wall level is settled from the start
     flat = np.full(5, e_wall - 1.0)
     assert ensemble.settling_time(np.arange(5.0), flat, np.ones(5, bool), e_wall, 5.0) == (0, True)
+    # an energy that touches the level and rises again has not settled there (a time-stepper's
+    # energy oscillates in flight): settled from the last entry below the level
+    touching = np.array([1.0, 0.0, 1.0, 0.5, 0.0, 0.0]) + e_wall
+    times = np.arange(6.0)
+    assert ensemble.settling_time(times, touching, np.ones(6, bool), e_wall, 6.0) == (4.0, True)
+    rising = np.array([1.0, 0.0, 0.0, 1.0]) + e_wall
+    assert ensemble.settling_time(times[:4], rising, np.ones(4, bool), e_wall, 4.0) == (4.0, False)
+
+
+def test_the_median_settling_time_is_a_bound_when_it_falls_on_a_censored_member():
+    members = pd.DataFrame(
+        {ensemble.SETTLING: [10.0, 200.0, 200.0], "settled": [1.0, 0.0, 0.0], "t_end": 200.0}
+    )
+    assert ensemble._median_settling(members) == ">= 200"
+    members["settled"] = 1.0
+    assert ensemble._median_settling(members) == "200"
 
 
 def test_the_null_row_exists_for_every_statistic_and_reads_each_distance():
