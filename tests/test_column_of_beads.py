@@ -441,8 +441,8 @@ def test_below_the_tolerance_speed_the_falling_column_chatters_without_tunnellin
     between root-found impacts; the rebounds stay at that speed, above these thresholds' rest
     speeds, so the Zeno test never closes the contacts: at T the beads still move faster than
     1e-6 m/s and at most 2 sqrt(2 g0 delta), while at every sample no gap is below -2 delta.
-    (To t = 100 these runs would resolve tens of millions of impacts; the test to t = 100 above
-    is for the thresholds that settle.)"""
+    (To t = 100 these runs would resolve impacts at that speed for the whole horizon; the test
+    to t = 100 above is for the thresholds that settle.)"""
     problem = ColumnOfBeads(n_beads=limits.BEADS["full"])
     method = EventDriven(rtol=limits.EVENT_RTOL, rest_velocity=rest_velocity)
     run = simulate(problem, method, limits.HORIZON[limits.COLUMN]["full"])

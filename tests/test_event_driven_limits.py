@@ -18,9 +18,11 @@ from impactbench.studies import event_driven_limits as limits
 
 
 def _row(method, h, tolerance, error, fastest, slowest, repeats=10, impacts=10):
-    """A run whose ``repeats`` timed repeats spread evenly from ``fastest`` to ``slowest``."""
+    """A run of the falling column whose ``repeats`` timed repeats spread evenly from
+    ``fastest`` to ``slowest``."""
     family = "time-stepping" if h == h else "event-driven"
     return {
+        "problem": limits.COLUMN,
         "method": method,
         "h": h,
         "tolerance": tolerance,
@@ -165,6 +167,10 @@ def test_an_error_at_round_off_reaches_the_exact_answer():
     assert (
         list(limits.equal_error(slightly_off)["verdict"])[:2] == ["no time-stepper as accurate"] * 2
     )
+    # the rule is the rest states' (in m): on the ball, whose error is a max error over the
+    # run, 1e-15 is not as accurate as 0
+    ball = frame.assign(problem=limits.BALL)
+    assert list(limits.equal_error(ball)["verdict"])[:2] == ["no time-stepper as accurate"] * 2
 
 
 def test_the_verdict_counts_name_every_verdict():
