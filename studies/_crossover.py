@@ -28,7 +28,9 @@ METHOD_TEXT = (
     "where the two curves' log-cost difference changes sign inside the overlap of their error "
     "ranges (the loosest such error when they cross more than once). Its interval is the "
     f"{CONFIDENCE * 100:g} % percentile bootstrap over {RESAMPLES} resamples (each run's timed "
-    "repeats resampled apart, seeded; the share of resamples that do not cross is given). "
+    "repeats resampled apart, seeded; a resample whose curves do not cross counted at the end "
+    "of the overlap its crossing left by, the bound then written <= a or >= b; the number of "
+    "resamples that do not cross is given). "
     '"outside [a, b]": the curves do not cross over the overlap [a, b] searched, the family '
     f"named is cheaper over all of it. An overlap under {MIN_DECADES:g} decades is flagged as "
     "one: there the sweeps, not the methods, decide the comparison. "

@@ -835,7 +835,8 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             f"Settled: E - E_wall <= {SETTLING_FRACTION:g} (E(0) - E_wall), E_wall the least "
             "potential energy with the tip on the wall (below it no impact can occur; after an "
             "impact E >= E_wall, so the energy decays towards it). Empirical distribution of the "
-            "settling time at each method's finest step or tolerance (not settled by T: T).\n\n"
+            "settling time at each method's finest step or tolerance (members not settled by T "
+            "left out: a curve ends at the fraction settled).\n\n"
             f"![settling time]({_settling_figure(members, folder)})\n",
         ),
     ]
