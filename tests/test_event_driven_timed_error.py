@@ -149,3 +149,33 @@ def test_a_run_whose_repeats_differ_fails(monkeypatch):
     assert untimed.status != runner.FAILED and repeats is not None
     with pytest.raises(RuntimeError, match="not deterministic"):
         repeats.attempt()
+
+
+def test_dense_output_is_built_after_the_clock(monkeypatch):
+    """The conversion of the kept pieces into a DenseOutput is post-processing that a run
+    without dense output does not do: Method.solve builds it after its clock stopped, so that
+    the run's wall time counts its steps and the keeping of its pieces only (a clock that the
+    conversion advances by 1000 s leaves the wall time below it)."""
+    from impactbench.core import method as method_module
+
+    ball, t_end = _ball()
+    clock = {"now": 0.0}
+    real_build = events_engine.dense_output
+
+    def slow_build(*args, **kwargs):
+        clock["now"] += 1000.0  # what the conversion costs on the patched clock
+        return real_build(*args, **kwargs)
+
+    def perf_counter() -> float:
+        clock["now"] += 1e-6
+        return clock["now"]
+
+    monkeypatch.setattr(events_engine, "dense_output", slow_build)
+    monkeypatch.setattr(method_module.time, "perf_counter", perf_counter)
+    run = ib.simulate(ball, EventDriven(rtol=1e-11, dense_output=True), t_end)
+    monkeypatch.undo()
+    assert isinstance(run.dense, ib.DenseOutput)
+    assert clock["now"] >= 1000.0  # the conversion ran
+    assert run.stats["wall_time"] < 1.0
+    compiled = simulate_compiled(ball, t_end, rtol=1e-11, dense_output=True)
+    np.testing.assert_array_equal(compiled.dense.values, run.dense.values)

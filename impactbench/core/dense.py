@@ -48,6 +48,26 @@ _CHUNK = 4096
 _END_ULPS = 4.0
 
 
+class DeferredDense:
+    """A run's dense output whose building is left until after the run's clock stops.
+
+    A compiled engine keeps its raw pieces (each accepted step's interpolant) during the run;
+    turning them into a :class:`DenseOutput` (node values of every piece) is post-processing
+    that a run without dense output does not do. :meth:`impactbench.core.method.Method.solve`
+    calls :meth:`build` once its clock has stopped, so that ``stats["wall_time"]`` counts the
+    run's steps and the keeping of its pieces, not their conversion.
+
+    Parameters
+    ----------
+    build : callable
+        ``build() -> DenseOutput or None``, over copies of the pieces (the run's buffers are
+        reused by later runs).
+    """
+
+    def __init__(self, build: Callable[[], DenseOutput | None]) -> None:
+        self.build = build
+
+
 def chebyshev_lobatto_nodes(degree: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes x_j = (1 - cos(pi j / d)) / 2 in [0, 1] (x_0 = 0, x_d = 1 exactly) and their
     barycentric weights (-1)^j delta_j (delta = 1/2 at the ends, 1 inside)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 from . import _checks, compile_clock
+from .dense import DeferredDense
 from .energy import check_energy_gain, is_conservative
 from .problem import Problem
 from .trajectory import Trajectory
@@ -137,7 +138,8 @@ class Method(ABC):
         Validates the problem (``problem.check()``), ``t_end`` and ``output_every``, then times
         :meth:`_solve_impl`: ``stats["compile_time"]`` is the time numba spent compiling or
         loading compiled code from its disk cache (:mod:`impactbench.core.compile_clock`),
-        ``stats["wall_time"]`` the rest of the call. On a conservative problem
+        ``stats["wall_time"]`` the rest of the call (a dense output the method deferred,
+        :class:`impactbench.core.dense.DeferredDense`, is built after it). On a conservative problem
         (``problem.conservative``) the run then passes the energy gate
         (:func:`impactbench.core.energy.check_energy_gain`: its ``stats["energy_gain"]``, and a
         SimulationError when its energy rose above the initial value by more than the gate's
@@ -161,6 +163,8 @@ class Method(ABC):
         with compile_clock.clock(lambda: f"{self.name} for {problem.name}") as compiling:
             trajectory = self._solve_impl(problem, t_end, h, output_every)
         elapsed = time.perf_counter() - start
+        if isinstance(trajectory.dense, DeferredDense):  # post-processing, after the clock
+            trajectory.dense = trajectory.dense.build()
         trajectory.stats["compile_time"] = compiling.seconds
         trajectory.stats["wall_time"] = max(elapsed - compiling.seconds, 0.0)
         if "integration_time" in trajectory.stats:  # part of the wall time: a compilation

@@ -39,7 +39,7 @@ import numpy as np
 
 from impactbench.core import _checks, compiled_rk
 from impactbench.core._jit import specialize
-from impactbench.core.dense import DenseOutput, chebyshev_lobatto_nodes
+from impactbench.core.dense import DeferredDense, DenseOutput, chebyshev_lobatto_nodes
 from impactbench.core.divergence import state_bounds
 from impactbench.core.entry import DirectCall
 from impactbench.core.problem import Problem
@@ -433,7 +433,10 @@ def simulate_compiled(
         problem, rtol, atol, integrator, max_step, rest_velocity, min_impact_interval, compile,
         name, bool(dense_output),
     )  # fmt: skip
-    return engine.run(problem, t_end, output_every, int(capacity))
+    result = engine.run(problem, t_end, output_every, int(capacity))
+    if isinstance(result.dense, DeferredDense):
+        result.dense = result.dense.build()
+    return result
 
 
 class PreparedEngine:
@@ -545,38 +548,59 @@ class PreparedEngine:
         result = trajectory(problem, run, out, self.name)
         result.stats["integration_time"] = integration_time
         if self.dense:
-            result.dense = dense_output(self.integrator, out, result)
+            result.dense = deferred_dense_output(self.integrator, out, result)
         free.append(buffers)  # every array the trajectory keeps is a copy
         return result
 
 
-def dense_output(integrator: str, out: Output, result: Trajectory) -> DenseOutput | None:
-    """The dense output of a compiled run from the pieces in ``out`` (None without a piece).
+def deferred_dense_output(integrator: str, out: Output, result: Trajectory) -> DeferredDense:
+    """The dense output of a compiled run (:func:`dense_output`), built when asked: a copy of
+    the pieces in ``out`` (whose buffers later runs reuse), converted after the run's clock
+    stopped (:class:`impactbench.core.dense.DeferredDense`)."""
+    k = int(out.counters[COUNTER_PIECES])
+    piece_t, piece_y, piece_c = (a[:k].copy() for a in (out.piece_t, out.piece_y, out.piece_c))
+    final_state = out.state[1:].copy()
+    return DeferredDense(
+        lambda: dense_output(integrator, piece_t, piece_y, piece_c, final_state, result)
+    )
 
-    Piece k is the interpolant of the pair ``integrator`` on its accepted step [t_old,
-    t_old + h] (:func:`impactbench.core.compiled_rk._dense_evaluate`, the polynomial the run's
-    event location evaluated), restricted to [t_old, t_stop] (t_stop < t_old + h where the step
+
+def dense_output(
+    integrator: str,
+    piece_t: np.ndarray,
+    piece_y: np.ndarray,
+    piece_c: np.ndarray,
+    final_state: np.ndarray,
+    result: Trajectory,
+) -> DenseOutput | None:
+    """The dense output of a compiled run from its k pieces (None without a piece).
+
+    Piece i is the interpolant of the pair ``integrator`` on its accepted step [t_old,
+    t_old + h] (``piece_t[i] = (t_old, h, t_stop)``, shape (k, 3); ``piece_y[i]`` its end states,
+    shape (k, 2, 2 n); ``piece_c[i]`` its interpolation coefficients;
+    :func:`impactbench.core.compiled_rk._dense_evaluate`, the polynomial the run's event
+    location evaluated), restricted to [t_old, t_stop] (t_stop < t_old + h where the step
     was cut at an event) and stored at the ``DENSE_DEGREE + 1`` Chebyshev-Lobatto nodes of that
     interval (:mod:`impactbench.core.dense`: exact up to round-off), its end nodes the run's
     states (the state after a restart or a projection at its start, the step's end or the
-    located event at its end); the last node is the final state of a run that reached t_end
-    (projected onto the closed contacts), the impacts those of ``result``'s log, as on the
-    scipy path (:class:`impactbench.core.events.plain.PlainRun`).
+    located event at its end); the last node is ``final_state`` (shape (2 n,)) for a run that
+    reached t_end (projected onto the closed contacts), the impacts those of ``result``'s log,
+    as on the scipy path (:class:`impactbench.core.events.plain.PlainRun`).
     """
-    k = int(out.counters[COUNTER_PIECES])
+    k = piece_t.shape[0]
     if k == 0:
         return None
-    t_old, h, t_stop = out.piece_t[:k, 0], out.piece_t[:k, 1], out.piece_t[:k, 2]
+    t_old, h, t_stop = piece_t[:, 0], piece_t[:, 1], piece_t[:, 2]
     nodes, _ = chebyshev_lobatto_nodes(compiled_rk.DENSE_DEGREE[integrator])
     times = t_old[:, None] + (t_stop - t_old)[:, None] * nodes[None, :]
     times[:, -1] = t_stop
     x = (times - t_old[:, None]) / h[:, None]
-    y_start, y_end = out.piece_y[:k, 0], out.piece_y[:k, 1]
-    values = compiled_rk.dense_values(integrator, x, h, y_start, out.piece_c[:k])
+    y_start, y_end = piece_y[:, 0], piece_y[:, 1]
+    values = compiled_rk.dense_values(integrator, x, h, y_start, piece_c)
     values[:, 0] = y_start
     values[:, -1] = y_end
     if result.status is not Status.FAILED:
-        values[-1, -1] = out.state[1:]
+        values[-1, -1] = final_state
     breaks = np.append(t_old, t_stop[-1])
     impacts = np.unique(result.impacts.t)
     return DenseOutput(breaks, values, impacts[impacts <= breaks[-1]])
