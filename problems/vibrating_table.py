@@ -36,10 +36,10 @@ samples at a fraction of the period, halved geometrically towards the take-off, 
 sign change, which :func:`scipy.optimize.brentq` refines. Between two positive samples a grazing
 dip below zero is ruled out rigorously: :math:`f(y) = \int_0^1 F'(sy)\,ds` gives
 :math:`|f''| \le \Gamma/3`, so a zero inside an interval of width :math:`w` needs a sample value
-at most :math:`\Gamma w^2/6`; only such intervals are minimised. With :math:`\tilde u = 0` the
-ball rests on the table while :math:`\Gamma\sin\varphi < 1` (the table's acceleration above
-:math:`-g`) and leaves at the next phase where :math:`\sin\varphi = 1/\Gamma` with the table's
-acceleration falling.
+at most :math:`\Gamma w^2/24` (the interpolation error bound); only such intervals are minimised.
+With :math:`\tilde u = 0` the ball rests on the table while :math:`\Gamma\sin\varphi < 1` (the
+table's acceleration above :math:`-g`) and leaves at the next phase where
+:math:`\sin\varphi = 1/\Gamma` with the table's acceleration falling.
 
 Period-n orbits
 ---------------
@@ -57,8 +57,9 @@ on the landing gives :math:`u = e(V + A\omega\cos\varphi)`; hence
 which exist for :math:`\Gamma \ge \Gamma_{sn} = \pi n (1 - e)/(1 + e)`. Of the two roots,
 :math:`\varphi^* = \arccos(\cdot) \in (0, \pi/2]` (the table rising and decelerating) is the
 candidate stable one; :math:`2\pi - \arccos(\cdot)` is a saddle. The orbit is a true orbit only
-if the ball's parabola clears the table during the n periods (checked by the exact map,
-:meth:`VibratingTable.period_orbit_clears_table`).
+if the ball's parabola clears the table during the n periods, and for e = 0 (take-off velocity 0)
+only if the ball leaves at once, :math:`\Gamma \ge (1 + \pi^2 n^2)^{1/2}` (both checked by the
+exact map, :meth:`VibratingTable.period_orbit_clears_table`).
 
 Linear stability
 ----------------
@@ -235,28 +236,41 @@ def high_bounce_period_doubling_acceleration(n: int, restitution: float) -> floa
 
 
 def _cos_defect(y: np.ndarray) -> np.ndarray:
-    """(1 - cos y)/y - y/2 without cancellation (0 at y = 0)."""
+    """(1 - cos y)/y - y/2 without cancellation (0 at y = 0), elementwise."""
     y = np.asarray(y, dtype=float)
     y2 = y * y
-    series = (
-        -y * y2 * (1.0 / 24.0 - y2 * (1.0 / 720.0 - y2 * (1.0 / 40320.0 - y2 * (1.0 / 3628800.0))))
-    )
+    series = -y * y2 * (1.0 / 24.0 - y2 * (1.0 / 720.0 - y2 * (1.0 / 40320.0 - y2 / 3628800.0)))
     with np.errstate(divide="ignore", invalid="ignore"):
         direct = (2.0 * np.sin(0.5 * y) ** 2 - 0.5 * y2) / y
     return np.where(np.abs(y) < _SERIES_BELOW, series, direct)
 
 
 def _sine_defect(y: np.ndarray) -> np.ndarray:
-    """1 - sin(y)/y without cancellation (0 at y = 0)."""
+    """1 - sin(y)/y without cancellation (0 at y = 0), elementwise."""
     y = np.asarray(y, dtype=float)
     y2 = y * y
-    series = y2 * (
-        1.0 / 6.0
-        - y2 * (1.0 / 120.0 - y2 * (1.0 / 5040.0 - y2 * (1.0 / 362880.0 - y2 / 39916800.0)))
-    )
+    inner = 1.0 / 5040.0 - y2 * (1.0 / 362880.0 - y2 / 39916800.0)
+    series = y2 * (1.0 / 6.0 - y2 * (1.0 / 120.0 - y2 * inner))
     with np.errstate(divide="ignore", invalid="ignore"):
         direct = 1.0 - np.sin(y) / y
     return np.where(np.abs(y) < _SERIES_BELOW, series, direct)
+
+
+def _cos_defect_at(y: float) -> float:
+    """:func:`_cos_defect` of one float (the same formulas, math instead of numpy)."""
+    y2 = y * y
+    if abs(y) < _SERIES_BELOW:
+        return -y * y2 * (1.0 / 24.0 - y2 * (1.0 / 720.0 - y2 * (1.0 / 40320.0 - y2 / 3628800.0)))
+    return (2.0 * math.sin(0.5 * y) ** 2 - 0.5 * y2) / y
+
+
+def _sine_defect_at(y: float) -> float:
+    """:func:`_sine_defect` of one float (the same formulas, math instead of numpy)."""
+    y2 = y * y
+    if abs(y) < _SERIES_BELOW:
+        inner = 1.0 / 5040.0 - y2 * (1.0 / 362880.0 - y2 / 39916800.0)
+        return y2 * (1.0 / 6.0 - y2 * (1.0 / 120.0 - y2 * inner))
+    return 1.0 - math.sin(y) / y
 
 
 class _Flight(NamedTuple):
@@ -279,14 +293,20 @@ def _flight(
     take-off from rest at sin(phase) = 1/Gamma uses its exact value 0.
     """
 
-    def gap_over_time(y):
-        # f(y) = F(y)/y = u + a y/2 + Gamma sin(phi) [(1 - cos y)/y - y/2]
-        #        + Gamma cos(phi) (1 - sin(y)/y), with a = Gamma sin(phi) - 1
+    # f(y) = F(y)/y = u + a y/2 + Gamma sin(phi) [(1 - cos y)/y - y/2]
+    #        + Gamma cos(phi) (1 - sin(y)/y), with a = Gamma sin(phi) - 1
+    slope = 0.5 * relative_acceleration
+    sine_weight, cosine_weight = gamma * sin_phase, gamma * cos_phase
+
+    def gap_over_time(y: np.ndarray) -> np.ndarray:
+        return velocity + slope * y + sine_weight * _cos_defect(y) + cosine_weight * _sine_defect(y)
+
+    def gap_over_time_at(y: float) -> float:
         return (
             velocity
-            + 0.5 * relative_acceleration * y
-            + gamma * sin_phase * _cos_defect(y)
-            + gamma * cos_phase * _sine_defect(y)
+            + slope * y
+            + sine_weight * _cos_defect_at(y)
+            + cosine_weight * _sine_defect_at(y)
         )
 
     step = TWO_PI / SAMPLES_PER_PERIOD
@@ -301,18 +321,20 @@ def _flight(
     first = int(np.flatnonzero(values <= 0.0)[0])
 
     def solve(low: float, high: float) -> float:
-        return brentq(lambda y: float(gap_over_time(y)), low, high, xtol=1e-300, rtol=4 * _EPS)
+        return brentq(gap_over_time_at, low, high, xtol=1e-300, rtol=4 * _EPS)
 
     if first == 0:  # from rest, a landing before the smallest sample: the ball stays down
         return _Flight(float(times[0]), 0.0)
-    # A zero between two positive samples needs min(f) <= Gamma w^2 / 6 there (|f''| <= Gamma/3):
-    # only those intervals are minimised; the first sign change is then solved by Brent.
+    # Between samples a and b = a + w, f >= (linear interpolant) - (max|f''|/2)(y - a)(b - y)
+    # >= min(f(a), f(b)) - Gamma w^2/24 as |f''| <= Gamma/3: a zero between two positive samples
+    # needs min(f(a), f(b)) <= Gamma w^2/24. Only those intervals are minimised; the first sign
+    # change is then solved by Brent's method.
     widths = np.diff(times[:first])
-    suspect = np.minimum(values[: first - 1], values[1:first]) <= gamma * widths**2 / 6.0
+    suspect = np.minimum(values[: first - 1], values[1:first]) <= gamma * widths**2 / 24.0
     landing = None
     for i in np.flatnonzero(suspect):
         dip = minimize_scalar(
-            lambda y: float(gap_over_time(y)),
+            gap_over_time_at,
             bounds=(times[i], times[i + 1]),
             method="bounded",
             options={"xatol": 1e-14 * max(1.0, times[i + 1])},
@@ -733,11 +755,14 @@ class VibratingTable:
         return np.array([first, second])
 
     def period_orbit_clears_table(self, n: int, stable_branch: bool = True) -> bool:
-        """Whether the period-n orbit's flight clears the table until its landing n periods on.
+        r"""Whether the period-n orbit is an orbit of the exact map.
 
-        The closed form assumes it; the exact map (:meth:`impact_map`) decides: the next impact
-        from the orbit's take-off is the orbit's landing (to 1e-9 of the n periods), not an
-        earlier one.
+        The closed form assumes that the ball flies at once and that its flight clears the table
+        until the landing n periods on; the exact map (:meth:`impact_map`) decides: the next
+        impact from the orbit's take-off is the orbit's landing (to 1e-9 of the n periods), not
+        an earlier one. For e = 0 the take-off velocity is 0 and the ball also has to leave at
+        once, :math:`\Gamma\sin\varphi^* \ge 1`, i.e. :math:`\Gamma \ge (1 + \pi^2 n^2)^{1/2}`;
+        below it rests on the table (a sticking orbit, not this one).
 
         Parameters
         ----------
