@@ -100,8 +100,9 @@ The root with :math:`\sin\varphi^* > 0` is stable for :math:`\Gamma_{sn} < \Gamm
 the other root always has a multiplier above 1. Holmes' high-bounce approximation (Holmes 1982,
 J. Sound Vib. 84, 173: the table's displacement neglected, the flight time taken as
 :math:`2V/g`) gives :math:`(\Gamma_{sn}^2 + 1)^{1/2}` instead; the two agree as :math:`e \to 1`.
-The derivation above is that of the exact map studied by Luck & Mehta (1993, Phys. Rev. E 48,
-3988) and Barroso, Carneiro & Macau (2009, Phys. Rev. E 79, 026206).
+The same exact map is studied by Luck & Mehta (1993, Phys. Rev. E 48, 3988) and Barroso,
+Carneiro & Macau (2009, Phys. Rev. E 79, 026206); the threshold here is derived independently and
+checked against the iterated map (tests/test_vibrating_table_closed_forms.py).
 
 Sticking
 --------
@@ -450,15 +451,48 @@ class VibratingTable:
         return self.gravity / self.angular_frequency
 
     def table_position(self, phase: float | np.ndarray) -> float | np.ndarray:
-        """Table height A sin(phase) (m) at the phase omega t (rad), any shape."""
+        """Table position, A sin(phase).
+
+        Parameters
+        ----------
+        phase : float or numpy.ndarray, any shape
+            Table phase omega t (rad).
+
+        Returns
+        -------
+        float or numpy.ndarray, the shape of ``phase``
+            The position (m).
+        """
         return self.amplitude * np.sin(phase)
 
     def table_velocity(self, phase: float | np.ndarray) -> float | np.ndarray:
-        """Table velocity A omega cos(phase) (m/s) at the phase omega t (rad), any shape."""
+        """Table velocity, A omega cos(phase).
+
+        Parameters
+        ----------
+        phase : float or numpy.ndarray, any shape
+            Table phase omega t (rad).
+
+        Returns
+        -------
+        float or numpy.ndarray, the shape of ``phase``
+            The velocity (m/s).
+        """
         return self.amplitude * self.angular_frequency * np.cos(phase)
 
     def table_acceleration(self, phase: float | np.ndarray) -> float | np.ndarray:
-        """Table acceleration -A omega^2 sin(phase) (m/s^2) at the phase omega t (rad)."""
+        """Table acceleration, -A omega^2 sin(phase).
+
+        Parameters
+        ----------
+        phase : float or numpy.ndarray, any shape
+            Table phase omega t (rad).
+
+        Returns
+        -------
+        float or numpy.ndarray, the shape of ``phase``
+            The acceleration (m/s^2).
+        """
         return -self.amplitude * self.angular_frequency**2 * np.sin(phase)
 
     # ---------------------------------------------------------------- sticking
@@ -466,9 +500,10 @@ class VibratingTable:
         r"""The phase at which a ball at rest on the table at ``phase`` leaves it.
 
         The ball stays while the table's acceleration is at least -g
-        (:math:`\Gamma\sin\varphi \le 1`): it leaves at once where :math:`\sin\varphi > 1/\Gamma`
-        (phases in :math:`[\varphi_d, \pi - \varphi_d)` mod :math:`2\pi`, with
-        :math:`\varphi_d = \arcsin(1/\Gamma)`), otherwise at the next :math:`\varphi_d + 2\pi k`.
+        (:math:`\Gamma\sin\varphi \le 1`). It leaves at once on
+        :math:`[\varphi_d, \pi - \varphi_d)` mod :math:`2\pi`, with
+        :math:`\varphi_d = \arcsin(1/\Gamma)` (the table's acceleration below -g, or reaching it
+        while falling), otherwise at the next :math:`\varphi_d + 2\pi k`.
 
         Parameters
         ----------
