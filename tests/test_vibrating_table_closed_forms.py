@@ -206,7 +206,7 @@ def test_closed_form_jacobian_at_the_orbit_matches_finite_differences(n, gamma, 
     )
 
 
-GENERIC_STATES = [(0.3, 1.7), (2.0, 0.9), (4.5, 2.5), (5.9, 0.6)]  # (phase, u omega / g)
+GENERIC_STATES = [(0.3, 1.7), (2.0, 0.9), (4.5, 2.5), (3.5, 1.4)]  # (phase, u omega / g)
 
 
 @pytest.mark.parametrize(("phase", "velocity"), GENERIC_STATES)
@@ -234,8 +234,9 @@ def test_analytic_jacobian_at_any_take_off_matches_finite_differences(phase, vel
     vibrating = table(1.8, 0.6)
     state = np.array([phase, velocity])
     impact = vibrating.impact_map(phase, velocity * vibrating.velocity_scale)
-    # transversal landings only (the map is smooth there): |u-| well away from 0
-    assert impact.approach_velocity / vibrating.velocity_scale < -0.1
+    # transversal landings only: near grazing (u- -> 0) the map's derivatives blow up like
+    # 1/u- and the step-size argument of FD_STEP no longer holds
+    assert impact.approach_velocity / vibrating.velocity_scale < -0.5
     analytic = scaled_jacobian(
         vibrating, vibrating.impact_map_jacobian(phase, velocity * vibrating.velocity_scale)
     )
