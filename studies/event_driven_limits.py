@@ -17,6 +17,22 @@ slower than ``rest_velocity`` (dimensionless, relative to sqrt(2 |g''| |grad g| 
 * **A falling column of beads** (``ColumnOfBeads``, default start): cascades of
   near-simultaneous impacts accumulating into a resting stack. Error: the largest distance of a
   bead from the exact resting stack q_i = (2 i - 1) r at T.
+* **ForcedImpactOscillator chattering on its stop** (:data:`CHATTER_PARAMETERS`: omega = 2.5,
+  sigma = -0.8, r = 0.7, zeta = 0.1; to :data:`HORIZON`): x'' + 2 zeta x' + x = cos(omega t),
+  x <= sigma. At rest on the stop (x = sigma, v = 0) the net force cos(omega t) - sigma is the
+  contact force, pushing into the stop while cos(omega t) > sigma: the stop sits below the
+  spring's rest position 0 by less than the forcing's amplitude 1, so the mass is held there
+  but for the fraction arccos(-sigma) / pi = 0.20 of each period where cos(omega t) < sigma. It
+  leaves when the force reverses, at omega t = arccos(sigma) + 2 pi k
+  (:func:`chatter_release_times`), hops a few hundredths of a metre away and returns at a
+  small speed while the force pushes it into the stop again: a rebound at r u under the nearly
+  constant push a = cos(omega t) - sigma flies 2 r u / a and returns at r u, so the impacts
+  form a geometric series that accumulates at t + 2 r u / ((1 - r) a)
+  (:func:`chatter_accumulation_time`), and the mass sticks until the next release: complete
+  chatter, once a period, after a transient of about one impact a period from the problem's
+  start (on its undamped periodic orbit, which the damped dynamics leaves). No closed form
+  for the motion: error, max position error against the cached DOP853 reference at
+  rtol 1e-12.
 * **DoublePendulum settling on the wall** (full grid only; ``wall_distance = 0``), a control
   that is *not* an accumulation: an impact every half period with a geometrically decaying
   speed, their spacing tending to a half period of the small oscillations. Error: max position
@@ -79,7 +95,13 @@ from impactbench.bench.study_reference import event_driven_reference
 from impactbench.bench.style import coordinate_unit, method_style
 from impactbench.core.trajectory import Trajectory
 from impactbench.methods import CatchingUp, EventDriven, MoreauJean, PaoliSchatzman
-from impactbench.problems import BouncingBall, ColumnOfBeads, DoublePendulum, RockingBlock
+from impactbench.problems import (
+    BouncingBall,
+    ColumnOfBeads,
+    DoublePendulum,
+    ForcedImpactOscillator,
+    RockingBlock,
+)
 
 from . import _adaptive
 
@@ -96,9 +118,21 @@ BALL = "BouncingBall[e=0.8] through t_inf"
 ROCKING = "RockingBlock through t_inf"
 PENDULUM = "DoublePendulum settling on the wall (control: no accumulation)"
 COLUMN = "ColumnOfBeads falling"
+CHATTER = "ForcedImpactOscillator chattering on its stop"
 #: The cases of each grid: the accumulations, and in the full grid the pendulum as a control.
-CASES = {"full": (BALL, ROCKING, COLUMN, PENDULUM), "quick": (BALL, ROCKING, COLUMN)}
-HORIZON = {PENDULUM: {"full": 30.0, "quick": 5.0}, COLUMN: {"full": 3.0, "quick": 3.0}}
+CASES = {
+    "full": (BALL, ROCKING, COLUMN, CHATTER, PENDULUM),
+    "quick": (BALL, ROCKING, COLUMN, CHATTER),
+}
+#: The chattering impact oscillator (module docstring): its first chatter sequence closes near
+#: t = 23.5, then one a period (2 pi / 2.5 = 2.51); the full horizon holds seven chatter
+#: sequences, the quick one four.
+CHATTER_PARAMETERS = {"omega": 2.5, "sigma": -0.8, "restitution": 0.7, "zeta": 0.1}
+HORIZON = {
+    PENDULUM: {"full": 30.0, "quick": 5.0},
+    COLUMN: {"full": 3.0, "quick": 3.0},
+    CHATTER: {"full": 40.0, "quick": 32.0},
+}
 #: The cases whose error is the distance from their exact rest state at T (:func:`rest_error`).
 AT_REST = (ROCKING, COLUMN)
 #: A distance from the exact rest state (:data:`AT_REST`) at or below this (m) counts as the
@@ -112,7 +146,7 @@ BEADS = {"full": 10, "quick": 4}
 ADAPTIVE_TOLERANCES = {"full": [1e-2, 1e-3, 1e-4, 1e-5, 1e-6], "quick": [1e-3]}
 ADAPTIVE_SCHEMES = {"full": _adaptive.SCHEMES, "quick": ("MoreauJean",)}
 #: The cases the adaptive schemes run in (quick: the ball and the column).
-ADAPTIVE_CASES = {"full": (BALL, ROCKING, PENDULUM, COLUMN), "quick": (BALL, COLUMN)}
+ADAPTIVE_CASES = {"full": (BALL, ROCKING, PENDULUM, COLUMN, CHATTER), "quick": (BALL, COLUMN)}
 #: The adaptive runs whose accepted steps are stored for the h(t) figures.
 STEP_SIZE_TOLERANCES = (1e-3, 1e-5)
 REST_ARTEFACT = "rest"
@@ -131,6 +165,47 @@ def _rocking() -> RockingBlock:
 
 def _settling_pendulum() -> DoublePendulum:
     return DoublePendulum(wall_distance=0.0)
+
+
+def _chatter() -> ForcedImpactOscillator:
+    return ForcedImpactOscillator(**CHATTER_PARAMETERS)
+
+
+def chatter_release_times(problem: ForcedImpactOscillator, t_end: float) -> np.ndarray:
+    """The times in [t0, t_end] at which the force on a mass at rest on the stop reverses.
+
+    At rest on the stop (x = sigma, v = 0) the contact force is the applied force
+    cos(omega t) - sigma (the damping 2 zeta v vanishes): the contact holds while it is > 0 and
+    releases where cos(omega t) falls through sigma, at omega t = arccos(sigma) + 2 pi k. Needs
+    |sigma| < 1 (else the force never changes sign)."""
+    if not isinstance(problem, ForcedImpactOscillator):
+        raise TypeError(f"problem must be a ForcedImpactOscillator, got {problem!r}")
+    if not abs(problem.sigma) < 1.0:
+        raise ValueError(f"problem.sigma must be in (-1, 1) for a release, got {problem.sigma!r}")
+    phase = math.acos(problem.sigma)
+    first = math.ceil((problem.omega * problem.t0 - phase) / (2.0 * math.pi))
+    last = math.floor((problem.omega * t_end - phase) / (2.0 * math.pi))
+    return (phase + 2.0 * math.pi * np.arange(first, last + 1)) / problem.omega
+
+
+def chatter_accumulation_time(problem: ForcedImpactOscillator, t: float, speed: float) -> float:
+    """The accumulation time of a chatter sequence, from its impact at ``t`` with speed
+    ``speed`` under the push a = cos(omega t) - sigma > 0 held constant.
+
+    The rebound leaves at r u and, under the constant acceleration a towards the stop, flies
+    2 r u / a and arrives at r u: the flights are a geometric series of ratio r, summing to
+    2 r u / ((1 - r) a). The push varies by at most omega dt over dt, the spring and the
+    damping by |x - sigma| <= (r u)^2 / (2 a) and 2 zeta r u: the relative error is of the
+    order of omega (t_inf - t) / a for small u."""
+    if not isinstance(problem, ForcedImpactOscillator):
+        raise TypeError(f"problem must be a ForcedImpactOscillator, got {problem!r}")
+    push = math.cos(problem.omega * t) - problem.sigma
+    if not push > 0.0:
+        raise ValueError(f"the force at t = {t!r} does not push into the stop ({push:.3g})")
+    if not speed >= 0.0:
+        raise ValueError(f"speed must be >= 0, got {speed!r}")
+    r = problem.restitution
+    return t + 2.0 * r * speed / ((1.0 - r) * push)
 
 
 def _rocking_quarter(p2: float, alpha: float, omega: float) -> float:
@@ -237,7 +312,8 @@ def rest_error(run: Run, problem: ColumnOfBeads | RockingBlock, trajectory: Traj
 
 def _cases(grid: str) -> list[tuple[str, object, float, dict]]:
     """(label, problem factory, horizon, run options) of each case of :data:`CASES`: the ball
-    and the rocking block one second past their accumulation time."""
+    and the rocking block one second past their accumulation time; the pendulum and the
+    chattering oscillator against the event-driven reference."""
     metric = {"metrics": ("max_position_error",)}
     every = {
         BALL: (_ball, _ball().accumulation_time + 1.0, metric),
@@ -248,6 +324,11 @@ def _cases(grid: str) -> list[tuple[str, object, float, dict]]:
             {**metric, "reference": event_driven_reference},
         ),
         COLUMN: (ColumnOfBeads, HORIZON[COLUMN][grid], {"artefact": rest_error}),
+        CHATTER: (
+            _chatter,
+            HORIZON[CHATTER][grid],
+            {**metric, "reference": event_driven_reference},
+        ),
     }
     return [(label, *every[label]) for label in CASES[grid]]
 
@@ -437,8 +518,10 @@ def _slug(text: str) -> str:
 
 
 def _marks(label: str) -> list[tuple[str, float]]:
-    """The accumulation time of the ball and of the rocking block, drawn on their h(t)
-    figures."""
+    """The accumulation time of the ball and of the rocking block, the chattering oscillator's
+    releases from the stop, drawn on their h(t) figures."""
+    if label == CHATTER:
+        return [("release", t) for t in chatter_release_times(_chatter(), HORIZON[CHATTER]["full"])]
     if label == BALL:
         return [("t_inf", _ball().accumulation_time)]
     if label == ROCKING:
@@ -591,7 +674,8 @@ STUDY = Study(
     description=(
         "Both families timed one run at a time on accumulations of impacts (the ball and "
         "Housner's rocking block through their accumulation times, a falling column of beads "
-        "into its resting stack; the double pendulum settling on the wall as a control that "
+        "into its resting stack, a forced impact oscillator chattering on its stop once a "
+        "period; the double pendulum settling on the wall as a control that "
         "is no accumulation): the event-driven method's cost and error against "
         "its Zeno threshold and the impacts it resolves, beside the time-steppers' cost at "
         "equal error (module `studies/event_driven_limits.py`). " + PROTOCOL_TEXT

@@ -11,8 +11,8 @@ import pytest
 
 from impactbench import Adaptive, simulate
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
-from impactbench.methods import EventDriven, MoreauJean
-from impactbench.problems import BouncingBall
+from impactbench.methods import EventDriven, MoreauJean, reference_method
+from impactbench.problems import BouncingBall, ForcedImpactOscillator
 from impactbench.studies import STUDIES
 from impactbench.studies import event_driven_limits as limits
 
@@ -80,8 +80,9 @@ def test_the_study_runs_both_families_on_every_case():
         quick = label in limits.ADAPTIVE_CASES["quick"]
         assert controlled == (limits.ADAPTIVE_TOLERANCES["quick"] if quick else [])
     assert set(limits.ADAPTIVE_CASES["full"]) == set(limits.CASES["full"])
-    accumulations = {limits.BALL, limits.ROCKING, limits.COLUMN}
+    accumulations = {limits.BALL, limits.ROCKING, limits.COLUMN, limits.CHATTER}
     assert set(limits.CASES["full"]) == accumulations | {limits.PENDULUM}
+    assert limits.CHATTER in limits.CASES["quick"]
     assert "control" in limits.PENDULUM
 
 
@@ -222,3 +223,77 @@ def test_the_rocking_block_comes_to_rest_where_its_corners_stuck():
     assert turned == pytest.approx(2.0 * radius * np.sin(0.1))
     with pytest.raises(TypeError, match="problem"):
         limits.rest_state(BouncingBall())
+
+
+def _chatter_sequences(run, releases):
+    """The impact indices of ``run`` between consecutive ``releases`` (a chatter sequence each,
+    when the mass stuck before the release)."""
+    times = run.impacts.t
+    return [
+        np.nonzero((times > start) & (times < end))[0]
+        for start, end in zip(releases[:-1], releases[1:], strict=True)
+    ]
+
+
+@pytest.mark.parametrize("grid", ["quick", "full"])
+def test_the_impact_oscillator_chatters_on_its_stop(grid):
+    """The chattering oscillator's event-driven reference (DOP853, rtol 1e-12) to the grid's
+    horizon. Between any two releases after the transient (the first chatter sequence closes
+    near t = 23.5, before the release at 23.6) lies a chatter sequence of at least 20 impacts
+    of decreasing speed, whose accumulation time is :func:`chatter_accumulation_time` from any
+    of its impacts, to the first-order error omega dt^2 / a (dt = t_inf - t_k, a the push,
+    where omega dt / a <= 0.1); the mass then rests on the stop, pushed into it, from its last
+    impact to the closed-form release time (the force's sign change), and leaves there; at
+    least 3 such sequences in the quick horizon, 6 in the full one."""
+    problem = limits._chatter()
+    t_end = limits.HORIZON[limits.CHATTER][grid]
+    run = simulate(problem, reference_method(), t_end)
+    assert run.success
+    sigma, omega = problem.sigma, problem.omega
+    releases = limits.chatter_release_times(problem, t_end)
+    assert np.allclose(np.cos(omega * releases), sigma, rtol=0.0, atol=1e-12)
+    assert np.all(-omega * np.sin(omega * releases) < 0.0)  # the force falls through sigma there
+    at_rest = (np.abs(run.q[:, 0] - sigma) <= 1e-12) & (np.abs(run.v[:, 0]) <= 1e-12)
+    assert np.all(np.cos(omega * run.t[at_rest]) - sigma >= -1e-9)  # pushed into the stop
+    speeds = np.abs(run.impacts.normal_velocity_before)
+    chattering = releases[releases > 23.0]
+    sequences = _chatter_sequences(run, chattering)
+    assert len(sequences) >= {"quick": 3, "full": 6}[grid]
+    for sequence, release in zip(sequences, chattering[1:], strict=True):
+        assert sequence.size >= 20
+        impact_times = run.impacts.t[sequence]
+        assert np.all(np.diff(speeds[sequence]) < 0.0)
+        last = sequence[-1]
+        t_inf = limits.chatter_accumulation_time(problem, run.impacts.t[last], speeds[last])
+        assert 0.0 < t_inf - impact_times[-1] < 1e-4  # closed at the Zeno threshold
+        checked = 0
+        for k in sequence[:-1]:
+            push = np.cos(omega * run.impacts.t[k]) - sigma
+            dt = t_inf - run.impacts.t[k]
+            if omega * dt / push > 0.1:
+                continue
+            predicted = limits.chatter_accumulation_time(problem, run.impacts.t[k], speeds[k])
+            assert abs(predicted - t_inf) <= omega * dt**2 / push
+            checked += 1
+        assert checked >= 10
+        # at rest from the closing to the release (to round-off), leaving after it
+        held = (run.t > impact_times[-1]) & (run.t <= release)
+        assert held.sum() >= 2 and np.all(at_rest[held])
+        assert abs(run.t[at_rest & (run.t < release + 0.5)].max() - release) < 1e-9
+        assert release - impact_times[-1] > 0.1 * problem.period
+        leaving = (run.t > release) & (run.t < release + 0.1)
+        assert leaving.any()
+        assert run.q[leaving, 0].min() < sigma - 1e-5
+
+
+def test_the_chatter_closed_forms_reject_bad_input():
+    problem = limits._chatter()
+    with pytest.raises(TypeError, match="problem"):
+        limits.chatter_release_times(BouncingBall(), 10.0)
+    with pytest.raises(ValueError, match="sigma"):
+        limits.chatter_release_times(ForcedImpactOscillator(sigma=1.0, omega=0.8), 10.0)
+    released = limits.chatter_release_times(problem, 10.0)[0]
+    with pytest.raises(ValueError, match="push"):
+        limits.chatter_accumulation_time(problem, released + 0.1, 1e-3)
+    with pytest.raises(ValueError, match="speed"):
+        limits.chatter_accumulation_time(problem, released - 0.5, -1.0)
