@@ -1,22 +1,32 @@
-"""Figures as a reader sees them: journal sizes, three formats, non-blank, reproducible bytes,
-and the run-against-reference figure of ``simulate --plot``."""
+"""Figures as a reader sees them: journal sizes, one raster and one vector format, non-blank,
+reproducible bytes, PNGs stored with a palette, and the run-against-reference figure of
+``simulate --plot``."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+from matplotlib.colors import to_rgb
 from matplotlib.image import imread
+from PIL import Image
 
 from impactbench import simulate
 from impactbench.analysis.impact_events import impact_events
 from impactbench.analysis.reference import Reference
-from impactbench.bench import style
+from impactbench.bench import cli, style
 from impactbench.bench.cli import main
+from impactbench.bench.pipeline import PNG_COLOURS, palette_figures, palette_png, run_study
+from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.bench.trajectory_figure import REFERENCE_POINTS, trajectory_figure
 from impactbench.methods import MoreauJean
 from impactbench.problems import SlantedWall
+
+from test_runner import probe_runs
+from test_tables import FIGURE_SUFFIXES, MAX_FIGURE_BYTES
 
 
 @pytest.mark.parametrize(
@@ -85,6 +95,142 @@ def test_save_refuses_unknown_formats(tmp_path):
     figure, _ = style.new_figure(1)
     with pytest.raises(ValueError, match="formats"):
         style.save(figure, tmp_path / "x.png", formats=("jpg",))
+
+
+#: Methods of the figures of the palette tests: one colour each (style.METHOD_STYLES).
+PALETTE_METHODS = (
+    "MoreauJean",
+    "PaoliSchatzman",
+    "CatchingUp",
+    "EventDriven",
+    "D1MinusLinear",
+    "NonsmoothGeneralizedAlpha",
+)
+
+
+def _methods_figure(path: Path, points: int = 5000) -> list[Path]:
+    """Two panels of one dense decay curve per method of :data:`PALETTE_METHODS`, saved."""
+    figure, axes = style.new_figure(2, aspect=0.6)
+    t = np.linspace(0.0, 10.0, points)
+    for ax in axes:
+        for k, name in enumerate(PALETTE_METHODS):
+            energy = np.exp(-0.3 * k * t) * (2.0 + np.sin(7.0 * t + k))
+            ax.plot(t, energy, label=name, **style.method_style(name))
+        ax.set(xlabel="$t$ [s]", ylabel="$E$ [J]", yscale="log")
+        ax.legend()
+    return style.save(figure, path)
+
+
+def _rgb(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"), dtype=int)
+
+
+def test_a_png_is_stored_with_a_palette_keeping_the_line_colours_and_the_paper(tmp_path):
+    """The palette keeps every pixel of a method's colour and of the white paper exactly; the
+    antialiased blends move to a near palette colour; size, resolution and the Software text
+    are kept, and the file shrinks."""
+    png, _ = _methods_figure(tmp_path / "methods.png")
+    truecolour = png.read_bytes()
+    before = _rgb(png)
+    with Image.open(png) as image:
+        info = dict(image.info)
+    assert palette_png(png)
+    with Image.open(png) as image:
+        assert image.mode == "P" and len(image.getcolors(PNG_COLOURS)) <= PNG_COLOURS
+        assert image.info["dpi"] == info["dpi"] and image.info["Software"] == info["Software"]
+    after = _rgb(png)
+    assert after.shape == before.shape
+    assert png.stat().st_size < len(truecolour) / 2
+    paper = (before == 255).all(axis=-1)
+    assert paper.mean() > 0.5 and (after[paper] == 255).all()
+    for name in PALETTE_METHODS:
+        colour = np.round(np.array(to_rgb(style.method_style(name)["color"])) * 255)
+        drawn = (before == colour).all(axis=-1)
+        assert drawn.sum() > 1000, name  # the line's own colour is drawn ...
+        assert (after[drawn] == colour).all(), name  # ... and kept
+    moved = np.abs(after - before).max(axis=-1)  # in levels of 255
+    assert moved.mean() < 1.0
+    assert np.mean(moved > 32) < 1e-3
+    # a palette PNG is left as it is; the same figure gives the same bytes
+    stored = png.read_bytes()
+    assert not palette_png(png) and png.read_bytes() == stored
+    again = tmp_path / "again.png"
+    again.write_bytes(truecolour)
+    assert palette_png(again) and again.read_bytes() == stored
+
+
+def test_a_png_with_transparent_pixels_keeps_its_colours(tmp_path):
+    path = tmp_path / "transparent.png"
+    pixels = np.zeros((20, 30, 4), dtype=np.uint8)
+    pixels[..., 0] = np.arange(30, dtype=np.uint8) * 8
+    pixels[..., 3] = 255
+    pixels[:5, :, 3] = 0
+    Image.fromarray(pixels, "RGBA").save(path)
+    data = path.read_bytes()
+    assert not palette_png(path)
+    assert path.read_bytes() == data
+
+
+def test_palette_figures_rewrites_only_the_pngs_written_in_the_block(tmp_path):
+    """A PNG of the user's in the study folder, and any PNG when the block fails, is left
+    unchanged; the figures written in the block (new or replaced) get a palette."""
+    users = tmp_path / "photo.png"
+    Image.fromarray(np.full((8, 8, 3), (10, 200, 30), dtype=np.uint8), "RGB").save(users)
+    photo = users.read_bytes()
+    _methods_figure(tmp_path / "replaced.png")
+    with palette_figures(tmp_path):
+        _methods_figure(tmp_path / "replaced.png")
+        _methods_figure(tmp_path / "new.png")
+    assert users.read_bytes() == photo
+    for name in ("replaced", "new"):
+        with Image.open(tmp_path / f"{name}.png") as image:
+            assert image.mode == "P", name
+    failed = tmp_path / "failed"
+    failed.mkdir()
+    with pytest.raises(RuntimeError, match="report failed"), palette_figures(failed):
+        _methods_figure(failed / "figure.png")
+        raise RuntimeError("report failed")
+    with Image.open(failed / "figure.png") as image:
+        assert image.mode == "RGBA"
+
+
+#: Suffixes of image files (a figure in any format).
+IMAGE_SUFFIXES = {".png", ".pdf", ".svg", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff"}
+
+
+def _dense_report(table: pd.DataFrame, folder: Path) -> StudyReport:
+    """A probe study's report: one figure of dense curves (100000 points a method)."""
+    _methods_figure(folder / "decay.png", points=100_000)
+    return StudyReport([Section("Decay", "![decay](decay.png)\n")], [f"{len(table)} runs"])
+
+
+def test_reports_store_each_figure_as_a_palette_png_and_a_pdf_within_the_size_limit(tmp_path):
+    """`impactbench run` and `impactbench report` (the same report rebuilt from the stored
+    table) leave each figure as a palette PNG and a PDF (its dense lines rasterised), each at
+    most the limit the committed reports are held to, and no other figure file."""
+    study = Study(
+        "dense_probe",
+        "Dense probe",
+        "Test study.",
+        lambda quick: probe_runs(tmp_path / "log", (1.0,)),
+        _dense_report,
+    )
+    run_study(study, quick=True, jobs=1, cache_dir=tmp_path / "cache", output=tmp_path)
+    folder = tmp_path / "dense_probe"
+    for write in ("run", "report"):
+        if write == "report":
+            stored = (folder / "decay.png").read_bytes()
+            cli._write_report(study, folder)
+            assert (folder / "decay.png").read_bytes() == stored  # the same bytes again
+        figures = sorted(p.name for p in folder.iterdir() if p.suffix in IMAGE_SUFFIXES)
+        assert figures == ["decay.pdf", "decay.png"], write
+        with Image.open(folder / "decay.png") as image:
+            assert image.mode == "P", write
+        assert b"/Subtype /Image" in (folder / "decay.pdf").read_bytes()
+        for name in figures:
+            assert (folder / name).stat().st_size <= MAX_FIGURE_BYTES, (write, name)
+    assert {f".{fmt}" for fmt in style.FORMATS} == FIGURE_SUFFIXES
 
 
 def test_trajectory_figure_draws_the_exact_solution():

@@ -38,7 +38,7 @@ from .compare import add_parser as add_compare_parser
 from .compile_command import add_parser as add_compile_parser
 from .files import check_ours, naming_write_failures
 from .list_command import add_parser as add_list_parser
-from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, run_study
+from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, palette_figures, run_study
 from .plugins import STUDIES, load_study_file
 from .report import (
     INDEX_HEADER,
@@ -120,13 +120,14 @@ def _report_of(name: str, folder: Path, references: str) -> StudyReport:
 
 
 def _write_report(study: Study, folder: Path) -> StudyReport:
-    """:func:`write_study_report`; a file it cannot write (a full disk) is a StudyWriteError
-    naming the file and the study."""
+    """:func:`write_study_report`, its PNG figures stored with a palette
+    (:func:`impactbench.bench.pipeline.palette_figures`); a file it cannot write (a full disk) is
+    a StudyWriteError naming the file and the study."""
     resume = (
         f"Its table {folder / TABLE_FILE} is kept, and each report file is the previous one or "
         f"none: free some space and run `impactbench report --output {folder.parent}`"
     )
-    with naming_write_failures(study.name, resume):
+    with naming_write_failures(study.name, resume), palette_figures(folder):
         return write_study_report(study, folder)
 
 
