@@ -23,11 +23,11 @@ the other studies, :mod:`impactbench.bench.study_reference`). Neither has a clos
 law: the exponential law E - E_min ~ exp(-lambda t) is fitted once on the reference curve
 (:func:`reference_laws`) and shown with its residual, and where the residual exceeds
 :data:`LAW_RESIDUAL` the law does not hold and no decay rate is reported for any run (the
-per-run least-squares slopes stored in ``decay_law.artefact.csv``, over each run's samples away from
-impacts, are summaries of the curve, not laws). The report compares these cases by the level of
-E - E_min at T, the deviation from the reference curve and the impact counts. The double pendulum is
-chaotic: two event-driven runs at different tolerances separate exponentially in time (the
-shadowing horizons of the ``pendulum_ensemble`` study), so beyond some time no run, the
+per-run least-squares slopes stored in ``decay_law.artefact.csv.gz``, over each run's samples
+away from impacts, are summaries of the curve, not laws). The report compares these cases by the
+level of E - E_min at T, the deviation from the reference curve and the impact counts. The double
+pendulum is chaotic: two event-driven runs at different tolerances separate exponentially in time
+(the shadowing horizons of the ``pendulum_ensemble`` study), so beyond some time no run, the
 reference included, is accurate state by state; what is comparable there is the shape of the
 curve and the level it settles to: its exponential fit is taken over an early window only,
 t - t0 <= 30 (:data:`FIT_WINDOW`), its level at T over the whole run, and its methods are
@@ -43,8 +43,8 @@ relative error, and the order of the relative error in h is fitted on those medi
 How the curves are stored. The runner keeps one row of scalar metrics per run; the energy
 curves and the fitted laws need the trajectory, so each run's artefact function
 (:func:`energy_artefacts`, :class:`impactbench.bench.runner.Run`) computes them right after the run
-and the runner stores them with the row: ``energy_curve.artefact.csv`` (the energy at at most
-:data:`CURVE_POINTS` output samples of each nominal run) and ``decay_law.artefact.csv`` (one row
+and the runner stores them with the row: ``energy_curve.artefact.csv.gz`` (the energy at at most
+:data:`CURVE_POINTS` output samples of each nominal run) and ``decay_law.artefact.csv.gz`` (one row
 of fitted laws per run), keyed by the run's cache key. The report reads them back, adds the
 exact, law and reference curves of each case (the references read from the reference cache,
 never computed) in ``case_curves.csv``, and draws every figure from these files as read back
@@ -1068,7 +1068,7 @@ def _control_section(table: pd.DataFrame, folder: Path) -> tuple[str, list[str]]
 
 
 def report(table: pd.DataFrame, folder: Path) -> StudyReport:
-    """Decay-rate tables (``decay_law.artefact.csv``), E(t) figures (from the runs' and the
+    """Decay-rate tables (``decay_law.artefact.csv.gz``), E(t) figures (from the runs' and the
     cases' curves) and
     the step counts and h(t) of the adaptive runs."""
     folder = Path(folder)

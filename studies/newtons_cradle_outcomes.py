@@ -16,7 +16,7 @@ Three answers are known in closed form (derived in the problem's docstring):
 
 Every method of ``METHODS`` runs each configuration through the impact (time-steppers at two
 steps), and the velocities at t = 0.25 (every ball separated) are stored as a per-run artefact
-(:func:`outcome_artefact`, ``cradle_outcome.artefact.csv``), with the three expectations, the
+(:func:`outcome_artefact`, ``cradle_outcome.artefact.csv.gz``), with the three expectations, the
 impact count and the kinetic energy after / before. The report reads that file only.
 ``EventDriven`` runs with its default engine, the compiled event loop (one engine per number of
 balls N).

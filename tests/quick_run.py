@@ -19,6 +19,7 @@ from matplotlib import image as mpl_image
 from impactbench import Method
 from impactbench.bench.cli import main
 from impactbench.bench.latex import MAX_ROWS
+from impactbench.bench.results import ARTEFACT_SUFFIX
 from impactbench.studies import STUDIES
 
 from conftest import assert_study_table
@@ -123,7 +124,7 @@ def check_reports_of_failed_runs(quick: QuickRun, folder: Path, every: int) -> N
         table.loc[::every, ["status", "error"]] = ["failed", "RuntimeError: lost"]
         (folder / name).mkdir()
         table.to_csv(folder / name / "results.csv", index=False)
-        for artefact in (quick.output / name).glob("*.artefact.csv"):
+        for artefact in (quick.output / name).glob(f"*{ARTEFACT_SUFFIX}"):
             shutil.copy(artefact, folder / name)
     assert main(["report", "--output", str(folder)]) == 0
     index = (folder / "README.md").read_text()

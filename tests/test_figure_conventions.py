@@ -19,7 +19,7 @@ from test_scaling_study import TABLE as SCALING_TABLE
 from impactbench.analysis.reference import Reference
 from impactbench.bench import plotting, style
 from impactbench.bench.report import new_figure, shared_legend
-from impactbench.bench.results import write_table
+from impactbench.bench.results import ARTEFACT_SUFFIX, write_table
 from impactbench.bench.trajectory_figure import trajectory_figure
 from impactbench.core.coordinates import UNDECLARED
 from impactbench.core.trajectory import ImpactLog, Status, Trajectory
@@ -269,7 +269,7 @@ def test_cradle_figure(saved, tmp_path):
         ignore_index=True,
     )
     name = newtons_cradle_outcomes.ARTEFACT
-    write_table(balls, tmp_path / f"{name}.artefact.csv", timing=False)
+    write_table(balls, tmp_path / f"{name}{ARTEFACT_SUFFIX}", timing=False)
     table = pd.DataFrame({"key": balls["key"].unique(), "status": "ok"})
     newtons_cradle_outcomes.report(table, tmp_path)
     assert saved == ["outcomes.png"]

@@ -8,21 +8,32 @@ The studies are tiny: plain-Python ProbeBall runs (tests/test_runner.py), run se
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import os
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from impactbench import CacheWarning
-from impactbench.bench import runner
+from impactbench.bench import cli, runner
 from impactbench.bench.cli import main
 from impactbench.bench.files import MANIFEST, StudyWriteError, check_study_name
 from impactbench.bench.pipeline import run_study
 from impactbench.bench.report import markdown_table, write_index, write_study_report
-from impactbench.bench.results import write_artefacts
+from impactbench.bench.results import (
+    ARTEFACT_SUFFIX,
+    PLAIN_ARTEFACT_SUFFIX,
+    compress_artefacts,
+    read_artefact,
+    read_table,
+    table_csv,
+    write_artefacts,
+    write_table,
+)
 from impactbench.bench.runner import Outcome, entry_checksum
 from impactbench.bench.study import Section, Study, StudyReport
 from impactbench.studies import STUDIES
@@ -151,9 +162,59 @@ def test_run_deletes_only_the_artefact_tables_it_wrote(tmp_path):
     (tmp_path / "notes.artefact.csv").write_text("the user's")
     assert write_artefacts([_outcome("a", "energy", "fit")], tmp_path) == ["energy", "fit"]
     assert write_artefacts([_outcome("a", "energy")], tmp_path) == ["energy"]
-    assert not (tmp_path / "fit.artefact.csv").exists()
-    assert (tmp_path / "energy.artefact.csv").exists()
+    assert not (tmp_path / "fit.artefact.csv.gz").exists()
+    assert (tmp_path / "energy.artefact.csv.gz").exists()
     assert (tmp_path / "notes.artefact.csv").read_text() == "the user's"
+
+
+def test_artefacts_are_stored_gzip_compressed_and_read_back_exactly(tmp_path):
+    """An artefact table is gzip-compressed CSV: pandas reads it as it is, its text is the
+    table's CSV, the same table gives the same bytes, and it is a fraction of the text."""
+    t = np.linspace(0.0, 1.0, 2000)
+    outcome = Outcome("ok", key="a", artefacts={"curve": {"t": t, "energy": np.exp(-t)}})
+    write_artefacts([outcome], tmp_path)
+    path = tmp_path / f"curve{ARTEFACT_SUFFIX}"
+    assert path.name == "curve.artefact.csv.gz"
+    data = path.read_bytes()
+    frame = read_table(path)
+    assert frame["t"].tolist() == t.tolist() and frame["energy"].tolist() == np.exp(-t).tolist()
+    pd.testing.assert_frame_equal(pd.read_csv(path), frame)
+    text = gzip.decompress(data).decode("utf-8")
+    assert text == table_csv(frame)
+    assert len(data) < len(text) / 2
+    write_artefacts([outcome], tmp_path)
+    assert path.read_bytes() == data
+    path.write_bytes(data[: len(data) // 2])  # a truncated file
+    with pytest.raises(ValueError, match="curve.artefact.csv.gz: not a gzip-compressed table"):
+        read_table(path)
+
+
+def test_report_compresses_the_artefacts_written_uncompressed_before(tmp_path):
+    """A folder whose artefact a former version wrote as plain CSV: the report (the step of
+    `impactbench report` for one study) reads it and stores it compressed (the same text), the
+    plain one deleted; a plain file of the user's is kept; nothing is done the second time."""
+    study = _probe_study("plain_probe", tmp_path / "log")
+    run_study(study, quick=True, jobs=1, cache_dir=tmp_path / "cache", output=tmp_path)
+    folder = tmp_path / "plain_probe"
+    table = read_table(folder / "results.csv")
+    frame = pd.DataFrame({"key": table["key"], "energy": np.linspace(1.0, 2.0, len(table))})
+    plain = folder / f"energy{PLAIN_ARTEFACT_SUFFIX}"
+    write_table(frame, plain)
+    text = plain.read_bytes()
+    users = folder / f"notes{PLAIN_ARTEFACT_SUFFIX}"
+    users.write_text("the user's")
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["groups"]["artefacts"] = [plain.name]
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    pd.testing.assert_frame_equal(read_artefact(table, folder, "energy"), frame)
+    cli._write_report(study, folder)
+    assert not plain.exists()
+    assert gzip.decompress((folder / f"energy{ARTEFACT_SUFFIX}").read_bytes()) == text
+    assert users.read_text() == "the user's"
+    groups = json.loads((folder / MANIFEST).read_text())["groups"]
+    assert groups["artefacts"] == [f"energy{ARTEFACT_SUFFIX}"]
+    pd.testing.assert_frame_equal(read_artefact(table, folder, "energy"), frame)
+    assert compress_artefacts(folder) == []
 
 
 def test_a_manifest_naming_files_outside_the_folder_deletes_nothing(tmp_path):

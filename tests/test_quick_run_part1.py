@@ -17,7 +17,7 @@ from impactbench import Method
 from impactbench.analysis.reference import REFERENCE_DIR_VARIABLE
 from impactbench.analysis.timing import ADAPTIVE_STEPPING
 from impactbench.bench.cli import main
-from impactbench.bench.results import MissingArtefactError
+from impactbench.bench.results import ARTEFACT_SUFFIX, MissingArtefactError
 from impactbench.bench.trajectory_figure import ARTEFACT_SAMPLES
 from impactbench.methods import METHODS
 from impactbench.studies import (
@@ -230,7 +230,7 @@ def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(qu
     folder = output / THESIS
     readme = (folder / "README.md").read_text()
     table = pd.read_csv(folder / "results.csv")
-    stored = pd.read_csv(folder / "trajectory.artefact.csv")
+    stored = pd.read_csv(folder / f"trajectory{ARTEFACT_SUFFIX}")
     drawn = table[table["key"].isin(set(stored["key"]))]
     assert len(drawn) == len(thesis_comparison.CONFIGURATIONS) * (len(TIME_STEPPERS) + 1)
     kept = (table["method"] != SCIPY) & ~table["method"].str.startswith("Adaptive[")
@@ -354,7 +354,7 @@ def test_energy_decay_quick_study_rates_curves_and_stored_analysis(quick, tmp_pa
     assert set(curves_again["key"].dropna()) == set(curves["key"].dropna())
     pd.testing.assert_frame_equal(rates_again, rates.reindex(columns=rates_again.columns))
     # a missing artefact is an error naming a run and the study to rerun
-    (folder / "energy_curve.artefact.csv").unlink()
+    (folder / f"energy_curve{ARTEFACT_SUFFIX}").unlink()
     with pytest.raises(MissingArtefactError, match=r"rerun `impactbench run energy_decay`"):
         energy_decay.stored_analysis(table, folder)
 

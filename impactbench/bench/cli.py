@@ -49,7 +49,7 @@ from .report import (
     write_study_report,
 )
 from .report_files import file_studies
-from .results import read_provenance
+from .results import compress_artefacts, read_provenance
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .simulate_command import add_parser as add_simulate_parser
 from .status_command import add_parser as add_status_parser
@@ -121,14 +121,18 @@ def _report_of(name: str, folder: Path, references: str) -> StudyReport:
 
 def _write_report(study: Study, folder: Path) -> StudyReport:
     """:func:`write_study_report`, its PNG figures stored with a palette
-    (:func:`impactbench.bench.pipeline.palette_figures`); a file it cannot write (a full disk) is
-    a StudyWriteError naming the file and the study."""
+    (:func:`impactbench.bench.pipeline.palette_figures`), after the artefact tables written
+    uncompressed before are stored compressed
+    (:func:`impactbench.bench.results.compress_artefacts`); a file it cannot write (a full disk)
+    is a StudyWriteError naming the file and the study."""
     resume = (
         f"Its table {folder / TABLE_FILE} is kept, and each report file is the previous one or "
         f"none: free some space and run `impactbench report --output {folder.parent}`"
     )
-    with naming_write_failures(study.name, resume), palette_figures(folder):
-        return write_study_report(study, folder)
+    with naming_write_failures(study.name, resume):
+        compress_artefacts(folder)
+        with palette_figures(folder):
+            return write_study_report(study, folder)
 
 
 def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1) -> int:

@@ -32,6 +32,7 @@ table was written and how it was produced go in a separate provenance file
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import math
@@ -44,7 +45,7 @@ import pandas as pd
 
 from ..analysis.metrics import METRICS
 from ..core._files import CacheWarning, read_regular, write_atomic
-from .files import check_study_folder, replace_group
+from .files import check_study_folder, read_manifest, replace_group
 from .runner import FAILED, PACKAGES, TIMING_FIELDS, Outcome, Run
 
 #: The timing columns that count (integers).
@@ -178,9 +179,20 @@ def table_csv(table: pd.DataFrame, *, timing: bool = True) -> str:
     return table.to_csv(index=False, float_format=format_float, lineterminator="\n", na_rep="")
 
 
+#: Suffix of a table stored gzip-compressed (``pandas.read_csv`` and ``zcat`` read it as it is).
+GZIP_SUFFIX = ".gz"
+
+
 def write_table(table: pd.DataFrame, path: Path | str, *, timing: bool = True) -> None:
-    """Write :func:`table_csv` atomically to ``path``."""
-    write_atomic(Path(path), table_csv(table, timing=timing))
+    """Write :func:`table_csv` atomically to ``path``; gzip-compressed when ``path`` ends in
+    :data:`GZIP_SUFFIX` (level 9, no time stamp or file name in the header: the same table
+    gives the same bytes)."""
+    path = Path(path)
+    text = table_csv(table, timing=timing)
+    if path.name.endswith(GZIP_SUFFIX):
+        write_atomic(path, gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
+    else:
+        write_atomic(path, text)
 
 
 #: Largest stored table read (bytes).
@@ -192,19 +204,32 @@ MAX_PROVENANCE_BYTES = 1 << 24
 
 def read_table(path: Path | str) -> pd.DataFrame:
     """Read a table written by :func:`write_table`: a regular file, opened without blocking
-    (:func:`impactbench.core._files.read_regular`: a FIFO or a device is refused, not read).
+    (:func:`impactbench.core._files.read_regular`: a FIFO or a device is refused, not read),
+    decompressed when its name ends in :data:`GZIP_SUFFIX`.
 
     Raises
     ------
     FileNotFoundError
         When there is no such file.
     ValueError
-        Naming ``path`` when it is not a regular file or is larger than :data:`MAX_TABLE_BYTES`.
+        Naming ``path`` when it is not a regular file, is larger than :data:`MAX_TABLE_BYTES`
+        (stored or decompressed) or is not valid gzip.
     """
     try:
         data = read_regular(path, MAX_TABLE_BYTES)
     except ValueError as error:
         raise ValueError(f"{path}: {error}; a study's table must be a regular file") from None
+    if str(path).endswith(GZIP_SUFFIX):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+                data = stream.read(MAX_TABLE_BYTES + 1)
+        except (OSError, EOFError) as error:
+            raise ValueError(f"{path}: not a gzip-compressed table ({error})") from None
+        if len(data) > MAX_TABLE_BYTES:
+            raise ValueError(
+                f"{path}: larger than {MAX_TABLE_BYTES} bytes decompressed; a study's table is "
+                "at most that"
+            )
     return pd.read_csv(io.BytesIO(data))
 
 
@@ -232,8 +257,12 @@ def read_provenance(path: Path | str) -> dict[str, Any]:
     return info
 
 
-#: Suffix of the stored artefact tables: ``<folder>/<name>.artefact.csv``.
-ARTEFACT_SUFFIX = ".artefact.csv"
+#: Suffix of the stored artefact tables: ``<folder>/<name>.artefact.csv.gz``, gzip-compressed
+#: CSV (:func:`write_table`): the trajectories' samples they hold take a fraction of the text.
+ARTEFACT_SUFFIX = ".artefact.csv" + GZIP_SUFFIX
+#: Suffix of the artefact tables written uncompressed before (read when there is no compressed
+#: one, replaced by :func:`compress_artefacts`).
+PLAIN_ARTEFACT_SUFFIX = ".artefact.csv"
 
 
 class MissingArtefactError(FileNotFoundError):
@@ -241,7 +270,7 @@ class MissingArtefactError(FileNotFoundError):
 
 
 def write_artefacts(outcomes: Sequence[Outcome], folder: Path | str) -> list[str]:
-    """Write the runs' artefacts, one table per name ``<folder>/<name>.artefact.csv``.
+    """Write the runs' artefacts, one table per name ``<folder>/<name>.artefact.csv.gz``.
 
     Each table stacks the frames of that name of every finished run, in the order of
     ``outcomes``, after a first column ``key`` (the run's cache key, as in the study table).
@@ -287,6 +316,8 @@ def read_artefact(
         Naming the first run without it and the command that redoes it.
     """
     path = Path(folder) / f"{name}{ARTEFACT_SUFFIX}"
+    if not path.exists() and (Path(folder) / f"{name}{PLAIN_ARTEFACT_SUFFIX}").exists():
+        path = Path(folder) / f"{name}{PLAIN_ARTEFACT_SUFFIX}"  # written uncompressed before
     stored = read_table(path) if path.exists() else pd.DataFrame({"key": []})
     if required is None:
         required = list(table.loc[table["status"] != FAILED, "key"])
@@ -301,3 +332,29 @@ def read_artefact(
             "(runs whose artefacts are in the run cache are not recomputed)"
         )
     return stored[stored["key"].isin(set(table["key"].tolist()))].reset_index(drop=True)
+
+
+def compress_artefacts(folder: Path | str) -> list[str]:
+    """Store compressed the artefact tables the project wrote uncompressed in ``folder``.
+
+    Each ``<name>.artefact.csv`` of the manifest's artefact group
+    (:func:`impactbench.bench.files.replace_group`) is written as ``<name>.artefact.csv.gz``,
+    the same table, and the manifest then records the compressed one, which deletes the
+    uncompressed one; a file of the user's (not in the manifest) is not touched. Returns the
+    names compressed.
+    """
+    folder = check_study_folder(folder)
+    recorded = read_manifest(folder).get("artefacts", [])
+    plain = [
+        name
+        for name in recorded
+        if name.endswith(PLAIN_ARTEFACT_SUFFIX) and (folder / name).is_file()
+    ]
+    if not plain:
+        return []
+    for name in plain:
+        data = read_regular(folder / name, MAX_TABLE_BYTES)
+        write_atomic(folder / f"{name}{GZIP_SUFFIX}", gzip.compress(data, 9, mtime=0))
+    kept = [name for name in recorded if name not in plain]
+    replace_group(folder, "artefacts", [*kept, *(f"{name}{GZIP_SUFFIX}" for name in plain)])
+    return plain
