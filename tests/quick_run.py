@@ -69,7 +69,7 @@ def assert_one_table_of_a_page(text: str) -> None:
 
 def _content(path: Path) -> tuple[str, ...]:
     """What a table holds, whatever the order of its rows and of its CSV columns."""
-    if path.suffix == ".csv":
+    if path.name.endswith((".csv", ".csv.gz")):  # pandas decompresses by the name
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         frame = frame[sorted(frame.columns)]
         return (",".join(frame.columns), *sorted(",".join(row) for row in frame.to_numpy()))
@@ -77,11 +77,11 @@ def _content(path: Path) -> tuple[str, ...]:
 
 
 def assert_nothing_stored_twice(folder: Path) -> None:
-    """No two tables (CSV, LaTeX, Markdown) of a study's report folder hold the same content (a
-    table copied under another name, its rows or columns in another order)."""
+    """No two tables (CSV, compressed or not, LaTeX, Markdown) of a study's report folder hold the
+    same content (a table copied under another name, its rows or columns in another order)."""
     seen: dict[tuple[str, ...], Path] = {}
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.suffix in {".csv", ".tex", ".md"}:
+        if path.is_file() and path.name.endswith((".csv", ".csv.gz", ".tex", ".md")):
             twin = seen.setdefault(_content(path), path)
             assert twin == path, f"{path.relative_to(folder)} repeats {twin.relative_to(folder)}"
 
