@@ -45,6 +45,8 @@ def _pairs(args: argparse.Namespace, usage_error: type[Exception]) -> list[tuple
         for problem in problems:
             if problem.has_friction and not method.friction_law:
                 continue
+            if problem.rheonomic and not method.moving_obstacles:
+                continue
             if compilation.compiled_code(method, problem) is not None:
                 pairs.append((method, problem))
     return pairs

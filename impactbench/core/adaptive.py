@@ -547,6 +547,12 @@ class Adaptive(Method):
         return self.stepper.friction_law
 
     @property
+    def moving_obstacles(self) -> bool:
+        """The scheme's: the controller steps the scheme's loop, so it integrates moving
+        obstacles (a rheonomic problem) exactly when the scheme does."""
+        return self.stepper.moving_obstacles
+
+    @property
     def name(self) -> str:
         """``Adaptive[scheme=<spec>,rtol=...,atol=...]``, then every other parameter that is
         not at its default (``t_eval``: its number of times): a spec that

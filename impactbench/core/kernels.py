@@ -40,7 +40,9 @@ def kernel(function: Callable) -> Callable:
 
     The kernels of a :class:`impactbench.ProblemKernels` are ``mass_matrix(q, p, out)``,
     ``forces(t, q, v, p, out)``, ``gap(q, p, out)``, ``gap_gradient(q, p, out)`` and, for a
-    diagonal mass, ``mass_diagonal(q, p, out)``: each writes its result into ``out`` and
+    diagonal mass, ``mass_diagonal(q, p, out)`` (a moving obstacle, ``rheonomic=True``:
+    ``gap(t, q, p, out)``, ``gap_gradient(t, q, p, out)``, ``gap_rate(t, q, p, out)`` and
+    ``gap_drift(t, q, v, p, out)``): each writes its result into ``out`` and
     allocates nothing; ``p`` is the problem's parameter vector (:func:`parameter_vector`). A
     kernel may call other functions compiled by this decorator. The compiled time-stepping
     loops call the kernels through compiled entry points, so that one loop serves every

@@ -63,12 +63,19 @@ class Method(ABC):
     A method that integrates Coulomb friction (docs/friction.md) sets ``friction_law`` True;
     :meth:`solve` refuses a frictional problem (``problem.has_friction``) to any other, with a
     ValueError naming both, rather than run it frictionless.
+
+    A method that integrates moving obstacles (time-dependent gaps g(t, q),
+    :attr:`impactbench.Problem.rheonomic`) sets ``moving_obstacles`` True; :meth:`solve`
+    refuses a rheonomic problem to any other, with a ValueError naming both, rather than run it
+    against obstacles frozen in time.
     """
 
     family: ClassVar[str]
     requires_step: ClassVar[bool]
     #: Whether the method integrates Coulomb friction (a frictional problem is refused if not).
     friction_law: ClassVar[bool] = False
+    #: Whether the method integrates moving obstacles (a rheonomic problem is refused if not).
+    moving_obstacles: ClassVar[bool] = False
     #: Parameters left out of :attr:`name` while they have these values (to keep names short;
     #: :meth:`parameters` and ``repr`` still list them).
     name_omits: ClassVar[dict[str, Any]] = {}
@@ -153,6 +160,12 @@ class Method(ABC):
                 f"method {self.name} has no friction law, and problem {problem.name} is "
                 "frictional (it declares Coulomb friction): use a method with a friction law "
                 "(MoreauJean, CatchingUp, NonsmoothGeneralizedAlpha, EventDriven)"
+            )
+        if problem.rheonomic and not self.moving_obstacles:
+            raise ValueError(
+                f"method {self.name} does not integrate moving obstacles (its moving_obstacles "
+                f"is False), and problem {problem.name} has one (rheonomic: its gap depends on "
+                "time, g(t, q)): use a method that declares moving_obstacles"
             )
         t_end = _checks.finite_scalar(t_end, "t_end")
         if t_end <= problem.t0:

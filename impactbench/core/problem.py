@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _checks
-from ._gradient_check import gradient_mismatch
+from ._gradient_check import drift_mismatch, gradient_mismatch, rate_mismatch
 from ._jit import kernel
 from .contact import ldl_factor
 from .problem_kernels import ProblemKernels
@@ -185,6 +185,10 @@ class Problem(ABC):
         conservative problem passes the energy gate of
         :func:`impactbench.core.energy.check_energy_gain` (a SimulationError when its energy
         rises above the initial value by more than the gate's bound).
+    rheonomic : bool
+        True for a problem with moving obstacles: its gaps depend on time, g(t, q), and its
+        geometric methods take t first (Notes). Default False (g(q), methods without t). A
+        rheonomic problem is not conservative (a moving obstacle does work on the system).
 
     Notes
     -----
@@ -217,6 +221,26 @@ class Problem(ABC):
       implicit Moreau-Jean scheme (``MoreauJean(theta, implicit=True)``) takes them into its
       iteration matrix M + h theta C + h^2 theta^2 K; every other method ignores them.
 
+    Moving obstacles (``rheonomic = True``): ``gap(t, q)``, ``gap_gradient(t, q)`` (G = dg/dq
+    at fixed t) and, frictional, ``tangent_gradient(t, q)`` take t first, and the problem
+    declares the time terms of its relative velocities and accelerations:
+
+    - ``gap_rate(t, q)`` -> (m,): r = dg/dt at fixed q; the relative normal velocity of contact
+      i is U_i = G_i v + r_i, on which the impact law acts (Newton: U+ = -e U-).
+    - ``gap_drift(t, q, v)`` -> (m,): c = d2g/dt2 + 2 (dG/dt) v (derivatives in t at fixed q),
+      so that along a motion d2g/dt2 = G a + v^T (d2g/dq2) v + c. Declared, not differenced:
+      the engine knows no time scale of the obstacle.
+    - frictional: ``tangent_rate(t, q)`` -> (m,), the obstacle's term tau of the relative
+      tangential velocity u_T = W_T v + tau, and ``tangent_drift(t, q, v)`` -> (m,),
+      c_T = (dW_T/dt) v + dtau/dt + (dtau/dq) v.
+
+    :meth:`check` compares the declared r and c (and tau's drift) with central differences at
+    (t0, q0, v0) and refuses a wrong one naming it. A method integrates such a problem only if
+    it declares ``moving_obstacles`` (:class:`impactbench.Method`); the others refuse it.
+    :func:`impactbench.core.problem.timed_gap` and ``timed_gradient`` evaluate either kind of
+    problem at (t, q); a compiled problem with moving obstacles subclasses
+    :class:`impactbench.core.problem.RheonomicCompiledProblem`.
+
     A plain-Python subclass runs with every method (the time-stepping schemes then run their
     uncompiled path, the same algorithm, slower). :meth:`check` validates the data; built-in
     problems call it on construction and :func:`impactbench.simulate` calls it before a run.
@@ -236,6 +260,7 @@ class Problem(ABC):
     parameter_units: Mapping[str, str] = MappingProxyType({})
     conservative: bool = False
     initial_penetration_tolerance: float | None = None
+    rheonomic: bool = False
 
     @staticmethod
     def from_functions(
@@ -251,6 +276,9 @@ class Problem(ABC):
         potential_energy: Callable[[np.ndarray], float] | None = None,
         exact_solution: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
         name: str = "from_functions",
+        rheonomic: bool = False,
+        gap_rate: Callable[[float, np.ndarray], np.ndarray] | None = None,
+        gap_drift: Callable[[float, np.ndarray, np.ndarray], np.ndarray] | None = None,
     ) -> Problem:
         """A problem from plain functions, without a subclass (as solve_ivp takes ``fun``).
 
@@ -277,14 +305,36 @@ class Problem(ABC):
             errors as a built-in problem's.
         name : str
             The problem's name in tables.
+        rheonomic : bool
+            True for a moving obstacle: ``gap(t, q)`` and ``gap_gradient(t, q)`` then take t
+            first, and ``gap_rate`` and ``gap_drift`` are required (:class:`Problem`, Notes).
+        gap_rate : callable, optional
+            ``gap_rate(t, q)`` -> r = dg/dt at fixed q, shape (m,) (rheonomic only).
+        gap_drift : callable, optional
+            ``gap_drift(t, q, v)`` -> c = d2g/dt2 + 2 (dG/dt) v, shape (m,) (rheonomic only).
 
         Returns
         -------
         Problem
-            A :class:`impactbench.core.problem.FunctionProblem`, checked by
+            A :class:`impactbench.core.problem.FunctionProblem` (rheonomic: a
+            :class:`impactbench.core.problem.TimedFunctionProblem`), checked by
             :meth:`check` (a ValueError names the bad value). It runs with every method (on
-            their plain-Python paths) and pickles with ``cloudpickle``.
+            their plain-Python paths; a rheonomic one with the methods that declare
+            ``moving_obstacles``) and pickles with ``cloudpickle``.
         """
+        if rheonomic is True:
+            return TimedFunctionProblem(
+                mass_matrix, forces, gap, gap_gradient, gap_rate, gap_drift, q0, v0,
+                restitution=restitution, t0=t0, potential_energy=potential_energy,
+                exact_solution=exact_solution, name=name,
+            )  # fmt: skip
+        if rheonomic is not False:
+            raise ValueError(f"rheonomic must be True or False, got {rheonomic!r}")
+        for label, value in (("gap_rate", gap_rate), ("gap_drift", gap_drift)):
+            if value is not None:
+                raise ValueError(
+                    f"{label} is for a moving obstacle (rheonomic=True), got {value!r}"
+                )
         return FunctionProblem(
             mass_matrix, forces, gap, gap_gradient, q0, v0, restitution=restitution, t0=t0,
             potential_energy=potential_energy, exact_solution=exact_solution, name=name,
@@ -336,7 +386,27 @@ class Problem(ABC):
     def normal_restitution(self, q: np.ndarray) -> np.ndarray:
         """e_N,i in [0, 1] of each contact, shape (m,) (frictional problems; default: the
         problem's ``restitution`` for every contact)."""
+        if self.rheonomic:  # the gap needs a time: m is known from the check
+            return np.full(self.n_constraints, float(self.restitution))
         return np.full(np.shape(self.gap(q))[0], float(self.restitution))
+
+    def gap_rate(self, t: float, q: np.ndarray) -> np.ndarray:
+        """r = dg/dt at fixed q, shape (m,) (rheonomic problems only: :attr:`rheonomic`)."""
+        raise NotImplementedError(f"problem {self.name!r} has no moving obstacle")
+
+    def gap_drift(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """c = d2g/dt2 + 2 (dG/dt) v, shape (m,) (rheonomic problems only)."""
+        raise NotImplementedError(f"problem {self.name!r} has no moving obstacle")
+
+    def tangent_rate(self, t: float, q: np.ndarray) -> np.ndarray:
+        """tau, the obstacle's term of the relative tangential velocity u_T = W_T v + tau,
+        shape (m,) (frictional rheonomic problems only)."""
+        raise NotImplementedError(f"problem {self.name!r} has no moving obstacle")
+
+    def tangent_drift(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """c_T = (dW_T/dt) v + dtau/dt + (dtau/dq) v, shape (m,) (frictional rheonomic
+        problems only)."""
+        raise NotImplementedError(f"problem {self.name!r} has no moving obstacle")
 
     @property
     def has_friction(self) -> bool:
@@ -378,10 +448,17 @@ class Problem(ABC):
         each; a problem may override it with an equal vectorised form)."""
         return np.array([float(self.potential_energy(qi)) for qi in np.atleast_2d(q)], dtype=float)
 
-    def gaps(self, q: np.ndarray) -> np.ndarray:
-        """g at each sample: q of shape (N, n), result (N, m) (one :meth:`gap` call each)."""
+    def gaps(self, q: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+        """g at each sample: q of shape (N, n), result (N, m) (one :meth:`gap` call each).
+
+        ``t``, shape (N,), the samples' times: required for a rheonomic problem (g(t_k, q_k));
+        not read otherwise."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         m = -1 if self.n_constraints is None else self.n_constraints
+        if self.rheonomic:
+            t = sample_times(t, q.shape[0])
+            values = [self.gap(tk, qi) for tk, qi in zip(t.tolist(), q, strict=True)]
+            return np.array(values, dtype=float).reshape(len(q), m)
         return np.array([self.gap(qi) for qi in q], dtype=float).reshape(len(q), m)
 
     def kinetic_energies(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -399,7 +476,11 @@ class Problem(ABC):
         the mass matrix must be symmetric positive definite and well conditioned
         (:func:`impactbench.core._checks.spd_matrix`), and the gap gradient must agree with
         differences of the gap at q0 (:mod:`impactbench.core._gradient_check`: a wrong sign or
-        a transposed gradient is refused). During a run the plain-Python path checks
+        a transposed gradient is refused). A rheonomic problem is evaluated at (t0, q0), its
+        gradient checked at fixed t0, and its declared ``gap_rate`` and ``gap_drift`` (and
+        frictional, ``tangent_drift``) against central differences in t
+        (:func:`impactbench.core._gradient_check.rate_mismatch`, ``drift_mismatch``); it may
+        not declare itself conservative. During a run the plain-Python path checks
         every returned value again (:class:`CheckedCalls`).
 
         Raises
@@ -418,6 +499,34 @@ class Problem(ABC):
         self.q0 = _checks.vector(getattr(self, "q0", None), "q0", n)
         self.v0 = _checks.vector(getattr(self, "v0", None), "v0", n)
         diagonal, kinetic = self._check_mass(n)
+        if declared_rheonomic(self):
+            if self.conservative:
+                raise ValueError(
+                    "conservative must be False for a rheonomic problem (a moving obstacle does "
+                    "work on the system: its energy may rise), got conservative=True"
+                )
+            m = _check_rheonomic(self, n)
+        else:
+            m = self._check_gap(n)
+        if self.has_friction:
+            _check_friction(self, n, m)
+        _check_linear_forces(self, n)
+        force = _valid(
+            returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,))
+        )
+        # the scales of the divergence bounds (impactbench.core.divergence.state_bounds), kept
+        # so that a run does not evaluate M and F at q0 again
+        frequency = initial_frequency(self, diagonal, force)
+        self._initial_scales = (
+            float(diagonal.min()),
+            kinetic,
+            float(np.abs(force).max()),
+            frequency,
+        )
+
+    def _check_gap(self, n: int) -> int:
+        """Check g(q0) (shape, admissibility) and G(q0) against differences of g (see
+        :meth:`check`); return m."""
         if getattr(self, "n_constraints", None) is None:  # inferred from gap(q0)
             g0 = np.asarray(self.gap(self.q0))
             if g0.ndim != 1:
@@ -440,21 +549,7 @@ class Problem(ABC):
         mismatch = gradient_mismatch(gap_or_none, self.q0, g0, G0)
         if mismatch:
             raise ValueError(mismatch)
-        if self.has_friction:
-            _check_friction(self, n, m)
-        _check_linear_forces(self, n)
-        force = _valid(
-            returned_array(self.forces(self.t0, self.q0, self.v0), "forces(t0, q0, v0)", (n,))
-        )
-        # the scales of the divergence bounds (impactbench.core.divergence.state_bounds), kept
-        # so that a run does not evaluate M and F at q0 again
-        frequency = initial_frequency(self, diagonal, force)
-        self._initial_scales = (
-            float(diagonal.min()),
-            kinetic,
-            float(np.abs(force).max()),
-            frequency,
-        )
+        return m
 
     def _check_mass(self, n: int) -> tuple[np.ndarray, float]:
         """Check the declared :attr:`mass_structure` and M(q0) (see :meth:`check`); return the
@@ -497,12 +592,114 @@ class Problem(ABC):
         return f"{type(self).__name__}(name={self.name!r}, e={self.restitution})"
 
 
+def declared_rheonomic(problem: Problem) -> bool:
+    """``problem.rheonomic`` checked: True or False (else ValueError naming it)."""
+    value = getattr(problem, "rheonomic", False)
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"rheonomic must be True or False, got {value!r}")
+    return bool(value)
+
+
+def timed_gap(problem: Problem, t: float, q: np.ndarray) -> np.ndarray:
+    """g at (t, q): ``problem.gap(t, q)`` for a rheonomic problem, ``problem.gap(q)`` (t not
+    read) otherwise; for callers that serve both kinds of problem."""
+    return problem.gap(t, q) if problem.rheonomic else problem.gap(q)
+
+
+def timed_gradient(problem: Problem, t: float, q: np.ndarray) -> np.ndarray:
+    """G = dg/dq at (t, q), shape (m, n): ``problem.gap_gradient(t, q)`` for a rheonomic
+    problem, ``problem.gap_gradient(q)`` (t not read) otherwise."""
+    return problem.gap_gradient(t, q) if problem.rheonomic else problem.gap_gradient(q)
+
+
+def sample_times(t: Any, samples: int) -> np.ndarray:
+    """The times of ``samples`` samples, a float64 array of shape (samples,) (ValueError naming
+    ``t`` when it is None, not of that shape or not finite: a rheonomic problem's gaps need
+    them)."""
+    if t is None:
+        raise ValueError("t must be given for a rheonomic problem (its gaps depend on time)")
+    times = np.atleast_1d(np.asarray(t, dtype=float))
+    if times.shape != (samples,) or not np.all(np.isfinite(times)):
+        raise ValueError(f"t must be {samples} finite times, one per sample, got {_brief(t)}")
+    return np.ascontiguousarray(times)
+
+
+def _check_rheonomic(problem: Problem, n: int) -> int:
+    """The gap data of a rheonomic ``problem`` at (t0, q0, v0) (see :meth:`Problem.check`):
+    shapes, admissibility, G against differences in q at fixed t0, the declared rate and drift
+    (and, frictional, tangent drift) against differences in t; returns m."""
+    t0, q0, v0 = problem.t0, problem.q0, problem.v0
+    if getattr(problem, "n_constraints", None) is None:  # inferred from gap(t0, q0)
+        g0 = np.asarray(problem.gap(t0, q0))
+        if g0.ndim != 1:
+            raise ValueError(f"gap(t0, q0) must have shape (m,), got shape {g0.shape}")
+        problem.n_constraints = g0.shape[0]
+    m = _checks.positive_int(problem.n_constraints, "n_constraints")
+    g0 = _valid(returned_array(problem.gap(t0, q0), "gap(t0, q0)", (m,)))
+    G0 = _valid(returned_array(problem.gap_gradient(t0, q0), "gap_gradient(t0, q0)", (m, n)))
+    tol = initial_penetration_tolerance(problem)
+    if np.any(g0 < -tol):
+        raise ValueError(
+            f"q0 must be admissible (gap(t0, q0) >= -{tol:.3g}, the initial_penetration_"
+            f"tolerance), got t0={t0!r}, q0={q0.tolist()} with gap(t0, q0)={g0.tolist()}"
+        )
+
+    def valid(value: Any, label: str, shape: tuple[int, ...]) -> np.ndarray | None:
+        array, reason = returned_array(value, label, shape)
+        return None if reason else array
+
+    gap = functools.partial(problem.gap, t0)
+    mismatch = gradient_mismatch(lambda q: valid(gap(q), "gap", (m,)), q0, g0, G0, "t0, q0")
+    if mismatch:
+        raise ValueError(mismatch)
+    rate = _valid(returned_array(problem.gap_rate(t0, q0), "gap_rate(t0, q0)", (m,)))
+    drift = _valid(returned_array(problem.gap_drift(t0, q0, v0), "gap_drift(t0, q0, v0)", (m,)))
+    mismatch = rate_mismatch(
+        lambda t: valid(problem.gap(t, q0), "gap", (m,)), t0, q0, rate, "gap_rate(t0, q0)"
+    ) or _drift_mismatch(problem.gap_gradient, problem.gap_rate, problem, m, drift, "gap_drift")
+    if not mismatch and problem.has_friction:
+        _valid(returned_array(problem.tangent_rate(t0, q0), "tangent_rate(t0, q0)", (m,)))
+        label = "tangent_drift(t0, q0, v0)"
+        drift_t = _valid(returned_array(problem.tangent_drift(t0, q0, v0), label, (m,)))
+        mismatch = _drift_mismatch(
+            problem.tangent_gradient, problem.tangent_rate, problem, m, drift_t, "tangent_drift"
+        )
+    if mismatch:
+        raise ValueError(mismatch)
+    return m
+
+
+def _drift_mismatch(
+    rows: Callable, rate: Callable, problem: Problem, m: int, drift: np.ndarray, name: str
+) -> str:
+    """:func:`impactbench.core._gradient_check.drift_mismatch` of the relative velocity
+    ``rows(t, q) v0 + rate(t, q)`` at (t0, q0, v0) (no check where a value is not valid)."""
+    n, v0 = problem.n_dof, problem.v0
+
+    def rows_v0(t: float, q: np.ndarray) -> np.ndarray | None:
+        value, reason = returned_array(rows(t, q), "rows", (m, n))
+        return None if reason else value @ v0
+
+    def velocity(t: float, q: np.ndarray) -> np.ndarray | None:
+        spatial = rows_v0(t, q)
+        value, reason = returned_array(rate(t, q), "rate", (m,))
+        return None if reason or spatial is None else spatial + value
+
+    label = f"{name}(t0, q0, v0)"
+    return drift_mismatch(velocity, rows_v0, problem.t0, problem.q0, v0, drift, label)
+
+
 def _check_friction(problem: Problem, n: int, m: int) -> None:
     """The friction data of ``problem`` at q0: tangent rows of shape (m, n), finite and none
     zero, mu_i finite and >= 0, e_T,i and e_N,i in [0, 1] (ValueError naming the bad value)."""
-    T = _valid(returned_array(problem.tangent_gradient(problem.q0), "tangent_gradient(q0)", (m, n)))
+    if problem.rheonomic:
+        label = "tangent_gradient(t0, q0)"
+        rows = problem.tangent_gradient(problem.t0, problem.q0)
+    else:
+        label, rows = "tangent_gradient(q0)", problem.tangent_gradient(problem.q0)
+    T = _valid(returned_array(rows, label, (m, n)))
     if _has_zero_row(T):
-        raise ValueError(f"tangent_gradient(q0) must have no zero row, got {_brief(T)}")
+        raise ValueError(f"{label} must have no zero row, got {_brief(T)}")
     values = problem.friction(problem.q0)
     if not isinstance(values, tuple) or len(values) != 2:
         raise ValueError(f"friction(q0) must return a pair (mu, e_T), got {_brief(values)}")
@@ -611,6 +808,7 @@ class CompiledProblem(Problem):
             kernels.normal_restitution(np.asarray(self.q0, dtype=float), self._p, e_n)
             if not np.all((e_n >= 0.0) & (e_n <= 1.0)):
                 raise ValueError(f"normal_restitution(q0) must lie in [0, 1], got {e_n.tolist()}")
+        _check_rheonomic_kernels(self)
         if self.mass_structure == "diagonal" and self.KERNELS.mass_diagonal is None:
             raise ValueError(
                 f"mass_structure='diagonal' needs a mass_diagonal kernel in "
@@ -687,7 +885,11 @@ class CompiledProblem(Problem):
         if not sized or q0.dtype.kind not in "iuf" or q0.shape != (getattr(self, "n_dof", -1),):
             return  # refused by name in Problem.check
         probe = np.full(int(m), np.nan)
-        self.KERNELS.gap(np.ascontiguousarray(q0, dtype=float), self._p, probe)
+        q0 = np.ascontiguousarray(q0, dtype=float)
+        if self.rheonomic:
+            self.KERNELS.gap(float(self.t0), q0, self._p, probe)
+        else:
+            self.KERNELS.gap(q0, self._p, probe)
         unwritten = np.flatnonzero(np.isnan(probe))
         if unwritten.size:
             raise ValueError(
@@ -701,9 +903,14 @@ class CompiledProblem(Problem):
             return self.KERNELS
         return self.KERNELS._replace(mass_structure=self.mass_structure)
 
-    def gaps(self, q: np.ndarray) -> np.ndarray:
+    def gaps(self, q: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
         """g at each sample, q (N, n) -> (N, m): the ``gap`` kernel over all samples in one
-        compiled call (:func:`impactbench.core.sampled.sample_gaps`)."""
+        compiled call (:func:`impactbench.core.sampled.sample_gaps`); ``t`` (N,), the samples'
+        times, required for a rheonomic problem, not read otherwise."""
+        if self.rheonomic:
+            q = np.atleast_2d(np.asarray(q, dtype=float))
+            times = sample_times(t, q.shape[0])
+            return sample_gaps(self.KERNELS.gap, self._p, self.n_dof, self.n_constraints, q, times)
         return sample_gaps(self.KERNELS.gap, self._p, self.n_dof, self.n_constraints, q)
 
     def kinetic_energies(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -787,6 +994,94 @@ class CompiledProblem(Problem):
         return out
 
 
+class RheonomicCompiledProblem(CompiledProblem):
+    """A :class:`CompiledProblem` with moving obstacles (``rheonomic = True``): its
+    ``KERNELS`` declare ``rheonomic=True``, take t first in the geometric kernels and give
+    ``gap_rate`` and ``gap_drift`` (frictional: ``tangent_rate`` and ``tangent_drift`` too;
+    :class:`ProblemKernels`). The Python methods of the contract are derived from them, with t
+    first (:class:`Problem`, Notes).
+    """
+
+    rheonomic = True
+
+    def gap(self, t: float, q: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        """g(t, q), shape (m,)."""
+        return self._call(self.KERNELS.gap, t, q, (self.n_constraints,))
+
+    def gap_gradient(self, t: float, q: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        """G(t, q) = dg/dq, shape (m, n)."""
+        return self._call(self.KERNELS.gap_gradient, t, q, (self.n_constraints, self.n_dof))
+
+    def tangent_gradient(self, t: float, q: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        """W_T(t, q), shape (m, n) (frictional problems)."""
+        if self.KERNELS.tangent_gradient is None:
+            return super().tangent_gradient(q)
+        shape = (self.n_constraints, self.n_dof)
+        return self._call(self.KERNELS.tangent_gradient, t, q, shape)
+
+    def gap_rate(self, t: float, q: np.ndarray) -> np.ndarray:
+        """r(t, q) = dg/dt, shape (m,)."""
+        return self._call(self.KERNELS.gap_rate, t, q, (self.n_constraints,))
+
+    def gap_drift(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """c(t, q, v) = d2g/dt2 + 2 (dG/dt) v, shape (m,)."""
+        return self._call(self.KERNELS.gap_drift, t, q, (self.n_constraints,), v)
+
+    def tangent_rate(self, t: float, q: np.ndarray) -> np.ndarray:
+        """tau(t, q), shape (m,) (frictional problems)."""
+        if self.KERNELS.tangent_rate is None:
+            return super().tangent_rate(t, q)
+        return self._call(self.KERNELS.tangent_rate, t, q, (self.n_constraints,))
+
+    def tangent_drift(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """c_T(t, q, v), shape (m,) (frictional problems)."""
+        if self.KERNELS.tangent_drift is None:
+            return super().tangent_drift(t, q, v)
+        return self._call(self.KERNELS.tangent_drift, t, q, (self.n_constraints,), v)
+
+    def _call(
+        self, function: Callable, t: float, q: np.ndarray, shape: tuple, v: Any = None
+    ) -> np.ndarray:
+        """``function(t, q, p, out)`` (``function(t, q, v, p, out)`` with ``v``) into a new
+        array of ``shape``."""
+        out = np.empty(shape)
+        q = np.ascontiguousarray(q, dtype=float)
+        if v is None:
+            function(float(t), q, self._p, out)
+        else:
+            function(float(t), q, np.ascontiguousarray(v, dtype=float), self._p, out)
+        return out
+
+
+#: The kernels of a rheonomic :class:`ProblemKernels` that only it gives (the first two always,
+#: the last two with friction).
+_TIME_KERNELS = ("gap_rate", "gap_drift", "tangent_rate", "tangent_drift")
+
+
+def _check_rheonomic_kernels(problem: CompiledProblem) -> None:
+    """``KERNELS.rheonomic`` agrees with the problem's ``rheonomic`` (a
+    :class:`RheonomicCompiledProblem` or not) and the time kernels are given exactly when
+    declared: ``gap_rate`` and ``gap_drift``, with friction ``tangent_rate`` and
+    ``tangent_drift`` too (ValueError naming the field)."""
+    kernels, name = problem.KERNELS, type(problem).__name__
+    declared = declared_rheonomic(problem)
+    if kernels.rheonomic is not declared:
+        raise ValueError(
+            f"{name}.KERNELS.rheonomic must be {declared} (the problem's rheonomic; a problem "
+            f"with moving obstacles subclasses RheonomicCompiledProblem), got "
+            f"{kernels.rheonomic!r}"
+        )
+    frictional = kernels.tangent_gradient is not None
+    for field in _TIME_KERNELS:
+        needed = declared and (frictional or not field.startswith("tangent"))
+        if (getattr(kernels, field) is not None) != needed:
+            state = "needs" if needed else "must not give"
+            raise ValueError(
+                f"{name}.KERNELS {state} a {field} kernel (rheonomic={declared}, "
+                f"frictional={frictional}), got {field}={getattr(kernels, field)!r}"
+            )
+
+
 #: The compiled problems whose last :meth:`CompiledProblem.check` passed, by id: a weak
 #: reference to the problem (its entry removed when it is freed), the :func:`_contract_key`
 #: it passed for and the :class:`impactbench.core.snapshot.Snapshot` of its attributes then, or
@@ -828,15 +1123,22 @@ _CHECKED_METHODS = (
     "friction",
     "stiffness_matrix",
     "damping_matrix",
+    "gap_rate",
+    "gap_drift",
+    "tangent_rate",
+    "tangent_drift",
     "check",
 )
 
 
 @functools.cache
 def _kernels_only(cls: type) -> bool:
-    """Whether the contract methods of ``cls`` are :class:`CompiledProblem`'s own (its values
-    at q0 then depend on the kernels, the parameter vector and the state only)."""
-    return all(getattr(cls, name) is getattr(CompiledProblem, name) for name in _CHECKED_METHODS)
+    """Whether the contract methods of ``cls`` are :class:`CompiledProblem`'s own (those of
+    :class:`RheonomicCompiledProblem` for its subclasses; its values at q0 then depend on the
+    kernels, the parameter vector and the state only)."""
+    rheonomic = issubclass(cls, RheonomicCompiledProblem)
+    base = RheonomicCompiledProblem if rheonomic else CompiledProblem
+    return all(getattr(cls, name) is getattr(base, name) for name in _CHECKED_METHODS)
 
 
 def initial_penetration_tolerance(problem: Problem) -> float:
@@ -1312,8 +1614,9 @@ class FunctionProblem(Problem):
     ) -> None:
         self._mass_matrix = _callable(mass_matrix, "mass_matrix", "M(q) -> (n, n)")
         self._forces = _callable(forces, "forces", "F(t, q, v) -> (n,)")
-        self._gap = _callable(gap, "gap", "g(q) -> (m,)")
-        self._gap_gradient = _callable(gap_gradient, "gap_gradient", "grad g(q) -> (m, n)")
+        point = "t, q" if self.rheonomic else "q"
+        self._gap = _callable(gap, "gap", f"g({point}) -> (m,)")
+        self._gap_gradient = _callable(gap_gradient, "gap_gradient", f"grad g({point}) -> (m, n)")
         self._potential_energy = (
             None
             if potential_energy is None
@@ -1365,3 +1668,46 @@ class FunctionProblem(Problem):
     def has_exact_solution(self) -> bool:
         """True when an ``exact_solution`` was given."""
         return self._exact_solution is not None
+
+
+class TimedFunctionProblem(FunctionProblem):
+    """A :class:`FunctionProblem` with a moving obstacle (``rheonomic = True``): its ``gap``
+    and ``gap_gradient`` take t first, and it has the given ``gap_rate`` and ``gap_drift``.
+
+    Built by :meth:`impactbench.Problem.from_functions` with ``rheonomic=True`` (see there for
+    the parameters); validated by :meth:`impactbench.Problem.check` on construction.
+    """
+
+    rheonomic = True
+
+    def __init__(
+        self,
+        mass_matrix: Callable[[np.ndarray], np.ndarray],
+        forces: Callable[[float, np.ndarray, np.ndarray], np.ndarray],
+        gap: Callable[[float, np.ndarray], np.ndarray],
+        gap_gradient: Callable[[float, np.ndarray], np.ndarray],
+        gap_rate: Callable[[float, np.ndarray], np.ndarray] | None,
+        gap_drift: Callable[[float, np.ndarray, np.ndarray], np.ndarray] | None,
+        q0: Any,
+        v0: Any,
+        **options: Any,
+    ) -> None:
+        self._gap_rate = _callable(gap_rate, "gap_rate", "dg/dt(t, q) -> (m,)")
+        self._gap_drift = _callable(gap_drift, "gap_drift", "c(t, q, v) -> (m,)")
+        super().__init__(mass_matrix, forces, gap, gap_gradient, q0, v0, **options)
+
+    def gap(self, t: float, q: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        """g(t, q), shape (m,): the given ``gap``."""
+        return self._gap(t, q)
+
+    def gap_gradient(self, t: float, q: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        """G(t, q) = dg/dq, shape (m, n): the given ``gap_gradient``."""
+        return self._gap_gradient(t, q)
+
+    def gap_rate(self, t: float, q: np.ndarray) -> np.ndarray:
+        """r(t, q) = dg/dt, shape (m,): the given ``gap_rate``."""
+        return self._gap_rate(t, q)
+
+    def gap_drift(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """c(t, q, v) = d2g/dt2 + 2 (dG/dt) v, shape (m,): the given ``gap_drift``."""
+        return self._gap_drift(t, q, v)

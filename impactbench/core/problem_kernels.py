@@ -46,13 +46,28 @@ class ProblemKernels(NamedTuple):
     contacts have different normal restitutions gives ``normal_restitution(q, p, e_n)``,
     writing e_N,i in [0, 1] of each contact into ``e_n`` (m); without it every contact takes
     the problem's ``restitution``.
-    will declare 2, with ``tangent_gradient`` writing (2 m, n)).
 
     Linear forces (the implicit ``MoreauJean(theta, implicit=True)``): a problem whose forces
     are F(t, q, v) = -K q - C v + F_rest(t, q, v) with constant matrices K (stiffness) and C
     (damping) may declare them, ``stiffness_matrix(p, out)`` and ``damping_matrix(p, out)``,
     out (n, n) (either, both or neither; None: not declared). They declare a part of
     ``forces``, which still returns the whole F: a scheme that ignores them is unchanged.
+
+    Moving obstacles (``rheonomic`` True, a compile-time flag): the gaps depend on time,
+    g(t, q), and every geometric kernel takes t first, as ``forces`` does:
+    ``gap(t, q, p, out)`` out (m,), ``gap_gradient(t, q, p, out)`` out (m, n) (G = dg/dq) and,
+    frictional, ``tangent_gradient(t, q, p, out)`` out (m, n); with the declared time terms
+    ``gap_rate(t, q, p, out)``, out (m,), the partial derivative r = dg/dt at fixed q (the
+    relative normal velocity is U = G v + r), and ``gap_drift(t, q, v, p, out)``, out (m,),
+    c = d2g/dt2 + 2 (dG/dt) v (partial derivatives in t at fixed q), so that along a motion
+    d2g/dt2 = G a + v^T (d2g/dq2) v + c. A frictional rheonomic problem also gives
+    ``tangent_rate(t, q, p, out)``, out (m,), the obstacle's term tau of the relative
+    tangential velocity u_T = W_T v + tau, and ``tangent_drift(t, q, v, p, out)``, out (m,),
+    c_T = dW_T/dt v + dtau/dt + (dtau/dq) v, so that du_T/dt = W_T a + (dW_T/dq)[v] v + c_T.
+    ``friction``, ``normal_restitution``, the mass and force kernels are unchanged. For a
+    rheonomic problem ``affine_gap`` declares g(t, q) = G q + b(t) with G constant in q and t.
+    With ``rheonomic`` False (default) the four time kernels are None and the geometric
+    kernels take no t.
     """
 
     mass_matrix: Callable
@@ -70,3 +85,8 @@ class ProblemKernels(NamedTuple):
     normal_restitution: Callable | None = None
     stiffness_matrix: Callable | None = None
     damping_matrix: Callable | None = None
+    rheonomic: bool = False
+    gap_rate: Callable | None = None
+    gap_drift: Callable | None = None
+    tangent_rate: Callable | None = None
+    tangent_drift: Callable | None = None

@@ -29,6 +29,11 @@ def _gaps_loop(Q, p, out):  # noqa: N803
         gap(Q[k], p, out[k])  # noqa: F821 (bound by specialize)
 
 
+def _gaps_loop_t(T, Q, p, out):  # noqa: N803
+    for k in range(Q.shape[0]):
+        gap(T[k], Q[k], p, out[k])  # noqa: F821 (bound by specialize; a rheonomic gap)
+
+
 def _kinetic_loop(Q, V, p, M, out):  # noqa: N803
     n = Q.shape[1]
     for k in range(Q.shape[0]):
@@ -74,19 +79,27 @@ def _samples(values: np.ndarray, n: int, name: str) -> np.ndarray:
 
 
 def sample_gaps(
-    gap: Callable, p: np.ndarray, n_dof: int, n_constraints: int, q: np.ndarray
+    gap: Callable,
+    p: np.ndarray,
+    n_dof: int,
+    n_constraints: int,
+    q: np.ndarray,
+    t: np.ndarray | None = None,
 ) -> np.ndarray:
-    """g(q_k) at each sample.
+    """g(q_k) at each sample, or g(t_k, q_k) with ``t``.
 
     Parameters
     ----------
     gap : numba function
-        A problem's ``gap(q, p, out)`` kernel.
+        A problem's ``gap(q, p, out)`` kernel, or with ``t`` a rheonomic problem's
+        ``gap(t, q, p, out)``.
     p : ndarray, shape (P,)
         Its parameter vector.
     n_dof, n_constraints : int
         n and m (q of another width is refused: the compiled kernel does not check indices).
     q : ndarray, shape (N, n)
+    t : ndarray, shape (N,), optional
+        The samples' times (float64, contiguous), for a rheonomic ``gap``.
 
     Returns
     -------
@@ -94,7 +107,12 @@ def sample_gaps(
     """
     q = _samples(q, n_dof, "q")
     out = np.empty((q.shape[0], n_constraints))
-    _loop(_gaps_loop, {"gap": gap}, ("gaps", gap))(q, p, out)
+    if t is None:
+        _loop(_gaps_loop, {"gap": gap}, ("gaps", gap))(q, p, out)
+    else:
+        if t.shape != (q.shape[0],):
+            raise ValueError(f"t must have shape ({q.shape[0]},), got {t.shape}")
+        _loop(_gaps_loop_t, {"gap": gap}, ("timed gaps", gap))(t, q, p, out)
     return out
 
 
