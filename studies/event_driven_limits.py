@@ -124,9 +124,8 @@ CASES = {
     "full": (BALL, ROCKING, COLUMN, CHATTER, PENDULUM),
     "quick": (BALL, ROCKING, COLUMN, CHATTER),
 }
-#: The chattering impact oscillator (module docstring): its first chatter sequence closes near
-#: t = 23.5, then one a period (2 pi / 2.5 = 2.51); the full horizon holds seven chatter
-#: sequences, the quick one four.
+#: The chattering impact oscillator (module docstring): after a transient from the problem's
+#: start, one chatter sequence a forcing period 2 pi / omega; the horizons hold several.
 CHATTER_PARAMETERS = {"omega": 2.5, "sigma": -0.8, "restitution": 0.7, "zeta": 0.1}
 HORIZON = {
     PENDULUM: {"full": 30.0, "quick": 5.0},

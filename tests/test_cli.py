@@ -211,3 +211,30 @@ def test_retry_failed_reruns_the_runs_of_a_crashed_worker(probe_study, tmp_path,
     assert (tmp_path / "crashed").exists()
     table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
     assert list(table["status"]) == ["ok"] * 4
+
+
+def test_report_rebuilds_the_studies_it_can_and_names_the_others(tmp_path, monkeypatch, capsys):
+    """A stored table the current code cannot report (one an older version wrote) does not stop
+    the other studies' reports: each other study is rebuilt, the failing one's files are left as
+    they were, stderr names it with the reason and the command that redoes it, the index says
+    it was not rebuilt, and the exit code is 1."""
+    from impactbench.bench import cli
+
+    for name in ("convergence", "scaling"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.csv").write_text("key\n")
+    (tmp_path / "scaling" / "README.md").write_text("the old report\n")
+
+    def write_study_report(study, folder):
+        if study.name == "scaling":
+            raise KeyError("a column since added")
+        return StudyReport(findings=["rebuilt"])
+
+    monkeypatch.setattr(cli, "write_study_report", write_study_report)
+    assert main(["report", "--output", str(tmp_path), "--jobs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "study scaling: its report was not rebuilt" in err
+    assert "KeyError" in err and "rerun `impactbench run scaling`" in err
+    index = (tmp_path / "README.md").read_text()
+    assert "- rebuilt" in index and "- Not rebuilt: its report was not rebuilt" in index
+    assert (tmp_path / "scaling" / "README.md").read_text() == "the old report\n"

@@ -36,7 +36,7 @@ from .arguments import Parser, integer_in, jobs_count, positive_int, positive_nu
 from .cache_integrity import check_fraction, no_patching
 from .compare import add_parser as add_compare_parser
 from .compile_command import add_parser as add_compile_parser
-from .files import check_ours, naming_write_failures
+from .files import StudyWriteError, check_ours, naming_write_failures
 from .list_command import add_parser as add_list_parser
 from .pipeline import DEFAULT_OUTPUT, MissingReferenceWarning, palette_figures, run_study
 from .plugins import STUDIES, load_study_file
@@ -111,12 +111,12 @@ def _studies(names: Sequence[str], replace: bool = False) -> dict[str, Study]:
     return chosen or dict(STUDIES)
 
 
-def _report_of(name: str, folder: Path, references: str) -> StudyReport:
+def _report_of(name: str, folder: Path, references: str) -> StudyReport | str:
     """Write the report of the built-in study ``name`` into ``folder`` (in a worker process),
     reading the reference cache ``references`` of the launching process (a reused worker keeps
     the environment it was started with)."""
     with reference_dir_set(references):
-        return _write_report(STUDIES[name], folder)
+        return _rebuilt(STUDIES[name], folder)
 
 
 def _write_report(study: Study, folder: Path) -> StudyReport:
@@ -135,14 +135,19 @@ def _write_report(study: Study, folder: Path) -> StudyReport:
             return write_study_report(study, folder)
 
 
-def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1) -> int:
+def _write_reports(
+    output: Path, extra: Mapping[str, Study] | None = None, jobs: int = 1
+) -> tuple[int, list[str]]:
     """Rebuild the report of every study with a table in ``output`` (the built-in and plug-in
     studies, and ``extra``), and the index.
 
     With ``jobs`` other than 1 the built-in studies' reports are written by that many worker
     processes (joblib's loky backend; -1: all cores), the others here. Each report reads only
     its study's folder, so the files do not depend on ``jobs``. Shows a progress bar on a
-    terminal. Returns the number of studies found.
+    terminal. A study whose stored table the current code cannot report (:func:`_rebuilt`: one
+    written by an older version) does not stop the others: its files are left as they were,
+    the reason is printed on stderr and the index says it was not rebuilt. Returns the number
+    of studies found and the names of those not rebuilt.
     """
     extra = dict(extra or {})  # a study file given --replace in its built-in's place
     names = [name for name in dict.fromkeys([*STUDIES.names(), *extra])]
@@ -166,12 +171,39 @@ def _write_reports(output: Path, extra: Mapping[str, Study] | None = None, jobs:
                 bar.update()
         for study in present:
             if study.name not in written:
-                written[study.name] = _write_report(study, output / study.name)
+                written[study.name] = _rebuilt(study, output / study.name)
                 bar.update()
-    reports = [(study, written[study.name]) for study in present]
+    not_rebuilt = [name for name, report in written.items() if isinstance(report, str)]
+    for name in not_rebuilt:
+        print(f"impactbench: error: study {name}: {written[name]}", file=sys.stderr)
+    reports = [(study, _indexed(study, written[study.name])) for study in present]
     if reports:
         write_index(output, reports)
-    return len(reports)
+    return len(reports), not_rebuilt
+
+
+def _rebuilt(study: Study, folder: Path) -> StudyReport | str:
+    """:func:`_write_report`, or, when the current code cannot report the stored table (one an
+    older version wrote: a reference it no longer finds, a column since added), the reason,
+    naming the command that redoes the study; the study's files are then left as they were. A
+    file that cannot be written (a full disk, a README of the user's) is raised as it is."""
+    try:
+        return _write_report(study, folder)
+    except StudyWriteError:
+        raise
+    except Exception as error:
+        return (
+            f"its report was not rebuilt from {folder / TABLE_FILE} ({type(error).__name__}: "
+            f"{error}); rerun `impactbench run {study.name}` to redo its table and report"
+        )
+
+
+def _indexed(study: Study, report: StudyReport | str) -> StudyReport:
+    """The report the index shows for ``study``: its own, or for one not rebuilt (a reason,
+    :func:`_rebuilt`) that reason as its only finding."""
+    if isinstance(report, StudyReport):
+        return report
+    return StudyReport(findings=[f"Not rebuilt: {report}."])
 
 
 def _written_by(study: Study, folder: Path) -> bool:
@@ -264,9 +296,9 @@ def _run_studies(args: argparse.Namespace) -> int:
             any_failed = any_failed or bool(result.cache_differences)
     extra = {name: s for name, s in studies.items() if STUDIES.get(name) is not s}
     # the reports are written here (loky) whatever the runs' backend; -1 with Dask's jobs
-    _write_reports(output, extra, jobs=args.jobs if args.backend == "loky" else -1)
+    _, not_rebuilt = _write_reports(output, extra, jobs=args.jobs if args.backend == "loky" else -1)
     print(f"reports: {output / 'README.md'}")
-    return 1 if any_failed else 0
+    return 1 if any_failed or not_rebuilt else 0
 
 
 def _has_table(folder: Path, name: str) -> bool:
@@ -301,12 +333,13 @@ def _report(args: argparse.Namespace) -> int:
         if not any(note.startswith(f"no report for {output / name}:") for name in named):
             print(f"impactbench: warning: {note}", file=sys.stderr)
     extra = {**recorded, **named}
-    if not _write_reports(output, extra, jobs=args.jobs):
+    found, not_rebuilt = _write_reports(output, extra, jobs=args.jobs)
+    if not found:
         hint = "`impactbench run` (or `run --quick`, then `report --output reports-quick`)"
         print(f"no stored study tables in {output}; run {hint} first", file=sys.stderr)
         return 1
     print(f"reports: {output / 'README.md'}")
-    return 0
+    return 1 if not_rebuilt else 0
 
 
 # --------------------------------------------------------------------------------------------
