@@ -11,12 +11,19 @@ friction oscillator (frictional problems: docs/friction.md). The rocking block (
 corners) has the closed forms of its impacts (Housner's law); the woodpecker toy (frictional,
 three contacts) is compared with Siconos' output of the same example, and so is the impacting
 stick (whose first impact has a closed form); Painleve's rod has the closed form of its sliding
-phase. The 2-DOF tight joint and the double pendulum have none (references are accurate
+phase. Three problems have a moving obstacle (rheonomic, g(t, q)): the ball on a vibrating
+table (exact on its period-n orbit; the exact impact map, thresholds and release in
+:mod:`impactbench.problems.vibrating_table`), the oscillator against a harmonically moving stop
+(exact on its periodic orbit, from the forced impact oscillator in the stop's frame) and the
+cam-follower of Siconos' example (the cam's motion and the free flight in closed form). The
+2-DOF tight joint and the double pendulum have none (references are accurate
 event-driven runs), nor have the column of beads and Newton's cradle.
 Installed third-party problems join them in :data:`impactbench.bench.plugins.PROBLEMS`.
 """
 
+from .ball_on_vibrating_table import BallOnVibratingTable
 from .bouncing_ball import BouncingBall
+from .cam_follower import CamFollower
 from .column_of_beads import ColumnOfBeads
 from .double_pendulum import DoublePendulum
 from .drag_ball import DragBall
@@ -24,6 +31,7 @@ from .friction_oscillator import FrictionOscillator
 from .impact_oscillator import ForcedImpactOscillator, ImpactingOscillator
 from .impacting_bar import ImpactingBar
 from .impacting_stick import ImpactingStick
+from .moving_stop import ImpactOscillatorMovingStop
 from .newtons_cradle import NewtonsCradle
 from .painleve_rod import PainleveRod
 from .rocking_block import RockingBlock
@@ -50,11 +58,16 @@ PROBLEMS = {
     "ImpactingStick": ImpactingStick,
     "PainleveRod": PainleveRod,
     "FrictionOscillator": FrictionOscillator,
+    "BallOnVibratingTable": BallOnVibratingTable,
+    "ImpactOscillatorMovingStop": ImpactOscillatorMovingStop,
+    "CamFollower": CamFollower,
 }
 
 __all__ = [
     "PROBLEMS",
+    "BallOnVibratingTable",
     "BouncingBall",
+    "CamFollower",
     "ColumnOfBeads",
     "DoublePendulum",
     "DragBall",
@@ -62,6 +75,7 @@ __all__ = [
     "FrictionOscillator",
     "ImpactingBar",
     "ImpactingOscillator",
+    "ImpactOscillatorMovingStop",
     "ImpactingStick",
     "NewtonsCradle",
     "PainleveRod",

@@ -2,8 +2,8 @@ r"""Closed forms of a ball bouncing on a sinusoidally vibrating table (pure NumP
 
 The closed forms a ball-on-a-vibrating-table problem is checked against: the exact impact map,
 the period-n orbits, their linear stability with the saddle-node and period-doubling thresholds,
-and the sticking (locking) of the ball on the table. No problem class lives here (a constraint
-depending on time is not yet part of the problem contract).
+and the sticking (locking) of the ball on the table. The problem class is
+:class:`impactbench.problems.BallOnVibratingTable`, whose closed-form methods delegate here.
 
 Model
 -----
