@@ -19,6 +19,7 @@ import pytest
 
 from impactbench import simulate
 from impactbench.core.compilation import compiled_code
+from impactbench.core.problem import timed_gap, timed_gradient
 from impactbench.methods import METHODS, get_method
 from impactbench.problems import PROBLEMS, SlantedWall
 
@@ -87,11 +88,16 @@ def test_compiled_code_identifies_the_code_a_run_executes(cls):
 def test_compiled_and_plain_python_loops_agree(cls, problem_name):
     """One source, two paths: the same steps up to round-off (the compiled code may contract
     multiply-adds), and the same impacts. A scheme without a friction law refuses a frictional
-    problem on both paths, naming both."""
+    problem on both paths, naming both, and one without moving obstacles a rheonomic problem."""
     problem = PROBLEMS[problem_name]()
+    refusal = None
     if problem.has_friction and not cls.friction_law:
+        refusal = "no friction law"
+    elif problem.rheonomic and not cls.moving_obstacles:
+        refusal = "does not integrate moving obstacles"
+    if refusal:
         for compiled in (True, False):
-            with pytest.raises(ValueError, match="no friction law") as error:
+            with pytest.raises(ValueError, match=refusal) as error:
                 _run(cls(compiled=compiled), problem, 0.5)
             assert cls.__name__ in str(error.value) and problem.name in str(error.value)
         return
@@ -109,11 +115,16 @@ def test_problem_kernels_are_consistent(problem_name):
     problem.check()
     q, v = np.asarray(problem.q0, float), np.asarray(problem.v0, float)
     n, m = problem.n_dof, problem.n_constraints
+    t0 = problem.t0  # a moving obstacle's gap g(t, q) is checked at fixed t0
+
+    def gap(point):
+        return timed_gap(problem, t0, point)
+
     assert q.shape == v.shape == (n,)
-    assert problem.gap(q).shape == (m,)
+    assert gap(q).shape == (m,)
     # a published start may lie within the problem's declared initial-penetration tolerance
     depth = max(1e-12, problem.initial_penetration_tolerance or 0.0)
-    assert np.all(problem.gap(q) >= -depth)
+    assert np.all(gap(q) >= -depth)
     M = problem.mass_matrix(q)
     assert M.shape == (n, n)
     np.testing.assert_allclose(M, M.T, rtol=0, atol=1e-14 * np.abs(M).max())
@@ -122,14 +133,14 @@ def test_problem_kernels_are_consistent(problem_name):
     # the gradient is the derivative of the gap, at q0 and at a perturbed point
     rng = np.random.default_rng(0)
     for point in (q, q + 0.01 * rng.standard_normal(n)):
-        gradient = problem.gap_gradient(point)
+        gradient = timed_gradient(problem, t0, point)
         assert gradient.shape == (m, n)
         step = 1e-6 * max(1.0, float(np.abs(point).max()))
         numeric = np.empty((m, n))
         for j in range(n):
             dq = np.zeros(n)
             dq[j] = step
-            numeric[:, j] = (problem.gap(point + dq) - problem.gap(point - dq)) / (2 * step)
+            numeric[:, j] = (gap(point + dq) - gap(point - dq)) / (2 * step)
         np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-7)
 
 

@@ -16,7 +16,7 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from impactbench.core.problem import CompiledProblem
+from impactbench.core.problem import CompiledProblem, timed_gap, timed_gradient
 from impactbench.problems import (
     PROBLEMS,
     BouncingBall,
@@ -84,15 +84,14 @@ def test_contract_shapes_and_start(name):
     np.testing.assert_allclose(v[0], problem.v0, rtol=0, atol=1e-14)
     assert problem.mass_matrix(problem.q0).shape == (n, n)
     assert problem.forces(problem.t0, problem.q0, problem.v0).shape == (n,)
-    assert problem.gap(problem.q0).shape == (m,)
-    assert problem.gap_gradient(problem.q0).shape == (m, n)
+    g0 = timed_gap(problem, problem.t0, problem.q0)  # g(q0), or g(t0, q0) if the obstacle moves
+    G0 = timed_gradient(problem, problem.t0, problem.q0)
+    assert g0.shape == (m,)
+    assert G0.shape == (m, n)
     if problem.has_friction:  # the frictional block starts sliding on its incline
-        assert (
-            problem.gap(problem.q0)[0] == 0.0
-            and problem.v0 @ problem.gap_gradient(problem.q0)[0] == 0.0
-        )
+        assert g0[0] == 0.0 and problem.v0 @ G0[0] == 0.0
     else:
-        assert problem.gap(problem.q0)[0] > 0.0  # every impact problem starts off the wall
+        assert g0[0] > 0.0  # every impact problem starts off the wall
     with pytest.raises(ValueError, match="t must"):
         problem.exact_solution(np.array([problem.t0 - 1.0]))
     with pytest.raises(ValueError, match="t must"):
@@ -112,10 +111,19 @@ def test_compiled_kernels_match_their_python_source(name):
         compiled(t, q, v, p, a)
         py(t, q, v, p, b)
         np.testing.assert_allclose(a, b, rtol=1e-14)
-    for fun, shape in [(k.mass_matrix, (n, n)), (k.gap, (m,)), (k.gap_gradient, (m, n))]:
+    timed = (t,) if k.rheonomic else ()  # a moving obstacle's geometric kernels take t first
+    kernels = [((), k.mass_matrix, (n, n)), (timed, k.gap, (m,)), (timed, k.gap_gradient, (m, n))]
+    if k.rheonomic:
+        kernels.append(((t,), k.gap_rate, (m,)))
+    for first, fun, shape in kernels:
         a, b = np.empty(shape), np.empty(shape)
-        fun(q, p, a)
-        fun.py_func(q, p, b)
+        fun(*first, q, p, a)
+        fun.py_func(*first, q, p, b)
+        np.testing.assert_allclose(a, b, rtol=1e-14)
+    if k.rheonomic:
+        a, b = np.empty(m), np.empty(m)
+        k.gap_drift(t, q, v, p, a)
+        k.gap_drift.py_func(t, q, v, p, b)
         np.testing.assert_allclose(a, b, rtol=1e-14)
 
 

@@ -10,7 +10,7 @@ import pytest
 from impactbench.analysis.metrics import penetration_depths
 from impactbench.core import sampled
 from impactbench.core.energy import kinetic_energy, potential_energy
-from impactbench.core.problem import Problem
+from impactbench.core.problem import Problem, timed_gap
 from impactbench.problems import PROBLEMS, BouncingBall, ColumnOfBeads, DoublePendulum
 
 
@@ -24,9 +24,11 @@ def _samples(problem: Problem, count: int = 40) -> tuple[np.ndarray, np.ndarray]
 def test_sampled_functions_equal_the_per_sample_ones(problem_name):
     problem = PROBLEMS[problem_name]()
     q, v = _samples(problem)
-    gaps = problem.gaps(q)
+    t = problem.t0 + np.linspace(0.0, 1.0, len(q))  # read only by a moving obstacle's gaps
+    gaps = problem.gaps(q, t)
     assert gaps.shape == (len(q), problem.n_constraints)
-    np.testing.assert_array_equal(gaps, np.array([problem.gap(qi) for qi in q]))
+    by_sample = [timed_gap(problem, tk, qi) for tk, qi in zip(t, q, strict=True)]
+    np.testing.assert_array_equal(gaps, np.array(by_sample))
     by_sample = np.array(
         [0.5 * vi @ problem.mass_matrix(qi) @ vi for qi, vi in zip(q, v, strict=True)]
     )

@@ -367,19 +367,22 @@ def energy_at_end(problem: Problem, trajectory: Trajectory, reference: Reference
     return float(problem.energy(trajectory.q[-1], trajectory.v[-1]))
 
 
-def penetration_depths(problem: Problem, q: np.ndarray) -> np.ndarray:
-    """Depth below the constraints at each sample, max(0, -min_i g_i(q)); q (N, n), result (N,)."""
+def penetration_depths(problem: Problem, q: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+    """Depth below the constraints at each sample, max(0, -min_i g_i(q)); q (N, n), result (N,).
+
+    ``t``, shape (N,), the samples' times: required for a problem with moving obstacles, whose
+    depth is max(0, -min_i g_i(t_k, q_k)); not read otherwise."""
     q = np.atleast_2d(q)
     if q.shape[0] == 0:
         return np.zeros(0)
-    return np.maximum(0.0, -problem.gaps(q).min(axis=1))
+    return np.maximum(0.0, -problem.gaps(q, t).min(axis=1))
 
 
 def max_penetration(
     problem: Problem, trajectory: Trajectory, reference: Reference | None = None
 ) -> float:
     """max(0, -min g_i(q)) over the samples (``reference`` is ignored)."""
-    return float(penetration_depths(problem, trajectory.q).max())
+    return float(penetration_depths(problem, trajectory.q, trajectory.t).max())
 
 
 def late_penetration(
@@ -392,7 +395,8 @@ def late_penetration(
     """
     t = trajectory.t
     late = t >= 0.5 * (t[0] + t[-1])
-    return float(np.max(penetration_depths(problem, trajectory.q[late]), initial=0.0))
+    depths = penetration_depths(problem, trajectory.q[late], t[late])
+    return float(np.max(depths, initial=0.0))
 
 
 def impact_time_error(problem: Problem, trajectory: Trajectory, reference: Reference) -> float:

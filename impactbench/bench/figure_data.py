@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..analysis.reference import Reference
-from ..core.problem import Problem
+from ..core.problem import Problem, sample_times
 from ..core.trajectory import Trajectory
 from .style import variant_label
 
@@ -100,12 +100,26 @@ class ContactStates(NamedTuple):
     state: np.ndarray
 
 
-def contact_states(problem: Problem, q: np.ndarray, v: np.ndarray) -> ContactStates:
+def contact_states(
+    problem: Problem, q: np.ndarray, v: np.ndarray, t: np.ndarray | None = None
+) -> ContactStates:
     """Slip velocity W_T,i(q) v and state of each contact of the frictional ``problem`` at the
-    points (q, v) of a run, shapes (N, n) (the rule of the module docstring)."""
-    gaps = np.asarray(problem.gaps(q), dtype=float)
-    rows = [np.atleast_2d(problem.tangent_gradient(qk)) for qk in q]
-    slip = np.array([w @ vk for w, vk in zip(rows, v, strict=True)]).reshape(gaps.shape)
+    points (q, v) of a run, shapes (N, n) (the rule of the module docstring).
+
+    ``t``, shape (N,), the points' times: required for a problem with moving obstacles, whose
+    slip is relative to the obstacle, W_T,i(t, q) v + tau_i(t, q); not read otherwise."""
+    gaps = np.asarray(problem.gaps(q, t), dtype=float)
+    if problem.rheonomic:
+        times = sample_times(t, len(gaps))
+        slip = np.array(
+            [
+                np.atleast_2d(problem.tangent_gradient(tk, qk)) @ vk + problem.tangent_rate(tk, qk)
+                for tk, qk, vk in zip(times, q, v, strict=True)
+            ]
+        ).reshape(gaps.shape)
+    else:
+        rows = [np.atleast_2d(problem.tangent_gradient(qk)) for qk in q]
+        slip = np.array([w @ vk for w, vk in zip(rows, v, strict=True)]).reshape(gaps.shape)
     length = max(1.0, float(np.max(np.abs(q)))) if q.size else 1.0
     tolerance = np.maximum(CLOSED_FRACTION * np.max(gaps, axis=0), CLOSED_FLOOR * length)
     closed = gaps <= tolerance

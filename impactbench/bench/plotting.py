@@ -107,7 +107,7 @@ def overlay_figure(
     for run, points, look in zip(trajectories, runs, looks, strict=True):
         ax_phase.plot(points.q[:, shown[0]], points.v[:, shown[0]], **look)
         _overlay_impacts(ax_map, state_axes[0], run, look)
-        smallest = np.min(np.asarray(problem.gaps(points.q), dtype=float), axis=1)
+        smallest = np.min(np.asarray(problem.gaps(points.q, points.t), dtype=float), axis=1)
         ax_gap.plot(points.t, smallest, **look)
         energy = kinetic_energy(problem, points.q, points.v) + potential_energy(problem, points.q)
         ax_energy.plot(points.t[points.energy_shown], energy[points.energy_shown], **look)

@@ -111,7 +111,7 @@ from ..analysis import fitting, metrics
 from ..analysis.impact_events import impact_events
 from ..analysis.reference import Reference
 from ..core.method import TIME_STEPPING, Method
-from ..core.problem import Problem
+from ..core.problem import Problem, timed_gradient
 from ..core.simulate import simulate
 from ..core.trajectory import SimulationError, Trajectory
 
@@ -655,7 +655,8 @@ def _depth(problem: Problem, run: Trajectory, start: float, end: float) -> float
     from ..analysis.metrics import penetration_depths
 
     window = (run.t >= start) & (run.t <= end)
-    return float(np.max(penetration_depths(problem, run.q[window]), initial=0.0))
+    depths = penetration_depths(problem, run.q[window], run.t[window])
+    return float(np.max(depths, initial=0.0))
 
 
 def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Check]:
@@ -689,7 +690,7 @@ def _contact_checks(method: Method, level: Level, selected: set[str]) -> list[Ch
         middle = 0.5 * (case.settled_after + t_end)
         early = _depth(problem, run, case.settled_after, middle)
         late = _depth(problem, run, middle, t_end)
-        gradient = float(np.abs(problem.gap_gradient(problem.q0)).max())
+        gradient = float(np.abs(timed_gradient(problem, problem.t0, problem.q0)).max())
         round_off = 1e-14 + 100 * np.finfo(float).eps * gradient * float(np.abs(run.q).max())
         passed = max(early, late) <= bound and late <= early + round_off
         why = [f"alpha = {case.alpha:.4g}"]

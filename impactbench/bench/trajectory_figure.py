@@ -24,7 +24,7 @@ from ..analysis.reference import Reference
 from ..core.coordinates import rate_unit
 from ..core.energy import kinetic_energy, potential_energy
 from ..core.method import Method
-from ..core.problem import Problem
+from ..core.problem import Problem, timed_gap, timed_gradient
 from ..core.trajectory import ImpactLog, Status, Trajectory
 from .figure_data import (
     OPEN,
@@ -64,7 +64,7 @@ def trajectory_artefact(run: object, problem: Problem, trajectory: Trajectory) -
     log (t, constraint, normal velocities before and after).
     """
     count = trajectory.t.shape[0]
-    gaps = problem.gaps(trajectory.q)
+    gaps = problem.gaps(trajectory.q, trajectory.t)
     slots = max(2, ARTEFACT_SAMPLES - gaps.shape[1])  # room for the deepest samples
     evenly = np.linspace(0, count - 1, min(count, slots)).round().astype(int)
     deepest = np.argmin(gaps, axis=0) if count else np.zeros(0, int)
@@ -154,7 +154,7 @@ def draw_contacts(
     (:func:`impactbench.bench.figure_data.contact_states`)."""
     m = 0
     for k, (run, line) in enumerate(runs):
-        states = contact_states(problem, run.q, run.v)
+        states = contact_states(problem, run.q, run.v, run.t)
         m = states.state.shape[1]
         offset = 0.3 * (k - (len(runs) - 1) / 2) / max(1, len(runs))
         for i in range(m):
@@ -260,20 +260,24 @@ def _draw_run_impacts(ax: Axes, trajectory: Trajectory) -> None:
 
 
 def _reference_impact_speeds(problem: Problem, reference: Reference, span: float) -> list[float]:
-    """-u^- of the closing constraint at each reference impact (just before it)."""
+    """-u^- of the closing constraint at each reference impact (just before it): u = G v, and
+    G v + dg/dt relative to a moving obstacle."""
     before = reference.impact_times - 1e-9 * max(1.0, span)
     q_before, v_before = reference.state(before)
     speeds = []
-    for qi, vi in zip(q_before, v_before, strict=True):
-        gaps = np.asarray(problem.gap(qi), dtype=float)
-        rows = np.atleast_2d(problem.gap_gradient(qi))
-        speeds.append(-float((rows @ vi)[int(np.argmin(gaps))]))
+    for ti, qi, vi in zip(before, q_before, v_before, strict=True):
+        gaps = np.asarray(timed_gap(problem, ti, qi), dtype=float)
+        velocity = np.atleast_2d(timed_gradient(problem, ti, qi)) @ vi
+        if problem.rheonomic:
+            velocity = velocity + np.asarray(problem.gap_rate(ti, qi), dtype=float)
+        speeds.append(-float(velocity[int(np.argmin(gaps))]))
     return speeds
 
 
 def _draw_gaps(ax: Axes, problem: Problem, run: Drawn) -> None:
-    """Every gap g_i(q(t)) on a symmetric-log axis (penetration visible at any depth)."""
-    gaps = np.asarray(problem.gaps(run.q), dtype=float)
+    """Every gap g_i(q(t)) (g_i(t, q(t)) for a moving obstacle) on a symmetric-log axis
+    (penetration visible at any depth)."""
+    gaps = np.asarray(problem.gaps(run.q, run.t), dtype=float)
     several = 1 < gaps.shape[1] <= LEGEND_ENTRIES
     for i in range(gaps.shape[1]):
         ax.plot(run.t, gaps[:, i], label=f"$g_{{{i + 1}}}$" if several else None)
@@ -282,7 +286,7 @@ def _draw_gaps(ax: Axes, problem: Problem, run: Drawn) -> None:
     ax.set_yscale("symlog", linthresh=max(1e-12, 1e-6 * scale))
     ax.set(
         xlabel="$t$ [s]",
-        ylabel=f"$g(q)$ [{gap_unit(problem.name)}]",
+        ylabel=f"${'g(t, q)' if problem.rheonomic else 'g(q)'}$ [{gap_unit(problem.name)}]",
         title="gap (penetration where < 0)",
     )
     if several:

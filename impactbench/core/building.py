@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .method import Method
-from .problem import Problem
+from .problem import Problem, timed_gap, timed_gradient
 from .trajectory import ImpactLog, Status, Trajectory
 
 
@@ -60,7 +60,8 @@ def make_trajectory(
     Parameters
     ----------
     problem : Problem
-        The problem solved (its ``n_dof``, ``gap`` and ``gap_gradient`` are used).
+        The problem solved (its ``n_dof``, ``gap`` and ``gap_gradient`` are used; for moving
+        obstacles at the samples' times, and its ``gap_rate``).
     method : Method
         The method that produced the run (its :attr:`Method.name` labels the trajectory).
     t : array_like, shape (N,)
@@ -84,9 +85,11 @@ def make_trajectory(
         Index of the constraint of each entry; default: the constraint with the smallest gap
         at the first sample at or after the impact time.
     normal_velocity_before, normal_velocity_after : array_like, shape (k,), optional
-        grad g_i . v just before and just after each impact; default: evaluated from the
-        samples, with the gradient at the first sample at or after the impact time (index j)
-        and the velocities of samples j - 1 (before) and j (after).
+        grad g_i . v just before and just after each impact (for a moving obstacle the
+        relative velocity grad g_i . v + dg_i/dt); default: evaluated from the samples, with
+        the gradient at the first sample at or after the impact time (index j) and the
+        velocities of samples j - 1 (before) and j (after) (the obstacle's rate at the times
+        of those samples, at q_j).
     stats : mapping, optional
         More method-specific information kept in ``Trajectory.stats`` (the keys ``steps``,
         ``force_evaluations`` and ``impacts`` are set here).
@@ -138,23 +141,44 @@ def make_trajectory(
     constraint = _optional(impact_constraints, "impact_constraints", count, np.int64)
     if constraint is None:
         constraint = np.array(
-            [int(np.argmin(np.atleast_1d(problem.gap(q[j])))) for j in sample], dtype=np.int64
+            [int(np.argmin(np.atleast_1d(timed_gap(problem, times[j], q[j])))) for j in sample],
+            dtype=np.int64,
         )
-    constraints = int(np.size(problem.gap(q[0])))
+    constraints = int(np.size(timed_gap(problem, times[0], q[0])))
     if count and (constraint.min() < 0 or constraint.max() >= constraints):
         raise ValueError(
             f"impact_constraints must lie in 0..{constraints - 1}, got {constraint.tolist()}"
         )
-    pairs = zip(sample, constraint, strict=True)
-    rows = [np.atleast_2d(problem.gap_gradient(q[j]))[i] for j, i in pairs]
+    previous = np.maximum(sample - 1, 0)
     before = _optional(normal_velocity_before, "normal_velocity_before", count, float)
     if before is None:
-        previous = np.maximum(sample - 1, 0)
-        before = np.array([row @ v[j] for row, j in zip(rows, previous, strict=True)], dtype=float)
+        before = _normal_velocities(problem, times, q, v, sample, constraint, previous)
     after = _optional(normal_velocity_after, "normal_velocity_after", count, float)
     if after is None:
-        after = np.array([row @ v[j] for row, j in zip(rows, sample, strict=True)], dtype=float)
+        after = _normal_velocities(problem, times, q, v, sample, constraint, sample)
     log = ImpactLog(at, constraint, before.reshape(-1), after.reshape(-1), total=count)
     info = dict(stats or {})
     info.update(steps=int(steps), force_evaluations=int(force_evaluations), impacts=count)
     return Trajectory(times, q, v, log, Status.OK, message, info, method.name, problem.name, h)
+
+
+def _normal_velocities(
+    problem: Problem,
+    times: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    sample: np.ndarray,
+    constraint: np.ndarray,
+    velocity: np.ndarray,
+) -> np.ndarray:
+    """U_i = G_i(t_j, q_j) v_k (+ r_i(t_k, q_j) for a moving obstacle) for each impact: i its
+    constraint, j its ``sample`` (the gradient's) and k its ``velocity`` sample (j - 1 before,
+    j after; the obstacle's rate at the time of that velocity, as the schemes' impact law takes
+    r- and r+ at one position)."""
+    values = np.empty(len(sample))
+    for entry, (j, i, k) in enumerate(zip(sample, constraint, velocity, strict=True)):
+        row = np.atleast_2d(timed_gradient(problem, times[j], q[j]))[i]
+        values[entry] = row @ v[k]
+        if problem.rheonomic:
+            values[entry] += np.atleast_1d(problem.gap_rate(times[k], q[j]))[i]
+    return values

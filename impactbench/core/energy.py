@@ -68,8 +68,8 @@ def energy_gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float,
     gain : float
         max_k (E_k - E_0) (>= 0: k = 0 counts).
     scale : float
-        S = E_0 - min V(q_k) over the admissible samples (g(q_k) >= 0) and k = 0 (>= 0): the
-        kinetic-energy scale of the run.
+        S = E_0 - min V(q_k) over the admissible samples (g(q_k) >= 0; g(t_k, q_k) >= 0 for
+        moving obstacles) and k = 0 (>= 0): the kinetic-energy scale of the run.
     index : int
         The sample k where the gain is largest.
     """
@@ -83,7 +83,7 @@ def _gain(problem: Problem, trajectory: Trajectory) -> tuple[float, float, int, 
     q, v = trajectory.q, trajectory.v
     potential = np.ascontiguousarray(potential_energy(problem, q), dtype=float)
     kinetic = np.ascontiguousarray(kinetic_energy(problem, q, v), dtype=float)
-    gaps = np.ascontiguousarray(problem.gaps(q), dtype=float)
+    gaps = np.ascontiguousarray(problem.gaps(q, trajectory.t), dtype=float)
     figures = np.empty(7)
     _gate_figures(
         kinetic,
