@@ -193,7 +193,11 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
                     f"the period-n orbit), got {given}={v0 if v0 is not None else t0!r}"
                 )
             n = self.orbit_periods
-            if not self.table.period_orbit_clears_table(n):
+            try:
+                clears = self.table.period_orbit_clears_table(n)
+            except ValueError as error:
+                raise ValueError(f"orbit_periods: {error}; give q0") from None
+            if not clears:
                 raise ValueError(
                     f"orbit_periods: the period-{n} orbit (phase "
                     f"{self.table.period_orbit(n).phase:.6g}) is not an orbit of the exact "
