@@ -162,8 +162,10 @@ class CamFollower(RheonomicCompiledProblem):
         Initial position (>= h_c(t0)) and velocity.
     cam_angle : float, default pi/4
         beta_0, the cam angle at t0 (rad): pi/2 is the end of the base circle and Siconos'
-        angle at t = 0, where h_c'' jumps and :meth:`Problem.check` cannot validate the declared
-        drift; the default starts in the middle of the base circle, a quarter turn earlier.
+        angle at t = 0, where h_c'' jumps: there the central differences in t of
+        :meth:`Problem.check` straddle the jump and it refuses the declared rate and drift (as
+        at the other ends of the arcs); the default starts in the middle of the base circle, a
+        quarter turn earlier.
     t0 : float, default 0.0
         Initial time.
 
