@@ -399,3 +399,39 @@ def test_contact_states_slip_relative_to_the_moving_belt():
     assert states.state[:, 0].tolist() == [SLIP, SLIP, STICK, OPEN]
     with pytest.raises(ValueError, match="t must"):
         contact_states(belt, q, v)
+
+
+def test_figures_draw_the_gap_and_the_impact_speeds_relative_to_the_obstacle():
+    """The trajectory figure of a tabulated run on the table's exact orbit: its gap panel is
+    g(t_k, x_k) = x_k - s(t_k) (>= 0, not x_k), its impact map marks the reference impacts at the
+    relative approach speed -U- = 2 g pi / ((1 + e) omega) (not the ball's speed V); the
+    overlay figure's gap panel likewise."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from impactbench.analysis.reference import Reference
+    from impactbench.bench.plotting import overlay_figure
+    from impactbench.bench.trajectory_figure import trajectory_figure
+
+    problem = BallOnVibratingTable()
+    t_end = problem.t0 + 0.5
+    t = np.linspace(problem.t0, t_end, 201)
+    q, v = problem.exact_solution(t)
+    run = make_trajectory(
+        problem, MoreauJean(), t, q, v, steps=200, force_evaluations=200, h=t[1] - t[0]
+    )
+    expected_gap = q[:, 0] - problem.table_position(t)
+    assert expected_gap.min() >= 0.0 and not np.allclose(expected_gap, q[:, 0], atol=1e-3)
+    figure = trajectory_figure(problem, run, Reference.exact(problem, t_end))
+    ax_map, ax_gap = figure.axes[3], figure.axes[4]
+    gap_line = ax_gap.get_lines()[0]
+    np.testing.assert_allclose(gap_line.get_ydata(), expected_gap, rtol=0, atol=1e-15)
+    assert ax_gap.get_ylabel().startswith("$g(t, q)$")
+    (marks,) = [line for line in ax_map.get_lines() if line.get_marker() == "x"]
+    speed = -problem.period_orbit(1).approach_velocity
+    np.testing.assert_allclose(marks.get_ydata(), speed, rtol=1e-6)
+    assert speed != pytest.approx(problem.period_orbit(1).ball_velocity, rel=1e-3)
+    overlay = overlay_figure(problem, [run])
+    lines = [line.get_ydata() for ax in overlay.axes for line in ax.get_lines()]
+    drawn_gaps = [y for y in lines if len(y) == len(t) and np.allclose(y, expected_gap)]
+    assert drawn_gaps, "the overlay's gap panel draws g(t_k, q_k)"
