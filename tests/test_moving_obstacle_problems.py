@@ -25,7 +25,9 @@ from impactbench.problems import (
     BallOnVibratingTable,
     CamFollower,
     ImpactOscillatorMovingStop,
+    moving_stop,
 )
+from impactbench.problems.impact_oscillator import OSCILLATOR_PARAMETERS
 from impactbench.problems.moving_stop import harmonic_flight
 
 EPS = float(np.finfo(float).eps)
@@ -47,6 +49,11 @@ STOPS = [
 def test_moving_stop_kernels_are_the_stop_motion(kwargs):
     problem = ImpactOscillatorMovingStop(**kwargs)
     problem.check()
+    # M and F are the free oscillator's kernels, reading omega^2 at the same index
+    assert moving_stop.PARAMETERS[:1] == OSCILLATOR_PARAMETERS
+    assert problem.mass_matrix(problem.q0)[0, 0] == 1.0
+    force = problem.forces(problem.t0, np.array([0.3]), problem.v0)[0]
+    assert force == pytest.approx(-(problem.frequency**2) * 0.3, rel=1e-15)
     assert problem.rheonomic and problem.kernels().affine_gap and not problem.conservative
     d, b, w = problem.stop_offset, problem.stop_amplitude, problem.stop_frequency
     x = np.array([-0.3])
