@@ -93,7 +93,7 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
         A > 0 (m).
     angular_frequency : float, default 20.0
         omega > 0 (rad/s); with the defaults Gamma = 1.2232 (stable period-1 orbit for e = 0.5:
-        Gamma_sn = 1.0472, Gamma_pd = 1.5271).
+        Gamma_sn = 1.0472, Gamma_pd = 1.5268).
     restitution : float, default 0.5
         e in [0, 1) (the closed forms need e < 1).
     gravity : float, default 9.81

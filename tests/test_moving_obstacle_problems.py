@@ -24,6 +24,7 @@ from impactbench.problems import (
     PROBLEMS,
     BallOnVibratingTable,
     CamFollower,
+    ForcedImpactOscillator,
     ImpactOscillatorMovingStop,
     moving_stop,
 )
@@ -103,6 +104,17 @@ def test_moving_stop_orbit_is_an_exact_periodic_motion(kwargs):
     later = problem.exact_solution(t[:500] + period)
     np.testing.assert_allclose(later[0], x[:500], rtol=0, atol=1e-12)
     np.testing.assert_allclose(later[1], v[:500], rtol=0, atol=1e-12)
+
+
+def test_moving_stop_defaults_are_the_forced_oscillator_in_the_stop_frame():
+    """d = 0.0525, B = 0.2, W = 2.5, Omega = 1: K = 1.05, sigma = 0.05, the forced oscillator's
+    defaults; the relative impact speed is K Omega V."""
+    problem = ImpactOscillatorMovingStop()
+    forced = ForcedImpactOscillator()
+    assert problem.frame_scale == pytest.approx(1.05, rel=1e-15)
+    assert problem.forced.sigma == pytest.approx(forced.sigma, rel=1e-14)
+    assert problem.forced.impact_speed == pytest.approx(forced.impact_speed, rel=1e-12)
+    assert problem.impact_speed == pytest.approx(1.05 * forced.impact_speed, rel=1e-12)
 
 
 def test_free_flight_continues_the_orbit_from_an_impact():

@@ -147,6 +147,11 @@ def test_closed_forms_are_those_of_the_vibrating_table():
     problem = ball(1.3, 0.5)
     table = VibratingTable(problem.amplitude, problem.angular_frequency, 0.5, GRAVITY)
     assert problem.acceleration_ratio == pytest.approx(1.3, rel=1e-15)
+    # the numbers of the class docstring (its defaults: Gamma = 0.03 * 20^2 / 9.81, e = 0.5)
+    default = BallOnVibratingTable()
+    assert round(default.acceleration_ratio, 4) == 1.2232
+    assert round(default.birth_acceleration(1), 4) == 1.0472
+    assert round(default.period_doubling_acceleration(1), 4) == 1.5268
     assert problem.period_doubling_acceleration(2) == period_doubling_acceleration(2, 0.5)
     np.testing.assert_array_equal(problem.period_orbit_jacobian(1), table.period_orbit_jacobian(1))
     multipliers = problem.period_orbit_multipliers(1)
