@@ -169,14 +169,15 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
         self.gravity = checks.positive_scalar(gravity, "gravity")
         self.mass = checks.positive_scalar(mass, "mass")
         self.orbit_periods = checks.positive_int(orbit_periods, "orbit_periods")
-        #: The closed forms (:class:`impactbench.problems.vibrating_table.VibratingTable`).
-        self.table = VibratingTable(
+        # the closed forms, derived from the parameters (a cache: its name ends with _memo)
+        self._table_memo = VibratingTable(
             self.amplitude, self.angular_frequency, self.restitution, self.gravity
         )
         self.name = "BallOnVibratingTable"
         self.n_dof = 1
         self.n_constraints = 1
-        self._orbit: PeriodOrbit | None = None
+        #: Whether the ball starts on the period-n orbit (no ``q0`` given).
+        self.on_orbit = q0 is None
         if q0 is None:
             if v0 is not None or t0 is not None:
                 given = "v0" if v0 is not None else "t0"
@@ -186,17 +187,16 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
                 )
             n = self.orbit_periods
             try:
-                clears = self.table.period_orbit_clears_table(n)
+                clears = self._table_memo.period_orbit_clears_table(n)
             except ValueError as error:
                 raise ValueError(f"orbit_periods: {error}; give q0") from None
             if not clears:
                 raise ValueError(
                     f"orbit_periods: the period-{n} orbit (phase "
-                    f"{self.table.period_orbit(n).phase:.6g}) is not an orbit of the exact "
+                    f"{self._table_memo.period_orbit(n).phase:.6g}) is not an orbit of the exact "
                     f"impact map at Gamma = {self.acceleration_ratio:.6g} (the ball's flight "
                     "meets the table, or for e = 0 the ball does not leave it at once); give q0"
                 )
-            self._orbit = self.table.period_orbit(n)
             start, x, v = self.period_orbit_state(n, elapsed=math.pi * n / self.angular_frequency)
             self.t0, self.q0, self.v0 = start, np.array([x]), np.array([v])
         else:
@@ -231,21 +231,28 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
 
     # ---------------------------------------------------------------- the table's motion
     @property
+    def table(self) -> VibratingTable:
+        """The closed forms (:class:`impactbench.problems.vibrating_table.VibratingTable`)."""
+        return self._table_memo
+
+    @property
     def acceleration_ratio(self) -> float:
         r""":math:`\Gamma = A\omega^2/g_0`, the table's peak acceleration over gravity."""
-        return self.table.acceleration_ratio
+        return self._table_memo.acceleration_ratio
 
     def table_position(self, t: float | np.ndarray) -> float | np.ndarray:
         """s(t) = A sin(omega t) (m), the shape of ``t``."""
-        return self.table.table_position(self.angular_frequency * np.asarray(t, dtype=float))
+        return self._table_memo.table_position(self.angular_frequency * np.asarray(t, dtype=float))
 
     def table_velocity(self, t: float | np.ndarray) -> float | np.ndarray:
         """s'(t) = A omega cos(omega t) (m/s), the shape of ``t``."""
-        return self.table.table_velocity(self.angular_frequency * np.asarray(t, dtype=float))
+        return self._table_memo.table_velocity(self.angular_frequency * np.asarray(t, dtype=float))
 
     def table_acceleration(self, t: float | np.ndarray) -> float | np.ndarray:
         """s''(t) = -A omega^2 sin(omega t) (m/s^2), the shape of ``t``."""
-        return self.table.table_acceleration(self.angular_frequency * np.asarray(t, dtype=float))
+        return self._table_memo.table_acceleration(
+            self.angular_frequency * np.asarray(t, dtype=float)
+        )
 
     # ---------------------------------------------------------------- closed forms
     def birth_acceleration(self, n: int) -> float:
@@ -261,17 +268,17 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
     def period_orbit(self, n: int, stable_branch: bool = True) -> PeriodOrbit:
         """The period-n orbit (:meth:`VibratingTable.period_orbit`): impact phase, relative
         take-off and approach velocities, the ball's take-off velocity."""
-        return self.table.period_orbit(n, stable_branch)
+        return self._table_memo.period_orbit(n, stable_branch)
 
     def period_orbit_jacobian(self, n: int, stable_branch: bool = True) -> np.ndarray:
         """Jacobian of the exact impact map at the period-n orbit, in (phase, relative take-off
         velocity) (:meth:`VibratingTable.period_orbit_jacobian`)."""
-        return self.table.period_orbit_jacobian(n, stable_branch)
+        return self._table_memo.period_orbit_jacobian(n, stable_branch)
 
     def period_orbit_multipliers(self, n: int, stable_branch: bool = True) -> np.ndarray:
         """The multipliers of the period-n orbit, the larger first
         (:meth:`VibratingTable.period_orbit_multipliers`)."""
-        return self.table.period_orbit_multipliers(n, stable_branch)
+        return self._table_memo.period_orbit_multipliers(n, stable_branch)
 
     def period_orbit_state(
         self, n: int, stable_branch: bool = True, elapsed: float = 0.0
@@ -313,19 +320,19 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
 
     def impact_map(self, phase: float, relative_velocity: float) -> NextImpact | None:
         """The exact impact map from a take-off (:meth:`VibratingTable.impact_map`)."""
-        return self.table.impact_map(phase, relative_velocity)
+        return self._table_memo.impact_map(phase, relative_velocity)
 
     def release_phase(self) -> float:
         r"""phi_d = arcsin(1/Gamma) in (0, pi/2): a ball at rest on the table leaves it when
         omega t = phi_d mod 2 pi (the table's acceleration falls below -g0); ValueError
         naming ``amplitude`` when Gamma <= 1 (it never leaves)."""
-        return self.table.take_off_phase_from_rest()
+        return self._table_memo.take_off_phase_from_rest()
 
     def release_time(self, t: float) -> float:
         """The time at which a ball at rest on the table at time ``t`` leaves it (>= t; inf
         when Gamma <= 1) (:meth:`VibratingTable.departure_phase_from_rest`)."""
         t = checks.finite_scalar(t, "t")
-        return self.table.departure_phase_from_rest(self.angular_frequency * t) / (
+        return self._table_memo.departure_phase_from_rest(self.angular_frequency * t) / (
             self.angular_frequency
         )
 
@@ -337,15 +344,15 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
     @property
     def has_exact_solution(self) -> bool:
         """True when the ball starts on the period-n orbit (no ``q0`` given)."""
-        return self._orbit is not None
+        return self.on_orbit
 
     def _on_orbit(self) -> PeriodOrbit:
-        if self._orbit is None:
+        if not self.on_orbit:
             raise NotImplementedError(
                 f"problem {self.name!r} has an exact solution only on its period-n orbit "
                 "(constructed without q0)"
             )
-        return self._orbit
+        return self.period_orbit(self.orbit_periods)
 
     def _impact_time(self, j: np.ndarray) -> np.ndarray:
         """t_j = (phi* + 2 pi n j)/omega."""

@@ -229,8 +229,9 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
         #: delta = sgn(K) pi / (2 w), the shift of the forced oscillator's time tau - delta.
         self.time_shift = math.copysign(0.5 * math.pi / ratio, scale)
         try:
-            #: The forced impact oscillator of the stop's frame (class docstring).
-            self.forced = ForcedImpactOscillator(
+            # the forced oscillator of the stop's frame, derived from the parameters (a cache:
+            # its name ends with _memo)
+            self._forced_memo = ForcedImpactOscillator(
                 omega=ratio, sigma=self.stop_offset / self.frame_scale, restitution=self.restitution
             )
         except ValueError as error:
@@ -241,11 +242,16 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
         self.n_dof = 1
         self.n_constraints = 1
         #: Relative impact speed |K| Omega V of the periodic orbit (before the impact).
-        self.impact_speed = self.frame_scale * self.frequency * self.forced.impact_speed
-        self.t0 = (self.forced.t0 + self.time_shift) / self.frequency
+        self.impact_speed = self.frame_scale * self.frequency * self._forced_memo.impact_speed
+        self.t0 = (self._forced_memo.t0 + self.time_shift) / self.frequency
         x, v = self.exact_solution(np.array([self.t0]))
         self.q0, self.v0 = x[0], v[0]
         self._finish_init()
+
+    @property
+    def forced(self) -> ForcedImpactOscillator:
+        """The forced impact oscillator of the stop's frame (class docstring)."""
+        return self._forced_memo
 
     def kernel_parameters(self) -> np.ndarray:
         """The vector of :data:`PARAMETERS`."""
@@ -285,7 +291,7 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
 
     def _forced_impact_time(self, j: np.ndarray) -> np.ndarray:
         """tau_j = phi / w + j 2 pi / w, the forced oscillator's impact times (its formula)."""
-        forced = self.forced
+        forced = self._forced_memo
         return forced.impact_phase / forced.omega + j * forced.period
 
     def _forced_time(self, t: np.ndarray) -> np.ndarray:
@@ -297,19 +303,19 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
         def ours(j: np.ndarray) -> np.ndarray:
             return (self._forced_impact_time(j) + self.time_shift) / self.frequency
 
-        j = flight_index(t, ours, self.forced.period / self.frequency)
+        j = flight_index(t, ours, self._forced_memo.period / self.frequency)
         shifted = np.clip(
             self.frequency * t - self.time_shift,
             self._forced_impact_time(j),
             np.nextafter(self._forced_impact_time(j + 1.0), -np.inf),
         )
-        return np.maximum(shifted, self.forced.t0)
+        return np.maximum(shifted, self._forced_memo.t0)
 
     def exact_solution(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact (x, v) on the periodic orbit at times ``t`` >= t0, each of shape (len(t), 1)
         (class docstring); post-impact velocity at an impact instant."""
         t = checks.times(t, self.t0)
-        xi, dxi = self.forced.exact_solution(self._forced_time(t))
+        xi, dxi = self._forced_memo.exact_solution(self._forced_time(t))
         w = self.stop_frequency
         x = self.stop_amplitude * np.sin(w * t) + self.frame_scale * xi[:, 0]
         v = self.stop_amplitude * w * np.cos(w * t) + self.frame_scale * self.frequency * dxi[:, 0]
@@ -318,6 +324,6 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
     def impact_times(self, t_end: float, max_count: int = MAX_IMPACT_COUNT) -> np.ndarray:
         """Exact impact times (tau_j + delta)/Omega in [t0, t_end], at most ``max_count``."""
         t_end = checks.finite_scalar(t_end, "t_end")
-        forced = self.forced.impact_times(self.frequency * t_end - self.time_shift, max_count)
+        forced = self._forced_memo.impact_times(self.frequency * t_end - self.time_shift, max_count)
         times = (forced + self.time_shift) / self.frequency  # the formula of _forced_time
         return times[(times >= self.t0) & (times <= t_end)]

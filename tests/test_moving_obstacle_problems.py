@@ -19,6 +19,7 @@ from impactbench import Problem, make_trajectory
 from impactbench.analysis.metrics import late_penetration, max_penetration, penetration_depths
 from impactbench.bench.figure_data import OPEN, SLIP, STICK, contact_states
 from impactbench.core.energy import energy_gain
+from impactbench.core.problem import checked_state
 from impactbench.methods import MoreauJean
 from impactbench.problems import (
     PROBLEMS,
@@ -454,3 +455,20 @@ def test_figures_draw_the_gap_and_the_impact_speeds_relative_to_the_obstacle():
     lines = [line.get_ydata() for ax in overlay.axes for line in ax.get_lines()]
     drawn_gaps = [y for y in lines if len(y) == len(t) and np.allclose(y, expected_gap)]
     assert drawn_gaps, "the overlay's gap panel draws g(t_k, q_k)"
+
+
+@pytest.mark.parametrize(
+    "name", ["BallOnVibratingTable", "ImpactOscillatorMovingStop", "CamFollower"]
+)
+def test_a_checked_problem_keeps_its_checked_state(name):
+    """Their attributes have a snapshot (closed forms derived from the parameters are kept as
+    ``_memo`` caches), so a run does not check and prepare them again while they are unchanged."""
+    problem = PROBLEMS[name]()
+    problem.check()
+    state = checked_state(problem)
+    assert state is not None
+    problem.check()
+    assert checked_state(problem) is state
+    problem.restitution = 0.3  # a change is seen
+    problem.check()
+    assert checked_state(problem) is not state
