@@ -40,7 +40,8 @@ def rhs_workspace(n: int, m: int, friction: bool = False) -> np.ndarray:
     matrix not SPD, 2 singular Delassus matrix of the closed contacts; the number k of closed
     contacts; the curvature difference step ``CURVATURE_FD_STEP L``; for a constant M, factored
     once per run by :func:`factor_constant_mass`, 1 when it is not SPD), the closed constraints
-    (k indices), their forces lambda (k), a shifted q, then six blocks of m rows: G, G at
+    (k indices), their forces lambda (k), a shifted q (then a moving obstacle's drift c, m
+    entries), then six blocks of m rows: G, G at
     q + d v, G at q - d v, Y = rows M^-1 grad g_C, the Delassus matrix W_C and its factor, and
     a last row for the right-hand side of W_C lambda.
     """
