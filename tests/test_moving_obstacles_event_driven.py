@@ -173,6 +173,11 @@ def test_constant_acceleration_impacts_accumulation_and_rest():
     assert np.abs(log.normal_velocity_before - before[:count]).max() <= 1e-8
     after = log.normal_velocity_after
     assert np.abs(after + E * log.normal_velocity_before).max() <= 1e-12 * abs(before[0])
+    # the law's energy record is relative: no impact creates energy in the floor's frame,
+    # although the rising floor leaves the ball faster than it came, |v+| > |v-| (v = U + s')
+    assert tr.stats["energy_creating_impacts"] == 0
+    floor_speed = c + a * log.t
+    assert np.any(np.abs(floor_speed + after) > np.abs(floor_speed + log.normal_velocity_before))
     # the accumulation is cut at its last impact, before t_inf by less than the remaining
     # flights of rebound speed below the rest speed, 2 rest_speed / ((1 - e)(g0 + a))
     zeno = tr.stats["zeno_time"]
