@@ -27,7 +27,6 @@ from impactbench.core.problem import (
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
-    EventDriven,
     MoreauJean,
     MoreauJeanProjection,
     NonsmoothGeneralizedAlpha,
@@ -286,8 +285,7 @@ METHODS = [
     MoreauJeanProjection(),
     Adaptive(MoreauJean(), rtol=1e-4),
     Adaptive(D1MinusLinear(), rtol=1e-4),
-    EventDriven(),
-]
+]  # EventDriven integrates moving obstacles (tests/test_moving_obstacles_event_driven.py)
 
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda method: method.name)
