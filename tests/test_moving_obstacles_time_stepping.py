@@ -1,0 +1,197 @@
+"""Moving obstacles in the Moreau-Jean family (issue 53, phases B1 and C1 of
+/work/notes/rheonomic_plan.md): MoreauJean (explicit, theta), MoreauJean(implicit=True),
+CatchingUp and Adaptive over them, on problems whose gaps depend on time, g(t, q).
+
+The step acts on the relative normal velocity U = G v + r (r = dg/dt): Newton's law
+0 <= P _|_ U_{k+1} + e U_k >= 0 with U_k = G v_k + r(t_k), U_{k+1} = G v_{k+1} + r(t_{k+1}).
+Checked here:
+
+* Galilean invariance: with the floor moving at a constant velocity c, the motion relative to
+  the floor (y - s(t), v - c) is the run of the same scheme on the fixed floor started at
+  (y0, v0 - c), to round-off (one constraint, and a stack of two balls whose resting contacts
+  go through the LCP);
+* a uniformly accelerated floor (s'' = a): relative to it the ball is the bouncing ball under
+  the gravity g0 + a: every logged impact has U+ = -e U-, the bounces accumulate at
+  t_inf = t_1 + 2 U_1 / ((1 - e)(g0 + a)) (U_1 the first rebound speed) with an error O(h),
+  and the ball then rests on the floor, at a bounded depth, to t = 1000; with a < -g0 a ball
+  resting on the floor leaves it at once;
+* Siconos' BallOnMovingPlane example (siconos-tutorials; tests/data/siconos/README.md)
+  reproduced by MoreauJean(theta=1/2) to round-off;
+* a rheonomic problem compiles its own loop, and two rheonomic problems of the same sizes
+  and flags share it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from moving_floor import MovingFloorBall
+
+from impactbench import simulate
+from impactbench.core import checks
+from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
+from impactbench.core.problem import ProblemKernels, RheonomicCompiledProblem
+from impactbench.methods import CatchingUp, MoreauJean
+
+GRAVITY = 9.81
+
+#: The schemes that integrate moving obstacles, by name.
+SCHEMES = {
+    "MoreauJean(1/2)": lambda: MoreauJean(theta=0.5),
+    "MoreauJean(1)": lambda: MoreauJean(theta=1.0),
+    "MoreauJean(1/2, implicit)": lambda: MoreauJean(theta=0.5, implicit=True),
+    "CatchingUp": lambda: CatchingUp(),
+}
+
+
+def _relative(run, floor, speed):
+    """The run's (y - s(t), v - s'(t)) for one ball (column 0)."""
+    t = run.t
+    return run.q[:, 0] - floor(t), run.v[:, 0] - speed(t)
+
+
+# --- a second rheonomic problem with two constraints: two balls stacked on a moving floor ----
+
+STACK_PARAMETERS = ("gravity", "floor_speed", "diameter")
+STACK_GRAVITY, STACK_SPEED, STACK_DIAMETER = parameter_indices(STACK_PARAMETERS)
+
+
+@kernel
+def _stack_mass(q, p, out):
+    out[0, 0] = 1.0
+    out[0, 1] = 0.0
+    out[1, 0] = 0.0
+    out[1, 1] = 1.0
+
+
+@kernel
+def _stack_forces(t, q, v, p, out):
+    out[0] = -p[STACK_GRAVITY]
+    out[1] = -p[STACK_GRAVITY]
+
+
+@kernel
+def _stack_gap(t, q, p, out):
+    out[0] = q[0] - t * p[STACK_SPEED]
+    out[1] = q[1] - q[0] - p[STACK_DIAMETER]
+
+
+@kernel
+def _stack_gradient(t, q, p, out):
+    out[0, 0] = 1.0
+    out[0, 1] = 0.0
+    out[1, 0] = -1.0
+    out[1, 1] = 1.0
+
+
+@kernel
+def _stack_rate(t, q, p, out):
+    out[0] = -p[STACK_SPEED]
+    out[1] = 0.0
+
+
+@kernel
+def _stack_drift(t, q, v, p, out):
+    out[0] = 0.0
+    out[1] = 0.0
+
+
+class StackOnMovingFloor(RheonomicCompiledProblem):
+    """Two unit masses under gravity on the floor s(t) = c t, the upper one resting on the
+    lower one at the distance ``diameter``: g_1 = y_1 - c t, g_2 = y_2 - y_1 - d (2 DOF, 2
+    constraints, both closed at rest: the impulses go through the LCP)."""
+
+    KERNELS = ProblemKernels(
+        _stack_mass,
+        _stack_forces,
+        _stack_gap,
+        _stack_gradient,
+        affine_gap=True,
+        constant_mass=True,
+        rheonomic=True,
+        gap_rate=_stack_rate,
+        gap_drift=_stack_drift,
+    )
+
+    def __init__(self, q0, v0, floor_speed: float, restitution: float = 0.5) -> None:
+        self.floor_speed = checks.finite_scalar(floor_speed, "floor_speed")
+        self.diameter = 0.2
+        self.restitution = checks.restitution(restitution)
+        self.t0 = 0.0
+        self.name = "StackOnMovingFloor"
+        self.n_dof = 2
+        self.n_constraints = 2
+        self.q0 = np.array(q0, dtype=float)
+        self.v0 = np.array(v0, dtype=float)
+        self._finish_init()
+
+    def kernel_parameters(self) -> np.ndarray:
+        """The vector of :data:`STACK_PARAMETERS`."""
+        return parameter_vector(
+            STACK_PARAMETERS,
+            gravity=GRAVITY,
+            floor_speed=self.floor_speed,
+            diameter=self.diameter,
+        )
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        """g0 (y_1 + y_2)."""
+        return GRAVITY * float(np.sum(q))
+
+
+# --- Galilean invariance --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_a_floor_at_constant_velocity_is_the_fixed_floor_in_its_own_frame(name):
+    """y - c t and v - c of a ball dropped onto the floor s = c t equal the fixed-floor run
+    from (y0, v0 - c), to round-off, through the bounces and the rest (to t = 3), with the
+    same impacts (same steps, same relative normal velocities)."""
+    c, t_end, h = 1.3, 3.0, 2e-3
+    moving = MovingFloorBall(q0=1.0, v0=0.4, floor_speed=c, floor_acceleration=0.0,
+                             restitution=0.5)  # fmt: skip
+    fixed = MovingFloorBall(q0=1.0, v0=0.4 - c, floor_speed=0.0, floor_acceleration=0.0,
+                            restitution=0.5)  # fmt: skip
+    run = simulate(moving, SCHEMES[name](), t_end, h=h)
+    reference = simulate(fixed, SCHEMES[name](), t_end, h=h)
+    assert run.success and reference.success
+    y, w = _relative(run, moving.floor, lambda t: c + 0 * t)
+    np.testing.assert_array_equal(run.t, reference.t)
+    # the relative positions grow round-off from the absolute ones, |y| + c t_end at most
+    np.testing.assert_allclose(y, reference.q[:, 0], rtol=0, atol=1e-12 * (1.0 + c * t_end))
+    np.testing.assert_allclose(w, reference.v[:, 0], rtol=0, atol=1e-12 * (5.0 + c))
+    # the ball bounced, then rested on the floor (depth O(h |U|) from the impact that closed)
+    assert reference.impacts.total > 10 and abs(reference.v[-1, 0]) < 1e-9
+    assert run.impacts.total == reference.impacts.total
+    np.testing.assert_array_equal(run.impacts.t, reference.impacts.t)
+    for field in ("normal_velocity_before", "normal_velocity_after"):
+        np.testing.assert_allclose(
+            getattr(run.impacts, field), getattr(reference.impacts, field), rtol=0, atol=1e-11
+        )
+
+
+@pytest.mark.parametrize("name", ["MoreauJean(1/2)", "CatchingUp"])
+def test_a_stack_on_a_floor_at_constant_velocity_is_the_fixed_stack_in_its_frame(name):
+    """Two balls dropped onto the floor s = c t, the upper onto the lower: the relative
+    motion equals the fixed-floor run to round-off, also once both contacts rest (an LCP on
+    two active constraints with the floor's rate in one row)."""
+    c, t_end, h = -0.7, 3.0, 2e-3
+    q0, v0 = (0.6, 1.1), (0.0, -0.5)
+    moving = StackOnMovingFloor(q0, v0, floor_speed=c)
+    fixed = StackOnMovingFloor(q0, (v0[0] - c, v0[1] - c), floor_speed=0.0)
+    run = simulate(moving, SCHEMES[name](), t_end, h=h)
+    reference = simulate(fixed, SCHEMES[name](), t_end, h=h)
+    assert run.success and reference.success
+    shift = c * run.t[:, None]
+    np.testing.assert_allclose(
+        run.q - shift, reference.q, rtol=0, atol=1e-12 * (2.0 + abs(c) * t_end)
+    )
+    np.testing.assert_allclose(run.v - c, reference.v, rtol=0, atol=1e-12 * (10.0 + abs(c)))
+    # both contacts closed at the end: the stack rests on the floor
+    gaps = fixed.gaps(reference.q[-1:], reference.t[-1:])[0]
+    assert np.all(gaps <= 0.0) and np.max(np.abs(reference.v[-1])) < 1e-9
+    assert run.impacts.total == reference.impacts.total > 10
+    np.testing.assert_array_equal(run.impacts.constraint, reference.impacts.constraint)
+    np.testing.assert_allclose(
+        run.impacts.normal_velocity_after, reference.impacts.normal_velocity_after, atol=1e-11
+    )
