@@ -23,6 +23,8 @@ Checked here:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from moving_floor import MovingFloorBall
@@ -195,3 +197,132 @@ def test_a_stack_on_a_floor_at_constant_velocity_is_the_fixed_stack_in_its_frame
     np.testing.assert_allclose(
         run.impacts.normal_velocity_after, reference.impacts.normal_velocity_after, atol=1e-11
     )
+
+
+# --- Siconos' BallOnMovingPlane ---------------------------------------------------------------
+
+#: Siconos' output of its BallOnMovingPlane example (tests/data/siconos/README.md).
+SICONOS_REFERENCE = Path(__file__).parent / "data" / "siconos" / "BallOnMovingPlane.ref"
+SICONOS_H, SICONOS_T, SICONOS_E = 0.005, 10.0, 0.9
+
+PLANE_PARAMETERS = ("gravity", "step", "rows")
+PLANE_GRAVITY, PLANE_STEP, PLANE_ROWS = parameter_indices(PLANE_PARAMETERS)
+
+
+@kernel
+def _plane_row(t, p):
+    """The row k of the table and whether t is the midpoint t_k + h/2 (t = k h or k h + h/2,
+    located by rounding 2 t / h; clamped to the table)."""
+    half_steps = max(0, min(int(round(2.0 * t / p[PLANE_STEP])), 2 * int(p[PLANE_ROWS]) - 2))
+    return half_steps // 2, half_steps % 2 == 1
+
+
+@kernel
+def _plane_mass(q, p, out):
+    out[0, 0] = 1.0
+
+
+@kernel
+def _plane_forces(t, q, v, p, out):
+    out[0] = -p[PLANE_GRAVITY]
+
+
+@kernel
+def _plane_gap(t, q, p, out):
+    k, midpoint = _plane_row(t, p)
+    rows = int(p[PLANE_ROWS])
+    s = p[3 + k]
+    if midpoint:  # Siconos' prediction of the plane: s_k + (h/2) s'_k
+        s = p[3 + k] + 0.5 * p[PLANE_STEP] * p[3 + rows + k]
+    out[0] = q[0] - s
+
+
+@kernel
+def _plane_gradient(t, q, p, out):
+    out[0, 0] = 1.0
+
+
+@kernel
+def _plane_rate(t, q, p, out):
+    k, _ = _plane_row(t, p)
+    out[0] = -p[3 + int(p[PLANE_ROWS]) + k]
+
+
+@kernel
+def _plane_drift(t, q, v, p, out):
+    out[0] = 0.0
+
+
+class TabulatedPlane(RheonomicCompiledProblem):
+    """A unit mass under gravity above a plane whose height s_k and velocity s'_k at
+    t_k = k h are tabulated (Siconos' columns 7 and 8): g(t_k, y) = y - s_k, r(t_k) = -s'_k,
+    and at the midpoint g(t_k + h/2, y) = y - (s_k + (h/2) s'_k), so that MoreauJean(1/2)'s
+    activation g(t_k + h/2, y_k + (h/2) v_k) <= 0 is Siconos' y_k + (h/2) ydot_k <= 0. Only the
+    times k h and k h + h/2 are meaningful (MoreauJean(1/2) asks for no other); the drift is
+    declared 0, which the plane's table has at t0 (s'_0 = 0 there, and the check of
+    ``Problem.check`` differences in t around t0 within the row 0)."""
+
+    KERNELS = ProblemKernels(
+        _plane_mass,
+        _plane_forces,
+        _plane_gap,
+        _plane_gradient,
+        affine_gap=True,
+        constant_mass=True,
+        rheonomic=True,
+        gap_rate=_plane_rate,
+        gap_drift=_plane_drift,
+    )
+
+    def __init__(self, height: np.ndarray, speed: np.ndarray) -> None:
+        self.height = np.asarray(height, dtype=float)
+        self.speed = np.asarray(speed, dtype=float)
+        self.restitution = SICONOS_E
+        self.t0 = 0.0
+        self.name = "TabulatedPlane"
+        self.n_dof = 1
+        self.n_constraints = 1
+        self.q0 = np.array([1.0])
+        self.v0 = np.array([0.0])
+        self._finish_init()
+
+    def kernel_parameters(self) -> np.ndarray:
+        """gravity, h, the number of rows, then the heights and the velocities."""
+        head = parameter_vector(
+            PLANE_PARAMETERS, gravity=GRAVITY, step=SICONOS_H, rows=float(self.height.size)
+        )
+        return np.concatenate([head, self.height, self.speed])
+
+    def potential_energy(self, q: np.ndarray) -> float:
+        """g0 y."""
+        return GRAVITY * float(np.asarray(q).reshape(-1)[0])
+
+
+@pytest.fixture(scope="module")
+def siconos_plane() -> np.ndarray:
+    with open(SICONOS_REFERENCE) as file:
+        rows, cols = (int(word) for word in file.readline().split())
+    table = np.loadtxt(SICONOS_REFERENCE, skiprows=1)
+    assert table.shape == (rows, cols) == (2001, 12)
+    return table
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_moreau_jean_reproduces_siconos_ball_on_moving_plane(siconos_plane, compiled):
+    """Siconos' BallOnMovingPlane (MoreauJeanOSI theta = 1/2, h = 0.005, e = 0.9, the plane's
+    velocity 2 + cos(pi t / 2) prescribed, its position integrated by the scheme): the ball's
+    q and v at each of the 2001 rows to round-off, the same impacts."""
+    table = siconos_plane
+    plane = TabulatedPlane(table[:, 7], table[:, 8])
+    run = simulate(plane, MoreauJean(theta=0.5, compiled=compiled), SICONOS_T, h=SICONOS_H)
+    assert run.success and run.stats["compiled"] is compiled
+    np.testing.assert_allclose(run.t, table[:, 0], rtol=0, atol=1e-12)
+    q_error = np.max(np.abs(run.q[:, 0] - table[:, 1]))
+    v_error = np.max(np.abs(run.v[:, 0] - table[:, 2]))
+    print(q_error, v_error, run.impacts.total, np.count_nonzero(table[1:, 3] > 0))
+    assert q_error <= 1e-10 and v_error <= 1e-10
+    # the impulse of step k -> k+1 (mass 1): p = v_{k+1} - v_k + h g, zero on free steps
+    impulse = np.diff(run.v[:, 0]) + SICONOS_H * GRAVITY
+    active = table[1:, 3] > 0
+    assert np.count_nonzero(active) == run.impacts.total
+    assert np.max(np.abs(impulse[active] - table[1:, 3][active])) <= 1e-10
