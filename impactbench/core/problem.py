@@ -1481,10 +1481,11 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
     force is reported through the loop, so that the error carries the state where the loop
     stopped and the trajectory up to there: the kernel fills ``out`` with NaN, which the loop
     rejects (its LDL^T factorisation of M, its finiteness check of the new state), and stores
-    the reason, with the arguments of the call, in ``calls.deferred`` for the driver to
-    report. A bad gap or gap gradient raises :class:`impactbench.SimulationError` at once (a NaN gap would read as "no
-    contact"); its t and v are those of the step's force evaluation (which precedes the gap
-    evaluations of a step in every loop), its q the argument of the failing call.
+    the reason, with the arguments of the call, in ``calls.deferred`` for the driver to report.
+    A bad gap or gap gradient raises :class:`impactbench.SimulationError` at once (a NaN gap
+    would read as "no contact"); its t and v are those of the step's force evaluation (which
+    precedes the gap evaluations of a step in every loop), its q the argument of the failing
+    call.
 
     The checks cost a fraction of a plain-Python step (``benchmarks/loops.py`` measures it).
 
