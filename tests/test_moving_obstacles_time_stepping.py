@@ -23,17 +23,19 @@ Checked here:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 from moving_floor import MovingFloorBall
 
-from impactbench import simulate
+from impactbench import Adaptive, simulate
 from impactbench.core import checks
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import ProblemKernels, RheonomicCompiledProblem
 from impactbench.methods import CatchingUp, MoreauJean
+from impactbench.problems import BouncingBall
 
 GRAVITY = 9.81
 
@@ -199,6 +201,102 @@ def test_a_stack_on_a_floor_at_constant_velocity_is_the_fixed_stack_in_its_frame
     )
 
 
+# --- a uniformly accelerated floor ----------------------------------------------------------
+
+#: The floor s = c t + a t^2 / 2 of these tests and the restitution.
+SPEED, ACCELERATION, RESTITUTION = 0.5, 2.0, 0.5
+
+
+def _accelerated_floor() -> MovingFloorBall:
+    return MovingFloorBall(q0=1.0, v0=0.0, floor_speed=SPEED, floor_acceleration=ACCELERATION,
+                           restitution=RESTITUTION)  # fmt: skip
+
+
+def _accumulation_time() -> float:
+    """t_inf of the exact relative motion: z'' = -(g0 + a) from z0 = 1, w0 = -c; first impact
+    at t_1 with U_- = w0 - (g0 + a) t_1, rebound U_1 = -e U_-, then the flights 2 U_1 e^j /
+    (g0 + a) sum to 2 U_1 / ((1 - e)(g0 + a))."""
+    gravity = GRAVITY + ACCELERATION
+    w0 = -SPEED
+    t_1 = (w0 + math.sqrt(w0 * w0 + 2.0 * gravity * 1.0)) / gravity
+    rebound = -RESTITUTION * (w0 - gravity * t_1)
+    return t_1 + 2.0 * rebound / ((1.0 - RESTITUTION) * gravity)
+
+
+@pytest.mark.parametrize("name", ["MoreauJean(1/2)", "MoreauJean(1/2, implicit)", "CatchingUp"])
+def test_an_accelerated_floor_is_the_bouncing_ball_under_gravity_g0_plus_a(name):
+    """On s'' = a the relative motion is the bouncing ball under g0 + a: every impact obeys
+    U+ = -e U- for the relative normal velocities, the bounces accumulate at t_inf with an
+    error O(h) (the scheme's order with impacts: the time from which the relative velocity
+    stays at round-off, minus t_inf, bounded by a constant times h over an 8-fold range of h),
+    and the ball then moves with the floor."""
+    floor = _accelerated_floor()
+    t_inf = _accumulation_time()
+    for h in (4e-3, 2e-3, 1e-3, 5e-4):
+        run = simulate(floor, SCHEMES[name](), 4.0, h=h)
+        assert run.success
+        before = run.impacts.normal_velocity_before
+        after = run.impacts.normal_velocity_after
+        np.testing.assert_allclose(after, -RESTITUTION * before, rtol=0, atol=1e-13 * 5.0)
+        assert before[0] < -4.0  # the first impact is the drop's (|U_-| = 4.89 exactly)
+        y, w = _relative(run, floor.floor, lambda t: SPEED + ACCELERATION * t)
+        moving = np.abs(w) > 1e-9 * (1.0 + SPEED + ACCELERATION * 4.0)
+        t_rest = run.t[np.nonzero(moving)[0][-1] + 1]
+        assert 0.0 <= t_rest - t_inf <= 25.0 * h, (h, t_rest - t_inf)
+
+
+def test_a_ball_rests_on_an_accelerated_floor_at_a_bounded_depth_to_t_1000():
+    """MoreauJean(1/2), h = 0.01, to t = 1000 (the floor then 1e6 above its start): after
+    the bounces the ball rides the floor at a constant depth (set by the impact that closed
+    it, below h max |U_-|) with a relative velocity at round-off; the depth changes by less
+    than the worst-case round-off of the absolute positions, N eps max |y|."""
+    floor = _accelerated_floor()
+    h, t_end = 1e-2, 1000.0
+    run = simulate(floor, MoreauJean(theta=0.5), t_end, h=h, output_every=10)
+    assert run.success
+    y, w = _relative(run, floor.floor, lambda t: SPEED + ACCELERATION * t)
+    late = run.t >= 5.0
+    depth = y[late]
+    bound = h * np.max(np.abs(run.impacts.normal_velocity_before))
+    assert np.all(depth < 0.0) and np.all(depth > -bound)
+    round_off = (t_end / h) * np.finfo(float).eps * np.max(np.abs(run.q))
+    assert np.ptp(depth) <= round_off
+    assert np.max(np.abs(w[late])) <= 1e-9 * (SPEED + ACCELERATION * t_end)
+
+
+def test_catching_up_sinks_into_an_accelerated_floor_by_a_h2_over_2_per_step():
+    """The position update q_{k+1} = q_k + h v_k is the theta-method with weight 0, exact
+    for the floor's motion only up to a h^2 / 2 per step: a ball resting on s'' = a > 0 sinks
+    by exactly that per step (its relative velocity stays at round-off). MoreauJean(1/2)'s
+    weight 1/2 makes it exact (test above)."""
+    floor = _accelerated_floor()
+    h = 2e-3
+    run = simulate(floor, CatchingUp(), 4.0, h=h)
+    y, w = _relative(run, floor.floor, lambda t: SPEED + ACCELERATION * t)
+    late = run.t >= 2.0
+    np.testing.assert_allclose(np.diff(y[late]), -ACCELERATION * h * h / 2.0, rtol=1e-6)
+    assert np.max(np.abs(w[late])) <= 1e-12
+
+
+@pytest.mark.parametrize(("name", "weight"), [("MoreauJean(1/2)", 0.5), ("MoreauJean(1)", 1.0),
+                                              ("MoreauJean(1/2, implicit)", 0.5),
+                                              ("CatchingUp", 0.0)])  # fmt: skip
+def test_a_floor_falling_faster_than_gravity_leaves_a_resting_ball_at_once(name, weight):
+    """a = -2 g0 from a ball resting on the floor (y0 = s0, v0 = c): no impulse ever, and the
+    gap is the relative free fall z = (-(g0 + a)) t^2 / 2 = g0 t^2 / 2 up to the
+    theta-method's error on the ball's own fall, (weight - 1/2)(-g0) h t (weight: that of
+    the position update; the floor's motion is exact for every weight up to the
+    (weight - 1/2) a h^2 per step that this sum already contains)."""
+    a, c, h, t_end = -2.0 * GRAVITY, 0.5, 1e-3, 1.0
+    floor = MovingFloorBall(q0=0.0, v0=c, floor_speed=c, floor_acceleration=a, restitution=0.5)
+    run = simulate(floor, SCHEMES[name](), t_end, h=h)
+    assert run.success and run.impacts.total == 0
+    z = run.q[:, 0] - floor.floor(run.t)
+    expected = -(GRAVITY + a) * run.t**2 / 2.0 + (weight - 0.5) * (-GRAVITY) * h * run.t
+    np.testing.assert_allclose(z, expected, rtol=0, atol=1e-12 * (1.0 + abs(a)))
+    assert np.all(z[2:] > 0.0)
+
+
 # --- Siconos' BallOnMovingPlane ---------------------------------------------------------------
 
 #: Siconos' output of its BallOnMovingPlane example (tests/data/siconos/README.md).
@@ -326,3 +424,70 @@ def test_moreau_jean_reproduces_siconos_ball_on_moving_plane(siconos_plane, comp
     active = table[1:, 3] > 0
     assert np.count_nonzero(active) == run.impacts.total
     assert np.max(np.abs(impulse[active] - table[1:, 3][active])) <= 1e-10
+
+
+# --- Adaptive over a stepper that integrates moving obstacles --------------------------------
+
+
+@pytest.mark.parametrize("name", ["MoreauJean(1/2)", "CatchingUp"])
+def test_adaptive_over_a_moving_obstacle_converges_to_the_exact_impacts(name):
+    """Adaptive(stepper) on the accelerated floor: its gap control works on g(t, q) at the
+    step's times. The first two impacts (time, U_-) approach the exact relative motion
+    (gravity g0 + a) as rtol falls, every impact obeys U+ = -e U-, and the ball ends at rest
+    on the floor."""
+    floor = _accelerated_floor()
+    gravity = GRAVITY + ACCELERATION
+    w0 = -SPEED
+    t_1 = (w0 + math.sqrt(w0 * w0 + 2.0 * gravity)) / gravity
+    u_1 = w0 - gravity * t_1
+    exact_t = np.array([t_1, t_1 + 2.0 * RESTITUTION * abs(u_1) / gravity])
+    exact_u = np.array([u_1, RESTITUTION * u_1])
+    errors = []
+    for rtol in (1e-4, 1e-6):
+        method = Adaptive(SCHEMES[name](), rtol=rtol, atol=1e-3 * rtol)
+        assert method.moving_obstacles
+        run = simulate(floor, method, 3.0)
+        assert run.success
+        impacts = run.impacts
+        np.testing.assert_allclose(
+            impacts.normal_velocity_after,
+            -RESTITUTION * impacts.normal_velocity_before,
+            rtol=0,
+            atol=1e-12,
+        )
+        error = max(
+            np.max(np.abs(impacts.t[:2] - exact_t)),
+            np.max(np.abs(impacts.normal_velocity_before[:2] - exact_u)) / abs(u_1),
+        )
+        errors.append(error)
+        w = run.v[-1, 0] - (SPEED + ACCELERATION * run.t[-1])
+        assert abs(w) <= 1e-9
+    assert errors[1] <= 1e-3 and errors[1] <= errors[0] / 5.0, errors
+
+
+# --- compiled loops ---------------------------------------------------------------------------
+
+
+def test_a_rheonomic_problem_compiles_its_own_loop_and_shares_it_with_one_of_its_sizes(
+    siconos_plane,
+):
+    """The moving floor's loop is not the fixed ball's (its problem tuple carries the timed
+    kernels and the rates; its state the rates), and the tabulated plane (another rheonomic
+    problem with 1 DOF, 1 affine constraint, a constant mass) runs in it without compiling:
+    the loop takes the kernels at run time. The plain-Python loop gives the same steps."""
+    fixed = MoreauJean().loop_for(BouncingBall(restitution=0.5))[0].loop
+    table = siconos_plane
+    loops = []
+    for problem in (_accelerated_floor(), TabulatedPlane(table[:, 7], table[:, 8])):
+        loop = MoreauJean().loop_for(problem)[0].loop
+        before = len(loop.signatures)
+        compiled = simulate(problem, MoreauJean(), 2.0, h=1e-3)
+        plain = simulate(problem, MoreauJean(compiled=False), 2.0, h=1e-3)
+        assert compiled.stats["compiled"] and compiled.impacts.total > 0
+        np.testing.assert_allclose(compiled.q, plain.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(compiled.v, plain.v, rtol=0, atol=1e-12)
+        assert compiled.impacts.total == plain.impacts.total
+        loops.append((loop, len(loop.signatures) - before))
+    (first, _), (second, compiled_for_second) = loops
+    assert first is not fixed
+    assert second is first and compiled_for_second == 0
