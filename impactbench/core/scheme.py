@@ -69,14 +69,17 @@ are.
 This module is everything a scheme imports from impactbench (the schemes of ``methods/`` import
 nothing else, at most 12 names each: ``tests/test_layout.py``): the base classes
 (:class:`Scheme`, :class:`ProjectingScheme`), the declared parameters (:class:`Parameter`), the
-statuses, the shared steps (:func:`velocity_impulse`, with or without friction;
-:func:`reaction_forces`, :func:`closed_rows`, :func:`projection_status`), the contact numerics
+statuses, the shared steps (:func:`velocity_impulse`, with or without friction, with fixed or
+moving obstacles; :func:`reaction_forces`, :func:`closed_rows`, :func:`projection_status`;
+:data:`gap_at` and :data:`gradient_at`, the gap and its gradient at a time, which a problem with
+moving obstacles needs and a fixed one ignores), the contact numerics
 a step calls, the stable-step helpers (:func:`declared_stable_step`,
 :func:`theta_scheme_limit`) and :func:`bind_problem` for a compiled function of one problem.
 The base class does for a scheme what each would otherwise write: it checks the parameters
 ``run_time`` declares with a :class:`Parameter`, picks the loop of the scheme's
 ``frictional_step`` on a frictional problem (:func:`frictional_scheme`, with the friction
-law's sizes and failure reasons), and gives the step limit of a declared
+law's sizes and failure reasons), adds the rates of the impact law to the state on a problem
+with moving obstacles (:func:`rheonomic_scheme`), and gives the step limit of a declared
 ``stable_step_factor``.
 """
 
