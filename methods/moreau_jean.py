@@ -52,10 +52,13 @@ r_- = r(t_k, q_p) and r_+ = r(t_{k+1}, q_p):
 
 Siconos' MoreauJeanOSI (hdot at t_{k+1}, e times y_k(1) at t_k); activation g_i(t_p, q_p) <= 0
 (and U_k,i <= 0 with ``"approaching"``). In the frame of an obstacle translating at constant
-velocity the step is the fixed-obstacle step (Galilean invariance, to round-off); for a uniformly
-accelerated one the velocity update and the law are those of the fixed obstacle with gravity
-changed by the acceleration, and only the prediction q_p differs, by O(theta^2 h^2)
-(tests/test_moving_obstacles_time_stepping.py).
+velocity the step is the fixed-obstacle step (Galilean invariance, to round-off). For a
+uniformly accelerated one (s'' = a, g = y - s(t)) the velocity update and the law are those of
+the fixed obstacle under the gravity changed by a; the position update moves the body relative
+to it by an extra (theta - 1/2) a h^2 per step (CatchingUp: -a h^2 / 2), so that a resting
+contact keeps its depth for theta = 1/2 only, sinks for CatchingUp and is lifted off, and
+chatters, for theta > 1/2; the prediction g(t_p, q_p) is the relative one minus
+a theta^2 h^2 / 2 (tests/test_moving_obstacles_time_stepping.py).
 
 Friction: on a frictional problem (docs/friction.md) the impulses follow the planar
 Newton-Coulomb law (:func:`impactbench.core.scheme.velocity_impulse` with the tangential
