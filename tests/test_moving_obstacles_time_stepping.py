@@ -491,3 +491,14 @@ def test_a_rheonomic_problem_compiles_its_own_loop_and_shares_it_with_one_of_its
     (first, _), (second, compiled_for_second) = loops
     assert first is not fixed
     assert second is first and compiled_for_second == 0
+
+
+def test_a_frictional_moving_obstacle_is_refused_naming_the_missing_law():
+    """The friction law of the time-steppers takes no moving obstacle yet (the tangential
+    offset of a moving obstacle is not in it): a frictional rheonomic problem is refused
+    before any step, not run with a fixed-obstacle friction law."""
+    from test_rheonomic_contract import RotatingLine
+
+    problem = RotatingLine(frictional=True)
+    with pytest.raises(ValueError, match="no friction law for moving obstacles"):
+        simulate(problem, MoreauJean(), problem.t0 + 0.1, h=1e-3)
