@@ -4,7 +4,8 @@ A rheonomic problem declares a gap g(t, q) with its gradient G(t, q), its rate r
 drift c = d2g/dt2 + 2 (dG/dt) v (frictional: the tangent rows W_T(t, q), the obstacle's tangential
 term tau and its drift c_T). ``Problem.check`` validates the declared time terms against central
 differences at (t0, q0, v0) and refuses a wrong one naming it; the Moreau-Jean family
-(MoreauJean, its implicit form, CatchingUp, Adaptive over them) integrates moving obstacles
+(MoreauJean, its implicit form, CatchingUp, MoreauJeanProjection, Adaptive over them)
+integrates moving obstacles
 (tests/test_moving_obstacles_time_stepping.py), every other method refuses such a problem
 naming itself.
 """
@@ -283,7 +284,6 @@ METHODS = [
     PaoliSchatzman(),
     D1MinusLinear(),
     NonsmoothGeneralizedAlpha(),
-    MoreauJeanProjection(),
     Adaptive(D1MinusLinear(), rtol=1e-4),
     EventDriven(),
 ]
@@ -293,6 +293,7 @@ MOVING = [
     MoreauJean(),
     MoreauJean(implicit=True),
     CatchingUp(),
+    MoreauJeanProjection(),
     Adaptive(MoreauJean(), rtol=1e-4),
 ]
 

@@ -9,7 +9,9 @@ W = G M^-1 G^T the Delassus matrix, P (m,) impulses.
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -19,6 +21,7 @@ from ._jit import (
     FirstClassKernel,
     bind_kernels,
     count_arguments,
+    generated_functions,
     hot_kernel,
     kernel,
     specialize,
@@ -802,6 +805,21 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
     return -1
 
 
+def _timed_projection_template() -> Callable:
+    """:func:`_metric_projection` with the time t first, passed on to every call of ``gap`` and
+    ``gap_gradient``: the projection onto K(t) = {x : g(t, x) >= 0} of a problem with moving
+    obstacles, at the fixed time t (the same source, the same arithmetic)."""
+    source = inspect.getsource(_metric_projection)
+    source = source.replace("def _metric_projection(y,", "def _timed_metric_projection(t, y,", 1)
+    source = re.sub(r"\b(gap|gap_gradient)\(", r"\1(t, ", source)
+    namespace = generated_functions(source, dict(globals()), __name__)
+    return namespace["_timed_metric_projection"]
+
+
+#: The template of the projection of a problem with moving obstacles.
+_timed_metric_projection = _timed_projection_template()
+
+
 def make_metric_projection(
     gap: Callable,
     gap_gradient: Callable,
@@ -809,6 +827,7 @@ def make_metric_projection(
     n_constraints: int,
     compile: bool,
     diagonal_mass: bool = False,
+    timed: bool = False,
 ) -> Callable:
     """Build the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x.
 
@@ -830,21 +849,28 @@ def make_metric_projection(
     An affine gap is projected exactly in one iteration. With a diagonal M an iteration costs
     O(n m^2) (the Delassus matrix of the m constraints) plus, for a nonlinear gap, the O(n^3)
     Hessian step (its workspace is (n, n)).
+
+    With ``timed`` (a problem with moving obstacles, whose ``gap(t, x, p, out)`` and
+    ``gap_gradient(t, x, p, out)`` take the time first) the function is ``project(t, y, n, m,
+    ...)``, the projection onto K(t) = {x : g(t, x) >= 0} at the time t (G constant in x and t
+    for an affine gap), by the same iterations.
     """
+    template = _timed_metric_projection if timed else _metric_projection
     flags = {
         "AFFINE_GAP": affine,
         "SINGLE_CONSTRAINT": n_constraints == 1,
         "DIAGONAL_MASS": diagonal_mass,
     }
     if isinstance(gap, FirstClassKernel):  # one compiled projection for every problem
-        key = tuple(flags.values())
+        key = (*flags.values(), timed)
         if key not in _FIRST_CLASS_PROJECTIONS:
-            template = with_runtime_sizes(_metric_projection, {"gap": 0, "gap_gradient": 1}, set())
-            _FIRST_CLASS_PROJECTIONS[key] = specialize(template, flags, True, inline=True)
+            runtime = with_runtime_sizes(template, {"gap": 0, "gap_gradient": 1}, set())
+            _FIRST_CLASS_PROJECTIONS[key] = specialize(runtime, flags, True, inline=True)
         return bind_kernels(_FIRST_CLASS_PROJECTIONS[key], (gap, gap_gradient))
     bindings = {"gap": gap, "gap_gradient": gap_gradient, **flags}
-    return specialize(_metric_projection, bindings, compile, inline=True)
+    return specialize(template, bindings, compile, inline=True)
 
 
-#: The projections of first-class kernels (the kernels a run-time argument), by their flags.
+#: The projections of first-class kernels (the kernels a run-time argument), by their flags
+#: and whether they are timed.
 _FIRST_CLASS_PROJECTIONS: dict[tuple[bool, ...], Callable] = {}

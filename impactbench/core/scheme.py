@@ -186,6 +186,10 @@ __all__ = [
     "frictional_scheme",
     "gap_at",
     "gradient_at",
+    "normal_rates",
+    "project_at",
+    "relative_after",
+    "relative_before",
     "ldl_factor",
     "ldl_solve",
     "metric_row",
@@ -419,10 +423,49 @@ def _no_rate(s, problem, i):
     return 0.0
 
 
+@scheme_function
+def _timed_project(problem, t, y, n, m, p, tol, max_iter, M, L, x, g, G, ws):  # noqa: N803
+    return problem.project(t, y, n, m, p, tol, max_iter, M, L, x, g, G, ws)
+
+
+@scheme_function
+def _fixed_project(problem, t, y, n, m, p, tol, max_iter, M, L, x, g, G, ws):  # noqa: N803
+    return problem.project(y, n, m, p, tol, max_iter, M, L, x, g, G, ws)
+
+
+#: ``project_at(problem, t, y, n, m, p, tol, max_iter, M, L, x, g, G, ws)``: a
+#: :class:`ProjectingScheme`'s projection of y onto K(t) = {g(t, .) >= 0} (onto K = {g >= 0}
+#: on a problem whose obstacles do not move, t unused).
+project_at = compile_time_choice("rheonomic", _timed_project, _fixed_project)
+
+
+@scheme_function
+def _moving_rates(s, problem, t_before, t_after, q, p):
+    problem.gap_rate(t_before, q, p, s.rate_before)
+    problem.gap_rate(t_after, q, p, s.rate_after)
+
+
+@scheme_function
+def _no_rates(s, problem, t_before, t_after, q, p):
+    return None
+
+
+#: ``normal_rates(s, problem, t_before, t_after, q, p)``: on a problem with moving obstacles
+#: the rates r(t_before, q), r(t_after, q) into ``s.rate_before``, ``s.rate_after`` (for a log
+#: of relative normal velocities, :data:`relative_before`); nothing on a fixed one.
+normal_rates = compile_time_choice("rheonomic", _moving_rates, _no_rates)
+
+
 #: The value a relative normal velocity U_i = G_i v + r_i starts its sum from: r_i before and
 #: after the impulse on a moving obstacle, 0.0 (the sum G_i v as it always was) on a fixed one.
 _start_before = compile_time_choice("rheonomic", _rate_before, _no_rate)
 _start_after = compile_time_choice("rheonomic", _rate_after, _no_rate)
+
+#: ``relative_before(s, problem, i)``, ``relative_after(s, problem, i)``: what a scheme's own
+#: sum for the logged normal velocity of constraint i starts from: ``s.rate_before[i]``,
+#: ``s.rate_after[i]`` with moving obstacles (:data:`normal_rates`), 0.0 otherwise.
+relative_before = _start_before
+relative_after = _start_after
 
 
 @scheme_function
@@ -885,8 +928,9 @@ class Scheme(TimeStepping):
 class ProjectingScheme(Scheme):
     """A scheme that keeps its positions on K by the metric projection.
 
-    Its functions call ``problem.project(y, n, m, p, tol, max_iter, M, L, x, g, G, ws)``: the
-    projection of y onto K = {g >= 0} in the metric of M
+    Its functions call ``problem.project(y, n, m, p, tol, max_iter, M, L, x, g, G, ws)`` (with
+    moving obstacles ``problem.project(t, y, ...)``, onto K(t): call it as
+    :data:`project_at`): the projection of y onto K = {g >= 0} in the metric of M
     (:func:`impactbench.core.contact.make_metric_projection`, closed form for one affine
     constraint, Newton on the Lagrangian otherwise), whose tolerance and iteration limit are the
     run-time parameters ``projection_tol`` (> 0) and ``projection_max_iter`` (a positive
@@ -906,6 +950,7 @@ class ProjectingScheme(Scheme):
             n_constraints,
             compile,
             problem.diagonal_mass,
+            problem.rheonomic,
         )
         return {"project": project}
 
