@@ -59,6 +59,11 @@ outside K.
 The impact log: U_k = G v_k and G v_{k+1} for each constraint with P > 0, and for each constraint
 the projection alone moved (mu > 0, no impulse), so that a contact held by the projection between
 impulses is one contact, not a train of impacts.
+
+Moving obstacles (g(t, q)): the velocity step is Moreau-Jean's with the relative normal
+velocities U = G v + dg/dt (methods/moreau_jean.py), the admissibility of qt and the
+re-activation test use g(t_{k+1}, .), and q_{k+1} is the projection onto K(t_{k+1}) =
+{q : g(t_{k+1}, q) >= 0}; the log reports relative normal velocities.
 """
 
 from __future__ import annotations
@@ -69,7 +74,12 @@ from impactbench.core.scheme import (
     STATUS_OK,
     Problem,
     ProjectingScheme,
+    gap_at,
+    normal_rates,
+    project_at,
     projection_status,
+    relative_after,
+    relative_before,
     theta_scheme_limit,
 )
 
@@ -99,6 +109,7 @@ class MoreauJeanProjection(ProjectingScheme):
     #: The velocity step's state, the constraints it activates whatever g_i(q_p) (``forced``),
     #: then the point y it reaches, its projection x, and g, G where the projection works.
     state = {**VELOCITY_STATE, "forced": "m", "y": "n", "x": "n", "gy": "m", "Gy": ("m", "n")}
+    moving_obstacles = True
     run_time = {"theta": THETA, **ProjectingScheme.run_time}
 
     def __init__(
@@ -136,7 +147,7 @@ class MoreauJeanProjection(ProjectingScheme):
                 s.y[j] = s.q_next[j]
             if not contact:  # no active constraint: no impulse pushed anything
                 break
-            problem.gap(s.y, p, s.gy)
+            gap_at(problem, t_next, s.y, p, s.gy)
             added = False
             for i in range(m):  # s.g holds g(q_p), left by the velocity step
                 if s.gy[i] < 0.0 and s.g[i] > 0.0 and not s.forced[i] > 0.0:
@@ -144,8 +155,8 @@ class MoreauJeanProjection(ProjectingScheme):
                     added = True
             if not added:
                 break
-        projected = problem.project(
-            s.y, n, m, p, par.projection_tol, int(par.projection_max_iter),
+        projected = project_at(
+            problem, t_next, s.y, n, m, p, par.projection_tol, int(par.projection_max_iter),
             s.M, s.L, s.x, s.gy, s.Gy, s.ws,
         )  # fmt: skip
         status = projection_status(projected)
@@ -157,14 +168,16 @@ class MoreauJeanProjection(ProjectingScheme):
             # A constraint the projection alone acted on (no impulse from the velocity step)
             # is logged like an impulse, with its multiplier and the normal velocities G v_k,
             # G v_{k+1}: otherwise a resting contact held by the projection between impulses
-            # would read as a train of separate impacts.
+            # would read as a train of separate impacts. With moving obstacles the velocities are
+            # relative, U = Gy v + r with the rates at x, r(t_k) before and r(t_{k+1}) after.
+            normal_rates(s, problem, t, t_next, s.x, p)
             for i in range(m):
                 if not contact:
                     s.impulse[i] = 0.0
                 if s.multipliers[i] > 0.0 and not s.impulse[i] > 0.0:
                     s.impulse[i] = s.multipliers[i]
-                    before = 0.0
-                    after = 0.0
+                    before = relative_before(s, problem, i)
+                    after = relative_after(s, problem, i)
                     for j in range(n):
                         before += s.Gy[i, j] * s.v[j]
                         after += s.Gy[i, j] * s.v_next[j]

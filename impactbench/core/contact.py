@@ -9,7 +9,9 @@ W = G M^-1 G^T the Delassus matrix, P (m,) impulses.
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -19,6 +21,7 @@ from ._jit import (
     FirstClassKernel,
     bind_kernels,
     count_arguments,
+    generated_functions,
     hot_kernel,
     kernel,
     specialize,
@@ -513,11 +516,13 @@ def metric_row(n, G, i, L, Y):  # noqa: N803
 
 
 @hot_kernel
-def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out):  # noqa: N803
+def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out, offset=None):  # noqa: N803
     """:func:`impulse` for one active constraint ``i``, in closed form (inlined in the loops).
 
     ``Y`` (>= 1, n) holds M^-1 grad g_i and ``inv_w`` the inverse of its Delassus number
-    (:func:`metric_row`); ``P`` (>= 1,) receives the impulse. It takes these arrays rather than
+    (:func:`metric_row`); ``P`` (>= 1,) receives the impulse; ``offset`` (a float, or None:
+    no term) is the constant o_i of the law of a moving obstacle (:func:`impulse`), added to
+    the right-hand side G_i (vfree + e v). It takes these arrays rather than
     the workspace tuple: passing a tuple of arrays to an inlined function reference-counts every
     array in it, which costs more than this formula. Returns 1, or :data:`DEGENERATE_GRADIENT`
     (``v_out`` unset) when ``inv_w`` is not positive (a vanishing gradient, see
@@ -528,6 +533,8 @@ def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out):  # noqa: N803
     b = 0.0
     for j in range(n):
         b += G[i, j] * (vfree[j] + e * v[j])
+    if offset is not None:  # None: not compiled (a fixed obstacle adds no term, not a zero)
+        b += offset
     P[0] = max(0.0, -b * inv_w)
     for j in range(n):
         v_out[j] = vfree[j] + P[0] * Y[0, j]
@@ -583,7 +590,7 @@ def impulse_span(ws, k, a, n):
 
 @kernel
 @count_arguments("k")
-def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa: N803
+def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None, offset=None):  # noqa: N803
     """Newton impact law at velocity level in the kinetic metric (``L``: factor of M, factor_mass).
 
     Solves v_out = vfree + M^-1 G_A^T P with 0 <= P _|_ G_A v_out + e G_A v >= 0 over the k
@@ -598,11 +605,20 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa
     width b (a chain) the whole call costs O(k b + n) plus the O(k^2) stores of W's zeros, the
     pivots each O(k) on a chain. ``restitution`` (m), when given, holds a coefficient e_i per
     constraint, used in place of e in row i (None: e in every row).
+
+    ``offset`` (m), when given, holds constants o_i of a moving obstacle's law, whose
+    relative normal velocity is U_i = G_i v + r_i (r_i = dg_i/dt): with o_i = r_i,after +
+    e_i r_i,before the law 0 <= P _|_ U_after + e U_before >= 0 is
+    0 <= P _|_ G_A v_out + e G_A v + o_A >= 0 (None: no term, a fixed obstacle).
     """
     if k == 1:
         if restitution is not None:
             e = restitution[rows[0]]
         inv_w = metric_row(n, G, rows[0], L, ws[1])
+        if offset is not None:
+            return impulse_single(
+                n, G, rows[0], vfree, v, e, ws[1], inv_w, ws[4], v_out, offset[rows[0]]
+            )
         return impulse_single(n, G, rows[0], vfree, v, e, ws[1], inv_w, ws[4], v_out)
     Y = ws[1]
     W = ws[2]
@@ -621,6 +637,8 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa
         s = 0.0
         for j in range(span[0, a], span[1, a] + 1):
             s += G[i, j] * (vfree[j] + e_i * v[j])
+        if offset is not None:
+            s += offset[i]
         b[a] = s
     pivots = solve_lcp_warm(W, b, rows, k, P, ws, LCP_SLOT_IMPULSE)
     add_reactions(n, k, Y, P, span, vfree, v_out)
@@ -787,6 +805,21 @@ def _metric_projection(y, n, m, p, tol, max_iter, M, L, x, gbuf, Gbuf, ws):  # n
     return -1
 
 
+def _timed_projection_template() -> Callable:
+    """:func:`_metric_projection` with the time t first, passed on to every call of ``gap`` and
+    ``gap_gradient``: the projection onto K(t) = {x : g(t, x) >= 0} of a problem with moving
+    obstacles, at the fixed time t (the same source, the same arithmetic)."""
+    source = inspect.getsource(_metric_projection)
+    source = source.replace("def _metric_projection(y,", "def _timed_metric_projection(t, y,", 1)
+    source = re.sub(r"\b(gap|gap_gradient)\(", r"\1(t, ", source)
+    namespace = generated_functions(source, dict(globals()), __name__)
+    return namespace["_timed_metric_projection"]
+
+
+#: The template of the projection of a problem with moving obstacles.
+_timed_metric_projection = _timed_projection_template()
+
+
 def make_metric_projection(
     gap: Callable,
     gap_gradient: Callable,
@@ -794,6 +827,7 @@ def make_metric_projection(
     n_constraints: int,
     compile: bool,
     diagonal_mass: bool = False,
+    timed: bool = False,
 ) -> Callable:
     """Build the projection onto K = {g >= 0} in the norm |x|_M^2 = x^T M x.
 
@@ -815,21 +849,28 @@ def make_metric_projection(
     An affine gap is projected exactly in one iteration. With a diagonal M an iteration costs
     O(n m^2) (the Delassus matrix of the m constraints) plus, for a nonlinear gap, the O(n^3)
     Hessian step (its workspace is (n, n)).
+
+    With ``timed`` (a problem with moving obstacles, whose ``gap(t, x, p, out)`` and
+    ``gap_gradient(t, x, p, out)`` take the time first) the function is ``project(t, y, n, m,
+    ...)``, the projection onto K(t) = {x : g(t, x) >= 0} at the time t (G constant in x and t
+    for an affine gap), by the same iterations.
     """
+    template = _timed_metric_projection if timed else _metric_projection
     flags = {
         "AFFINE_GAP": affine,
         "SINGLE_CONSTRAINT": n_constraints == 1,
         "DIAGONAL_MASS": diagonal_mass,
     }
     if isinstance(gap, FirstClassKernel):  # one compiled projection for every problem
-        key = tuple(flags.values())
+        key = (*flags.values(), timed)
         if key not in _FIRST_CLASS_PROJECTIONS:
-            template = with_runtime_sizes(_metric_projection, {"gap": 0, "gap_gradient": 1}, set())
-            _FIRST_CLASS_PROJECTIONS[key] = specialize(template, flags, True, inline=True)
+            runtime = with_runtime_sizes(template, {"gap": 0, "gap_gradient": 1}, set())
+            _FIRST_CLASS_PROJECTIONS[key] = specialize(runtime, flags, True, inline=True)
         return bind_kernels(_FIRST_CLASS_PROJECTIONS[key], (gap, gap_gradient))
     bindings = {"gap": gap, "gap_gradient": gap_gradient, **flags}
-    return specialize(_metric_projection, bindings, compile, inline=True)
+    return specialize(template, bindings, compile, inline=True)
 
 
-#: The projections of first-class kernels (the kernels a run-time argument), by their flags.
+#: The projections of first-class kernels (the kernels a run-time argument), by their flags
+#: and whether they are timed.
 _FIRST_CLASS_PROJECTIONS: dict[tuple[bool, ...], Callable] = {}
