@@ -326,7 +326,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
         "in units of the horizon T - t0 and velocity in units of max |v_exact|. All fits, with "
         f"points, decades, residuals and floors, are in [{ORDERS_FILE}]({ORDERS_FILE}); the "
         f"medians and spreads of every phase family in [{ERRORS_FILE}]({ERRORS_FILE}), every "
-        "run in [results.csv](results.csv)."
+        "run in [results.csv.gz](results.csv.gz)."
     )
     sections = [
         Section("Observed orders", rules + "\n\n" + _orders_table(orders, MEDIANS, FITTED)),

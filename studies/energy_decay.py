@@ -1089,7 +1089,7 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "impacts, of the excess energy after each impact from the exact one (spring) or of "
             "the energy before each impact from the t^-2 law (no spring), or over the samples "
             "away from impacts, of E - E_min from the reference (others); "
-            "final energy error: |E(T) - E_ref(T)| (results.csv); final excess rel. error: of "
+            "final energy error: |E(T) - E_ref(T)| (results.csv.gz); final excess rel. error: of "
             "the decaying part at T. Also in "
             f"[{RATES_FILE}]({RATES_FILE}), where the rates of the cases without a closed-form "
             "law are per-run summary fits, not laws.\n\n" + _rates_section(families, laws),

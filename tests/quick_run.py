@@ -109,7 +109,7 @@ def check_every_study_succeeds(quick: QuickRun) -> None:
             assert "\\toprule" in tex.read_text() and f"](tables/{tex.name})" in readme
             assert_one_table_of_a_page(tex.read_text())
         assert_nothing_stored_twice(folder)
-        table = pd.read_csv(folder / "results.csv")
+        table = pd.read_csv(folder / "results.csv.gz")
         assert (table["status"] != "failed").all(), table["error"].dropna().tolist()
         assert_study_table(table)
         assert set(table["study"]) == {name}
@@ -119,17 +119,17 @@ def check_reports_of_failed_runs(quick: QuickRun, folder: Path, every: int) -> N
     """Every ``every``-th run of each study marked failed: ``impactbench report`` counts them in
     the index and names their error in the study's report."""
     for name in quick.studies:
-        table = pd.read_csv(quick.output / name / "results.csv")
+        table = pd.read_csv(quick.output / name / "results.csv.gz")
         table["error"] = table["error"].astype(object)
         table.loc[::every, ["status", "error"]] = ["failed", "RuntimeError: lost"]
         (folder / name).mkdir()
-        table.to_csv(folder / name / "results.csv", index=False)
+        table.to_csv(folder / name / "results.csv.gz", index=False)
         for artefact in (quick.output / name).glob(f"*{ARTEFACT_SUFFIX}"):
             shutil.copy(artefact, folder / name)
     assert main(["report", "--output", str(folder)]) == 0
     index = (folder / "README.md").read_text()
     for name in quick.studies:
-        total = len(pd.read_csv(quick.output / name / "results.csv"))
+        total = len(pd.read_csv(quick.output / name / "results.csv.gz"))
         failed = len(range(0, total, every))
         assert f"{failed} of {total} runs failed" in index
         assert "RuntimeError: lost" in (folder / name / "README.md").read_text()

@@ -179,7 +179,7 @@ def test_an_unwritable_cache_warns_and_the_table_is_written(probe_study, tmp_pat
     argv = probe_study()
     assert main([*argv, "--cache-dir", str(blocked), "--jobs", "1"]) == 0
     assert "impactbench: warning: run cache not written" in capsys.readouterr().err
-    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
+    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv.gz")
     assert list(table["status"]) == ["ok"] * 4
 
 
@@ -199,7 +199,7 @@ def test_a_corrupt_cache_entry_is_recomputed_on_rerun(probe_study, tmp_path, cap
 def test_sys_exit_in_a_run_is_a_failed_row_and_the_study_goes_on(probe_study, tmp_path, jobs):
     argv = [*probe_study(exit_code=3), "--no-cache", "--jobs", jobs]
     assert main(argv) == 1  # a run failed
-    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
+    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv.gz")
     assert list(table["status"]) == ["ok", "ok", "ok", "failed"]
     assert table.loc[3, "error"] == "SystemExit: 3"
 
@@ -209,7 +209,7 @@ def test_retry_failed_reruns_the_runs_of_a_crashed_worker(probe_study, tmp_path,
     cache = tmp_path / "cache"
     assert main([*argv, "--cache-dir", str(cache), "--jobs", "2", "--retry-failed", "1"]) == 0
     assert (tmp_path / "crashed").exists()
-    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv")
+    table = pd.read_csv(tmp_path / "out" / "probe" / "results.csv.gz")
     assert list(table["status"]) == ["ok"] * 4
 
 
@@ -222,7 +222,7 @@ def test_report_rebuilds_the_studies_it_can_and_names_the_others(tmp_path, monke
 
     for name in ("convergence", "scaling"):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "results.csv").write_text("key\n")
+        (tmp_path / name / "results.csv").write_text("key\n")  # as an older version stored it
     (tmp_path / "scaling" / "README.md").write_text("the old report\n")
 
     def write_study_report(study, folder):

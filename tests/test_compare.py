@@ -68,7 +68,7 @@ def test_orders_with_intervals_table_and_figure(ball_comparison):
     assert [path.suffix for path in result.figures] == [".png", ".pdf"]
     assert result.figure.read_bytes().startswith(b"\x89PNG")
     assert (result.folder / "README.md").read_text().count("0.9") >= 1
-    stored = pd.read_csv(result.folder / "results.csv")
+    stored = pd.read_csv(result.folder / "results.csv.gz")
     assert len(stored) == 2 * 3 * len(STEPS) + 3
 
 

@@ -27,10 +27,14 @@ from impactbench.bench.report import markdown_table, write_index, write_study_re
 from impactbench.bench.results import (
     ARTEFACT_SUFFIX,
     PLAIN_ARTEFACT_SUFFIX,
+    PLAIN_TABLE_FILE,
+    TABLE_FILE,
     compress_artefacts,
+    compress_table,
     read_artefact,
     read_table,
     table_csv,
+    table_path,
     write_artefacts,
     write_table,
 )
@@ -124,7 +128,7 @@ def test_a_study_file_may_shadow_a_built_in_study_only_with_replace(tmp_path, ca
     assert main([*argv, "--replace"]) == 0
     readme = (output / "convergence" / "README.md").read_text()
     assert "1 rows of shadowing" in readme
-    assert len(pd.read_csv(output / "convergence" / "results.csv")) == 1
+    assert len(pd.read_csv(output / "convergence" / "results.csv.gz")) == 1
     capsys.readouterr()
     # `impactbench report` knows only the built-in convergence: it leaves that report alone
     assert main(["report", "--output", str(output), "--jobs", "1"]) == 1
@@ -196,7 +200,7 @@ def test_report_compresses_the_artefacts_written_uncompressed_before(tmp_path):
     study = _probe_study("plain_probe", tmp_path / "log")
     run_study(study, quick=True, jobs=1, cache_dir=tmp_path / "cache", output=tmp_path)
     folder = tmp_path / "plain_probe"
-    table = read_table(folder / "results.csv")
+    table = read_table(folder / "results.csv.gz")
     frame = pd.DataFrame({"key": table["key"], "energy": np.linspace(1.0, 2.0, len(table))})
     plain = folder / f"energy{PLAIN_ARTEFACT_SUFFIX}"
     write_table(frame, plain)
@@ -215,6 +219,27 @@ def test_report_compresses_the_artefacts_written_uncompressed_before(tmp_path):
     assert groups["artefacts"] == [f"energy{ARTEFACT_SUFFIX}"]
     pd.testing.assert_frame_equal(read_artefact(table, folder, "energy"), frame)
     assert compress_artefacts(folder) == []
+
+
+def test_the_table_an_older_version_wrote_uncompressed_is_read_and_stored_compressed(tmp_path):
+    """A folder whose table a former version wrote as plain ``results.csv``: the report reads
+    it and stores it as ``results.csv.gz`` (the same text), the plain one deleted, so that the
+    folder holds one table; a run that writes the compressed table deletes a plain one left."""
+    study = _probe_study("plain_table", tmp_path / "log")
+    run_study(study, quick=True, jobs=1, cache_dir=tmp_path / "cache", output=tmp_path)
+    folder = tmp_path / "plain_table"
+    data = (folder / TABLE_FILE).read_bytes()
+    (folder / TABLE_FILE).unlink()
+    (folder / PLAIN_TABLE_FILE).write_bytes(gzip.decompress(data))
+    assert table_path(folder) == folder / PLAIN_TABLE_FILE
+    cli._write_report(study, folder)
+    assert not (folder / PLAIN_TABLE_FILE).exists()
+    assert (folder / TABLE_FILE).read_bytes() == data
+    assert compress_table(folder) is False
+    (folder / PLAIN_TABLE_FILE).write_text("key,status\n")  # stale, beside the compressed one
+    run_study(study, quick=True, jobs=1, cache_dir=tmp_path / "cache", output=tmp_path)
+    assert not (folder / PLAIN_TABLE_FILE).exists()
+    assert (folder / TABLE_FILE).read_bytes() == data
 
 
 def test_a_manifest_naming_files_outside_the_folder_deletes_nothing(tmp_path):
@@ -317,7 +342,7 @@ def _full_disk(monkeypatch, *names: str) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
-@pytest.mark.parametrize("file", ["README.md", "results.csv"])
+@pytest.mark.parametrize("file", ["README.md", "results.csv.gz"])
 def test_a_full_disk_names_the_file_and_the_study_and_keeps_the_previous_files(
     tmp_path, monkeypatch, capsys, file
 ):
@@ -345,12 +370,12 @@ def test_a_full_disk_names_the_file_and_the_study_and_keeps_the_previous_files(
 
 def test_a_full_disk_without_a_cache_says_the_runs_are_not_cached(tmp_path, monkeypatch):
     study = _probe_study("disk_probe2", tmp_path / "log")
-    _full_disk(monkeypatch, "results.csv")
+    _full_disk(monkeypatch, "results.csv.gz")
     with pytest.raises(StudyWriteError, match="not cached") as error:
         run_study(study, quick=True, jobs=1, use_cache=False, output=tmp_path)
     assert error.value.errno == errno.ENOSPC
-    assert str(tmp_path / "disk_probe2" / "results.csv") in str(error.value)
-    assert not (tmp_path / "disk_probe2" / "results.csv").exists()
+    assert str(tmp_path / "disk_probe2" / "results.csv.gz") in str(error.value)
+    assert not (tmp_path / "disk_probe2" / "results.csv.gz").exists()
 
 
 # --------------------------------------------------------------------------------------------
@@ -432,7 +457,7 @@ def test_verify_cache_recomputes_a_sample_and_reports_entries_that_differ(
     argv = ["run", "verify_probe", "--jobs", "1", "--output", str(tmp_path / "out")]
     argv += ["--cache-dir", str(cache)]
     assert main(argv) == 0
-    table = pd.read_csv(tmp_path / "out" / "verify_probe" / "results.csv")
+    table = pd.read_csv(tmp_path / "out" / "verify_probe" / "results.csv.gz")
     assert main([*argv, "--verify-cache", "1"]) == 0
     assert "2 cached runs recomputed, 0 differ" in capsys.readouterr().out
     key = table.loc[1, "key"]
@@ -443,7 +468,7 @@ def test_verify_cache_recomputes_a_sample_and_reports_entries_that_differ(
 
     _sign(runner.RunCache(cache).path(key), scale)
     assert main(argv) == 0  # a re-signed entry passes the checksum: only recomputing finds it
-    assert pd.read_csv(tmp_path / "out" / "verify_probe" / "results.csv").loc[
+    assert pd.read_csv(tmp_path / "out" / "verify_probe" / "results.csv.gz").loc[
         1, "max_position_error"
     ] == pytest.approx(2 * true_error)
     capsys.readouterr()
@@ -452,7 +477,7 @@ def test_verify_cache_recomputes_a_sample_and_reports_entries_that_differ(
     assert "2 cached runs recomputed, 1 differ" in captured.out
     assert "differs from the cache: ProbeBall" in captured.err and key in captured.err
     assert "max_position_error" in captured.err
-    stored = pd.read_csv(tmp_path / "out" / "verify_probe" / "results.csv")
+    stored = pd.read_csv(tmp_path / "out" / "verify_probe" / "results.csv.gz")
     assert stored.loc[1, "max_position_error"] == true_error  # the table holds the recomputation
     assert main([*argv, "--verify-cache", "0.5"]) == 0  # the entry was replaced
     assert "1 cached runs recomputed, 0 differ" in capsys.readouterr().out

@@ -36,7 +36,7 @@ def test_run_study_runs_stores_and_reports_a_users_study(tmp_path):
     assert result.folder == tmp_path / "out" / "tiny"
     assert [run.h for run in result.runs] == [0.02, 0.02]
     assert result.failed == [] and result.cached == 0
-    stored = pd.read_csv(result.folder / "results.csv")
+    stored = pd.read_csv(result.folder / "results.csv.gz")
     assert list(stored["method"]) == list(result.table["method"])
     assert list(stored["status"]) == ["ok", "ok"]
     assert list(stored["max_position_error"]) == list(result.table["max_position_error"])
@@ -56,7 +56,7 @@ def test_run_study_without_report_writes_only_the_table(tmp_path):
     result = impactbench.run_study(
         TINY, quick=True, jobs=1, use_cache=False, output=tmp_path, report=False
     )
-    assert (result.folder / "results.csv").exists()
+    assert (result.folder / "results.csv.gz").exists()
     assert not (result.folder / "README.md").exists()
 
 

@@ -77,7 +77,7 @@ def test_a_plugin_study_runs_by_name_with_the_plugin_method_and_problem(plugin_p
         cwd=tmp_path,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    table = pd.read_csv(tmp_path / "out" / "plugin_study" / "results.csv")
+    table = pd.read_csv(tmp_path / "out" / "plugin_study" / "results.csv.gz")
     assert list(table["method"]) == ["PluginMoreauJean"]
     assert list(table["problem"]) == ["PluginFloor"]
     assert list(table["status"]) == ["ok"]
@@ -122,7 +122,7 @@ def test_a_study_file_runs_in_parallel_workers_that_cannot_import_it(tmp_path, c
     argv = ["run", str(path), "--jobs", "2", "--output", str(tmp_path / "out")]
     assert main([*argv, "--cache-dir", str(tmp_path / "cache")]) == 0
     folder = tmp_path / "out" / "my_file_study"
-    table = pd.read_csv(folder / "results.csv")
+    table = pd.read_csv(folder / "results.csv.gz")
     assert list(table["status"]) == ["ok", "ok"]
     assert "2 rows" in (folder / "README.md").read_text()
     assert "my study ran" in (tmp_path / "out" / "README.md").read_text()

@@ -70,7 +70,7 @@ def test_quick_convergence_table_and_orders(quick):
     report's table as value [low, high]; the event-driven sweep of 3 tolerances is not
     resolved and gets no order."""
     output = quick.output
-    table = pd.read_csv(output / "convergence" / "results.csv")
+    table = pd.read_csv(output / "convergence" / "results.csv.gz")
     assert_study_table(
         table,
         "max_position_error",
@@ -116,8 +116,8 @@ def test_rerun_reads_the_cache_and_gives_identical_tables(quick, tmp_path):
         ["run", "convergence", "--quick", "--output", str(tmp_path), "--cache-dir", str(cache)]
     )
     assert code == 0
-    first = (output / "convergence" / "results.csv").read_bytes()
-    assert (tmp_path / "convergence" / "results.csv").read_bytes() == first
+    first = (output / "convergence" / "results.csv.gz").read_bytes()
+    assert (tmp_path / "convergence" / "results.csv.gz").read_bytes() == first
     provenance = (tmp_path / "convergence" / "provenance.json").read_text()
     assert '"computed": 0' in provenance
 
@@ -126,7 +126,7 @@ def test_report_rebuilds_from_the_stored_tables(quick, tmp_path):
     output = quick.output
     folder = tmp_path / "convergence"
     folder.mkdir()
-    (folder / "results.csv").write_bytes((output / "convergence" / "results.csv").read_bytes())
+    shutil.copy(output / "convergence" / "results.csv.gz", folder)
     assert main(["report", "--output", str(tmp_path)]) == 0
     assert (folder / "README.md").exists()
     assert (folder / "convergence_BouncingBall.png").exists()
@@ -144,7 +144,7 @@ COMPILED, SCIPY = "EventDriven[compiled=True]", "EventDriven[compiled=False]"
 
 def test_thesis_quick_run_has_every_run_ok_and_its_references_in_the_reference_cache(quick):
     output = quick.output
-    table = pd.read_csv(output / THESIS / "results.csv")
+    table = pd.read_csv(output / THESIS / "results.csv.gz")
     assert (table["status"] == "ok").all(), table["error"].dropna().tolist()
     assert set(table["problem"]) == set(thesis_comparison.CONFIGURATIONS)
     adaptive = table["method"].str.startswith("Adaptive[")
@@ -165,7 +165,7 @@ def test_thesis_quick_run_has_every_run_ok_and_its_references_in_the_reference_c
 
 def test_thesis_tightest_event_driven_run_finds_exactly_the_reference_impacts(quick):
     output = quick.output
-    table = pd.read_csv(output / THESIS / "results.csv")
+    table = pd.read_csv(output / THESIS / "results.csv.gz")
     references = pd.read_csv(output / THESIS / thesis_comparison.REFERENCES_FILE)
     references = references.set_index("problem")
     adaptive = table[table["method"].isin([COMPILED, SCIPY])]
@@ -182,7 +182,7 @@ def test_thesis_time_stepping_errors_decrease_with_h(quick):
     """The median over the phase copies of each nominal step decreases with the step (the
     quick steps are 4.6x apart); every copy finds every impact."""
     output = quick.output
-    table = pd.read_csv(output / THESIS / "results.csv")
+    table = pd.read_csv(output / THESIS / "results.csv.gz")
     fixed = table[(table["family"] == "time-stepping") & table["h_nominal"].notna()]
     for (problem, method), group in fixed.groupby(["problem", "method"]):
         assert (group.groupby("h_nominal").size() == thesis_comparison.PHASES["quick"]).all()
@@ -229,7 +229,7 @@ def test_thesis_finest_run_of_each_method_is_drawn_from_its_stored_trajectory(qu
     output = quick.output
     folder = output / THESIS
     readme = (folder / "README.md").read_text()
-    table = pd.read_csv(folder / "results.csv")
+    table = pd.read_csv(folder / "results.csv.gz")
     stored = pd.read_csv(folder / f"trajectory{ARTEFACT_SUFFIX}")
     drawn = table[table["key"].isin(set(stored["key"]))]
     assert len(drawn) == len(thesis_comparison.CONFIGURATIONS) * (len(TIME_STEPPERS) + 1)
@@ -268,7 +268,7 @@ def check_work_precision_crossovers(folder: Path) -> None:
     and gives no crossover error."""
     readme = (folder / "README.md").read_text()
     assert "## Crossover accuracy" in readme
-    table = pd.read_csv(folder / "results.csv")
+    table = pd.read_csv(folder / "results.csv.gz")
     stored = pd.read_csv(folder / work_precision.CROSSOVERS_FILE)
     assert set(stored["problem"]) == set(table["problem"])
     assert len(work_precision.ADAPTIVE_TOLERANCES["quick"]) < _adaptive.CONTROL_MIN_POINTS
@@ -302,7 +302,7 @@ def test_energy_decay_quick_study_rates_curves_and_stored_analysis(quick, tmp_pa
     output = quick.output
     folder = tmp_path / "energy_decay"
     shutil.copytree(output / "energy_decay", folder)  # the test deletes an artefact
-    table = pd.read_csv(folder / "results.csv")
+    table = pd.read_csv(folder / "results.csv.gz")
     assert table["status"].isin(["ok", "zeno-handled"]).all(), table["error"].dropna().tolist()
     assert set(table["method"].str.partition("[")[0]) == set(energy_decay.METHOD_ORDER)
     assert_study_table(table, "energy_error_at_end")
@@ -412,11 +412,11 @@ def test_report_finds_the_quick_output(quick, tmp_path, monkeypatch, capsys):
     output = quick.output
     folder = tmp_path / "reports-quick" / "convergence"
     folder.mkdir(parents=True)
-    (folder / "results.csv").write_bytes((output / "convergence" / "results.csv").read_bytes())
+    shutil.copy(output / "convergence" / "results.csv.gz", folder)
     monkeypatch.chdir(tmp_path)
     assert main(["report"]) == 0
     assert "reporting reports-quick" in capsys.readouterr().out
     assert (folder / "README.md").exists()
-    (tmp_path / "reports-quick" / "convergence" / "results.csv").unlink()
+    (tmp_path / "reports-quick" / "convergence" / "results.csv.gz").unlink()
     assert main(["report"]) == 1
     assert "report --output reports-quick" in capsys.readouterr().err

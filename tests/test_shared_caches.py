@@ -57,7 +57,7 @@ def _run_study(tmp_path: Path, name: str, *flags: str) -> pd.DataFrame:
     path.write_text(textwrap.dedent(STUDY_FILE).replace("{name}", name))
     argv = ["run", str(path), "--jobs", "1", "--output", str(tmp_path / "out")]
     assert main([*argv, "--cache-dir", str(tmp_path / "cache"), *flags]) == 0
-    return pd.read_csv(tmp_path / "out" / name / "results.csv")
+    return pd.read_csv(tmp_path / "out" / name / "results.csv.gz")
 
 
 def _files(folder: Path) -> list[Path]:

@@ -20,12 +20,12 @@ from test_runner import probe_runs
 LIMIT = 120
 
 
-@pytest.mark.parametrize("name", ["results.csv", "provenance.json"])
+@pytest.mark.parametrize("name", ["results.csv.gz", "provenance.json"])
 def test_report_refuses_a_fifo_in_a_study_folder(tmp_path, name):
     folder = tmp_path / "convergence"
     folder.mkdir()
-    if name != "results.csv":
-        (folder / "results.csv").write_text("key,status\n")
+    if name != "results.csv.gz":
+        (folder / "results.csv").write_text("key,status\n")  # as an older version stored it
     os.mkfifo(folder / name)
     done = subprocess.run(
         [sys.executable, "-m", "impactbench", "report", "--output", str(tmp_path)],
@@ -49,7 +49,7 @@ def test_run_refuses_a_fifo_in_a_study_folder_before_any_run(tmp_path):
     )
     folder = tmp_path / "out" / "probe"
     folder.mkdir(parents=True)
-    os.mkfifo(folder / "results.csv")
-    with pytest.raises(StudyWriteError, match="results.csv is a FIFO, not a regular file"):
+    os.mkfifo(folder / "results.csv.gz")
+    with pytest.raises(StudyWriteError, match="results.csv.gz is a FIFO, not a regular file"):
         run_study(study, quick=True, jobs=1, cache_dir=tmp_path / "cache", output=folder.parent)
     assert not log.exists()  # refused before any run

@@ -76,7 +76,7 @@ def test_a_study_file_importing_its_neighbours_runs_in_parallel(study_file, tmp_
     argv = ["run", str(study_file), "--jobs", "2", "--backend", backend]
     argv += ["--output", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
     assert main(argv) == 0
-    table = pd.read_csv(tmp_path / "out" / "wavy_study" / "results.csv")
+    table = pd.read_csv(tmp_path / "out" / "wavy_study" / "results.csv.gz")
     assert list(table["status"]) == ["ok", "ok"]
     assert set(table["method"]) == {"SymEuler"}
 

@@ -229,6 +229,8 @@ def test_a_capped_impact_count_is_a_lower_bound_in_markdown_and_latex():
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 #: Largest figure file of the committed reports, in bytes (500 KiB).
 MAX_FIGURE_BYTES = 500 * 1024
+#: Largest total size of the committed reports, in bytes (20 MB).
+MAX_REPORTS_BYTES = 20 * 10**6
 #: The one raster and the one vector format of a figure.
 FIGURE_SUFFIXES = {".png", ".pdf"}
 
@@ -250,3 +252,9 @@ def test_committed_figures_are_png_and_pdf_each_at_most_500_kB():
         assert png.with_suffix(".pdf") in figures, png
     large = {str(f): f.stat().st_size for f in figures if f.stat().st_size > MAX_FIGURE_BYTES}
     assert not large
+
+
+def test_committed_reports_take_at_most_20_MB():
+    sizes = {str(f): f.stat().st_size for f in _committed_reports()}
+    largest = sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    assert sum(sizes.values()) <= MAX_REPORTS_BYTES, largest

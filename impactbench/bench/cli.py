@@ -49,7 +49,7 @@ from .report import (
     write_study_report,
 )
 from .report_files import file_studies
-from .results import compress_artefacts, read_provenance
+from .results import compress_artefacts, compress_table, read_provenance, table_path
 from .runner import BACKENDS, MAX_RETRIES, check_options, default_cache_dir
 from .simulate_command import add_parser as add_simulate_parser
 from .status_command import add_parser as add_status_parser
@@ -121,15 +121,17 @@ def _report_of(name: str, folder: Path, references: str) -> StudyReport | str:
 
 def _write_report(study: Study, folder: Path) -> StudyReport:
     """:func:`write_study_report`, its PNG figures stored with a palette
-    (:func:`impactbench.bench.pipeline.palette_figures`), after the artefact tables written
-    uncompressed before are stored compressed
-    (:func:`impactbench.bench.results.compress_artefacts`); a file it cannot write (a full disk)
+    (:func:`impactbench.bench.pipeline.palette_figures`), after the table and the artefact
+    tables written uncompressed before are stored compressed
+    (:func:`impactbench.bench.results.compress_table`,
+    :func:`impactbench.bench.results.compress_artefacts`); a file it cannot write (a full disk)
     is a StudyWriteError naming the file and the study."""
     resume = (
         f"Its table {folder / TABLE_FILE} is kept, and each report file is the previous one or "
         f"none: free some space and run `impactbench report --output {folder.parent}`"
     )
     with naming_write_failures(study.name, resume):
+        compress_table(folder)
         compress_artefacts(folder)
         with palette_figures(folder):
             return write_study_report(study, folder)
@@ -193,7 +195,7 @@ def _rebuilt(study: Study, folder: Path) -> StudyReport | str:
         raise
     except Exception as error:
         return (
-            f"its report was not rebuilt from {folder / TABLE_FILE} ({type(error).__name__}: "
+            f"its report was not rebuilt from {table_path(folder)} ({type(error).__name__}: "
             f"{error}); rerun `impactbench run {study.name}` to redo its table and report"
         )
 
@@ -302,7 +304,7 @@ def _run_studies(args: argparse.Namespace) -> int:
 
 
 def _has_table(folder: Path, name: str) -> bool:
-    return (folder / name / TABLE_FILE).exists()
+    return table_path(folder / name).exists()
 
 
 def _print_verification(name: str, result: Any) -> None:

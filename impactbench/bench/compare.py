@@ -107,7 +107,7 @@ class Comparison:
     figures : list of Path
         The work-precision figure (PNG, PDF).
     folder : Path
-        The study folder: ``results.csv`` (one row per run), provenance, ``orders.csv``,
+        The study folder: ``results.csv.gz`` (one row per run), provenance, ``orders.csv``,
         ``summary.csv``, the figure and ``README.md``.
     result : StudyResult
         The run of the study (runs, outcomes, failures).

@@ -12,7 +12,7 @@ overfull.
 
 A LaTeX table has at most :data:`MAX_ROWS` body rows and is never split: a longer report table
 comes with a summary (:func:`summarise`: per nominal setting, the median of the repeated or
-phase-shifted rows and their range) and the full table stays in ``results.csv``; a longer frame
+phase-shifted rows and their range) and the full table stays in ``results.csv.gz``; a longer frame
 is refused. Every numeric column names its unit in its header (``wall time [ms]``, ``impacts
 [-]``), given or found by :func:`with_unit`; a numeric column without one is refused. The
 packages a document needs are :data:`PREAMBLE`.

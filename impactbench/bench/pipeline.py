@@ -5,7 +5,7 @@ script or CI without going through the command line::
 
     from impactbench import run_study
     result = run_study("convergence", quick=True, jobs=2, output="reports-quick")
-    result.table          # the flat table, one row per run (as stored in results.csv)
+    result.table          # the flat table, one row per run (as stored in results.csv.gz)
     result.failed         # the failed outcomes (their rows are in the table, with the error)
 """
 
@@ -45,6 +45,7 @@ from .report import (
 )
 from .results import (
     build_table,
+    compress_table,
     write_artefacts,
     write_provenance,
     write_table,
@@ -78,7 +79,7 @@ class StudyResult:
     outcomes : list of Outcome
         One per run (failed ones included).
     table : pandas.DataFrame
-        The stored table (``folder/results.csv``), one row per run.
+        The stored table (``folder/results.csv.gz``), one row per run.
     folder : Path
         Where the table, its provenance, the runs' artefacts
         (:func:`impactbench.bench.results.write_artefacts`) and the report were written.
@@ -352,6 +353,7 @@ def _write_outputs(
 ) -> None:
     """Write the table, its provenance, the artefacts and the report."""
     write_table(table, folder / TABLE_FILE)
+    compress_table(folder)  # an older version's uncompressed table, now replaced
     write_provenance(folder / PROVENANCE_FILE, **provenance)
     write_artefacts(outcomes, folder)
     if report:

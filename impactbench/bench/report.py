@@ -28,12 +28,11 @@ from ..core._files import write_atomic
 from . import style
 from .files import check_ours, check_study_folder, replace_group
 from .latex import LatexTable, Summary, latex_table_text, with_unit
-from .results import PROVENANCE_COLUMNS, read_provenance, read_table
+from .results import PROVENANCE_COLUMNS, TABLE_FILE, read_provenance, read_table, table_path
 from .runner import FAILED
 from .study import Study, StudyReport
 from .style import method_style
 
-TABLE_FILE = "results.csv"
 #: Folder (in a study's report folder) of the LaTeX versions of its report tables.
 LATEX_FOLDER = "tables"
 #: Folder of a study's report where the references it reads are kept
@@ -340,7 +339,8 @@ def _capped_note(table: pd.DataFrame) -> list[str]:
 
 
 def write_study_report(study: Study, folder: Path) -> StudyReport:
-    """Regenerate ``folder/README.md`` and the figures from ``folder/results.csv``.
+    """Regenerate ``folder/README.md`` and the figures from the stored table
+    (``folder/results.csv.gz``, :func:`impactbench.bench.results.table_path`).
 
     Returns
     -------
@@ -358,7 +358,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
     """
     folder = check_study_folder(folder)
     check_ours(folder / README_FILE, report_header(study))
-    table = read_table(folder / TABLE_FILE)
+    table = read_table(table_path(folder))
     provenance = read_provenance(folder / PROVENANCE_FILE)
     recorded: list[tuple[pd.DataFrame, int, str, str]] = []
     token = _tables.set(recorded)
@@ -399,7 +399,7 @@ def write_study_report(study: Study, folder: Path) -> StudyReport:
             "Every table above as LaTeX (booktabs and siunitx, with its caption and label; "
             "a table longer than a page as a summary of it), in order: "
             + ", ".join(f"[{name}]({LATEX_FOLDER}/{name})" for name in latex)
-            + "; the full table is [results.csv](results.csv).\n",
+            + f"; the full table is [{TABLE_FILE}]({TABLE_FILE}).\n",
         ]
     parts += ["## Failed runs\n", _failed_section(table)]
     parts += ["## Provenance\n", _provenance_section(table, provenance)]
@@ -417,7 +417,7 @@ def _captioned(
         titles = [section.title for section in report.sections if text in section.body]
         caption = f"{study.title}: {titles[0]}" if titles else study.title
         if note:
-            caption += f" ({note}; every run in results.csv)"
+            caption += f" ({note}; every run in {TABLE_FILE})"
         tables.append(LatexTable(frame, digits, caption, f"tab:{study.name}-{k + 1}"))
     return tables
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from .plugins import load_study_file
-from .report import PROVENANCE_FILE, TABLE_FILE
-from .results import read_provenance
+from .report import PROVENANCE_FILE
+from .results import PLAIN_TABLE_FILE, TABLE_FILE, read_provenance
 
 
 def file_studies(output: Path, usage_error: type[Exception]) -> tuple[dict[str, Any], list[str]]:
@@ -25,7 +25,8 @@ def file_studies(output: Path, usage_error: type[Exception]) -> tuple[dict[str, 
     notes: list[str] = []
     if not output.is_dir():
         return found, notes
-    for folder in sorted(path.parent for path in output.glob(f"*/{TABLE_FILE}")):
+    tables = [*output.glob(f"*/{TABLE_FILE}"), *output.glob(f"*/{PLAIN_TABLE_FILE}")]
+    for folder in sorted({path.parent for path in tables}):
         if folder.name in STUDIES:
             continue
         recorded = read_provenance(folder / PROVENANCE_FILE).get("study_file")

@@ -198,6 +198,40 @@ def write_table(table: pd.DataFrame, path: Path | str, *, timing: bool = True) -
 #: Largest stored table read (bytes).
 MAX_TABLE_BYTES = 1 << 30
 
+#: Name of a study's table in its folder: one row per run, gzip-compressed CSV
+#: (:func:`write_table`; ``pandas.read_csv`` reads it as it is).
+TABLE_FILE = "results.csv" + GZIP_SUFFIX
+#: Name of the table an older version wrote uncompressed (read when there is no compressed one,
+#: replaced by :func:`compress_table`).
+PLAIN_TABLE_FILE = "results.csv"
+
+
+def table_path(folder: Path | str) -> Path:
+    """The stored table of the study folder ``folder``: :data:`TABLE_FILE`, or the
+    :data:`PLAIN_TABLE_FILE` an older version wrote when there is no compressed one."""
+    folder = Path(folder)
+    if not (folder / TABLE_FILE).exists() and (folder / PLAIN_TABLE_FILE).is_file():
+        return folder / PLAIN_TABLE_FILE
+    return folder / TABLE_FILE
+
+
+def compress_table(folder: Path | str) -> bool:
+    """Store compressed the table an older version wrote uncompressed in the study folder
+    ``folder``: ``results.csv`` is written as ``results.csv.gz`` (the same bytes, compressed as
+    :func:`write_table` does) unless a compressed table is already there, then removed, so that
+    a folder never holds two tables. Returns whether there was one to replace.
+    """
+    folder = check_study_folder(folder)
+    plain = folder / PLAIN_TABLE_FILE
+    if not plain.is_file() or plain.is_symlink():
+        return False
+    if not (folder / TABLE_FILE).exists():
+        data = read_regular(plain, MAX_TABLE_BYTES)
+        write_atomic(folder / TABLE_FILE, gzip.compress(data, compresslevel=9, mtime=0))
+    plain.unlink()
+    return True
+
+
 #: Largest provenance sidecar read (bytes).
 MAX_PROVENANCE_BYTES = 1 << 24
 
