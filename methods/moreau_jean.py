@@ -44,6 +44,22 @@ w = G M^-1 G^T), asserted in tests/test_energy.py over long resting and sliding 
 ``"approaching"`` rule that case never occurs and the energy never increases, at the price of
 the drift above.
 
+Moving obstacles (a rheonomic problem, g(t, q); docs/design.md section 5): the law acts on the
+relative normal velocity U = G v + r, r = dg/dt, with g, G at (t_p, q_p) and the rates at q_p,
+r_- = r(t_k, q_p) and r_+ = r(t_{k+1}, q_p):
+
+    0 <= P  _|_  U_{k+1} + e U_k = G v_{k+1} + r_+ + e (G v_k + r_-) >= 0,
+
+Siconos' MoreauJeanOSI (hdot at t_{k+1}, e times y_k(1) at t_k); activation g_i(t_p, q_p) <= 0
+(and U_k,i <= 0 with ``"approaching"``). In the frame of an obstacle translating at constant
+velocity the step is the fixed-obstacle step (Galilean invariance, to round-off). For a
+uniformly accelerated one (s'' = a, g = y - s(t)) the velocity update and the law are those of
+the fixed obstacle under the gravity changed by a; the position update moves the body relative
+to it by an extra (theta - 1/2) a h^2 per step (CatchingUp: -a h^2 / 2), so that a resting
+contact keeps its depth for theta = 1/2 only, sinks for CatchingUp and is lifted off, and
+chatters, for theta > 1/2; the prediction g(t_p, q_p) is the relative one minus
+a theta^2 h^2 / 2 (tests/test_moving_obstacles_time_stepping.py).
+
 Friction: on a frictional problem (docs/friction.md) the impulses follow the planar
 Newton-Coulomb law (:func:`impactbench.core.scheme.velocity_impulse` with the tangential
 impulses, :func:`impactbench.core.friction.friction_impulse`: normal and tangential impulses,
@@ -116,6 +132,7 @@ def velocity_step(
     that of W = M + h theta C + (h theta)^2 K, ``moreau_jean_implicit``).
     Returns (status, contact, iterations, force evaluations)."""
     h_theta = h * theta
+    t_p = t + h_theta
     for j in range(n):
         s.qp[j] = s.q[j] + h_theta * s.v[j]
     if implicit is not None:  # None: the branch is not compiled
@@ -126,13 +143,14 @@ def velocity_step(
         problem.mass_matrix(s.qp, p, s.M)
         if not factor_mass(s.M, n, s.L):
             return STATUS_MASS_NOT_SPD, False, 0, 0
-    problem.forces(t + h_theta, s.qp, s.v, p, s.f)
+    problem.forces(t_p, s.qp, s.v, p, s.f)
     solve_mass(s.L, n, s.f, s.acc)
     for j in range(n):
         s.vfree[j] = s.v[j] + h * s.acc[j]
+    # times: a moving obstacle's g and G at t_p, its rates at t_k and t_{k+1}
     status, active, used = velocity_impulse(
         s, problem, n, m, s.qp, s.v, s.vfree, e, s.v1, p, approaching, forced, None,
-        tangent_impulse,
+        tangent_impulse, (t_p, t, t + h),
     )  # fmt: skip
     if status != STATUS_OK:
         return status, False, 0, 0
@@ -160,6 +178,7 @@ def _activation(value: Any) -> str:
 class _Velocity(Scheme):
     """The step shared by :class:`MoreauJean` and :class:`CatchingUp`."""
 
+    moving_obstacles = True
     state = VELOCITY_STATE
     run_time = {"theta": THETA}
     compile_time = {"position_first": bool, "approaching_only": bool}

@@ -378,6 +378,43 @@ def test_a_first_class_pair_kernel_writes_its_two_vectors():
     np.testing.assert_array_equal(buffer, expected)
 
 
+@_jit.kernel
+def _moving_gap(t, q, p, out):
+    for i in range(out.shape[0]):
+        out[i] = q[i] - p[0] * t
+
+
+@_jit.kernel
+def _moving_gradient(t, q, p, out):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = t * (i + 1) + q[j]
+
+
+def test_timed_first_class_kernels_take_the_time_first():
+    """The forms "timed vector" and "timed matrix" (a moving obstacle's g(t, q), its rate, and
+    G(t, q)) receive the caller's t, not the constant of the position kernels, and write the
+    caller's vector and the rows of a wider matrix."""
+    gap = _jit.first_class_kernel(_moving_gap, "timed vector")
+    gradient = _jit.first_class_kernel(_moving_gradient, "timed matrix")
+    assert gap.kind == gradient.kind == "timed"
+
+    @numba.njit
+    def call(gap, gradient, t, q, p, g, buffer):
+        gap(t, q, p, g)
+        gradient(t, q, p, buffer[1:3, :2])
+
+    q = np.array([1.0, 2.0])
+    p = np.array([3.0])
+    g = np.zeros(2)
+    buffer = np.full((4, 5), -7.0)
+    call(gap, gradient, 0.25, q, p, g, buffer)
+    np.testing.assert_array_equal(g, q - 0.75)
+    expected = np.full((4, 5), -7.0)
+    expected[1:3, :2] = [[1.25, 2.25], [1.5, 2.5]]
+    np.testing.assert_array_equal(buffer, expected)
+
+
 def _shifted(kernels, q, p, out):
     kernels[0](q, p, out)
     for i in range(out.shape[0]):

@@ -625,7 +625,8 @@ class FirstClassKernel:
     Attributes
     ----------
     kind : str
-        ``"forces"`` (called with ``t, q, v, p, out``), ``"position"`` (``q, p, out``) or
+        ``"forces"`` (called with ``t, q, v, p, out``), ``"position"`` (``q, p, out``),
+        ``"timed"`` (``t, q, p, out``: a geometric kernel of a moving obstacle, g(t, q)) or
         ``"pair"`` (``q, p, out, second_out``).
     address : int
         The entry point, ``void(t, q, len q, v, len v, p, len p, out, rows, columns,
@@ -646,10 +647,14 @@ class FirstClassKernel:
         return f"FirstClassKernel({self.kind}, {self.cfunc.__wrapped__.__qualname__})"
 
 
-#: The arities of the kinds of kernels: forces(t, q, v, p, out), position(q, p, out) and
+#: The arities of the kinds of kernels: forces(t, q, v, p, out), position(q, p, out),
+#: timed(t, q, p, out) (the gap of a moving obstacle and its derivatives in q and t) and
 #: pair(q, p, out, second_out) (a kernel writing two vectors: a frictional problem's
 #: coefficients mu and e_T).
-_KERNEL_ARITY = {"forces": 5, "position": 3, "pair": 4}
+_KERNEL_ARITY = {"forces": 5, "position": 3, "timed": 4, "pair": 4}
+
+#: The kinds whose first argument is the time t.
+_TIMED_KINDS = ("forces", "timed")
 
 
 class KernelType(numba_types.Callable):
@@ -670,8 +675,8 @@ class KernelType(numba_types.Callable):
         if self.kind == "pair":
             *vectors, out = args[:2] + args[3:] + args[2:3]  # the second output as "v"
         else:
-            *vectors, out = args[1:] if self.kind == "forces" else args
-        if self.kind == "forces" and not isinstance(args[0], numba_types.Number):
+            *vectors, out = args[1:] if self.kind in _TIMED_KINDS else args
+        if self.kind in _TIMED_KINDS and not isinstance(args[0], numba_types.Number):
             return None
         for array in (*vectors, out):
             if not (isinstance(array, numba_types.Array) and array.dtype == numba_types.float64):
@@ -722,7 +727,7 @@ _ENTRY = llvm_ir.FunctionType(
 def _call_kernel(context: Any, builder: Any, sig: Any, args: tuple) -> Any:
     kernel_type = sig.args[0]
     types_, values = sig.args[1:], args[1:]
-    if kernel_type.kind == "forces":
+    if kernel_type.kind in _TIMED_KINDS:
         t = context.cast(builder, values[0], types_[0], numba_types.float64)
         types_, values = types_[1:], values[1:]
     else:
@@ -730,7 +735,7 @@ def _call_kernel(context: Any, builder: Any, sig: Any, args: tuple) -> Any:
     arrays = [
         make_array(ty)(context, builder, value) for ty, value in zip(types_, values, strict=True)
     ]
-    if kernel_type.kind == "position":  # no velocity: the position in its place
+    if kernel_type.kind in ("position", "timed"):  # no velocity: the position in its place
         arrays.insert(1, arrays[0])
     elif kernel_type.kind == "pair":  # (q, p, out, second): the second output in v's place
         arrays = [arrays[0], arrays[3], arrays[1], arrays[2]]
@@ -785,6 +790,15 @@ def _matrix_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
     inner(numba.carray(q, (nq,)), numba.carray(p, (n_p,)), matrix[:, :columns])
 
 
+def _timed_vector_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    inner(t, numba.carray(q, (nq,)), numba.carray(p, (n_p,)), numba.carray(out, (rows,)))
+
+
+def _timed_matrix_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    matrix = numba.carray(out, (rows, ld))
+    inner(t, numba.carray(q, (nq,)), numba.carray(p, (n_p,)), matrix[:, :columns])
+
+
 def _first_row_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
     inner(numba.carray(q, (nq,)), numba.carray(p, (n_p,)), numba.carray(out, (columns,)))
 
@@ -804,6 +818,8 @@ _ENTRIES = {
     "vector": ("position", _vector_entry),
     "matrix": ("position", _matrix_entry),
     "first row": ("position", _first_row_entry),
+    "timed vector": ("timed", _timed_vector_entry),
+    "timed matrix": ("timed", _timed_matrix_entry),
     "pair": ("pair", _pair_entry),
 }
 
@@ -817,13 +833,16 @@ def first_class_kernel(function: Callable, form: str) -> FirstClassKernel:
     Parameters
     ----------
     function : numba dispatcher
-        ``forces(t, q, v, p, out)``, ``kernel(q, p, out, second_out)`` for the form
-        ``"pair"``, or ``kernel(q, p, out)`` for the other forms.
-    form : {"forces", "vector", "matrix", "first row", "pair"}
+        ``forces(t, q, v, p, out)`` (also a moving obstacle's ``gap_drift(t, q, v, p, out)``),
+        ``kernel(q, p, out, second_out)`` for the form ``"pair"``, ``kernel(t, q, p, out)``
+        for the timed forms, or ``kernel(q, p, out)`` for the other forms.
+    form : {"forces", "vector", "matrix", "first row", "pair", "timed vector", "timed matrix"}
         What the kernel writes: the forces (a vector), a vector (the gaps, a diagonal of M),
         a matrix (M, G: ``out`` is the caller's (rows, columns) matrix), a vector into the
-        first row of the caller's matrix (the diagonal of M into its (1, n) block), or two
-        vectors (a frictional problem's mu and e_T).
+        first row of the caller's matrix (the diagonal of M into its (1, n) block), two
+        vectors (a frictional problem's mu and e_T), or, for a moving obstacle (a rheonomic
+        problem, whose geometric kernels take the time first), a vector (g(t, q), the rate
+        dg/dt) or a matrix (G(t, q)).
 
     Returns
     -------

@@ -102,7 +102,7 @@ from .compilation import compiled_code
 from .driver import IMPULSE, NEXT_Q, NEXT_V, NORMAL_AFTER, NORMAL_BEFORE
 from .method import TIME_STEPPING, Method
 from .names import parse_spec
-from .problem import CheckedCalls, Problem, checked_state, python_kernels
+from .problem import CheckedCalls, Problem, checked_state, python_kernels, timed_gap
 from .scheme import Scheme, scheme_loop
 from .status_codes import (
     COUNTER_FORCE_EVALUATIONS,
@@ -215,7 +215,7 @@ def _adaptive_loop(
     t = t0
     h = h_first
     if status == STATUS_OK and m > 0:
-        scheme_gaps(qc, p, g0)
+        scheme_gaps(t, qc, p, g0)
     while status == STATUS_OK and t < t_end:
         t_stop = targets[target] if n_targets > 0 else t_end
         step = h
@@ -281,7 +281,7 @@ def _adaptive_loop(
                 changed = True
         growth = 0.0
         if m > 0:
-            scheme_gaps(zh[:n], p, g1)
+            scheme_gaps(t_next, zh[:n], p, g1)
             for i in range(m):
                 if (g0[i] <= 0.0) != (g1[i] <= 0.0):
                     changed = True
@@ -312,7 +312,7 @@ def _adaptive_loop(
                 # the extrapolation keeps the set {g <= 0} of the half steps and the gap control
                 inside = True
                 if m > 0:
-                    scheme_gaps(zf[:n], p, ge)
+                    scheme_gaps(t_next, zf[:n], p, ge)
                     for i in range(m):
                         if (ge[i] <= 0.0) != (g1[i] <= 0.0):
                             inside = False
@@ -568,7 +568,7 @@ class Adaptive(Method):
 
     def gap_bound(self, problem: Problem) -> float:
         """The gap tolerance on ``problem``: the given one, or by default (None) atol + rtol L
-        with L = max_i |g_i(q0)|, the largest initial gap (0 without constraints).
+        with L = max_i |g_i(t0, q0)|, the largest initial gap (0 without constraints).
 
         Parameters
         ----------
@@ -582,7 +582,8 @@ class Adaptive(Method):
         """
         if self.gap_tolerance is not None:
             return self.gap_tolerance
-        gaps = np.asarray(problem.gap(np.asarray(problem.q0, dtype=float)), dtype=float)
+        q0 = np.asarray(problem.q0, dtype=float)
+        gaps = np.asarray(timed_gap(problem, problem.t0, q0), dtype=float)
         length = float(np.abs(gaps).max(initial=0.0))
         return self.atol + self.rtol * length
 

@@ -513,11 +513,13 @@ def metric_row(n, G, i, L, Y):  # noqa: N803
 
 
 @hot_kernel
-def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out):  # noqa: N803
+def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out, offset=None):  # noqa: N803
     """:func:`impulse` for one active constraint ``i``, in closed form (inlined in the loops).
 
     ``Y`` (>= 1, n) holds M^-1 grad g_i and ``inv_w`` the inverse of its Delassus number
-    (:func:`metric_row`); ``P`` (>= 1,) receives the impulse. It takes these arrays rather than
+    (:func:`metric_row`); ``P`` (>= 1,) receives the impulse; ``offset`` (a float, or None:
+    no term) is the constant o_i of the law of a moving obstacle (:func:`impulse`), added to
+    the right-hand side G_i (vfree + e v). It takes these arrays rather than
     the workspace tuple: passing a tuple of arrays to an inlined function reference-counts every
     array in it, which costs more than this formula. Returns 1, or :data:`DEGENERATE_GRADIENT`
     (``v_out`` unset) when ``inv_w`` is not positive (a vanishing gradient, see
@@ -528,6 +530,8 @@ def impulse_single(n, G, i, vfree, v, e, Y, inv_w, P, v_out):  # noqa: N803
     b = 0.0
     for j in range(n):
         b += G[i, j] * (vfree[j] + e * v[j])
+    if offset is not None:  # None: not compiled (a fixed obstacle adds no term, not a zero)
+        b += offset
     P[0] = max(0.0, -b * inv_w)
     for j in range(n):
         v_out[j] = vfree[j] + P[0] * Y[0, j]
@@ -583,7 +587,7 @@ def impulse_span(ws, k, a, n):
 
 @kernel
 @count_arguments("k")
-def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa: N803
+def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None, offset=None):  # noqa: N803
     """Newton impact law at velocity level in the kinetic metric (``L``: factor of M, factor_mass).
 
     Solves v_out = vfree + M^-1 G_A^T P with 0 <= P _|_ G_A v_out + e G_A v >= 0 over the k
@@ -598,11 +602,20 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa
     width b (a chain) the whole call costs O(k b + n) plus the O(k^2) stores of W's zeros, the
     pivots each O(k) on a chain. ``restitution`` (m), when given, holds a coefficient e_i per
     constraint, used in place of e in row i (None: e in every row).
+
+    ``offset`` (m), when given, holds constants o_i of a moving obstacle's law, whose
+    relative normal velocity is U_i = G_i v + r_i (r_i = dg_i/dt): with o_i = r_i,after +
+    e_i r_i,before the law 0 <= P _|_ U_after + e U_before >= 0 is
+    0 <= P _|_ G_A v_out + e G_A v + o_A >= 0 (None: no term, a fixed obstacle).
     """
     if k == 1:
         if restitution is not None:
             e = restitution[rows[0]]
         inv_w = metric_row(n, G, rows[0], L, ws[1])
+        if offset is not None:
+            return impulse_single(
+                n, G, rows[0], vfree, v, e, ws[1], inv_w, ws[4], v_out, offset[rows[0]]
+            )
         return impulse_single(n, G, rows[0], vfree, v, e, ws[1], inv_w, ws[4], v_out)
     Y = ws[1]
     W = ws[2]
@@ -621,6 +634,8 @@ def impulse(n, G, rows, k, vfree, v, e, L, ws, v_out, restitution=None):  # noqa
         s = 0.0
         for j in range(span[0, a], span[1, a] + 1):
             s += G[i, j] * (vfree[j] + e_i * v[j])
+        if offset is not None:
+            s += offset[i]
         b[a] = s
     pivots = solve_lcp_warm(W, b, rows, k, P, ws, LCP_SLOT_IMPULSE)
     add_reactions(n, k, Y, P, span, vfree, v_out)

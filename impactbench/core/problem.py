@@ -1475,14 +1475,17 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
     """Wrap a problem's Python methods in the kernel calling convention (uncompiled path).
 
     Every returned value is checked (:class:`CheckedCalls`); a problem that declares a diagonal
-    mass matrix is asked for :meth:`Problem.mass_diagonal` only. A bad mass matrix or force is
-    reported through the loop, so that the error carries the state where the loop stopped and
-    the trajectory up to there: the kernel fills ``out`` with NaN, which the loop rejects (its
-    LDL^T factorisation of M, its finiteness check of the new state), and stores the reason,
-    with the arguments of the call, in ``calls.deferred`` for the driver to report. A bad gap or
-    gap gradient raises :class:`impactbench.SimulationError` at once (a NaN gap would read as "no
-    contact"); its t and v are those of the step's force evaluation (which precedes the gap
-    evaluations of a step in every loop), its q the argument of the failing call.
+    mass matrix is asked for :meth:`Problem.mass_diagonal` only; a problem with moving obstacles
+    (``rheonomic``) gives the timed kernels ``gap(t, q, p, out)``, ``gap_gradient(t, q, p,
+    out)``, ``gap_rate(t, q, p, out)`` and ``gap_drift(t, q, v, p, out)``. A bad mass matrix or
+    force is reported through the loop, so that the error carries the state where the loop
+    stopped and the trajectory up to there: the kernel fills ``out`` with NaN, which the loop
+    rejects (its LDL^T factorisation of M, its finiteness check of the new state), and stores
+    the reason, with the arguments of the call, in ``calls.deferred`` for the driver to report.
+    A bad gap or gap gradient raises :class:`impactbench.SimulationError` at once (a NaN gap
+    would read as "no contact"); its t and v are those of the step's force evaluation (which
+    precedes the gap evaluations of a step in every loop), its q the argument of the failing
+    call.
 
     The checks cost a fraction of a plain-Python step (``benchmarks/loops.py`` measures it).
 
@@ -1555,13 +1558,26 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
 
         return write
 
+    def moving_gap(t, q, p, out):
+        out[:] = accept(problem.gap(t, q), "gap(t, q)", (m,), t, q, step[1])
+
+    def moving_gradient(t, q, p, out):
+        out[:, :] = accept(problem.gap_gradient(t, q), "gap_gradient(t, q)", (m, n), t, q, step[1])
+
+    def gap_rate(t, q, p, out):
+        out[:] = accept(problem.gap_rate(t, q), "gap_rate(t, q)", (m,), t, q, step[1])
+
+    def gap_drift(t, q, v, p, out):
+        out[:] = accept(problem.gap_drift(t, q, v), "gap_drift(t, q, v)", (m,), t, q, v)
+
     frictional = problem.has_friction
+    rheonomic = declared_rheonomic(problem)  # a moving obstacle: t first in the gap's kernels
     compiled = problem.kernels()
     return ProblemKernels(
         mass_matrix,
         forces,
-        gap,
-        gap_gradient,
+        moving_gap if rheonomic else gap,
+        moving_gradient if rheonomic else gap_gradient,
         affine_gap=compiled.affine_gap if compiled is not None else False,
         constant_mass=compiled.constant_mass if compiled is not None else False,
         mass_diagonal=mass_diagonal,
@@ -1571,6 +1587,9 @@ def python_kernels(problem: Problem, calls: CheckedCalls | None = None) -> Probl
         normal_restitution=normal_restitution if frictional else None,
         stiffness_matrix=constant(problem.stiffness_matrix()),
         damping_matrix=constant(problem.damping_matrix()),
+        rheonomic=rheonomic,
+        gap_rate=gap_rate if rheonomic else None,
+        gap_drift=gap_drift if rheonomic else None,
     )
 
 

@@ -69,14 +69,17 @@ are.
 This module is everything a scheme imports from impactbench (the schemes of ``methods/`` import
 nothing else, at most 12 names each: ``tests/test_layout.py``): the base classes
 (:class:`Scheme`, :class:`ProjectingScheme`), the declared parameters (:class:`Parameter`), the
-statuses, the shared steps (:func:`velocity_impulse`, with or without friction;
-:func:`reaction_forces`, :func:`closed_rows`, :func:`projection_status`), the contact numerics
+statuses, the shared steps (:func:`velocity_impulse`, with or without friction, with fixed or
+moving obstacles; :func:`reaction_forces`, :func:`closed_rows`, :func:`projection_status`;
+:data:`gap_at` and :data:`gradient_at`, the gap and its gradient at a time, which a problem with
+moving obstacles needs and a fixed one ignores), the contact numerics
 a step calls, the stable-step helpers (:func:`declared_stable_step`,
 :func:`theta_scheme_limit`) and :func:`bind_problem` for a compiled function of one problem.
 The base class does for a scheme what each would otherwise write: it checks the parameters
 ``run_time`` declares with a :class:`Parameter`, picks the loop of the scheme's
 ``frictional_step`` on a frictional problem (:func:`frictional_scheme`, with the friction
-law's sizes and failure reasons), and gives the step limit of a declared
+law's sizes and failure reasons), adds the rates of the impact law to the state on a problem
+with moving obstacles (:func:`rheonomic_scheme`), and gives the step limit of a declared
 ``stable_step_factor``.
 """
 
@@ -159,6 +162,7 @@ __all__ = [
     "IMPACT_STATE",
     "LCP_SLOT_ACCELERATION",
     "POSITIVE",
+    "RHEONOMIC_STATE",
     "STATUS_CONTACT_SOLVE_FAILED",
     "STATUS_DEGENERATE_GRADIENT",
     "STATUS_GAP_NOT_FINITE",
@@ -180,11 +184,14 @@ __all__ = [
     "delassus",
     "factor_mass",
     "frictional_scheme",
+    "gap_at",
+    "gradient_at",
     "ldl_factor",
     "ldl_solve",
     "metric_row",
     "projection_status",
     "reaction_forces",
+    "rheonomic_scheme",
     "scheme_function",
     "solve_lcp_warm",
     "solve_mass",
@@ -231,7 +238,7 @@ class Kernels(
     namedtuple(
         "Kernels",
         "mass_matrix forces gap gap_gradient constant_mass affine_gap diagonal_mass "
-        "single_constraint",
+        "single_constraint rheonomic",
     ),
 ):
     """The problem as a scheme's functions see it (their argument ``problem``).
@@ -244,19 +251,23 @@ class Kernels(
     forces : function
         ``forces(t, q, v, p, f)``: the smooth generalized forces F(t, q, v) into ``f`` (n).
     gap : function
-        ``gap(q, p, g)``: the gaps g(q) into ``g`` (m).
+        ``gap(q, p, g)``: the gaps g(q) into ``g`` (m); ``gap(t, q, p, g)`` when
+        ``rheonomic`` (call it through :func:`gap_at`).
     gap_gradient : function
-        ``gap_gradient(q, p, G)``: the rows grad g_i(q) into ``G`` (m, n).
-    constant_mass, affine_gap, diagonal_mass, single_constraint : bool
+        ``gap_gradient(q, p, G)``: the rows grad g_i(q) into ``G`` (m, n);
+        ``gap_gradient(t, q, p, G)`` when ``rheonomic`` (:func:`gradient_at`).
+    constant_mass, affine_gap, diagonal_mass, single_constraint, rheonomic : bool
         Compile-time constants: M does not depend on q; g is affine (G constant); M is
-        diagonal; m = 1.
+        diagonal; m = 1; the obstacles move (g(t, q): the problem tuple then has the further
+        fields ``gap_rate(t, q, p, r)``, r = dg/dt (m), and ``gap_drift(t, q, v, p, c)``,
+        c = d2g/dt2 + 2 (dG/dt) v (m), :class:`impactbench.core.problem.ProblemKernels`).
     """
 
     __slots__ = ()
 
 
 @scheme_function
-def _single_impulse(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution):
+def _single_impulse(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution, offset):
     """The impulse of :func:`velocity_impulse` on its single constraint, in closed form."""
     if not (problem.constant_mass and problem.affine_gap and s.metric_ready[0] > 0.0):
         s.inv_w[0] = metric_row(n, G, 0, s.L, s.Y)
@@ -264,15 +275,19 @@ def _single_impulse(s, problem, n, m, G, rows, active, vfree, v, e, v_out, resti
     e_0 = e
     if restitution is not None:
         e_0 = restitution[0]
+    if offset is not None:  # None: a fixed obstacle, the branch is not compiled
+        return impulse_single(n, G, 0, vfree, v, e_0, s.Y, s.inv_w[0], s.impulse, v_out, offset[0])
     used = impulse_single(n, G, 0, vfree, v, e_0, s.Y, s.inv_w[0], s.impulse, v_out)
     return used
 
 
 @scheme_function
-def _lcp_impulses(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution):
+def _lcp_impulses(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution, offset):
     """The impulses of :func:`velocity_impulse` on the active set ``rows[:active]``, by the
     LCP."""
-    if restitution is None:
+    if offset is not None:  # None: a fixed obstacle, the branch is not compiled
+        used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out, restitution, offset)
+    elif restitution is None:
         used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out)
     else:
         used = impulse(n, G, rows, active, vfree, v, e, s.L, s.ws, v_out, restitution)
@@ -304,9 +319,116 @@ _gradient_span = compile_time_choice("single_constraint", _whole_span, _lcp_span
 
 
 @scheme_function
+def _timed_gap(problem, t, q, p, out):
+    problem.gap(t, q, p, out)
+
+
+@scheme_function
+def _fixed_gap(problem, t, q, p, out):
+    problem.gap(q, p, out)
+
+
+#: ``gap_at(problem, t, q, p, out)``: the gaps g(t, q) into ``out`` (m); on a problem whose
+#: obstacles do not move (``problem.rheonomic`` False) g(q), t unused (and not compiled in).
+gap_at = compile_time_choice("rheonomic", _timed_gap, _fixed_gap)
+
+
+@scheme_function
+def _timed_gradient(problem, t, q, p, out):
+    problem.gap_gradient(t, q, p, out)
+
+
+@scheme_function
+def _fixed_gradient(problem, t, q, p, out):
+    problem.gap_gradient(q, p, out)
+
+
+#: ``gradient_at(problem, t, q, p, out)``: G = dg/dq at (t, q) into ``out`` (m, n); G(q) on a
+#: problem whose obstacles do not move.
+gradient_at = compile_time_choice("rheonomic", _timed_gradient, _fixed_gradient)
+
+
+@scheme_function
+def _timed_gap_of(problem, times, q, p, out):
+    problem.gap(times[0], q, p, out)
+
+
+@scheme_function
+def _fixed_gap_of(problem, times, q, p, out):
+    problem.gap(q, p, out)
+
+
+#: g at (t_q, q) for :func:`velocity_impulse`'s ``times`` = (t_q, t_before, t_after); g(q)
+#: on a fixed obstacle, where ``times`` may be None.
+_gap_of = compile_time_choice("rheonomic", _timed_gap_of, _fixed_gap_of)
+
+
+@scheme_function
+def _timed_gradient_of(problem, times, q, p, out):
+    problem.gap_gradient(times[0], q, p, out)
+
+
+@scheme_function
+def _fixed_gradient_of(problem, times, q, p, out):
+    problem.gap_gradient(q, p, out)
+
+
+#: G at (t_q, q), as :data:`_gap_of`.
+_gradient_of = compile_time_choice("rheonomic", _timed_gradient_of, _fixed_gradient_of)
+
+
+@scheme_function
+def _moving_offsets(s, problem, m, times, q, p, e, restitution):
+    """The rates r_before = dg/dt(t_before, q) and r_after = dg/dt(t_after, q) into
+    ``s.rate_before``, ``s.rate_after`` and the law's offsets o_i = r_after,i + e_i
+    r_before,i into ``s.rate_offset``; returns (finite, ``s.rate_offset``)."""
+    problem.gap_rate(times[1], q, p, s.rate_before)
+    problem.gap_rate(times[2], q, p, s.rate_after)
+    finite = True
+    for i in range(m):
+        e_i = e
+        if restitution is not None:
+            e_i = restitution[i]
+        s.rate_offset[i] = s.rate_after[i] + e_i * s.rate_before[i]
+        finite &= abs(s.rate_offset[i]) < math.inf
+    return finite, s.rate_offset
+
+
+@scheme_function
+def _fixed_offsets(s, problem, m, times, q, p, e, restitution):
+    return True, None
+
+
+#: The offsets of a moving obstacle's impact law (:func:`velocity_impulse`), None (no term) on
+#: a fixed one.
+_offsets = compile_time_choice("rheonomic", _moving_offsets, _fixed_offsets)
+
+
+@scheme_function
+def _rate_before(s, problem, i):
+    return s.rate_before[i]
+
+
+@scheme_function
+def _rate_after(s, problem, i):
+    return s.rate_after[i]
+
+
+@scheme_function
+def _no_rate(s, problem, i):
+    return 0.0
+
+
+#: The value a relative normal velocity U_i = G_i v + r_i starts its sum from: r_i before and
+#: after the impulse on a moving obstacle, 0.0 (the sum G_i v as it always was) on a fixed one.
+_start_before = compile_time_choice("rheonomic", _rate_before, _no_rate)
+_start_after = compile_time_choice("rheonomic", _rate_after, _no_rate)
+
+
+@scheme_function
 def velocity_impulse(
     s, problem, n, m, q, v, vfree, e, v_out, p, approaching, forced, restitution=None,
-    tangent_impulse=None,
+    tangent_impulse=None, times=None,
 ):  # fmt: skip
     """Newton's impact law at velocity level on the constraints active at ``q``; with
     ``tangent_impulse``, the planar Newton-Coulomb law of a frictional problem.
@@ -327,6 +449,19 @@ def velocity_impulse(
     constraint (M^-1 G^T and 1 / (G M^-1 G^T) kept in ``s.Y`` and ``s.inv_w`` while M and G
     are constant: ``s.metric_ready``), by the LCP (:func:`impactbench.core.contact.impulse`,
     warm-started) for several.
+
+    Moving obstacles (``problem.rheonomic``, the state with :data:`RHEONOMIC_STATE`): with
+    ``times`` = (t_q, t_before, t_after), g and G are taken at (t_q, q), the rates
+    r_before = dg/dt(t_before, q), r_after = dg/dt(t_after, q) into ``s.rate_before``,
+    ``s.rate_after``, and the law acts on the relative normal velocities
+    U_before = G v + r_before, U_after = G v_out + r_after: the approaching test is
+    U_before,i <= 0 and
+
+        0 <= P  _|_  U_after + e U_before = G_A v_out + e G_A v + r_after + e r_before >= 0,
+
+    (Siconos' MoreauJeanOSI: hdot at t_{k+1} and e times the output y_k(1) at t_k); the log
+    reports U_before and U_after. On a fixed obstacle ``times`` is unused (None allowed) and
+    no term is added.
 
     Parameters
     ----------
@@ -365,6 +500,10 @@ def velocity_impulse(
         Newton's (:func:`impactbench.core.friction.friction_impulse`, with its contract: the
         active set from g(q) <= 0 and ``approaching`` alone, ``forced`` and ``restitution``
         unused), the tangential impulses into ``tangent_impulse``.
+    times : tuple of 3 floats or None
+        (t_q, t_before, t_after): the time of ``q`` and those of the velocities before and
+        after the impulse, for a moving obstacle (above); required when ``problem.rheonomic``,
+        unused otherwise.
 
     Returns
     -------
@@ -404,7 +543,7 @@ def velocity_impulse(
         )
     g = s.g
     G = s.G
-    problem.gap(q, p, g)
+    _gap_of(problem, times, q, p, g)
     closed = False
     for i in range(m):
         if g[i] <= 0.0:
@@ -417,8 +556,11 @@ def velocity_impulse(
                 closed = True
     if not closed:
         return STATUS_OK, 0, 0
-    problem.gap_gradient(q, p, G)
+    _gradient_of(problem, times, q, p, G)
     if not all_finite(G, m, n):
+        return STATUS_GAP_NOT_FINITE, 0, 0
+    finite, offset = _offsets(s, problem, m, times, q, p, e, restitution)
+    if not finite:
         return STATUS_GAP_NOT_FINITE, 0, 0
     rows = s.rows
     active = 0
@@ -428,7 +570,7 @@ def velocity_impulse(
             take = take or forced[i] > 0.0
         if take:
             if approaching:
-                u = 0.0
+                u = _start_before(s, problem, i)
                 for j in range(n):
                     u += G[i, j] * v[j]
                 if u <= 0.0:
@@ -439,15 +581,17 @@ def velocity_impulse(
                 active += 1
     if active == 0:
         return STATUS_OK, 0, 0
-    used = _active_impulse(s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution)
+    used = _active_impulse(
+        s, problem, n, m, G, rows, active, vfree, v, e, v_out, restitution, offset
+    )
     if used == DEGENERATE_GRADIENT:
         return STATUS_DEGENERATE_GRADIENT, 0, 0
     if used < 0:
         return STATUS_CONTACT_SOLVE_FAILED, 0, 0
     for a in range(active):
         i = rows[a]
-        before = 0.0
-        after = 0.0
+        before = _start_before(s, problem, i)
+        after = _start_after(s, problem, i)
         first, last = _gradient_span(s, problem, n, active, a)
         for j in range(first, last + 1):
             before += G[i, j] * v[j]
@@ -704,7 +848,17 @@ class Scheme(TimeStepping):
         options, with the options that scheme takes: ``cls`` and ``options`` by default, on a
         frictional problem the scheme of its ``frictional_step`` (:func:`frictional_scheme`).
         A scheme whose options select other functions (``MoreauJean(implicit=True)``) returns
-        them here, so that every loop template (the fixed-step and the adaptive one) runs them."""
+        them here, so that every loop template (the fixed-step and the adaptive one) runs them.
+        On a problem with moving obstacles (``rheonomic``), the scheme with
+        :data:`RHEONOMIC_STATE` (:func:`rheonomic_scheme`; a frictional one is refused: the
+        friction law takes no moving obstacle yet)."""
+        if kernels.rheonomic:
+            if kernels.tangent_gradient is not None:
+                raise ValueError(
+                    f"{cls.__name__} has no friction law for moving obstacles: a frictional "
+                    "rheonomic problem is not supported by the time-stepping schemes"
+                )
+            return rheonomic_scheme(cls), options
         if kernels.tangent_gradient is None or cls.frictional_step is None:
             return cls, options
         return frictional_scheme(cls), options
@@ -767,7 +921,8 @@ def scheme_loop(
 ) -> Callable:
     """The driver's loop (:func:`impactbench.core.driver.make_loop`) for ``scheme`` on one
     problem's ``kernels`` with the compile-time ``options``. The scheme's functions see the
-    problem as :class:`Kernels`, with the further fields ``tangent_gradient``, ``friction`` and
+    problem as :class:`Kernels`, with the further fields ``gap_rate`` and ``gap_drift`` for a
+    problem with moving obstacles (``rheonomic``), ``tangent_gradient``, ``friction`` and
     ``normal_restitution`` (default :func:`impactbench.core.friction.problem_restitution`) for a
     frictional problem (:class:`impactbench.core.problem.ProblemKernels`),
     ``stiffness_matrix`` and ``damping_matrix`` for a scheme that declares ``linear_forces``
@@ -805,8 +960,11 @@ def scheme_loop(
         bool(kernels.affine_gap),
         mass["DIAGONAL_MASS"],
         n_constraints == 1,
+        bool(kernels.rheonomic),
     )
     further = {}
+    if kernels.rheonomic:  # a moving obstacle: the time terms of its gap
+        further.update(gap_rate=kernels.gap_rate, gap_drift=kernels.gap_drift)
     if kernels.tangent_gradient is not None:  # a frictional problem (docs/friction.md)
         further.update(
             tangent_gradient=kernels.tangent_gradient,
@@ -866,6 +1024,28 @@ _SCHEME_LOOPS: dict[tuple[Any, ...], Callable] = {}
 _FRICTIONAL: dict[type, type] = {}
 
 
+#: The state a scheme's loop adds on a problem with moving obstacles (:func:`rheonomic_scheme`):
+#: the rates dg/dt before and after the impulse and the offsets of the impact law
+#: (:func:`velocity_impulse`).
+RHEONOMIC_STATE: dict[str, Any] = {"rate_before": "m", "rate_after": "m", "rate_offset": "m"}
+
+#: The schemes of the steps with moving obstacles, by scheme class (made once per class).
+_RHEONOMIC: dict[type, type] = {}
+
+
+def rheonomic_scheme(scheme: type[Scheme]) -> type[Scheme]:
+    """The scheme that runs ``scheme`` on a problem with moving obstacles (``rheonomic``): its
+    functions on its state plus :data:`RHEONOMIC_STATE` (a scheme with a fixed obstacle keeps
+    its layout); everything else is ``scheme``'s."""
+    if scheme not in _RHEONOMIC:
+        _RHEONOMIC[scheme] = type(
+            f"{scheme.__name__}Rheonomic",
+            (scheme,),
+            {"state": {**scheme.state, **RHEONOMIC_STATE}, "__module__": scheme.__module__},
+        )
+    return _RHEONOMIC[scheme]
+
+
 def frictional_scheme(scheme: type[Scheme]) -> type[Scheme]:
     """The scheme that runs ``scheme`` on a frictional problem: its ``frictional_step`` as the
     step, on its state plus :data:`impactbench.core.friction.FRICTION_STATE`; the rest
@@ -899,7 +1079,8 @@ def bind_problem(function: Callable, kernels: ProblemKernels, n_dof: int) -> Cal
     free flight, :mod:`impactbench.core.events.free_flight`).
 
     ``problem`` is the problem's ``kernels`` as :class:`Kernels` (``mass_matrix`` the dense
-    (n, n) kernel; ``diagonal_mass`` and ``single_constraint`` False) and ``n`` is ``n_dof``:
+    (n, n) kernel; ``diagonal_mass`` and ``single_constraint`` False; no further field, so a
+    moving obstacle's gap is reached by :func:`gap_at` alone) and ``n`` is ``n_dof``:
     both compile-time constants, the kernels inlined. Compiled once per call (keep the result),
     cached on disk.
     """
@@ -912,6 +1093,7 @@ def bind_problem(function: Callable, kernels: ProblemKernels, n_dof: int) -> Cal
         bool(kernels.affine_gap),
         False,
         False,
+        bool(kernels.rheonomic),
     )
     bindings = {"_FUNCTION": function, "_PROBLEM": problem, "_N_DOF": n_dof}
     return specialize(_bound, bindings, True)
@@ -924,6 +1106,18 @@ def _first_class(kernels: ProblemKernels, mass: dict[str, Any]) -> ProblemKernel
         mass["mass_matrix"] = first_class_kernel(kernels.mass_diagonal, "first row")
     else:
         mass["mass_matrix"] = first_class_kernel(kernels.mass_matrix, "matrix")
+    if kernels.rheonomic:  # the geometric kernels take the time first
+        geometric = dict(
+            gap=first_class_kernel(kernels.gap, "timed vector"),
+            gap_gradient=first_class_kernel(kernels.gap_gradient, "timed matrix"),
+            gap_rate=first_class_kernel(kernels.gap_rate, "timed vector"),
+            gap_drift=first_class_kernel(kernels.gap_drift, "forces"),
+        )
+    else:
+        geometric = dict(
+            gap=first_class_kernel(kernels.gap, "vector"),
+            gap_gradient=first_class_kernel(kernels.gap_gradient, "matrix"),
+        )
     frictional = {}
     if kernels.tangent_gradient is not None:
         frictional = dict(
@@ -935,8 +1129,7 @@ def _first_class(kernels: ProblemKernels, mass: dict[str, Any]) -> ProblemKernel
         )
     return kernels._replace(
         forces=first_class_kernel(kernels.forces, "forces"),
-        gap=first_class_kernel(kernels.gap, "vector"),
-        gap_gradient=first_class_kernel(kernels.gap_gradient, "matrix"),
+        **geometric,
         **frictional,
     )
 
@@ -1036,8 +1229,8 @@ def current(X, Z, q_out, v_out):
     current_function({other}, N_DOF, q_out, v_out)
 
 
-def gaps(q, p, g):
-    PROBLEM.gap(q, p, g)
+def gaps(t, q, p, g):
+    gap_at(PROBLEM, t, q, p, g)
 """
 
 
@@ -1068,6 +1261,7 @@ def _layout(scheme: type[Scheme]) -> Any:
         "__name__": __name__,
         "State": namedtuple("State", [*state, *DRIVER_STATE]),
         "Parameters": namedtuple("Parameters", scheme.run_time),
+        "gap_at": gap_at,
     }
     made = generated_functions(source, namespace, __name__)
     options = type(
