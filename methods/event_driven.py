@@ -112,6 +112,14 @@ class EventDriven(EventMethod):
     (:mod:`impactbench.core.events.coulomb`); a Painleve situation stops the run with a
     :class:`impactbench.SimulationError` that names it.
 
+    Moving obstacles (a rheonomic problem, gaps g(t, q); frictionless): the event function is
+    g(t, q(t)) with the rate U = G v + r (r = dg/dt at fixed q, the problem's ``gap_rate``),
+    Newton's law acts on the relative normal velocity (U+ = -e U-), a persistent contact holds
+    d2g/dt2 = G a + kappa + c = 0 with the declared drift c (``gap_drift``) and lifts off when
+    its force, now explicitly time-dependent, vanishes; projections keep g(t, q) = 0 at fixed t
+    and U = 0; the law's energy record is on the relative normal velocities
+    (:mod:`impactbench.core.events.resolution`). A frictional rheonomic problem is refused.
+
     On the scipy path the problem's methods are called with their results checked
     (:class:`impactbench.core.problem.CheckedCalls`: a bad value raises
     :class:`impactbench.SimulationError` with t, q and v); for a problem with compiled kernels
@@ -144,6 +152,7 @@ class EventDriven(EventMethod):
     """
 
     friction_law = True
+    moving_obstacles = True
     name_omits: ClassVar[dict[str, Any]] = {"max_step": math.inf, "dense_output": False}
 
     def __init__(

@@ -17,6 +17,7 @@ from impactbench.core._jit import specialize
 from impactbench.core.contact import make_workspace
 from impactbench.core.events import resolution
 from impactbench.core.events.buffers import unpacked
+from impactbench.core.events.engine import timed_kernels
 from impactbench.core.events.plain import checked_kernels
 from impactbench.core.problem import CheckedCalls
 from impactbench.core.status_codes import STATUS_OK
@@ -69,7 +70,7 @@ def test_the_projection_converges_far_from_q0(distance, source):
     n, m = 2, 1
     for wall, q in _walls(distance):
         if source == "kernels":
-            kernels = wall.kernels()
+            kernels = timed_kernels(wall.kernels())  # gap(t, q, p, out), as the engine's
         else:
             kernels = checked_kernels(CheckedCalls(wall), [0.0, np.zeros(n)])
         project = _projection(kernels)
@@ -81,7 +82,7 @@ def test_the_projection_converges_far_from_q0(distance, source):
             g=np.zeros(m), G=np.zeros((m, n)), M=np.zeros((n, n)), F=np.zeros((n, n)),
             W=np.zeros((m, m)), WF=np.zeros((m, m)), x=np.zeros(m), cws=make_workspace(n, m),
         )  # fmt: skip
-        status = project(y, np.array([0]), 1, run, w)
+        status = project(0.0, y, np.array([0]), 1, run, w)
         assert status == STATUS_OK
         assert _on_the_wall(wall, y[:n])
         assert np.abs(y[:n] - q).max() < 1.0  # moved onto the wall, not along it

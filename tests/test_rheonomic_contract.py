@@ -29,7 +29,6 @@ from impactbench.core.problem import (
 from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
-    EventDriven,
     MoreauJean,
     MoreauJeanProjection,
     NonsmoothGeneralizedAlpha,
@@ -285,8 +284,7 @@ METHODS = [
     NonsmoothGeneralizedAlpha(),
     MoreauJeanProjection(),
     Adaptive(D1MinusLinear(), rtol=1e-4),
-    EventDriven(),
-]
+]  # EventDriven integrates moving obstacles (tests/test_moving_obstacles_event_driven.py)
 
 #: Those that do (tests/test_moving_obstacles_time_stepping.py).
 MOVING = [

@@ -85,11 +85,12 @@ Output = namedtuple(
 #: Scratch of the loop: the stepper's (K, dense, rws), the states (y and its slope f at the
 #: start of the step, y_new and f_new at its end, a probe of the dense output, a shifted state,
 #: v after an impact, y before an event), the dense-output check (tau, gs, rs, ls), the event
-#: levels (armed, armed_next, floor), per-constraint state and the contact solves' arrays.
+#: levels (armed, armed_next, floor), per-constraint state and the contact solves' arrays; ``r``
+#: the obstacle's terms (rate r or drift c) of a moving obstacle.
 Work = namedtuple(
     "Work",
     "K dense rws y f y_new f_new probe ahead v_new before tau gs rs ls armed armed_next floor "
-    "last_impact closed mark g G Gp Gm M F tol u u_after rest rows W WF x cws",
+    "last_impact closed mark g G Gp Gm M F tol u u_after rest rows W WF x r cws",
 )
 
 _STATES = ("y", "f", "y_new", "f_new", "probe", "ahead", "before")
@@ -116,7 +117,7 @@ def _work_arrays(
         ("armed", (m,), b),
         ("armed_next", (m,), b),
         *((name, (m,), f) for name in ("floor", "last_impact", "g", "tol", "u", "u_after")),
-        *((name, (m,), f) for name in ("rest", "x")),
+        *((name, (m,), f) for name in ("rest", "x", "r")),
         *((name, (m,), i) for name in ("closed", "mark", "rows")),
         *((name, (m, n), f) for name in ("G", "Gp", "Gm")),
         *((name, (n, n), f) for name in ("M", "F")),

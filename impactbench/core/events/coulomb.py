@@ -181,12 +181,12 @@ def acceleration(t, y, p, ws):
         return
     k = int(control[1])
     if k > 0:
-        contact_acceleration(q, v, k, p, ws)
+        contact_acceleration(t, q, v, k, p, ws)
 
 
-def _contact_acceleration(q, v, k, p, ws):
+def _contact_acceleration(t, q, v, k, p, ws):
     """The contact part of :func:`acceleration` (free acceleration ws[2n] and the factor of M
-    set), for k > 0 closed contacts; a called function, compiled once (see
+    set), for k > 0 closed contacts at time t; a called function, compiled once (see
     :func:`impactbench.core.events.dynamics._contact_acceleration`)."""
     n = N_DOF
     m = N_CONSTRAINTS
@@ -194,15 +194,15 @@ def _contact_acceleration(q, v, k, p, ws):
     shifted = ws[2 * n + 4]
     r0 = 2 * n + 5
     G, Gp, Gm = ws[r0 : r0 + m], ws[r0 + m : r0 + 2 * m], ws[r0 + 2 * m : r0 + 3 * m]
-    gap_gradient(q, p, G)
+    gap_gradient(t, q, p, G)
     d = _difference_step(v, control[2])
     if d > 0.0:
         for j in range(n):
             shifted[j] = q[j] + d * v[j]
-        gap_gradient(shifted[:n], p, Gp)
+        gap_gradient(t, shifted[:n], p, Gp)
         for j in range(n):
             shifted[j] = q[j] - d * v[j]
-        gap_gradient(shifted[:n], p, Gm)
+        gap_gradient(t, shifted[:n], p, Gm)
     _tangent_rows(q, v, p, ws, d)
     size, sliding_friction = _contact_system(v, ws, k, d)
     det = gauss_solve(ws[F_A : F_A + 2 * m], ws[F_B], size)
@@ -357,7 +357,7 @@ def friction_drifted(y, k_closed, run, work):
     return False
 
 
-def project_velocity(y, rows, k, run, work):
+def project_velocity(t, y, rows, k, run, work):
     """v = y[n:] moved to G_rows v = 0 and W_T,i v = 0 for the sticking contacts among
     ``rows[:k]``, and for those sliding with friction whose tangential velocity is at rest
     (:func:`_at_rest_tangentially`), in the metric of M; returns a status.
@@ -380,7 +380,7 @@ def project_velocity(y, rows, k, run, work):
     q, v, G = y[:n], y[n:], w.G
     R, Y = ws[F_RY : F_RY + 2 * m], ws[F_YF : F_YF + 2 * m]
     W, WF, x = ws[F_A : F_A + 2 * m], ws[F_RF : F_RF + 2 * m], ws[F_B]
-    gap_gradient(q, run.p, G)
+    gap_gradient(t, q, run.p, G)
     _tangent_rows(q, v, run.p, ws, 0.0)
     mass_matrix(q, run.p, w.M)
     if not ldl_factor_mass(w.M, n, w.F):

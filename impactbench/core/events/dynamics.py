@@ -2,14 +2,17 @@
 
 y = (q, v), y' = (v, a). In free flight a = M(q)^-1 F(t, q, v) (LDL^T of M from
 :mod:`impactbench.core.contact`); with the contacts C closed, M a = F + G_C^T lambda with
-W_C lambda = -(G_C M^-1 F + (dG_C/dt) v), W_C = G_C M^-1 G_C^T (the Schur complement of the KKT
-system [[M, -G_C^T], [G_C, 0]]). The curvature term (dG/dt) v = grad^2 g (v, v) is a central
-difference of ``gap_gradient`` along v with the step ``CURVATURE_FD_STEP L / |v|_inf``: exact up
-to round-off for affine and quadratic gaps, O((s/R)^2) relative for a curvature radius R.
+W_C lambda = -(G_C M^-1 F + kappa_C + c_C), W_C = G_C M^-1 G_C^T (the Schur complement of the
+KKT system [[M, -G_C^T], [G_C, 0]]), so that d2g_C/dt2 = G_C a + kappa_C + c_C = 0. The curvature
+term kappa = grad^2 g (v, v) is a central difference of ``gap_gradient`` along v at fixed t with
+the step ``CURVATURE_FD_STEP L / |v|_inf``: exact up to round-off for affine and quadratic gaps,
+O((s/R)^2) relative for a curvature radius R. A moving obstacle (``RHEONOMIC``) adds its declared
+drift c = d2g/dt2 + 2 (dG/dt) v (partial derivatives in t, ``gap_drift``); a fixed one has none
+(no zero is added).
 
 Templates (:func:`impactbench.core._jit.specialize`): the problem's kernels ``mass_matrix``,
-``forces``, ``gap_gradient``, ``CONSTANT_MASS`` and the size ``N_DOF``, ``N_CONSTRAINTS`` are free
-globals bound per engine.
+``forces``, ``gap_gradient(t, q, p, out)``, ``gap_drift``, the flags ``CONSTANT_MASS``,
+``RHEONOMIC`` and the size ``N_DOF``, ``N_CONSTRAINTS`` are free globals bound per engine.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from impactbench.core.contact import ldl_factor, ldl_factor_mass, ldl_solve
 SUBINTERVALS = 4
 
 # Names bound per engine (impactbench.core.events.engine).
-mass_matrix = forces = gap_gradient = contact_acceleration = None
-CONSTANT_MASS = False
+mass_matrix = forces = gap_gradient = gap_drift = contact_acceleration = None
+CONSTANT_MASS = RHEONOMIC = False
 N_DOF = N_CONSTRAINTS = 0
 
 
@@ -37,7 +40,8 @@ def rhs_workspace(n: int, m: int, friction: bool = False) -> np.ndarray:
     matrix not SPD, 2 singular Delassus matrix of the closed contacts; the number k of closed
     contacts; the curvature difference step ``CURVATURE_FD_STEP L``; for a constant M, factored
     once per run by :func:`factor_constant_mass`, 1 when it is not SPD), the closed constraints
-    (k indices), their forces lambda (k), a shifted q, then six blocks of m rows: G, G at
+    (k indices), their forces lambda (k), a shifted q (then a moving obstacle's drift c, m
+    entries), then six blocks of m rows: G, G at
     q + d v, G at q - d v, Y = rows M^-1 grad g_C, the Delassus matrix W_C and its factor, and
     a last row for the right-hand side of W_C lambda.
     """
@@ -105,12 +109,13 @@ def acceleration(t, y, p, ws):
         return
     k = int(control[1])
     if k > 0:
-        contact_acceleration(q, v, k, p, ws)
+        contact_acceleration(t, q, v, k, p, ws)
 
 
-def _contact_acceleration(q, v, k, p, ws):
+def _contact_acceleration(t, q, v, k, p, ws):
     """The contact part of :func:`acceleration` (free acceleration ws[2n] and the factor of M
-    set): the forces of the k > 0 closed contacts into ws[2n + 3], added to the acceleration.
+    set): the forces of the k > 0 closed contacts at time t into ws[2n + 3], added to the
+    acceleration.
     A called function: the acceleration is inlined at every right-hand side of the loop, its
     contact part compiled once."""
     n = N_DOF
@@ -125,7 +130,7 @@ def _contact_acceleration(q, v, k, p, ws):
     G, Gp, Gm = ws[r : r + m], ws[r + m : r + 2 * m], ws[r + 2 * m : r + 3 * m]
     Y, W, WF = ws[r + 3 * m : r + 4 * m], ws[r + 4 * m : r + 5 * m], ws[r + 5 * m : r + 6 * m]
     b = ws[r + 6 * m]
-    gap_gradient(q, p, G)
+    gap_gradient(t, q, p, G)
     speed = 0.0
     for j in range(n):
         speed = max(speed, abs(v[j]))
@@ -134,10 +139,12 @@ def _contact_acceleration(q, v, k, p, ws):
         d = control[2] / speed
         for j in range(n):
             shifted[j] = q[j] + d * v[j]
-        gap_gradient(shifted[:n], p, Gp)
+        gap_gradient(t, shifted[:n], p, Gp)
         for j in range(n):
             shifted[j] = q[j] - d * v[j]
-        gap_gradient(shifted[:n], p, Gm)
+        gap_gradient(t, shifted[:n], p, Gm)
+    if RHEONOMIC:  # the obstacle's drift c(t, q, v) in the shifted row (free now)
+        gap_drift(t, q, v, p, shifted[:m])
     for c in range(k):
         i = int(closed[c])
         s = 0.0
@@ -146,6 +153,8 @@ def _contact_acceleration(q, v, k, p, ws):
             s += G[i, j] * a[j]
             if speed > 0.0:
                 s += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
+        if RHEONOMIC:
+            s += shifted[i]
         ldl_solve(L, n, Y[c], Y[c])
         b[c] = -s
     for c in range(k):

@@ -3,7 +3,8 @@
 :func:`bind` copies the templates of :mod:`impactbench.core.events` with the problem's kernels,
 sizes and a stepper bound (compiled with numba, or as plain Python: the same source).
 :func:`make_engine` binds the compiled Runge-Kutta stepper (:mod:`impactbench.core.events.
-stepping`) and caches the loop per (pair, sizes, constant mass, friction): compiled, it takes
+stepping`) and caches the loop per (pair, sizes, constant mass, friction, moving obstacle):
+compiled, it takes
 the problem's kernels as run-time values (:mod:`impactbench.core.events.kernels`), so every
 problem of those shares it and compiles only its kernels' entry points (the plain-Python loop
 binds the kernels, per problem); :class:`PreparedEngine` holds it with
@@ -42,7 +43,7 @@ from impactbench.core._jit import specialize
 from impactbench.core.dense import DeferredDense, DenseOutput, chebyshev_lobatto_nodes
 from impactbench.core.divergence import state_bounds
 from impactbench.core.entry import DirectCall
-from impactbench.core.problem import Problem
+from impactbench.core.problem import Problem, timed_gradient
 from impactbench.core.stall import kink, stall_reason
 from impactbench.core.status_codes import (
     COUNTER_FORCE_EVALUATIONS,
@@ -139,8 +140,10 @@ _TEMPLATES = (
     ("_add_row", (None, coulomb._add_row), True),
     ("project_velocity", (resolution._project_velocity, coulomb.project_velocity), False),
     ("acceleration_lcp", resolution._acceleration_lcp, False),
+    ("offset_impulse", resolution._offset_impulse, "ir"),
     ("impact_impulse", (resolution._frictionless_impulse, coulomb.impact_impulse), "ir"),
     ("record_law_energy", resolution._record_law_energy, True),
+    ("record_relative_law_energy", resolution._record_relative_law_energy, True),
     ("impact_law", resolution._impact_law, "ir"),
     ("free_accelerations", resolution._free_accelerations, "ir"),
     ("_rest_contacts", (None, coulomb._rest_contacts), "ir"),
@@ -234,16 +237,25 @@ def _rk_stepper(integrator: str, compile: bool) -> Callable[[dict[str, Any], Cal
     return bind_rk
 
 
-def kernel_bindings(kernels: Any, n: int, m: int, constant_mass: bool) -> dict[str, Any]:
+def kernel_bindings(
+    kernels: Any, n: int, m: int, constant_mass: bool, rheonomic: bool = False
+) -> dict[str, Any]:
     """The names the templates read from a problem: its kernels, flags and sizes; for a
     frictional problem (``kernels.tangent_gradient`` not None) its friction kernels and the
-    rows of the friction scratch (:func:`impactbench.core.events.dynamics.friction_layout`)."""
+    rows of the friction scratch (:func:`impactbench.core.events.dynamics.friction_layout`).
+
+    ``kernels``' ``gap`` and ``gap_gradient`` take the time first (:func:`timed_kernels`), and
+    it gives ``gap_rate`` and ``gap_drift`` (stand-ins for a scleronomic problem); ``rheonomic``
+    binds ``RHEONOMIC``, under which the templates add the obstacle's terms r and c."""
     names = {
         "mass_matrix": kernels.mass_matrix,
         "forces": kernels.forces,
         "gap": kernels.gap,
         "gap_gradient": kernels.gap_gradient,
+        "gap_rate": kernels.gap_rate,
+        "gap_drift": kernels.gap_drift,
         "CONSTANT_MASS": constant_mass,
+        "RHEONOMIC": bool(rheonomic),
         "N_DOF": n,
         "N_CONSTRAINTS": m,
         "FRICTION": kernels.tangent_gradient is not None,
@@ -254,6 +266,30 @@ def kernel_bindings(kernels: Any, n: int, m: int, constant_mass: bool) -> dict[s
     return names
 
 
+def timed_kernels(kernels: Any) -> SimpleNamespace:
+    """A problem's ``kernels`` (``problem.kernels()``) as the plain-Python engine binds them:
+    ``gap(t, q, p, out)`` and ``gap_gradient(t, q, p, out)``, which drop t for a scleronomic
+    problem, and ``gap_rate``, ``gap_drift`` (stand-ins that do nothing for a scleronomic
+    problem: :mod:`impactbench.core.events.kernels`)."""
+    names = {field: getattr(kernels, field) for field in kernels._fields}
+    if not kernels.rheonomic:
+        gap, gap_gradient = kernels.gap, kernels.gap_gradient
+
+        def timed_gap(t, q, p, out):
+            gap(q, p, out)
+
+        def timed_gap_gradient(t, q, p, out):
+            gap_gradient(q, p, out)
+
+        names.update(
+            gap=timed_gap,
+            gap_gradient=timed_gap_gradient,
+            gap_rate=first_class.no_rate,
+            gap_drift=first_class.no_drift,
+        )
+    return SimpleNamespace(**names)
+
+
 _ENGINES: dict[tuple[Any, ...], Callable] = {}
 
 
@@ -262,8 +298,9 @@ def make_engine(problem: Problem, integrator: str, compile: bool = True) -> Call
 
     Compiled (``_nrt=False``, cached on disk), the loop takes the problem's kernels as
     run-time values in its run's ``p`` (:func:`run_kernels`): one loop per pair, sizes,
-    constant mass and friction serves every problem of them. Plain Python (``compile=False``),
-    the kernels are bound into a copy of the templates per problem."""
+    constant mass, friction and moving obstacle (``rheonomic``) serves every problem of them.
+    Plain Python (``compile=False``), the kernels are bound into a copy of the templates per
+    problem."""
     kernels = problem.kernels()
     if kernels is None:
         raise ValueError(f"problem must have compiled kernels, got {problem.name!r} without")
@@ -272,27 +309,29 @@ def make_engine(problem: Problem, integrator: str, compile: bool = True) -> Call
     n, m = int(problem.n_dof), int(problem.n_constraints)
     constant_mass = bool(kernels.constant_mass)
     frictional = kernels.tangent_gradient is not None
+    rheonomic = bool(kernels.rheonomic)
     if compile:
-        key: tuple[Any, ...] = (integrator, n, m, constant_mass, frictional)
+        key: tuple[Any, ...] = (integrator, n, m, constant_mass, frictional, rheonomic)
     else:
         key = (kernels, n, m, integrator)
     if key not in _ENGINES:
         if compile:
-            names = kernel_bindings(first_class_calls(frictional), n, m, constant_mass)
+            calls = first_class_calls(frictional, rheonomic)
         else:
-            names = kernel_bindings(kernels, n, m, constant_mass)
+            calls = timed_kernels(kernels)
+        names = kernel_bindings(calls, n, m, constant_mass, rheonomic)
         shapes = buffer_shapes(integrator, n, m)
         _ENGINES[key] = bind(names, _rk_stepper(integrator, compile), compile, shapes)
     return _ENGINES[key]
 
 
-def first_class_calls(frictional: bool) -> SimpleNamespace:
+def first_class_calls(frictional: bool, rheonomic: bool = False) -> SimpleNamespace:
     """The kernels a compiled engine binds: the calls of :mod:`impactbench.core.events.kernels`
-    (each the kernel carried in the run's ``p``), inlined by LLVM; the friction kernels None
-    unless ``frictional``."""
+    (each the kernel carried in the run's ``p``; the timed ones when ``rheonomic``), inlined
+    by LLVM; the friction kernels None unless ``frictional``."""
+    source = first_class.TIMED_CALLS if rheonomic else first_class.CALLS
     calls = {
-        name: specialize(call, {}, True, inline=True, helper=True)
-        for name, call in first_class.CALLS.items()
+        name: specialize(call, {}, True, inline=True, helper=True) for name, call in source.items()
     }
     if not frictional:
         calls.update(tangent_gradient=None, friction=None)
@@ -720,7 +759,7 @@ def _stall_message(problem: Problem, run: Run, out: Output) -> str:
     q, v = out.state[1 : 1 + n].copy(), out.state[1 + n :].copy()
     reason = stall_reason(float(out.info[INFO_STALL_START]), t_stop)
     if problem.n_constraints > 0:
-        reason += kink(problem.gap_gradient, q, v, run.length)
+        reason += kink(lambda x: timed_gradient(problem, t_stop, x), q, v, run.length)
     return f"{reason} at t={t_stop!r}"
 
 

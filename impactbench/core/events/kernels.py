@@ -3,37 +3,151 @@
 The compiled engine takes the problem's kernels as first-class kernels
 (:func:`impactbench.core._jit.first_class_kernel`), carried with the kernel parameters in the
 run's ``p``: ``p = (parameters, kernels)``, ``kernels`` an :class:`EngineKernels`. The templates
-call ``forces(t, q, v, p, out)``, ``gap(q, p, out)`` and so on as before; in a compiled engine
-these names are bound to the functions below, which call the kernel of ``p`` with its
-parameters. One compiled engine then serves every problem of its sizes and flags (pair, n, m,
-constant mass, friction), and a problem compiles only its kernels' entry points.
+call ``forces(t, q, v, p, out)``, ``gap(t, q, p, out)``, ``gap_gradient(t, q, p, out)`` and so on;
+in a compiled engine these names are bound to the functions below, which call the kernel of
+``p`` with its parameters. One compiled engine then serves every problem of its sizes and flags
+(pair, n, m, constant mass, friction, moving obstacle), and a problem compiles only its
+kernels' entry points.
+
+The geometric calls take the time first for every problem: a scleronomic engine binds
+:data:`CALLS`, which drop it (the kernels take none; the same machine code once inlined), a
+rheonomic one :data:`TIMED_CALLS`, which pass it, with the time terms r = dg/dt
+(``gap_rate``) and c = d2g/dt2 + 2 (dG/dt) v (``gap_drift``); a scleronomic engine binds
+:func:`no_rate` and :func:`no_drift` in their place, called under no branch it runs (the
+templates guard them with ``RHEONOMIC``).
+
+A rheonomic problem's timed kernels ``gap(t, q, p, out)``, ``gap_gradient(t, q, p, out)`` and
+``gap_rate(t, q, p, out)`` have no form of :func:`~impactbench.core._jit.first_class_kernel`
+(its position forms pass no time): :func:`timed_first_class` gives them entry points of the
+``"forces"`` kind (called with ``t, q, v, p, out``, v unused: the calls below pass q), which
+call the kernel with (t, q, p, out), ``out`` a vector or the caller's (rows, columns) matrix.
 """
 
 from __future__ import annotations
 
+import hashlib
+import types
 from collections import namedtuple
 from typing import Any
 
-from impactbench.core._jit import first_class_kernel
+import numba
+
+from impactbench.core._jit import FirstClassKernel, _digest, _nrt_free, first_class_kernel
 
 #: The first-class kernels of a problem; ``tangent_gradient`` and ``friction`` None for a
-#: frictionless one.
+#: frictionless one, ``gap_rate`` and ``gap_drift`` None for a scleronomic one.
 EngineKernels = namedtuple(
-    "EngineKernels", "mass_matrix forces gap gap_gradient tangent_gradient friction"
+    "EngineKernels",
+    "mass_matrix forces gap gap_gradient tangent_gradient friction gap_rate gap_drift",
+    defaults=(None, None),
 )
 
 
 def engine_kernels(kernels: Any) -> EngineKernels:
     """The first-class kernels of a problem's ``kernels`` (``problem.kernels()``)."""
     frictional = kernels.tangent_gradient is not None
-    return EngineKernels(
+    if kernels.rheonomic:
+        geometry = (
+            timed_first_class(kernels.gap, "vector"),
+            timed_first_class(kernels.gap_gradient, "matrix"),
+        )
+    else:
+        geometry = (
+            first_class_kernel(kernels.gap, "vector"),
+            first_class_kernel(kernels.gap_gradient, "matrix"),
+        )
+    result = EngineKernels(
         first_class_kernel(kernels.mass_matrix, "matrix"),
         first_class_kernel(kernels.forces, "forces"),
-        first_class_kernel(kernels.gap, "vector"),
-        first_class_kernel(kernels.gap_gradient, "matrix"),
+        *geometry,
         first_class_kernel(kernels.tangent_gradient, "matrix") if frictional else None,
         first_class_kernel(kernels.friction, "pair") if frictional else None,
     )
+    if not kernels.rheonomic:
+        return result
+    return result._replace(
+        gap_rate=timed_first_class(kernels.gap_rate, "vector"),
+        gap_drift=first_class_kernel(kernels.gap_drift, "forces"),
+    )
+
+
+# Name bound per kernel by timed_first_class.
+inner = None
+
+
+def _timed_vector_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    inner(t, numba.carray(q, (nq,)), numba.carray(p, (n_p,)), numba.carray(out, (rows,)))
+
+
+def _timed_matrix_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
+    matrix = numba.carray(out, (rows, ld))
+    inner(t, numba.carray(q, (nq,)), numba.carray(p, (n_p,)), matrix[:, :columns])
+
+
+#: Entry templates of the timed kernels by the form of their output.
+_TIMED_ENTRIES = {"vector": _timed_vector_entry, "matrix": _timed_matrix_entry}
+
+#: The timed first-class kernels of this process, by (kernel, form).
+_TIMED: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+#: The C signature of an entry point (that of :class:`impactbench.core._jit.FirstClassKernel`:
+#: t, then q, v, p as pointer and length, then out, its rows, columns and row stride).
+_POINTER = numba.types.CPointer(numba.types.float64)
+_ENTRY_SIGNATURE = numba.types.void(
+    numba.types.float64,
+    *((_POINTER, numba.types.intp) * 3),
+    _POINTER,
+    numba.types.intp,
+    numba.types.intp,
+    numba.types.intp,
+)
+
+
+def timed_first_class(function: Any, form: str) -> Any:
+    """The timed kernel ``function(t, q, p, out)`` of a rheonomic problem as a first-class
+    kernel of the ``"forces"`` kind, called ``kernel(t, q, q, p, out)``.
+
+    Parameters
+    ----------
+    function : numba dispatcher
+        ``gap(t, q, p, out)``, ``gap_gradient(t, q, p, out)`` or ``gap_rate(t, q, p, out)``.
+    form : {"vector", "matrix"}
+        What it writes: a vector (out (m,)) or a matrix (out the caller's (m, n) matrix).
+
+    Returns
+    -------
+    FirstClassKernel
+        Made once per process and ``function``; its entry point is compiled once per machine
+        (cached on disk under a name carrying the digest of ``function``'s source, as
+        :func:`impactbench.core._jit.first_class_kernel`'s). ``function`` itself when numba's
+        JIT is disabled (called with (t, q, q, p, out) by the calls below: see
+        :func:`_plain_timed`).
+    """
+    if numba.config.DISABLE_JIT:
+        return _plain_timed(function)
+    key = (id(function), form)
+    if key not in _TIMED:
+        template = _TIMED_ENTRIES[form]
+        namespace = dict(template.__globals__)
+        namespace["inner"] = _nrt_free(function)
+        entry = types.FunctionType(template.__code__, namespace, template.__name__)
+        entry.__module__ = template.__module__
+        hasher = hashlib.sha256()
+        _digest(function, hasher, set())
+        entry.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
+        cfunc = numba.cfunc(_ENTRY_SIGNATURE, nopython=True, cache=True)(entry)
+        _TIMED[key] = (function, FirstClassKernel("forces", cfunc))
+    return _TIMED[key][1]
+
+
+def _plain_timed(function: Any) -> Any:
+    """``function(t, q, p, out)`` called as a forces kernel ``(t, q, v, p, out)`` (v unused),
+    for the loops run as plain Python."""
+
+    def call(t, q, v, p, out):
+        function(t, q, p, out)
+
+    return call
 
 
 def mass_matrix(q, p, out):
@@ -46,14 +160,45 @@ def forces(t, q, v, p, out):
     p[1].forces(t, q, v, p[0], out)
 
 
-def gap(q, p, out):
-    """g(q) into ``out``."""
+def gap(t, q, p, out):
+    """g(q) into ``out`` (a scleronomic problem: t unused)."""
     p[1].gap(q, p[0], out)
 
 
-def gap_gradient(q, p, out):
-    """grad g(q) into ``out``."""
+def gap_gradient(t, q, p, out):
+    """grad g(q) into ``out`` (a scleronomic problem: t unused)."""
     p[1].gap_gradient(q, p[0], out)
+
+
+def timed_gap(t, q, p, out):
+    """g(t, q) into ``out`` (a rheonomic problem)."""
+    p[1].gap(t, q, q, p[0], out)
+
+
+def timed_gap_gradient(t, q, p, out):
+    """G = dg/dq at (t, q) into ``out`` (a rheonomic problem)."""
+    p[1].gap_gradient(t, q, q, p[0], out)
+
+
+def gap_rate(t, q, p, out):
+    """r = dg/dt at (t, q) into ``out`` (a rheonomic problem)."""
+    p[1].gap_rate(t, q, q, p[0], out)
+
+
+def gap_drift(t, q, v, p, out):
+    """c = d2g/dt2 + 2 (dG/dt) v at (t, q, v) into ``out`` (a rheonomic problem)."""
+    p[1].gap_drift(t, q, v, p[0], out)
+
+
+def no_rate(t, q, p, out):
+    """The stand-in of ``gap_rate`` in a scleronomic engine (never run: r = 0 is added
+    nowhere)."""
+    return
+
+
+def no_drift(t, q, v, p, out):
+    """The stand-in of ``gap_drift`` in a scleronomic engine (never run)."""
+    return
 
 
 def tangent_gradient(q, p, out):
@@ -66,12 +211,23 @@ def friction(q, p, mu, e_t):
     p[1].friction(q, p[0], mu, e_t)
 
 
-#: The calls bound in place of the kernels, by name.
+#: The calls bound in place of the kernels of a scleronomic problem, by name.
 CALLS = {
     "mass_matrix": mass_matrix,
     "forces": forces,
     "gap": gap,
     "gap_gradient": gap_gradient,
+    "gap_rate": no_rate,
+    "gap_drift": no_drift,
     "tangent_gradient": tangent_gradient,
     "friction": friction,
+}
+
+#: The calls of a rheonomic problem: the timed geometry and its time terms.
+TIMED_CALLS = {
+    **CALLS,
+    "gap": timed_gap,
+    "gap_gradient": timed_gap_gradient,
+    "gap_rate": gap_rate,
+    "gap_drift": gap_drift,
 }

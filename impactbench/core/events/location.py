@@ -1,12 +1,13 @@
 """Event location on the dense output of one accepted step.
 
 Every accepted step [t_old, t_old + h] is split into :data:`SUBINTERVALS` equal sub-intervals
-(:func:`probe_step`). On each, g_i and its rate dg_i/dt = grad g_i(q) . v are evaluated from the
-dense output; a crossing is a sign change of g_i - level, and a dip inside a sub-interval (g above
-the level at both ends) is found as an interior minimum (rate changing sign from - to +, located
-by Brent's method), whose value decides (:func:`gap_crossing`). So a grazing contact, or a gap
-that closes and reopens within one step, is found without limiting the step; ``max_step`` is only
-needed when a gap oscillates faster along the trajectory than the solution itself.
+(:func:`probe_step`). On each, g_i and its rate dg_i/dt = grad g_i(q) . v (+ r_i = dg_i/dt at fixed
+q for a moving obstacle: the relative normal velocity U_i) are evaluated at the time s of the dense
+output; a crossing is a sign change of g_i - level, and a dip inside a sub-interval (g above the
+level at both ends) is found as an interior minimum (rate changing sign from - to +, located by
+Brent's method), whose value decides (:func:`gap_crossing`). So a grazing contact, or a gap that
+closes and reopens within one step, is found without limiting the step; ``max_step`` is only needed
+when a gap oscillates faster along the trajectory than the solution itself.
 
 Re-arming: at a restart a constraint whose gap is below its contact tolerance is disarmed (event
 level -tol), so the restart on g = 0 does not fire again; it is re-armed (level 0) at the first
@@ -15,7 +16,8 @@ contact lifts off at the first sub-interval end where its force lambda_i <= 0, l
 of lambda_i (:func:`earliest_event`).
 
 Roots are located by Brent's method (:func:`root`, scipy's ``brentq`` step for step, ``xtol = 4
-eps max(|a|, |b|)``, ``rtol = 4 eps``). Templates: the problem's ``gap``, ``gap_gradient``, the
+eps max(|a|, |b|)``, ``rtol = 4 eps``). Templates: the problem's ``gap``, ``gap_gradient``,
+``gap_rate`` (all t first), ``RHEONOMIC``, the
 stepper's ``dense_evaluate`` and :func:`impactbench.core.events.dynamics.acceleration` are free
 globals bound per engine.
 """
@@ -46,15 +48,17 @@ SPACED = 4
 CLOSES = 8
 
 # Names bound per engine (impactbench.core.events.engine).
-gap = gap_gradient = dense_evaluate = acceleration = event_value = root = gap_crossing = None
+gap = gap_gradient = gap_rate = dense_evaluate = acceleration = event_value = root = None
+gap_crossing = None
+RHEONOMIC = False
 views = friction_value = probe_friction = friction_event = None
 N_DOF = N_CONSTRAINTS = 0
 
 
 def evaluate(kind, i, level, s, t_old, h, run, work):
-    """g_i(s) - level (kind GAP), dg_i/dt(s) (kind RATE), the force of the i-th closed contact
-    (kind FORCE) or its friction event value (kind STICK_SLIP) on the dense output of the step
-    [t_old, t_old + h] starting at ``w.y``."""
+    """g_i(s) - level (kind GAP), dg_i/dt(s) = G_i v (+ r_i) (kind RATE), the force of the i-th
+    closed contact (kind FORCE) or its friction event value (kind STICK_SLIP) on the dense output
+    of the step [t_old, t_old + h] starting at ``w.y``."""
     w = views(work)
     n = N_DOF
     y = w.probe
@@ -65,12 +69,15 @@ def evaluate(kind, i, level, s, t_old, h, run, work):
             return w.rws[2 * n + 3, i]
         return friction_value(i, w.rws)
     if kind == GAP:
-        gap(y[:n], run.p, w.g)
+        gap(s, y[:n], run.p, w.g)
         return w.g[i] - level
-    gap_gradient(y[:n], run.p, w.G)
+    gap_gradient(s, y[:n], run.p, w.G)
     rate = 0.0
     for j in range(n):
         rate += w.G[i, j] * y[n + j]
+    if RHEONOMIC:
+        gap_rate(s, y[:n], run.p, w.r)
+        rate += w.r[i]
     return rate
 
 
@@ -166,13 +173,17 @@ def probe_step(t_old, h, t_new, k_closed, run, work):
     evaluations = 0
     for k in range(SUBINTERVALS + 1):
         dense_evaluate(w.tau[k], t_old, h, w.y, w.dense, y)
-        gap(y[:n], run.p, w.g)
-        gap_gradient(y[:n], run.p, w.G)
+        gap(w.tau[k], y[:n], run.p, w.g)
+        gap_gradient(w.tau[k], y[:n], run.p, w.G)
+        if RHEONOMIC:
+            gap_rate(w.tau[k], y[:n], run.p, w.r)
         for i in range(m):
             w.gs[k, i] = w.g[i]
             rate = 0.0
             for j in range(n):
                 rate += w.G[i, j] * y[n + j]
+            if RHEONOMIC:
+                rate += w.r[i]
             w.rs[k, i] = rate
             check += w.g[i] + rate
         if k_closed > 0:

@@ -271,8 +271,8 @@ def _accept(t, t_new, h, k_closed, run, out, work):
     if stalled(t, t_new, run, out):
         return STATUS_STALLED, 0.0
     first_step = 0.0
-    if k_closed > 0 and drifted(w.y, k_closed, run, work):
-        status = project_contacts(w.y, k_closed, run, out, work)
+    if k_closed > 0 and drifted(t_new, w.y, k_closed, run, work):
+        status = project_contacts(t_new, w.y, k_closed, run, out, work)
         if status != STATUS_OK:
             return status, 0.0
         out.info[INFO_PROJECTIONS] += 1.0
@@ -282,14 +282,15 @@ def _accept(t, t_new, h, k_closed, run, out, work):
     return STATUS_OK, first_step
 
 
-def _project_contacts(y, k_closed, run, out, work):
-    """q and v of ``y`` onto the closed contacts; a status (failing rows named in info)."""
+def _project_contacts(t, y, k_closed, run, out, work):
+    """q and v of ``y`` onto the closed contacts at time t; a status (failing rows named in
+    info)."""
     w = views(work)
-    status = project_position(y, w.closed, k_closed, run, work)
+    status = project_position(t, y, w.closed, k_closed, run, work)
     if status == STATUS_OK:
-        status = project_velocity(y, w.closed, k_closed, run, work)
+        status = project_velocity(t, y, w.closed, k_closed, run, work)
     if status != STATUS_OK:
-        gap(y[:N_DOF], run.p, w.g)
+        gap(t, y[:N_DOF], run.p, w.g)
         name_failed_rows(out.info, w.closed, k_closed, w.g)
     return status
 
@@ -305,11 +306,11 @@ def _finish(t, k_closed, run, out, work):
         out.info[INFO_CONTACT_DURATION] += t - out.info[INFO_HEAD + m + i]
         out.info[INFO_HEAD + m + i] = np.nan
     if k_closed > 0:
-        status = project_contacts(w.y, k_closed, run, out, work)
+        status = project_contacts(t, w.y, k_closed, run, out, work)
         if status != STATUS_OK:
             return status
-    gap(w.y[:n], run.p, w.g)
-    gap_gradient(w.y[:n], run.p, w.G)
+    gap(t, w.y[:n], run.p, w.g)
+    gap_gradient(t, w.y[:n], run.p, w.G)
     status = STATUS_OK
     for i in range(m):
         norm = 0.0

@@ -77,6 +77,12 @@ class EventMethod(Method):
             )
         if problem.has_friction:  # as the time-stepping schemes (their frictional loop)
             check_friction_sizes(problem.n_dof, problem.n_constraints)
+            if problem.rheonomic:
+                raise ValueError(
+                    f"method {self.name} integrates moving obstacles without friction only, "
+                    f"and problem {problem.name} is frictional and rheonomic (its gap depends on "
+                    "time, g(t, q))"
+                )
         # the compiled engine's preparation is kept by the values of this instance and of the
         # problem's checked state (PreparedEngine)
         checked = checked_state(problem)

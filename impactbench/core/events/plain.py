@@ -36,6 +36,7 @@ from impactbench.core.trajectory import SimulationError, Trajectory
 from .buffers import STATUS_OUTPUT_FULL, Buffers, Run, Work
 from .engine import bind, kernel_bindings, start_state, trajectory
 from .free_flight import free_flight_rhs
+from .kernels import no_drift, no_rate
 from .location import SUBINTERVALS
 
 
@@ -77,10 +78,13 @@ class Stepper(Protocol):
 
 
 def checked_kernels(calls: CheckedCalls, where: list[Any]) -> ProblemKernels:
-    """The problem's methods in the kernel calling convention, each result checked (a bad one
-    raises SimulationError); ``where`` = [t, v] of the last state the run evaluated, which locate
-    an error of a function of q alone. Results go into the first n (m) entries or columns of ``out``
-    (the event loop's workspace rows may be wider)."""
+    """The problem's methods in the kernel calling convention of the event loop, each result
+    checked (a bad one raises SimulationError); ``where`` = [t, v] of the last state the run
+    evaluated, which locate an error of a function of q alone. Results go into the first n (m)
+    entries or columns of ``out`` (the event loop's workspace rows may be wider). ``gap`` and
+    ``gap_gradient`` take t first (a scleronomic problem's ignore it); a rheonomic problem's
+    ``gap_rate`` and ``gap_drift`` are its methods, a scleronomic one's the stand-ins of
+    :mod:`impactbench.core.events.kernels` (never called)."""
     n = calls.n
 
     def mass_matrix(q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
@@ -90,13 +94,17 @@ def checked_kernels(calls: CheckedCalls, where: list[Any]) -> ProblemKernels:
         where[0], where[1] = t, v
         out[:n] = calls.forces(t, q, v)
 
-    def gap(q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
+    def gap(t: float, q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
         out[: calls.m] = calls.gap(where[0], q, where[1])
 
-    def gap_gradient(q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
+    def gap_gradient(t: float, q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
         out[:, :n] = calls.gap_gradient(where[0], q, where[1])
 
-    kernels = ProblemKernels(mass_matrix, forces, gap, gap_gradient)
+    kernels = ProblemKernels(
+        mass_matrix, forces, gap, gap_gradient, gap_rate=no_rate, gap_drift=no_drift
+    )
+    if calls.problem.rheonomic:  # frictionless (EventDriven refuses friction with it)
+        return _timed_geometry(calls, where, kernels)
     if not calls.problem.has_friction:
         return kernels
     m = calls.m
@@ -111,6 +119,32 @@ def checked_kernels(calls: CheckedCalls, where: list[Any]) -> ProblemKernels:
         e_t[:m] = calls.accept(values[1], "friction(q)[1] (e_T)", (m,), where[0], q, where[1])
 
     return kernels._replace(tangent_gradient=tangent_gradient, friction=friction)
+
+
+def _timed_geometry(
+    calls: CheckedCalls, where: list[Any], kernels: ProblemKernels
+) -> ProblemKernels:
+    """``kernels`` (:func:`checked_kernels`) with the geometry of a rheonomic problem: g(t, q),
+    G(t, q), r(t, q) and c(t, q, v) from its methods, checked (``where[1]``, the velocity of the
+    last state evaluated, locates an error of a function of (t, q))."""
+    n, m, problem, accept = calls.n, calls.m, calls.problem, calls.accept
+
+    def gap(t: float, q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
+        out[:m] = accept(problem.gap(t, q), "gap(t, q)", (m,), t, q, where[1])
+
+    def gap_gradient(t: float, q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
+        value = problem.gap_gradient(t, q)
+        out[:, :n] = accept(value, "gap_gradient(t, q)", (m, n), t, q, where[1])
+
+    def gap_rate(t: float, q: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
+        out[:m] = accept(problem.gap_rate(t, q), "gap_rate(t, q)", (m,), t, q, where[1])
+
+    def gap_drift(t: float, q: np.ndarray, v: np.ndarray, p: np.ndarray, out: np.ndarray) -> None:
+        out[:m] = accept(problem.gap_drift(t, q, v), "gap_drift(t, q, v)", (m,), t, q, v)
+
+    return kernels._replace(
+        gap=gap, gap_gradient=gap_gradient, rheonomic=True, gap_rate=gap_rate, gap_drift=gap_drift
+    )
 
 
 class PlainRun:
@@ -173,7 +207,9 @@ class PlainRun:
             self.force_evaluations += 1
             forces(t, q, v, p, out)
 
-        return kernel_bindings(checked._replace(forces=counted_forces), self.n, self.m, False)
+        return kernel_bindings(
+            checked._replace(forces=counted_forces), self.n, self.m, False, checked.rheonomic
+        )
 
     def _bind_stepper(self, bindings: dict[str, Any], add: Callable) -> None:
         self.rhs = bindings["rhs"]

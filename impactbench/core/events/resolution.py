@@ -23,6 +23,15 @@ tolerance, until none is (:func:`_project_admissible`); v onto the closed contac
 the metric of M), so that every segment starts admissible; :func:`drifted` decides the
 projections of a persistent contact after an accepted step.
 
+Moving obstacles (``RHEONOMIC``, g(t, q)): every gap and gradient is evaluated at the time of
+the restart; the normal velocity is the relative one, U_i = grad g_i . v + r_i with the
+obstacle's rate r_i = dg_i/dt at fixed q, in the active set, the impact law (U+ = -e U-: the
+right-hand side of its LCP gains (1 + e) r, :func:`_offset_impulse`), the logs, the rest test and
+the velocity projection (onto U_C = 0); the free normal accelerations gain the obstacle's drift
+c_i = d2g_i/dt2 + 2 (dG_i/dt) v (partial derivatives in t); the law's energy record measures the
+relative normal kinetic energy (:func:`_record_relative_law_energy`). A fixed obstacle adds none
+of these terms (no zero is added: the scleronomic arithmetic is unchanged).
+
 Templates: the problem's kernels and sizes are free globals bound per engine; the run's settings,
 outputs and work arrays are the named tuples of :mod:`impactbench.core.events.buffers`.
 """
@@ -35,7 +44,10 @@ import numpy as np
 
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
+    DEGENERATE_GRADIENT,
     LCP_SLOT_ACCELERATION,
+    LCP_SLOT_IMPULSE,
+    add_reactions,
     delassus,
     impulse,
     ldl_factor,
@@ -78,12 +90,14 @@ _PROJECTION_ITERATIONS = 20
 CLOSING_THRESHOLD = 1e-12
 
 # Names bound per engine (impactbench.core.events.engine).
-mass_matrix = forces = gap = gap_gradient = views = None
+mass_matrix = forces = gap = gap_gradient = gap_rate = gap_drift = views = None
 N_DOF = N_CONSTRAINTS = 0
+RHEONOMIC = False
 impact_law = free_accelerations = closing = record_switch = project_closed = None
 project_position = project_velocity = acceleration_lcp = name_failed_rows = None
 project_admissible = _add_penetrated = None
 impact_impulse = decide_contacts = friction_drifted = record_law_energy = None
+offset_impulse = record_relative_law_energy = None
 
 
 def resolve(t, y, event, released, k_closed, run, out, work):
@@ -95,21 +109,24 @@ def resolve(t, y, event, released, k_closed, run, out, work):
     if status == STATUS_OK:
         status = free_accelerations(t, y, impacting, run, work)
     if status == STATUS_OK:
-        status = closing(y, released, run, out, work)
+        status = closing(t, y, released, run, out, work)
     if status != STATUS_OK:
         return status, k_closed
     record_switch(t, run, out, work)
-    return project_closed(y, run, out, work)
+    return project_closed(t, y, run, out, work)
 
 
 def _impact_law(t, y, event, k_closed, run, out, work):
-    """Active set and Newton's law on it; logs the impacts. Returns (status, impacting)."""
+    """Active set and Newton's law on it at time t; logs the impacts (normal velocities U- and
+    U+, relative to a moving obstacle). Returns (status, impacting)."""
     w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
     q, v, g, G, mark = y[:n], y[n:], w.g, w.G, w.mark
-    gap(q, run.p, g)
-    gap_gradient(q, run.p, G)
+    gap(t, q, run.p, g)
+    gap_gradient(t, q, run.p, G)
+    if RHEONOMIC:
+        gap_rate(t, q, run.p, w.r)
     total = 0.0
     for i in range(m):
         mark[i] = 0
@@ -128,6 +145,8 @@ def _impact_law(t, y, event, k_closed, run, out, work):
         for j in range(n):
             norm += G[i, j] * G[i, j]
             speed += G[i, j] * v[j]
+        if RHEONOMIC:
+            speed += w.r[i]
         w.tol[i] = run.tolerance * math.sqrt(norm)
         w.u[i] = speed
         w.u_after[i] = speed
@@ -147,7 +166,8 @@ def _impact_law(t, y, event, k_closed, run, out, work):
         return STATUS_DEGENERATE_GRADIENT, True
     if used < 0:
         return STATUS_CONTACT_SOLVE_FAILED, True
-    record_law_energy(v, w.v_new, w.M, out.info)
+    if not RHEONOMIC:
+        record_law_energy(v, w.v_new, w.M, out.info)
     for j in range(n):
         v[j] = w.v_new[j]
     counters = out.counters
@@ -155,6 +175,8 @@ def _impact_law(t, y, event, k_closed, run, out, work):
         speed = 0.0
         for j in range(n):
             speed += G[i, j] * v[j]
+        if RHEONOMIC:
+            speed += w.r[i]
         w.u_after[i] = speed
         if mark[i] == IMPACTING:
             counters[COUNTER_IMPACTS] += 1
@@ -165,6 +187,8 @@ def _impact_law(t, y, event, k_closed, run, out, work):
             if t - w.last_impact[i] < run.impact_interval:
                 mark[i] |= SPACED
             w.last_impact[i] = t
+    if RHEONOMIC:
+        record_relative_law_energy(k, out.info, work)
     return STATUS_OK, True
 
 
@@ -187,19 +211,69 @@ def _record_law_energy(v, v_new, M, info):  # noqa: N803
         info[INFO_LAW_LARGEST_GAIN] = max(info[INFO_LAW_LARGEST_GAIN], change)
 
 
+def _record_relative_law_energy(k, info, work):
+    """:func:`_record_law_energy` for a moving obstacle, on the relative normal velocities:
+    the change dT_rel = sum_a P_a (U+_a + U-_a) / 2 of the impulses P (``w.cws[4]``) on the
+    active set ``w.rows[:k]`` (U = ``w.u``, ``w.u_after``) above LAW_ENERGY_TOLERANCE of
+    sum_a P_a (|U+_a| + |U-_a|) / 2. With v+ - v- = M^-1 G^T P, the absolute change is
+    dT = sum_a P_a (G_a v+ + G_a v-) / 2 = dT_rel - P . r: an obstacle moving into the body
+    gives it kinetic energy (dT > 0), which the law did not create; dT_rel is the change in
+    the frame of an obstacle in uniform translation, and Newton's law (U+ = -e U-,
+    P (U+ + U-) / 2 = -P (1 - e) |U-| / 2) never makes it positive."""
+    w = views(work)
+    P = w.cws[4]
+    change = 0.0
+    scale = 0.0
+    for a in range(k):
+        i = w.rows[a]
+        change += 0.5 * P[a] * (w.u_after[i] + w.u[i])
+        scale += 0.5 * abs(P[a]) * (abs(w.u_after[i]) + abs(w.u[i]))
+    if change > LAW_ENERGY_TOLERANCE * scale:
+        info[INFO_LAW_GAINS] += 1.0
+        info[INFO_LAW_LARGEST_GAIN] = max(info[INFO_LAW_LARGEST_GAIN], change)
+
+
 def _frictionless_impulse(q, v, k, run, work):
     """Newton's law on the active set ``w.rows[:k]`` at (q, v) (G and the factor of M in
     ``w.G``, ``w.F``): the velocity after the impact into ``w.v_new``; returns the solver's
     count (< 0 on a failure, :data:`impactbench.core.contact.DEGENERATE_GRADIENT` for a
-    vanishing gradient)."""
+    vanishing gradient). A moving obstacle: :func:`_offset_impulse`."""
     w = views(work)
+    if RHEONOMIC:
+        return offset_impulse(v, k, run, work)
     return impulse(N_DOF, w.G, w.rows, k, v, v, run.e, w.F, w.cws, w.v_new)
 
 
+def _offset_impulse(v, k, run, work):
+    """Newton's law on relative normal velocities U = G v + r (r = ``w.r``, the obstacle's
+    rate at the impact): v+ = v + M^-1 G_A^T P with 0 <= P _|_ U+ + e U- >= 0, i.e. the LCP
+    0 <= P _|_ W P + b >= 0, W = G_A M^-1 G_A^T, b = (1 + e) (G_A v + r_A) (the shared
+    :func:`impactbench.core.contact.impulse` with the offset (1 + e) r in its right-hand side,
+    for every k). v+ into ``w.v_new``, P into ``w.cws[4]``; returns as :func:`_frictionless_
+    impulse`."""
+    w = views(work)
+    n = N_DOF
+    ws = w.cws
+    Y, W, b, P = ws[1], ws[2], ws[3], ws[4]
+    delassus(w.G, w.rows, k, w.F, n, Y, W, ws[19])
+    for a in range(k):
+        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < math.inf):
+            return DEGENERATE_GRADIENT
+    for a in range(k):
+        i = w.rows[a]
+        s = 0.0
+        for j in range(n):
+            s += w.G[i, j] * (v[j] + run.e * v[j])
+        b[a] = s + (1.0 + run.e) * w.r[i]
+    pivots = solve_lcp_warm(W, b, w.rows, k, P, ws, LCP_SLOT_IMPULSE)
+    add_reactions(n, k, Y, P, ws[19], v, w.v_new)
+    return pivots
+
+
 def _free_accelerations(t, y, impacting, run, work):
-    """Free normal accelerations b_i = grad g_i . M^-1 F + (dG/dt) v at the post-impact state
-    into ``w.x`` and ``w.rest`` (M and its factor at q are the impact law's when there was one:
-    it changes v only); a status."""
+    """Free normal accelerations b_i = grad g_i . M^-1 F + kappa_i (+ c_i, a moving obstacle's
+    drift) at the post-impact state into ``w.x`` and ``w.rest`` (M and its factor at q are the
+    impact law's when there was one: it changes v only); a status."""
     w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
@@ -219,24 +293,28 @@ def _free_accelerations(t, y, impacting, run, work):
         d = CURVATURE_FD_STEP * run.length / speed
         for j in range(n):
             w.ahead[j] = q[j] + d * v[j]
-        gap_gradient(w.ahead[:n], run.p, Gp)
+        gap_gradient(t, w.ahead[:n], run.p, Gp)
         for j in range(n):
             w.ahead[j] = q[j] - d * v[j]
-        gap_gradient(w.ahead[:n], run.p, Gm)
+        gap_gradient(t, w.ahead[:n], run.p, Gm)
+    if RHEONOMIC:
+        gap_drift(t, q, v, run.p, w.r)
     for i in range(m):
         b_i = 0.0
         for j in range(n):
             b_i += G[i, j] * a[j]
             if speed > 0.0:
                 b_i += (Gp[i, j] - Gm[i, j]) * v[j] / (2.0 * d)
+        if RHEONOMIC:
+            b_i += w.r[i]
         w.x[i] = b_i
         w.rest[i] = b_i
     return STATUS_OK
 
 
-def _closing(y, released, run, out, work):
+def _closing(t, y, released, run, out, work):
     """Rest speeds, the constraints at rest (or impacting too soon) and which of them close
-    (flag CLOSES), by :func:`decide_contacts` at the state ``y``; a status."""
+    (flag CLOSES), by :func:`decide_contacts` at the state ``y`` at time t; a status."""
     w = views(work)
     n = N_DOF
     m = N_CONSTRAINTS
@@ -325,9 +403,9 @@ def _record_switch(t, run, out, work):
             info[INFO_HEAD + m + i] = math.nan
 
 
-def _project_closed(y, run, out, work):
-    """q onto the closed contacts and every g_i < 0, v onto the closed contacts; returns
-    (status, number of closed contacts, listed in ``w.closed``)."""
+def _project_closed(t, y, run, out, work):
+    """q onto the closed contacts and every g_i < 0, v onto the closed contacts, at time t;
+    returns (status, number of closed contacts, listed in ``w.closed``)."""
     w = views(work)
     m = N_CONSTRAINTS
     k = 0
@@ -340,25 +418,25 @@ def _project_closed(y, run, out, work):
             w.rows[k] = i
             k += 1
     if k > 0:
-        status, k = project_admissible(y, w.rows, k, run, work)
+        status, k = project_admissible(t, y, w.rows, k, run, work)
         if status != STATUS_OK:
-            gap(y[:N_DOF], run.p, w.g)
+            gap(t, y[:N_DOF], run.p, w.g)
             name_failed_rows(out.info, w.rows, k, w.g)
             return status, k_closed
     if k_closed > 0:
-        return project_velocity(y, w.closed, k_closed, run, work), k_closed
+        return project_velocity(t, y, w.closed, k_closed, run, work), k_closed
     return STATUS_OK, k_closed
 
 
-def _project_admissible(y, rows, k, run, work):
-    """q = y[:n] onto g_rows(q) = 0 (:func:`_project_position`), ``rows`` grown by every other
+def _project_admissible(t, y, rows, k, run, work):
+    """q = y[:n] onto g_rows(t, q) = 0 (:func:`_project_position`), ``rows`` grown by every other
     constraint that the projection leaves below -8 eps max(L, |q|_inf) |grad g_i| and q
     projected again, until there is none: moving q onto some contacts moves the bodies they
     push into others (a bead lifted onto the bead above it), and a gap left negative at a
     restart is below the level of its event, so the gap would never be located. Each pass adds
     a row, so at most m passes. Returns (status, rows projected onto, ``rows[:k]``)."""
     for _ in range(N_CONSTRAINTS):
-        status = project_position(y, rows, k, run, work)
+        status = project_position(t, y, rows, k, run, work)
         if status != STATUS_OK:
             return status, k
         k_grown = _add_penetrated(y, rows, k, run, work)
@@ -386,15 +464,15 @@ def _add_penetrated(y, rows, k, run, work):
     return k
 
 
-def _project_position(y, rows, k, run, work):
-    """q = y[:n] moved to g_rows(q) = 0 in the metric of M (Gauss-Newton, tolerance 8 eps
-    max(L, |q|_inf) |grad g_i|); returns a status."""
+def _project_position(t, y, rows, k, run, work):
+    """q = y[:n] moved to g_rows(t, q) = 0 at fixed t in the metric of M (Gauss-Newton,
+    tolerance 8 eps max(L, |q|_inf) |grad g_i|); returns a status."""
     w = views(work)
     n = N_DOF
     q, g, G, x = y[:n], w.g, w.G, w.x
     for _ in range(_PROJECTION_ITERATIONS):
-        gap(q, run.p, g)
-        gap_gradient(q, run.p, G)
+        gap(t, q, run.p, g)
+        gap_gradient(t, q, run.p, G)
         scale = run.length
         for j in range(n):
             scale = max(scale, abs(q[j]))
@@ -430,12 +508,15 @@ def _subtract_reactions(z, Y, x, k):
         z[j] -= s
 
 
-def _project_velocity(y, rows, k, run, work):
-    """v = y[n:] moved to G_rows v = 0 in the metric of M; returns a status."""
+def _project_velocity(t, y, rows, k, run, work):
+    """v = y[n:] moved to U_rows = G_rows v (+ r_rows, a moving obstacle) = 0 at time t in the
+    metric of M; returns a status."""
     w = views(work)
     n = N_DOF
     q, v, G, x = y[:n], y[n:], w.G, w.x
-    gap_gradient(q, run.p, G)
+    gap_gradient(t, q, run.p, G)
+    if RHEONOMIC:
+        gap_rate(t, q, run.p, w.r)
     mass_matrix(q, run.p, w.M)
     if not ldl_factor_mass(w.M, n, w.F):
         return STATUS_MASS_NOT_SPD
@@ -446,6 +527,8 @@ def _project_velocity(y, rows, k, run, work):
         s = 0.0
         for j in range(n):
             s += G[rows[a], j] * v[j]
+        if RHEONOMIC:
+            s += w.r[rows[a]]
         x[a] = s
     ldl_solve(w.WF, k, x, x)
     _subtract_reactions(v, w.cws[1], x, k)
@@ -474,13 +557,15 @@ def _acceleration_lcp(rows, k, info, work):
     return True
 
 
-def drifted(y, k_closed, run, work):
-    """Whether g_C or G_C v left the solver's error scale (atol + rtol L) |grad g|,
-    (atol + rtol |v|_inf) |grad g|."""
+def drifted(t, y, k_closed, run, work):
+    """Whether g_C or U_C = G_C v (+ r_C, a moving obstacle) at time t left the solver's error
+    scale (atol + rtol L) |grad g|, (atol + rtol |v|_inf) |grad g|."""
     w = views(work)
     n = N_DOF
-    gap(y[:n], run.p, w.g)
-    gap_gradient(y[:n], run.p, w.G)
+    gap(t, y[:n], run.p, w.g)
+    gap_gradient(t, y[:n], run.p, w.G)
+    if RHEONOMIC:
+        gap_rate(t, y[:n], run.p, w.r)
     speed = 0.0
     for j in range(n):
         speed = max(speed, abs(y[n + j]))
@@ -491,6 +576,8 @@ def drifted(y, k_closed, run, work):
         for j in range(n):
             norm += w.G[i, j] * w.G[i, j]
             rate += w.G[i, j] * y[n + j]
+        if RHEONOMIC:
+            rate += w.r[i]
         norm = math.sqrt(norm)
         if abs(w.g[i]) > (run.atol + run.rtol * run.length) * norm:
             return True
