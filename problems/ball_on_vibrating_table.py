@@ -15,7 +15,8 @@ from impactbench.core import checks
 from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import ProblemKernels, RheonomicCompiledProblem
 
-from .bouncing_ball import MAX_IMPACT_COUNT
+from .bouncing_ball import MAX_IMPACT_COUNT, ball_forces, ball_mass_matrix
+from .moving_stop import flight_index
 from .vibrating_table import (
     TWO_PI,
     NextImpact,
@@ -25,19 +26,10 @@ from .vibrating_table import (
     period_doubling_acceleration,
 )
 
-#: The parameters of the kernels, in the order of the vector p.
+#: The parameters of the kernels, in the order of the vector p (starting with those of the
+#: bouncing ball's mass and forces kernels, shared).
 PARAMETERS = ("gravity", "mass", "amplitude", "angular_frequency")
 GRAVITY, MASS, AMPLITUDE, ANGULAR_FREQUENCY = parameter_indices(PARAMETERS)
-
-
-@kernel
-def _table_mass_matrix(q, p, out):
-    out[0, 0] = p[MASS]
-
-
-@kernel
-def _table_forces(t, q, v, p, out):
-    out[0] = -p[MASS] * p[GRAVITY]
 
 
 @kernel
@@ -101,7 +93,7 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
         A > 0 (m).
     angular_frequency : float, default 20.0
         omega > 0 (rad/s); with the defaults Gamma = 1.2232 (stable period-1 orbit for e = 0.5:
-        Gamma_sn = 1.0472, Gamma_pd = 1.5271).
+        Gamma_sn = 1.0472, Gamma_pd = 1.5268).
     restitution : float, default 0.5
         e in [0, 1) (the closed forms need e < 1).
     gravity : float, default 9.81
@@ -144,8 +136,8 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
     )
 
     KERNELS = ProblemKernels(
-        _table_mass_matrix,
-        _table_forces,
+        ball_mass_matrix,
+        ball_forces,
         _table_gap,
         _table_gap_gradient,
         affine_gap=True,
@@ -365,14 +357,7 @@ class BallOnVibratingTable(RheonomicCompiledProblem):
         post-impact velocity at an impact instant (NotImplementedError with a given q0)."""
         orbit = self._on_orbit()
         t = checks.times(t, self.t0)
-        flight = TWO_PI * orbit.n / self.angular_frequency
-        j = np.floor((t - self._impact_time(np.zeros(1))) / flight)
-        for _ in range(8):  # make j exactly consistent with impact_times
-            low = t < self._impact_time(j)
-            high = t >= self._impact_time(j + 1.0)
-            if not (low.any() or high.any()):
-                break
-            j = j - low + high
+        j = flight_index(t, self._impact_time, TWO_PI * orbit.n / self.angular_frequency)
         x, v = self._orbit_flight(orbit, t - self._impact_time(j))
         return x[:, None], v[:, None]
 

@@ -261,12 +261,13 @@ GRAVITY, MASS = parameter_indices(PARAMETERS)
 
 
 @kernel
-def _ball_mass_matrix(q, p, out):
+def ball_mass_matrix(q, p, out):
+    # M = m; shared with problems/ball_on_vibrating_table.py (p starts with gravity, mass)
     out[0, 0] = p[MASS]
 
 
 @kernel
-def _ball_forces(t, q, v, p, out):
+def ball_forces(t, q, v, p, out):
     out[0] = -p[MASS] * p[GRAVITY]
 
 
@@ -330,8 +331,8 @@ class BouncingBall(CompiledProblem):
     conservative = True
 
     KERNELS = ProblemKernels(
-        _ball_mass_matrix,
-        _ball_forces,
+        ball_mass_matrix,
+        ball_forces,
         _ball_gap,
         _ball_gap_gradient,
         affine_gap=True,

@@ -28,12 +28,13 @@ OSCILLATOR_PARAMETERS = ("frequency_squared",)
 
 
 @kernel
-def _unit_mass_matrix(q, p, out):
+def unit_mass_matrix(q, p, out):
     out[0, 0] = 1.0
 
 
 @kernel
-def _oscillator_forces(t, q, v, p, out):
+def oscillator_forces(t, q, v, p, out):
+    # F = -omega^2 x; shared with problems/moving_stop.py (p starts with frequency_squared)
     out[0] = -p[FREQUENCY_SQUARED] * q[0]
 
 
@@ -94,8 +95,8 @@ class ImpactingOscillator(CompiledProblem):
     parameter_units = dict(restitution="-", x0="m", v0="m/s", frequency="rad/s", t0="s")
 
     KERNELS = ProblemKernels(
-        _unit_mass_matrix,
-        _oscillator_forces,
+        unit_mass_matrix,
+        oscillator_forces,
         _oscillator_gap,
         _oscillator_gap_gradient,
         affine_gap=True,
@@ -314,7 +315,7 @@ class ForcedImpactOscillator(CompiledProblem):
     parameter_units = dict(omega="rad/s", sigma="m", restitution="-", zeta="-")
 
     KERNELS = ProblemKernels(
-        _unit_mass_matrix,
+        unit_mass_matrix,
         _forced_forces,
         _forced_gap,
         _forced_gap_gradient,

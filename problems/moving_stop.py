@@ -10,6 +10,7 @@ cam-follower (:mod:`impactbench.problems.cam_follower`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
 from impactbench.core.problem import ProblemKernels, RheonomicCompiledProblem
 
 from .bouncing_ball import MAX_IMPACT_COUNT
-from .impact_oscillator import ForcedImpactOscillator
+from .impact_oscillator import ForcedImpactOscillator, oscillator_forces, unit_mass_matrix
 
 
 def harmonic_flight(
@@ -56,19 +57,43 @@ def harmonic_flight(
     return x_s * c + (v_s / omega) * s, v_s * c - omega * x_s * s
 
 
-#: The parameters of the kernels, in the order of the vector p.
+def flight_index(
+    t: np.ndarray, impact_time: Callable[[np.ndarray], np.ndarray], period: float
+) -> np.ndarray:
+    """The index j of the flight holding each time: impact_time(j) <= t < impact_time(j + 1).
+
+    For periodic impacts impact_time(j) ~ impact_time(0) + j ``period`` (j a float array); the
+    estimate floor((t - impact_time(0)) / period), off by one at most near an impact, is made
+    exactly consistent with the rounding of ``impact_time`` (so that at an impact time of
+    ``impact_times`` the flight after it is chosen).
+
+    Parameters
+    ----------
+    t : ndarray, shape (N,)
+    impact_time : callable
+        j (float array) -> the impact times, increasing in j.
+    period : float
+        The time between impacts, > 0.
+
+    Returns
+    -------
+    ndarray, shape (N,)
+        j as floats.
+    """
+    j = np.floor((t - impact_time(np.zeros(1))) / period)
+    for _ in range(8):
+        low = t < impact_time(j)
+        high = t >= impact_time(j + 1.0)
+        if not (low.any() or high.any()):
+            break
+        j = j - low + high
+    return j
+
+
+#: The parameters of the kernels, in the order of the vector p (starting with that of the free
+#: oscillator's forces kernel, shared).
 PARAMETERS = ("frequency_squared", "stop_offset", "stop_amplitude", "stop_frequency")
 FREQUENCY_SQUARED, STOP_OFFSET, STOP_AMPLITUDE, STOP_FREQUENCY = parameter_indices(PARAMETERS)
-
-
-@kernel
-def _stop_mass_matrix(q, p, out):
-    out[0, 0] = 1.0
-
-
-@kernel
-def _stop_forces(t, q, v, p, out):
-    out[0] = -p[FREQUENCY_SQUARED] * q[0]
 
 
 @kernel
@@ -168,8 +193,8 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
     )
 
     KERNELS = ProblemKernels(
-        _stop_mass_matrix,
-        _stop_forces,
+        unit_mass_matrix,
+        oscillator_forces,
         _stop_gap,
         _stop_gap_gradient,
         affine_gap=True,
@@ -268,18 +293,11 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
         impact j = max{j : (tau_j + delta)/Omega <= t} and at or after its t0 (removes the
         round-off of the map t -> Omega t - delta, so that an impact time of
         :meth:`impact_times` gives the post-impact state)."""
-        period = self.forced.period / self.frequency
 
         def ours(j: np.ndarray) -> np.ndarray:
             return (self._forced_impact_time(j) + self.time_shift) / self.frequency
 
-        j = np.floor((t - ours(np.zeros(1))) / period)
-        for _ in range(8):  # make j exactly consistent with impact_times
-            low = t < ours(j)
-            high = t >= ours(j + 1.0)
-            if not (low.any() or high.any()):
-                break
-            j = j - low + high
+        j = flight_index(t, ours, self.forced.period / self.frequency)
         shifted = np.clip(
             self.frequency * t - self.time_shift,
             self._forced_impact_time(j),

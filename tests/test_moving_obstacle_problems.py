@@ -24,8 +24,11 @@ from impactbench.problems import (
     PROBLEMS,
     BallOnVibratingTable,
     CamFollower,
+    ForcedImpactOscillator,
     ImpactOscillatorMovingStop,
+    moving_stop,
 )
+from impactbench.problems.impact_oscillator import OSCILLATOR_PARAMETERS
 from impactbench.problems.moving_stop import harmonic_flight
 
 EPS = float(np.finfo(float).eps)
@@ -47,6 +50,11 @@ STOPS = [
 def test_moving_stop_kernels_are_the_stop_motion(kwargs):
     problem = ImpactOscillatorMovingStop(**kwargs)
     problem.check()
+    # M and F are the free oscillator's kernels, reading omega^2 at the same index
+    assert moving_stop.PARAMETERS[:1] == OSCILLATOR_PARAMETERS
+    assert problem.mass_matrix(problem.q0)[0, 0] == 1.0
+    force = problem.forces(problem.t0, np.array([0.3]), problem.v0)[0]
+    assert force == pytest.approx(-(problem.frequency**2) * 0.3, rel=1e-15)
     assert problem.rheonomic and problem.kernels().affine_gap and not problem.conservative
     d, b, w = problem.stop_offset, problem.stop_amplitude, problem.stop_frequency
     x = np.array([-0.3])
@@ -96,6 +104,17 @@ def test_moving_stop_orbit_is_an_exact_periodic_motion(kwargs):
     later = problem.exact_solution(t[:500] + period)
     np.testing.assert_allclose(later[0], x[:500], rtol=0, atol=1e-12)
     np.testing.assert_allclose(later[1], v[:500], rtol=0, atol=1e-12)
+
+
+def test_moving_stop_defaults_are_the_forced_oscillator_in_the_stop_frame():
+    """d = 0.0525, B = 0.2, W = 2.5, Omega = 1: K = 1.05, sigma = 0.05, the forced oscillator's
+    defaults; the relative impact speed is K Omega V."""
+    problem = ImpactOscillatorMovingStop()
+    forced = ForcedImpactOscillator()
+    assert problem.frame_scale == pytest.approx(1.05, rel=1e-15)
+    assert problem.forced.sigma == pytest.approx(forced.sigma, rel=1e-14)
+    assert problem.forced.impact_speed == pytest.approx(forced.impact_speed, rel=1e-12)
+    assert problem.impact_speed == pytest.approx(1.05 * forced.impact_speed, rel=1e-12)
 
 
 def test_free_flight_continues_the_orbit_from_an_impact():
@@ -399,3 +418,39 @@ def test_contact_states_slip_relative_to_the_moving_belt():
     assert states.state[:, 0].tolist() == [SLIP, SLIP, STICK, OPEN]
     with pytest.raises(ValueError, match="t must"):
         contact_states(belt, q, v)
+
+
+def test_figures_draw_the_gap_and_the_impact_speeds_relative_to_the_obstacle():
+    """The trajectory figure of a tabulated run on the table's exact orbit: its gap panel is
+    g(t_k, x_k) = x_k - s(t_k) (>= 0, not x_k), its impact map marks the reference impacts at the
+    relative approach speed -U- = 2 g pi / ((1 + e) omega) (not the ball's speed V); the
+    overlay figure's gap panel likewise."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from impactbench.analysis.reference import Reference
+    from impactbench.bench.plotting import overlay_figure
+    from impactbench.bench.trajectory_figure import trajectory_figure
+
+    problem = BallOnVibratingTable()
+    t_end = problem.t0 + 0.5
+    t = np.linspace(problem.t0, t_end, 201)
+    q, v = problem.exact_solution(t)
+    run = make_trajectory(
+        problem, MoreauJean(), t, q, v, steps=200, force_evaluations=200, h=t[1] - t[0]
+    )
+    expected_gap = q[:, 0] - problem.table_position(t)
+    assert expected_gap.min() >= 0.0 and not np.allclose(expected_gap, q[:, 0], atol=1e-3)
+    figure = trajectory_figure(problem, run, Reference.exact(problem, t_end))
+    ax_map, ax_gap = figure.axes[3], figure.axes[4]
+    gap_line = ax_gap.get_lines()[0]
+    np.testing.assert_allclose(gap_line.get_ydata(), expected_gap, rtol=0, atol=1e-15)
+    assert ax_gap.get_ylabel().startswith("$g(t, q)$")
+    (marks,) = [line for line in ax_map.get_lines() if line.get_marker() == "x"]
+    speed = -problem.period_orbit(1).approach_velocity
+    np.testing.assert_allclose(marks.get_ydata(), speed, rtol=1e-6)
+    assert speed != pytest.approx(problem.period_orbit(1).ball_velocity, rel=1e-3)
+    overlay = overlay_figure(problem, [run])
+    lines = [line.get_ydata() for ax in overlay.axes for line in ax.get_lines()]
+    drawn_gaps = [y for y in lines if len(y) == len(t) and np.allclose(y, expected_gap)]
+    assert drawn_gaps, "the overlay's gap panel draws g(t_k, q_k)"

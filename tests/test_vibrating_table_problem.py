@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from impactbench.problems import PROBLEMS, BallOnVibratingTable
+from impactbench.problems import PROBLEMS, BallOnVibratingTable, ball_on_vibrating_table
+from impactbench.problems.bouncing_ball import PARAMETERS as BALL_PARAMETERS
 from impactbench.problems.vibrating_table import (
     TWO_PI,
     VibratingTable,
@@ -31,7 +32,11 @@ def ball(gamma: float = 1.3, restitution: float = 0.5, omega: float = 20.0, **kw
 
 
 def test_registered_and_checked_with_its_declared_kernels():
-    problem = PROBLEMS["BallOnVibratingTable"]()
+    problem = PROBLEMS["BallOnVibratingTable"](mass=2.0)
+    # M and F are the bouncing ball's kernels, reading gravity and mass at the same indices
+    assert ball_on_vibrating_table.PARAMETERS[:2] == BALL_PARAMETERS
+    assert problem.mass_matrix(problem.q0)[0, 0] == 2.0
+    assert problem.forces(problem.t0, problem.q0, problem.v0)[0] == -2.0 * GRAVITY
     assert problem.rheonomic and problem.kernels().rheonomic and problem.kernels().affine_gap
     assert not problem.conservative  # a moving table does work on the ball
     problem.check()
@@ -142,6 +147,11 @@ def test_closed_forms_are_those_of_the_vibrating_table():
     problem = ball(1.3, 0.5)
     table = VibratingTable(problem.amplitude, problem.angular_frequency, 0.5, GRAVITY)
     assert problem.acceleration_ratio == pytest.approx(1.3, rel=1e-15)
+    # the numbers of the class docstring (its defaults: Gamma = 0.03 * 20^2 / 9.81, e = 0.5)
+    default = BallOnVibratingTable()
+    assert round(default.acceleration_ratio, 4) == 1.2232
+    assert round(default.birth_acceleration(1), 4) == 1.0472
+    assert round(default.period_doubling_acceleration(1), 4) == 1.5268
     assert problem.period_doubling_acceleration(2) == period_doubling_acceleration(2, 0.5)
     np.testing.assert_array_equal(problem.period_orbit_jacobian(1), table.period_orbit_jacobian(1))
     multipliers = problem.period_orbit_multipliers(1)
