@@ -25,13 +25,14 @@ period (an integer, so that the grid is the same at every period), and the step-
 family at :data:`ADAPTIVE_TOLERANCES`. A time-stepper that does not integrate moving obstacles
 (its ``moving_obstacles`` False) is not run; the report names it.
 
-**Attractor per run.** The recorded phases are grouped into clusters (circularly sorted, a gap
-larger than :data:`PHASE_RESOLUTION` separates two clusters); the attractor's period is the
-number of clusters when it is at most :data:`MAX_PERIOD`, else it is *aperiodic* (chaos, or
+**Attractor per run.** Its period is the least p <= :data:`MAX_PERIOD` such that every
+recorded impact phase returns within the resolution after p impacts (:func:`period_of`; the
+resolution :data:`PHASE_RESOLUTION`, for a time-stepper at least :data:`STEP_RESOLUTION`
+omega h: its impact times are known to a step); without such p it is *aperiodic* (chaos, or
 chatter: many impacts of different phases per period).
 
-**Per method and setting.** The first period doubling: the first Gamma of the sweep with two or
-more clusters after one with a single cluster, stated as the midpoint of the two with half
+**Per method and setting.** The first period doubling: the first Gamma of the sweep with a period
+of 2 or more (or aperiodic) after one of period 1, stated as the midpoint of the two with half
 their spacing as resolution, against the closed form Gamma_pd; the onset of aperiodicity (the
 first aperiodic Gamma after the doubling) against the reference's; per Gamma, the Hausdorff
 distance between its recorded impact states and the reference's (phase in rad, circular, and
@@ -46,6 +47,7 @@ onset of aperiodicity against the reference, each interval within that relative 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -87,9 +89,11 @@ RECORDED_PERIODS = 64
 MAX_RECORDED = 128
 #: The start's offset above the orbit's apex, relative to the apex's height above the take-off.
 START_OFFSET = 1e-2
-#: Phases closer than this (rad) belong to one cluster of the attractor.
+#: Phases closer than this (rad) count as one (:func:`phase_resolution`) ...
 PHASE_RESOLUTION = 1e-3
-#: An attractor with more clusters than this is aperiodic.
+#: ... and, for a time-stepper, closer than this many omega h.
+STEP_RESOLUTION = 1.5
+#: An attractor with no period up to this is aperiodic.
 MAX_PERIOD = 16
 #: Relative distance in Gamma within which a diagram is right (the headline).
 RIGHT_TO = 1e-2
@@ -135,8 +139,8 @@ def problem_kwargs(gamma: float) -> dict:
 
 
 def recorded_impacts(run: Run, problem: BallOnVibratingTable, trajectory: Trajectory) -> dict:
-    """The impacts of the recorded window (module docstring): table phase in [0, 2 pi) and
-    scaled relative take-off velocity u+ omega / g.
+    """The impacts of the recorded window (module docstring): time since the window's start (s),
+    table phase in [0, 2 pi) and scaled relative take-off velocity u+ omega / g.
 
     Raises
     ------
@@ -156,6 +160,7 @@ def recorded_impacts(run: Run, problem: BallOnVibratingTable, trajectory: Trajec
     after = np.asarray(log.normal_velocity_after, dtype=float)[chosen]
     frame = pd.DataFrame(
         {
+            "time": t - start,
             "phase": np.mod(ANGULAR_FREQUENCY * t, TWO_PI),
             "velocity": after * ANGULAR_FREQUENCY / GRAVITY,
         }
@@ -230,16 +235,30 @@ def runs(quick: bool) -> list[Run]:
 # Analysis of the recorded impacts
 
 
-def period_of(phases: np.ndarray) -> int:
-    """The attractor's period from its recorded impact phases: the number of clusters (phases
-    circularly sorted; a gap over :data:`PHASE_RESOLUTION` separates two), :data:`APERIODIC`
-    beyond :data:`MAX_PERIOD`; 0 without impacts (the ball at rest on the table)."""
-    phases = np.sort(np.mod(np.asarray(phases, dtype=float), TWO_PI))
+def phase_resolution(h: float | None) -> float:
+    """Phases closer than this (rad) count as one: :data:`PHASE_RESOLUTION`, and for a
+    time-stepper at least :data:`STEP_RESOLUTION` omega h (its impact times are known to a step:
+    on a period-1 orbit its impacts may fall on either of two neighbouring steps)."""
+    if h is None or not math.isfinite(h):
+        return PHASE_RESOLUTION
+    return max(PHASE_RESOLUTION, STEP_RESOLUTION * ANGULAR_FREQUENCY * h)
+
+
+def period_of(phases: np.ndarray, resolution: float = PHASE_RESOLUTION) -> int:
+    """The attractor's period from the phases of its successive impacts: the least p <=
+    :data:`MAX_PERIOD` with every phi_{k+p} within ``resolution`` of phi_k (on the circle),
+    :data:`APERIODIC` when there is none (or fewer than 2p impacts to tell), 0 without impacts
+    (the ball at rest on the table)."""
+    phases = np.asarray(phases, dtype=float)
     if phases.size == 0:
         return 0
-    gaps = np.diff(np.append(phases, phases[0] + TWO_PI))
-    clusters = max(1, int(np.count_nonzero(gaps > PHASE_RESOLUTION)))
-    return clusters if clusters <= MAX_PERIOD else APERIODIC
+    for p in range(1, MAX_PERIOD + 1):
+        if phases.size < 2 * p:
+            break
+        shift = np.abs(phases[p:] - phases[:-p]) % TWO_PI
+        if np.minimum(shift, TWO_PI - shift).max() <= resolution:
+            return p
+    return APERIODIC
 
 
 def hausdorff_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -283,7 +302,9 @@ def _setting(row: pd.Series) -> str:
     """A method's setting as labelled in the tables: the method, its steps per period."""
     if row["method"].startswith("Adaptive") or row["method"].startswith(REFERENCE):
         return row["method"]
-    return f"{row['method']} (P/h = {round(PERIOD / row['h'])})"
+    # the log's size is no setting of the scheme
+    scheme = re.sub(r"log_capacity=\d+,?", "", row["method"]).replace(",]", "]").replace("[]", "")
+    return f"{scheme} (P/h = {round(PERIOD / row['h'])})"
 
 
 def diagrams(table: pd.DataFrame, folder: Path) -> pd.DataFrame:
@@ -292,18 +313,30 @@ def diagrams(table: pd.DataFrame, folder: Path) -> pd.DataFrame:
     same Gamma."""
     done = table[table["status"] != FAILED].copy()
     stored = read_artefact(done, folder, IMPACTS)
-    points = {key: group[["phase", "velocity"]].to_numpy() for key, group in stored.groupby("key")}
+    groups = dict(list(stored.groupby("key")))
+    points = {key: group[["phase", "velocity"]].to_numpy() for key, group in groups.items()}
+    times = {key: group["time"].to_numpy() for key, group in groups.items()}
     done["setting"] = done.apply(_setting, axis=1)
     done["gamma"] = np.round(gamma_of(done["problem.amplitude"].to_numpy(float)), 12)
     done["points"] = [points.get(key, np.zeros((0, 2))) for key in done["key"]]
-    done["period"] = [period_of(p[:, 0]) for p in done["points"]]
+    done["times"] = [times.get(key, np.zeros(0)) for key in done["key"]]
+    steps = done["h"] if "h" in done else pd.Series(math.nan, index=done.index)
+    done["period"] = [
+        period_of(p[:, 0], phase_resolution(h)) for p, h in zip(done["points"], steps, strict=True)
+    ]
     reference = done[done["method"].str.startswith(REFERENCE)].set_index("gamma")
     done["distance"] = [
         hausdorff_distance(p, reference.at[g, "points"]) if g in reference.index else math.nan
         for p, g in zip(done["points"], done["gamma"], strict=True)
     ]
     done["reference period"] = done["gamma"].map(reference["period"])
-    return done.sort_values(["setting", "gamma"]).reset_index(drop=True)
+    # the reference first, then the time-steppers from the coarsest step, then the adaptive runs
+    family = np.where(done["method"].str.startswith(REFERENCE), 0, 1)
+    family = np.where(done["method"].str.startswith("Adaptive"), 2, family)
+    done = done.assign(family=family, coarse=-steps.fillna(0.0))
+    done = done.sort_values(["family", "coarse", "setting", "gamma"])
+    done = done.drop(columns=["family", "coarse"])
+    return done.reset_index(drop=True)
 
 
 def _bootstrap_ratio(cost: np.ndarray, reference: np.ndarray, seed: int = 0) -> tuple:
@@ -441,6 +474,52 @@ def _diagram_figure(frame: pd.DataFrame, folder: Path) -> str:
     )
 
 
+#: Gamma of the orbits drawn in the (t, x) plane: a stable period-1 orbit, a period-2 orbit.
+ORBIT_GAMMAS = (1.3, 1.6)
+#: Table periods of the recorded window drawn.
+ORBIT_PERIODS = 4
+
+
+def _orbit_figure(frame: pd.DataFrame, folder: Path) -> str:
+    """The reference's orbit at :data:`ORBIT_GAMMAS` in the (t, x) plane with the table: from
+    each recorded impact (t_k, x_k = s(t_k), u+_k) the exact flight x_k + v_k (t - t_k)
+    - g (t - t_k)^2 / 2, v_k = s'(t_k) + u+_k, up to the next recorded impact."""
+    reference = frame[frame["setting"].str.startswith(REFERENCE)]
+    chosen = [reference.loc[(reference["gamma"] - g).abs().idxmin()] for g in ORBIT_GAMMAS]
+    figure, axes = new_figure(len(chosen), width=4.0, height=3.0)
+    span = ORBIT_PERIODS * PERIOD
+    for ax, row in zip(axes, chosen, strict=True):
+        amplitude = row["gamma"] * GRAVITY / ANGULAR_FREQUENCY**2
+        t = np.linspace(0.0, span, 800)
+        # times are counted from the window's start, an integer number of periods after t0
+        t0 = float(row["problem.t0"])
+        ax.plot(t, amplitude * np.sin(ANGULAR_FREQUENCY * (t + t0)), color="0.5", label="table")
+        times, points = row["times"], row["points"]
+        for k in range(len(times) - 1):
+            if times[k] > span:
+                break
+            tau = np.linspace(0.0, times[k + 1] - times[k], 200)
+            x0 = amplitude * math.sin(ANGULAR_FREQUENCY * (times[k] + t0))
+            speed = amplitude * ANGULAR_FREQUENCY * math.cos(ANGULAR_FREQUENCY * (times[k] + t0))
+            v0 = speed + points[k, 1] * GRAVITY / ANGULAR_FREQUENCY
+            ax.plot(
+                times[k] + tau,
+                x0 + tau * (v0 - 0.5 * GRAVITY * tau),
+                color="black",
+                label="ball (event-driven)" if k == 0 else None,
+            )
+        ax.set_xlim(0.0, span)
+        ax.set_title(f"$\\Gamma$ = {row['gamma']:.4g}", fontsize="small")
+        ax.set_xlabel("time in the recorded window [s]")
+        ax.set_ylabel("height $x$ [m]")
+        ax.legend(fontsize="x-small", loc="upper right")
+    save_figure(figure, folder / "orbits.png")
+    return (
+        "![The reference's orbits in the (t, x) plane with the table's motion: a period-1 "
+        "orbit and a period-2 orbit](orbits.png)\n"
+    )
+
+
 #: Units of the report's columns.
 UNITS = {
     "first doubling": "-",
@@ -452,6 +531,8 @@ UNITS = {
     "median distance": "-",
     "max distance": "-",
     "cost / reference": "-",
+    "different attractors": "-",
+    "runs": "-",
     "h": "s",
 }
 
@@ -480,7 +561,9 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             "the two Gamma of the sweep that bracket them, +- half their spacing; distances: "
             "Hausdorff distance per Gamma between the recorded impact states (phase [rad], "
             "scaled velocity u+ omega/g) and the reference's; different attractors: Gamma where "
-            "the period (number of phase clusters) differs from the reference's; cost: "
+            "the period (least number of impacts after which every impact phase returns, to "
+            f"{PHASE_RESOLUTION:g} rad or {STEP_RESOLUTION} omega h) differs from the "
+            "reference's; cost: "
             "integration time summed over the sweep, its ratio to the reference's with a 95 % "
             "bootstrap interval over Gamma.\n\n"
             + not_run
@@ -494,24 +577,30 @@ def report(table: pd.DataFrame, folder: Path) -> StudyReport:
             + markdown_table(best, 4, units=UNITS),
         ),
         Section("Diagrams", _diagram_figure(frame, folder)),
+        Section("Orbits", _orbit_figure(frame, folder)),
     ]
     findings = []
     ref = placed[placed["setting"].str.startswith(REFERENCE)].iloc[0]
     findings.append(
         f"Reference (event-driven): first period doubling at Gamma = "
         f"{format_number(ref['first doubling'], 5)} +- {format_number(ref['+-'], 2)} against "
-        f"the closed form {closed:.5g}; onset of aperiodicity at "
+        f"the closed form {closed:.5g} (relative error "
+        f"{format_number(ref['rel. error vs closed form'], 2)}); onset of aperiodicity at "
         f"{format_number(ref['onset of aperiodicity'], 5)}."
     )
     for _, row in best[best["scheme"] != REFERENCE].iterrows():
-        text = f"{row['scheme']}: diagram right to {RIGHT_TO:.0%} in Gamma at step "
-        text += row["coarsest right step"]
-        if math.isfinite(row["cost / reference"]):
-            text += (
-                f", at {format_number(row['cost / reference'])} {row['95 % interval']} times the "
-                "reference's cost"
+        step = row["coarsest right step"]
+        if step.startswith("none"):
+            findings.append(
+                f"{row['scheme']}: no step of the sweep ({step.removeprefix('none of ')}) "
+                f"gives a diagram right to {RIGHT_TO:.0%} in Gamma."
             )
-        findings.append(text + ".")
+            continue
+        findings.append(
+            f"{row['scheme']}: diagram right to {RIGHT_TO:.0%} in Gamma from the step {step}, "
+            f"at {format_number(row['cost / reference'])} {row['95 % interval']} times the "
+            "reference's cost."
+        )
     return StudyReport(sections, findings)
 
 

@@ -17,13 +17,21 @@ from impactbench.problems.vibrating_table import TWO_PI, period_doubling_acceler
 from impactbench.studies import bifurcation as study
 
 
-def test_period_counts_circular_clusters():
-    assert study.period_of(np.array([1.0, 1.0 + 1e-5, 1.0 - 1e-5])) == 1
+def test_period_is_the_least_return_of_the_impact_phases():
+    assert study.period_of(np.array([1.0, 1.0 + 1e-5, 1.0 - 1e-5, 1.0])) == 1
     assert study.period_of(np.array([1.0, 2.0, 1.0, 2.0])) == 2
-    # a cluster straddling 0 = 2 pi is one cluster
-    assert study.period_of(np.array([1e-5, TWO_PI - 1e-5, 3.0])) == 2
+    assert study.period_of(np.tile([1.0, 2.0, 3.0, 2.5], 4)) == 4
+    # phases on either side of 0 = 2 pi are close
+    assert study.period_of(np.array([1e-5, TWO_PI - 1e-5, 3.0, 1e-5, TWO_PI - 1e-5, 3.0])) == 3
     assert study.period_of(np.linspace(0.0, 6.0, 100)) == study.APERIODIC
+    assert study.period_of(np.array([1.0, 2.0, 1.0])) == study.APERIODIC  # too few to tell
     assert study.period_of(np.array([])) == 0
+    # a time-stepper's impacts on two neighbouring steps: one phase at its resolution
+    h = study.PERIOD / 1000
+    hopping = np.array([0.634, 0.634 + study.ANGULAR_FREQUENCY * h] * 8)
+    assert study.period_of(hopping) == 2
+    assert study.period_of(hopping, study.phase_resolution(h)) == 1
+    assert study.phase_resolution(None) == study.PHASE_RESOLUTION
 
 
 def test_hausdorff_distance_on_the_circle():
@@ -97,5 +105,5 @@ def test_moreau_jean_resolves_the_orbit_to_its_step():
     h = study.PERIOD / 1000
     points = _record(MoreauJean, gamma, h)
     orbit = BallOnVibratingTable(**study.problem_kwargs(gamma)).period_orbit(1)
-    assert study.period_of(points[:, 0]) == 1
+    assert study.period_of(points[:, 0], study.phase_resolution(h)) == 1
     assert abs(points[0, 0] - orbit.phase) < 5 * study.ANGULAR_FREQUENCY * h
