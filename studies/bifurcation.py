@@ -109,7 +109,7 @@ TIME_STEPPERS = (
 )
 STEPS_PER_PERIOD = {"full": (100, 300, 1000, 3000), "quick": (300,)}
 #: rtol of the step-size-controlled family (MoreauJean under Adaptive), h_max a tenth of a period.
-ADAPTIVE_TOLERANCES = {"full": (1e-3, 1e-5), "quick": ()}
+ADAPTIVE_TOLERANCES = {"full": (1e-3, 1e-5), "quick": (1e-3,)}
 #: Name of the artefact of recorded impacts.
 IMPACTS = "impacts"
 REFERENCE = "EventDriven"
@@ -300,8 +300,10 @@ def first_aperiodic(gammas: np.ndarray, periods: np.ndarray, after: float) -> tu
 
 def _setting(row: pd.Series) -> str:
     """A method's setting as labelled in the tables: the method, its steps per period."""
-    if row["method"].startswith("Adaptive") or row["method"].startswith(REFERENCE):
+    if row["method"].startswith(REFERENCE):
         return row["method"]
+    if row["method"].startswith("Adaptive"):
+        return f"Adaptive {row['method.scheme']} (rtol = {row['method.rtol']:g})"
     # the log's size is no setting of the scheme
     scheme = re.sub(r"log_capacity=\d+,?", "", row["method"]).replace(",]", "]").replace("[]", "")
     return f"{scheme} (P/h = {round(PERIOD / row['h'])})"
