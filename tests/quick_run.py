@@ -37,7 +37,7 @@ PARTS = (
         "thesis_comparison",
         "work_precision",
     ),
-    ("friction", "impacting_bar", "cradle", "persistent_contact", "scaling"),
+    ("bifurcation", "friction", "impacting_bar", "cradle", "persistent_contact", "scaling"),
 )
 
 
