@@ -10,8 +10,8 @@ Two floors under a ball of mass m and gravity g0 (q = (y,), g = y - s(t), G = [1
   (z = 0, v = s'(t)) held by the force m (g0 + a); with a < -g0 a ball resting on the floor
   leaves it at once (z = -(g0 + a) t^2/2). With a = 0 (Galilean transformation) the relative
   motion is the fixed-floor run of the registered BouncingBall from (z0, w0).
-- :class:`SinusoidalFloorBall` (here), s(t) = A sin(w t): a ball at rest on it is held by
-  lambda = m (g0 + s''(t)) = m (g0 - A w^2 sin(w t)), which vanishes first where
+- :class:`impactbench.problems.BallOnVibratingTable`, s(t) = A sin(w t): a ball at rest on it
+  is held by lambda = m (g0 + s''(t)) = m (g0 - A w^2 sin(w t)), which vanishes first where
   sin(w t) = 1/Gamma, Gamma = A w^2/g0 (the table's acceleration reaches -g0): there it leaves
   the table; with Gamma < 1 the force stays positive and it never leaves.
 """
@@ -28,98 +28,19 @@ from test_rheonomic_contract import GRAVITY as LINE_GRAVITY
 from test_rheonomic_contract import OMEGA, RotatingLine
 
 import impactbench as ib
-from impactbench.core import checks
-from impactbench.core.kernels import kernel, parameter_indices, parameter_vector
-from impactbench.core.problem import ProblemKernels, RheonomicCompiledProblem
 from impactbench.methods import EventDriven
-from impactbench.problems import BouncingBall
+from impactbench.problems import BallOnVibratingTable, BouncingBall
 
 G0 = 9.81
 E = 0.8
 
-#: The parameters of the sinusoidal floor's kernels, in the order of the vector p.
-PARAMETERS = ("gravity", "mass", "amplitude", "frequency")
-GRAVITY, MASS, AMPLITUDE, FREQUENCY = parameter_indices(PARAMETERS)
 
-
-@kernel
-def _mass_matrix(q, p, out):
-    out[0, 0] = p[MASS]
-
-
-@kernel
-def _forces(t, q, v, p, out):
-    out[0] = -p[MASS] * p[GRAVITY]
-
-
-@kernel
-def _gap(t, q, p, out):
-    out[0] = q[0] - p[AMPLITUDE] * math.sin(p[FREQUENCY] * t)
-
-
-@kernel
-def _gap_gradient(t, q, p, out):
-    out[0, 0] = 1.0
-
-
-@kernel
-def _gap_rate(t, q, p, out):
-    out[0] = -p[AMPLITUDE] * p[FREQUENCY] * math.cos(p[FREQUENCY] * t)
-
-
-@kernel
-def _gap_drift(t, q, v, p, out):
-    out[0] = p[AMPLITUDE] * p[FREQUENCY] ** 2 * math.sin(p[FREQUENCY] * t)
-
-
-class SinusoidalFloorBall(RheonomicCompiledProblem):
-    """A ball of mass m under gravity g0 above the table s(t) = A sin(w t) (module notes):
-    g = y - s(t), r = -s'(t), c = -s''(t); it starts at rest on the table at t0."""
-
-    KERNELS = ProblemKernels(
-        _mass_matrix,
-        _forces,
-        _gap,
-        _gap_gradient,
-        affine_gap=True,
-        constant_mass=True,
-        rheonomic=True,
-        gap_rate=_gap_rate,
-        gap_drift=_gap_drift,
-    )
-
-    def __init__(self, amplitude: float, frequency: float, t0: float = 0.0) -> None:
-        self.amplitude = checks.positive_scalar(amplitude, "amplitude")
-        self.frequency = checks.positive_scalar(frequency, "frequency")
-        self.gravity, self.mass, self.restitution = G0, 1.0, E
-        self.t0 = checks.finite_scalar(t0, "t0")
-        self.name = "SinusoidalFloorBall"
-        self.n_dof, self.n_constraints = 1, 1
-        self.q0 = np.array([self.table(self.t0)])
-        self.v0 = np.array([self.table_speed(self.t0)])
-        self._finish_init()
-
-    def kernel_parameters(self) -> np.ndarray:
-        """The vector of :data:`PARAMETERS`."""
-        return parameter_vector(
-            PARAMETERS,
-            gravity=self.gravity,
-            mass=self.mass,
-            amplitude=self.amplitude,
-            frequency=self.frequency,
-        )
-
-    def table(self, t):
-        """s(t)."""
-        return self.amplitude * np.sin(self.frequency * t)
-
-    def table_speed(self, t):
-        """s'(t)."""
-        return self.amplitude * self.frequency * np.cos(self.frequency * t)
-
-    def potential_energy(self, q: np.ndarray) -> float:
-        """m g0 y."""
-        return self.mass * self.gravity * float(np.asarray(q, dtype=float).reshape(-1)[0])
+def resting_on_table(amplitude: float, frequency: float, t0: float = 0.0) -> BallOnVibratingTable:
+    """The ball at rest on the table s(t) = A sin(w t) at t0 (g = y - s(t), r = -s'(t),
+    c = -s''(t))."""
+    table = amplitude * math.sin(frequency * t0)
+    speed = amplitude * frequency * math.cos(frequency * t0)
+    return BallOnVibratingTable(amplitude, frequency, E, G0, q0=table, v0=speed, t0=t0)
 
 
 def run(problem, t_end, **kwargs):
@@ -222,25 +143,25 @@ def test_floor_accelerating_down_faster_than_gravity_leaves_a_resting_ball_at_on
 @pytest.mark.parametrize("gamma", [1.5, 4.0])
 def test_ball_leaves_a_vibrating_table_where_its_acceleration_reaches_minus_g(gamma):
     w = 2.0 * math.pi * 5.0
-    problem = SinusoidalFloorBall(amplitude=gamma * G0 / w**2, frequency=w)
+    problem = resting_on_table(gamma * G0 / w**2, w)
     release = math.asin(1.0 / gamma) / w
     t_end = release + 0.2 * (2.0 * math.pi / w)  # before it lands again
     tr = run(problem, t_end)
     assert tr.status is ib.Status.OK and tr.impacts.total == 0
     assert tr.stats["contact_time"] == 0.0 and tr.stats["contact_phases"] == 1
     assert abs(tr.stats["contact_duration"] - release) <= 1e-9
-    assert tr.q[-1, 0] > problem.table(t_end) + 1e-6  # in flight at t_end
+    assert tr.q[-1, 0] > problem.table_position(t_end) + 1e-6  # in flight at t_end
 
 
 def test_ball_stays_on_a_table_whose_acceleration_stays_above_minus_g():
     w = 2.0 * math.pi * 5.0
-    problem = SinusoidalFloorBall(amplitude=0.9 * G0 / w**2, frequency=w)
+    problem = resting_on_table(0.9 * G0 / w**2, w)
     t_end = 50 * (2.0 * math.pi / w)
     tr = run(problem, t_end)
     assert tr.status is ib.Status.OK and tr.impacts.total == 0
     assert tr.stats["contact_phases"] == 1 and tr.stats["contact_duration"] == t_end
-    assert np.abs(tr.q[:, 0] - problem.table(tr.t)).max() <= 1e-9
-    assert np.abs(tr.v[:, 0] - problem.table_speed(tr.t)).max() <= 1e-9
+    assert np.abs(tr.q[:, 0] - problem.table_position(tr.t)).max() <= 1e-9
+    assert np.abs(tr.v[:, 0] - problem.table_velocity(tr.t)).max() <= 1e-9
 
 
 def test_plain_and_compiled_engines_agree_on_a_moving_floor():
