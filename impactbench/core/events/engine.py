@@ -140,7 +140,6 @@ _TEMPLATES = (
     ("_add_row", (None, coulomb._add_row), True),
     ("project_velocity", (resolution._project_velocity, coulomb.project_velocity), False),
     ("acceleration_lcp", resolution._acceleration_lcp, False),
-    ("offset_impulse", resolution._offset_impulse, "ir"),
     ("impact_impulse", (resolution._frictionless_impulse, coulomb.impact_impulse), "ir"),
     ("record_law_energy", resolution._record_law_energy, True),
     ("record_relative_law_energy", resolution._record_relative_law_energy, True),

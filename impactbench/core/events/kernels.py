@@ -17,22 +17,18 @@ rheonomic one :data:`TIMED_CALLS`, which pass it, with the time terms r = dg/dt
 templates guard them with ``RHEONOMIC``).
 
 A rheonomic problem's timed kernels ``gap(t, q, p, out)``, ``gap_gradient(t, q, p, out)`` and
-``gap_rate(t, q, p, out)`` have no form of :func:`~impactbench.core._jit.first_class_kernel`
-(its position forms pass no time): :func:`timed_first_class` gives them entry points of the
-``"forces"`` kind (called with ``t, q, v, p, out``, v unused: the calls below pass q), which
-call the kernel with (t, q, p, out), ``out`` a vector or the caller's (rows, columns) matrix.
+``gap_rate(t, q, p, out)`` are first-class kernels of the forms ``"timed vector"`` and
+``"timed matrix"`` of :func:`~impactbench.core._jit.first_class_kernel` (the time-steppers'
+own: :func:`impactbench.core.scheme._first_class`), called with (t, q, p, out), ``out`` a
+vector or the caller's (rows, columns) matrix.
 """
 
 from __future__ import annotations
 
-import hashlib
-import types
 from collections import namedtuple
 from typing import Any
 
-import numba
-
-from impactbench.core._jit import FirstClassKernel, _digest, _nrt_free, first_class_kernel
+from impactbench.core._jit import first_class_kernel
 
 #: The first-class kernels of a problem; ``tangent_gradient`` and ``friction`` None for a
 #: frictionless one, ``gap_rate`` and ``gap_drift`` None for a scleronomic one.
@@ -48,8 +44,8 @@ def engine_kernels(kernels: Any) -> EngineKernels:
     frictional = kernels.tangent_gradient is not None
     if kernels.rheonomic:
         geometry = (
-            timed_first_class(kernels.gap, "vector"),
-            timed_first_class(kernels.gap_gradient, "matrix"),
+            first_class_kernel(kernels.gap, "timed vector"),
+            first_class_kernel(kernels.gap_gradient, "timed matrix"),
         )
     else:
         geometry = (
@@ -66,88 +62,9 @@ def engine_kernels(kernels: Any) -> EngineKernels:
     if not kernels.rheonomic:
         return result
     return result._replace(
-        gap_rate=timed_first_class(kernels.gap_rate, "vector"),
+        gap_rate=first_class_kernel(kernels.gap_rate, "timed vector"),
         gap_drift=first_class_kernel(kernels.gap_drift, "forces"),
     )
-
-
-# Name bound per kernel by timed_first_class.
-inner = None
-
-
-def _timed_vector_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
-    inner(t, numba.carray(q, (nq,)), numba.carray(p, (n_p,)), numba.carray(out, (rows,)))
-
-
-def _timed_matrix_entry(t, q, nq, v, nv, p, n_p, out, rows, columns, ld):
-    matrix = numba.carray(out, (rows, ld))
-    inner(t, numba.carray(q, (nq,)), numba.carray(p, (n_p,)), matrix[:, :columns])
-
-
-#: Entry templates of the timed kernels by the form of their output.
-_TIMED_ENTRIES = {"vector": _timed_vector_entry, "matrix": _timed_matrix_entry}
-
-#: The timed first-class kernels of this process, by (kernel, form).
-_TIMED: dict[tuple[int, str], tuple[Any, Any]] = {}
-
-#: The C signature of an entry point (that of :class:`impactbench.core._jit.FirstClassKernel`:
-#: t, then q, v, p as pointer and length, then out, its rows, columns and row stride).
-_POINTER = numba.types.CPointer(numba.types.float64)
-_ENTRY_SIGNATURE = numba.types.void(
-    numba.types.float64,
-    *((_POINTER, numba.types.intp) * 3),
-    _POINTER,
-    numba.types.intp,
-    numba.types.intp,
-    numba.types.intp,
-)
-
-
-def timed_first_class(function: Any, form: str) -> Any:
-    """The timed kernel ``function(t, q, p, out)`` of a rheonomic problem as a first-class
-    kernel of the ``"forces"`` kind, called ``kernel(t, q, q, p, out)``.
-
-    Parameters
-    ----------
-    function : numba dispatcher
-        ``gap(t, q, p, out)``, ``gap_gradient(t, q, p, out)`` or ``gap_rate(t, q, p, out)``.
-    form : {"vector", "matrix"}
-        What it writes: a vector (out (m,)) or a matrix (out the caller's (m, n) matrix).
-
-    Returns
-    -------
-    FirstClassKernel
-        Made once per process and ``function``; its entry point is compiled once per machine
-        (cached on disk under a name carrying the digest of ``function``'s source, as
-        :func:`impactbench.core._jit.first_class_kernel`'s). ``function`` itself when numba's
-        JIT is disabled (called with (t, q, q, p, out) by the calls below: see
-        :func:`_plain_timed`).
-    """
-    if numba.config.DISABLE_JIT:
-        return _plain_timed(function)
-    key = (id(function), form)
-    if key not in _TIMED:
-        template = _TIMED_ENTRIES[form]
-        namespace = dict(template.__globals__)
-        namespace["inner"] = _nrt_free(function)
-        entry = types.FunctionType(template.__code__, namespace, template.__name__)
-        entry.__module__ = template.__module__
-        hasher = hashlib.sha256()
-        _digest(function, hasher, set())
-        entry.__qualname__ = f"{template.__qualname__}_{hasher.hexdigest()[:20]}"
-        cfunc = numba.cfunc(_ENTRY_SIGNATURE, nopython=True, cache=True)(entry)
-        _TIMED[key] = (function, FirstClassKernel("forces", cfunc))
-    return _TIMED[key][1]
-
-
-def _plain_timed(function: Any) -> Any:
-    """``function(t, q, p, out)`` called as a forces kernel ``(t, q, v, p, out)`` (v unused),
-    for the loops run as plain Python."""
-
-    def call(t, q, v, p, out):
-        function(t, q, p, out)
-
-    return call
 
 
 def mass_matrix(q, p, out):
@@ -172,17 +89,17 @@ def gap_gradient(t, q, p, out):
 
 def timed_gap(t, q, p, out):
     """g(t, q) into ``out`` (a rheonomic problem)."""
-    p[1].gap(t, q, q, p[0], out)
+    p[1].gap(t, q, p[0], out)
 
 
 def timed_gap_gradient(t, q, p, out):
     """G = dg/dq at (t, q) into ``out`` (a rheonomic problem)."""
-    p[1].gap_gradient(t, q, q, p[0], out)
+    p[1].gap_gradient(t, q, p[0], out)
 
 
 def gap_rate(t, q, p, out):
     """r = dg/dt at (t, q) into ``out`` (a rheonomic problem)."""
-    p[1].gap_rate(t, q, q, p[0], out)
+    p[1].gap_rate(t, q, p[0], out)
 
 
 def gap_drift(t, q, v, p, out):
