@@ -26,11 +26,11 @@ projections of a persistent contact after an accepted step.
 Moving obstacles (``RHEONOMIC``, g(t, q)): every gap and gradient is evaluated at the time of
 the restart; the normal velocity is the relative one, U_i = grad g_i . v + r_i with the
 obstacle's rate r_i = dg_i/dt at fixed q, in the active set, the impact law (U+ = -e U-: the
-right-hand side of its LCP gains (1 + e) r, :func:`_offset_impulse`), the logs, the rest test and
-the velocity projection (onto U_C = 0); the free normal accelerations gain the obstacle's drift
-c_i = d2g_i/dt2 + 2 (dG_i/dt) v (partial derivatives in t); the law's energy record measures the
-relative normal kinetic energy (:func:`_record_relative_law_energy`). A fixed obstacle adds none
-of these terms (no zero is added: the scleronomic arithmetic is unchanged).
+right-hand side of its LCP gains (1 + e) r, :func:`_frictionless_impulse`), the logs, the rest
+test and the velocity projection (onto U_C = 0); the free normal accelerations gain the
+obstacle's drift c_i = d2g_i/dt2 + 2 (dG_i/dt) v (partial derivatives in t); the law's energy
+record measures the relative normal kinetic energy (:func:`_record_relative_law_energy`). A
+fixed obstacle adds none of these terms (no zero is added: the scleronomic arithmetic is unchanged).
 
 Templates: the problem's kernels and sizes are free globals bound per engine; the run's settings,
 outputs and work arrays are the named tuples of :mod:`impactbench.core.events.buffers`.
@@ -44,10 +44,7 @@ import numpy as np
 
 from impactbench.core.contact import (
     CURVATURE_FD_STEP,
-    DEGENERATE_GRADIENT,
     LCP_SLOT_ACCELERATION,
-    LCP_SLOT_IMPULSE,
-    add_reactions,
     delassus,
     impulse,
     ldl_factor,
@@ -97,7 +94,7 @@ impact_law = free_accelerations = closing = record_switch = project_closed = Non
 project_position = project_velocity = acceleration_lcp = name_failed_rows = None
 project_admissible = _add_penetrated = None
 impact_impulse = decide_contacts = friction_drifted = record_law_energy = None
-offset_impulse = record_relative_law_energy = None
+record_relative_law_energy = None
 
 
 def resolve(t, y, event, released, k_closed, run, out, work):
@@ -235,39 +232,22 @@ def _record_relative_law_energy(k, info, work):
 
 def _frictionless_impulse(q, v, k, run, work):
     """Newton's law on the active set ``w.rows[:k]`` at (q, v) (G and the factor of M in
-    ``w.G``, ``w.F``): the velocity after the impact into ``w.v_new``; returns the solver's
-    count (< 0 on a failure, :data:`impactbench.core.contact.DEGENERATE_GRADIENT` for a
-    vanishing gradient). A moving obstacle: :func:`_offset_impulse`."""
+    ``w.G``, ``w.F``): the velocity after the impact into ``w.v_new``, the impulses P into
+    ``w.cws[4]``; returns the solver's count (< 0 on a failure,
+    :data:`impactbench.core.contact.DEGENERATE_GRADIENT` for a vanishing gradient).
+
+    A moving obstacle: the law U+ = -e U- on the relative normal velocities U = G v + r
+    (r = ``w.r``, the obstacle's rate at the impact, the same before and after it), i.e.
+    0 <= P _|_ G_A v+ + e G_A v + (1 + e) r_A >= 0: :func:`impactbench.core.contact.impulse`
+    with the offset o_i = (1 + e) r_i, held in ``w.x`` (scratch until
+    :func:`_free_accelerations` writes it)."""
     w = views(work)
     if RHEONOMIC:
-        return offset_impulse(v, k, run, work)
+        for a in range(k):
+            i = w.rows[a]
+            w.x[i] = (1.0 + run.e) * w.r[i]
+        return impulse(N_DOF, w.G, w.rows, k, v, v, run.e, w.F, w.cws, w.v_new, None, w.x)
     return impulse(N_DOF, w.G, w.rows, k, v, v, run.e, w.F, w.cws, w.v_new)
-
-
-def _offset_impulse(v, k, run, work):
-    """Newton's law on relative normal velocities U = G v + r (r = ``w.r``, the obstacle's
-    rate at the impact): v+ = v + M^-1 G_A^T P with 0 <= P _|_ U+ + e U- >= 0, i.e. the LCP
-    0 <= P _|_ W P + b >= 0, W = G_A M^-1 G_A^T, b = (1 + e) (G_A v + r_A) (the shared
-    :func:`impactbench.core.contact.impulse` with the offset (1 + e) r in its right-hand side,
-    for every k). v+ into ``w.v_new``, P into ``w.cws[4]``; returns as :func:`_frictionless_
-    impulse`."""
-    w = views(work)
-    n = N_DOF
-    ws = w.cws
-    Y, W, b, P = ws[1], ws[2], ws[3], ws[4]
-    delassus(w.G, w.rows, k, w.F, n, Y, W, ws[19])
-    for a in range(k):
-        if not (W[a, a] > 0.0 and 1.0 / W[a, a] < math.inf):
-            return DEGENERATE_GRADIENT
-    for a in range(k):
-        i = w.rows[a]
-        s = 0.0
-        for j in range(n):
-            s += w.G[i, j] * (v[j] + run.e * v[j])
-        b[a] = s + (1.0 + run.e) * w.r[i]
-    pivots = solve_lcp_warm(W, b, w.rows, k, P, ws, LCP_SLOT_IMPULSE)
-    add_reactions(n, k, Y, P, ws[19], v, w.v_new)
-    return pivots
 
 
 def _free_accelerations(t, y, impacting, run, work):
