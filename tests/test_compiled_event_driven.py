@@ -4,14 +4,16 @@ import math
 
 import numpy as np
 import pytest
+from moving_floor import MovingFloorBall
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
+from test_moving_obstacles_event_driven import resting_on_table
 
 import impactbench as ib
 from impactbench.core._jit import kernel
 from impactbench.core.divergence import DivergenceError
 from impactbench.core.events import simulate_compiled
-from impactbench.core.events.engine import make_engine
+from impactbench.core.events.engine import make_engine, run_kernels
 from impactbench.core.problem import CompiledProblem, ProblemKernels
 from impactbench.core.trajectory import Status
 from impactbench.methods.event_driven import EventDriven
@@ -144,21 +146,39 @@ def test_double_pendulum_agrees_with_the_scipy_path(pendulum):
     np.testing.assert_allclose(run.v[-1], ref.v[-1], rtol=0, atol=5 * RTOL * scale)
 
 
-def test_a_second_problem_of_the_same_sizes_and_flags_compiles_no_engine():
-    """The engine takes the kernels as run-time values: the impacting oscillator (one DOF, one
-    constraint, a constant mass, as the ball) runs on the ball's compiled engine, compiling only
-    its own kernels, and agrees with the plain-Python engine (its kernels bound as globals)."""
-    ball = BouncingBall(restitution=0.8)
-    oscillator = ImpactingOscillator(restitution=0.5)
-    engine = make_engine(ball, "DOP853")
-    simulate_compiled(ball, 1.0, RTOL, ATOL, "DOP853")
-    compiled_for_the_ball = len(engine.signatures)
-    assert make_engine(oscillator, "DOP853") is engine
-    t_end = oscillator.t0 + 4.0
-    compiled = simulate_compiled(oscillator, t_end, 1e-8, 1e-10, "DOP853")
+@pytest.mark.parametrize(
+    ("first", "second", "span", "geometry"),
+    [
+        (
+            lambda: BouncingBall(restitution=0.8),
+            lambda: ImpactingOscillator(restitution=0.5),
+            4.0,
+            "position",
+        ),
+        (MovingFloorBall, lambda: resting_on_table(0.05, 20.0), 1.0, "timed"),
+    ],
+    ids=["fixed obstacles", "moving obstacles"],
+)
+def test_a_second_problem_of_the_same_sizes_and_flags_compiles_no_engine(
+    first, second, span, geometry
+):
+    """The engine takes the kernels as run-time values (the geometric ones g, G, and r = dg/dt
+    of a moving obstacle, first-class kernels of the kind ``geometry``): the impacting
+    oscillator (one DOF, one constraint, a constant mass, as the ball) runs on the ball's
+    compiled engine, the vibrating table on the moving floor's, compiling only its own kernels,
+    and agrees with the plain-Python engine (its kernels bound as globals)."""
+    first, second = first(), second()
+    engine = make_engine(first, "DOP853")
+    kernels = run_kernels(first, np.zeros(1), True)[1]
+    assert kernels.gap.kind == kernels.gap_gradient.kind == geometry
+    simulate_compiled(first, first.t0 + 1.0, RTOL, ATOL, "DOP853")
+    compiled_for_the_first = len(engine.signatures)
+    assert make_engine(second, "DOP853") is engine
+    t_end = second.t0 + span
+    compiled = simulate_compiled(second, t_end, 1e-8, 1e-10, "DOP853")
     # counted as signatures of the one dispatcher: no new overload for the second problem
-    assert len(engine.signatures) == compiled_for_the_ball == 1
-    plain = simulate_compiled(oscillator, t_end, 1e-8, 1e-10, "DOP853", compile=False)
+    assert len(engine.signatures) == compiled_for_the_first == 1
+    plain = simulate_compiled(second, t_end, 1e-8, 1e-10, "DOP853", compile=False)
     assert compiled.impacts.total == plain.impacts.total > 0
     np.testing.assert_allclose(compiled.t, plain.t, rtol=1e-13, atol=0)
     np.testing.assert_allclose(compiled.q, plain.q, rtol=0, atol=1e-12)
