@@ -224,7 +224,7 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
                 f"stop_frequency must differ from frequency (resonance: no periodic orbit), "
                 f"got stop_frequency={stop_frequency!r}, frequency={frequency!r}"
             )
-        #: |K| = B |w^2 - 1|, the scale of the stop-frame coordinate xi.
+        #: abs(K) = B abs(w^2 - 1), the scale of the stop-frame coordinate xi.
         self.frame_scale = abs(scale)
         #: delta = sgn(K) pi / (2 w), the shift of the forced oscillator's time tau - delta.
         self.time_shift = math.copysign(0.5 * math.pi / ratio, scale)
@@ -241,7 +241,7 @@ class ImpactOscillatorMovingStop(RheonomicCompiledProblem):
         self.name = "ImpactOscillatorMovingStop"
         self.n_dof = 1
         self.n_constraints = 1
-        #: Relative impact speed |K| Omega V of the periodic orbit (before the impact).
+        #: Relative impact speed abs(K) Omega V of the periodic orbit (before the impact).
         self.impact_speed = self.frame_scale * self.frequency * self._forced_memo.impact_speed
         self.t0 = (self._forced_memo.t0 + self.time_shift) / self.frequency
         x, v = self.exact_solution(np.array([self.t0]))

@@ -28,7 +28,7 @@ import impactbench
 from impactbench import Adaptive, Problem, simulate
 from impactbench.core.method import Method
 from impactbench.core.trajectory import SimulationError
-from methods import (
+from impactbench.methods import (
     CatchingUp,
     D1MinusLinear,
     EventDriven,
@@ -37,7 +37,7 @@ from methods import (
     NonsmoothGeneralizedAlpha,
     PaoliSchatzman,
 )
-from problems import BouncingBall, ColumnOfBeads, DoublePendulum, SlidingBlock
+from impactbench.problems import BouncingBall, ColumnOfBeads, DoublePendulum, SlidingBlock
 
 #: Where the digests are stored.
 DATA = Path(__file__).parent / "data" / "scleronomic_digests.json"
